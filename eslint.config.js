@@ -1,0 +1,52 @@
+// @ts-check
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+/** Imports a layer may not make; keeps the architecture of STYLE.md true. */
+const layer = (files, forbidden, message) => ({
+  files,
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      { patterns: forbidden.map((group) => ({ group: [group], message })) },
+    ],
+  },
+});
+
+export default tseslint.config(
+  { ignores: ['dist/', 'node_modules/', 'telha-data/', '.tmp/', 'eslint.config.js'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/switch-exhaustiveness-check': 'error',
+      '@typescript-eslint/consistent-type-imports': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_' }],
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'ExportAllDeclaration', message: 'Name every export (no export *).' },
+      ],
+    },
+  },
+  layer(
+    ['src/core/**'],
+    ['**/codec/**', '**/storage/**', '**/engine/**', '**/server/**', '**/client/**', '**/cli/**', 'node:fs*', 'node:net', 'node:child_process', 'node:crypto'],
+    'core/ holds the queue\'s meaning and does no I/O: it imports nothing outside core/.',
+  ),
+  layer(['src/codec/**'], ['**/storage/**', '**/engine/**', '**/server/**', '**/client/**', '**/cli/**'], 'codec/ may import only core/.'),
+  layer(['src/storage/**'], ['**/engine/**', '**/server/**', '**/client/**', '**/cli/**'], 'storage/ may import only core/ and codec/.'),
+  layer(['src/engine/**'], ['**/server/**', '**/client/**', '**/cli/**'], 'engine/ may not import the server, client or CLI.'),
+  layer(['src/client/**'], ['**/engine/**', '**/storage/**', '**/codec/**', '**/server/**'], 'the client speaks only the wire protocol.'),
+  {
+    files: ['test/**', 'bench/**', 'examples/**'],
+    rules: {
+      '@typescript-eslint/no-non-null-assertion': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+    },
+  },
+);

@@ -1,0 +1,211 @@
+/**
+ * The one place key layouts are defined.
+ *
+ * The job key is the spec's 58 bytes:
+ *
+ *     [ scope 32 ][ state 1 ][ priority 1 ][ created_at 8 ][ job_id 16 ]
+ *
+ * Every integer is big-endian, so unsigned byte order equals (scope, state,
+ * priority, created_at, job_id) order: a scan from `[scope][Pending]` meets
+ * ready work first, lower priority bytes first, FIFO within a priority.
+ * `created_at` is ascending, not inverted: the queue wants oldest first.
+ */
+import { createHash } from 'node:crypto';
+import { parse as parseUuid, stringify as stringifyUuid } from 'uuid';
+import type { JobRecord, JobState, Micros, QueueScope } from '../core/types.ts';
+
+export const SCOPE_BYTES = 32;
+export const JOB_ID_BYTES = 16;
+export const JOB_KEY_BYTES = SCOPE_BYTES + 1 + 1 + 8 + JOB_ID_BYTES; // 58
+
+const STATE_OFFSET = SCOPE_BYTES;
+const PRIORITY_OFFSET = STATE_OFFSET + 1;
+const CREATED_AT_OFFSET = PRIORITY_OFFSET + 1;
+const JOB_ID_OFFSET = CREATED_AT_OFFSET + 8;
+
+/** The reserved nil prefix of the system scope: 32 zero bytes, ahead of every tenant. */
+export const SYSTEM_SCOPE_BYTES: Buffer = Buffer.alloc(SCOPE_BYTES);
+
+const TENANT_SCOPE_DOMAIN = 'telha/tenant-scope/v1\n';
+const scopeCache = new Map<string, Buffer>();
+const SCOPE_CACHE_LIMIT = 10_000;
+
+/**
+ * A tenant's 32-byte scope: SHA-256 of `"telha/tenant-scope/v1\n" + tenant` (UTF-8).
+ * A digest whose first byte is 0x00 gets 0x01 there instead, so no tenant id can
+ * ever map to the system scope's nil prefix, and every tenant sorts after it.
+ */
+export function tenantScopeBytes(tenant: string): Buffer {
+  let scope = scopeCache.get(tenant);
+  if (scope === undefined) {
+    scope = createHash('sha256').update(TENANT_SCOPE_DOMAIN).update(tenant, 'utf8').digest();
+    if (scope[0] === 0) scope[0] = 1;
+    if (scopeCache.size >= SCOPE_CACHE_LIMIT) scopeCache.clear();
+    scopeCache.set(tenant, scope);
+  }
+  return scope;
+}
+
+export function scopeBytes(scope: QueueScope): Buffer {
+  return scope.type === 'system' ? SYSTEM_SCOPE_BYTES : tenantScopeBytes(scope.tenant);
+}
+
+export function scopeOfTenant(tenant: string | null): Buffer {
+  return tenant === null ? SYSTEM_SCOPE_BYTES : tenantScopeBytes(tenant);
+}
+
+export function jobIdToBytes(jobId: string): Buffer {
+  return Buffer.from(parseUuid(jobId));
+}
+
+export function jobIdFromBytes(bytes: Uint8Array): string {
+  return stringifyUuid(bytes);
+}
+
+export function writeU64(target: Buffer, value: number, offset: number): void {
+  // Split by arithmetic: bitwise operators would truncate to 32 bits.
+  target.writeUInt32BE(Math.floor(value / 0x1_0000_0000), offset);
+  target.writeUInt32BE(value % 0x1_0000_0000, offset + 4);
+}
+
+export function readU64(source: Uint8Array, offset: number): number {
+  const view = Buffer.isBuffer(source) ? source : Buffer.from(source.buffer, source.byteOffset, source.byteLength);
+  return view.readUInt32BE(offset) * 0x1_0000_0000 + view.readUInt32BE(offset + 4);
+}
+
+export interface JobKeyParts {
+  readonly scope: Uint8Array;
+  readonly state: JobState;
+  readonly priority: number;
+  readonly createdAt: Micros;
+  readonly jobId: Uint8Array;
+}
+
+export function encodeJobKey(parts: JobKeyParts): Buffer {
+  const key = Buffer.allocUnsafe(JOB_KEY_BYTES);
+  key.set(parts.scope, 0);
+  key[STATE_OFFSET] = parts.state;
+  key[PRIORITY_OFFSET] = parts.priority;
+  writeU64(key, parts.createdAt, CREATED_AT_OFFSET);
+  key.set(parts.jobId, JOB_ID_OFFSET);
+  return key;
+}
+
+/** The key a record is stored under, in its current state. */
+export function jobKeyOf(record: JobRecord): Buffer {
+  return encodeJobKey({
+    scope: scopeOfTenant(record.tenant),
+    state: record.state,
+    priority: record.priority,
+    createdAt: record.createdAt,
+    jobId: jobIdToBytes(record.jobId),
+  });
+}
+
+export interface DecodedJobKey {
+  readonly scope: Buffer;
+  readonly state: number;
+  readonly priority: number;
+  readonly createdAt: Micros;
+  readonly jobId: string;
+}
+
+export function decodeJobKey(key: Uint8Array): DecodedJobKey {
+  if (key.byteLength !== JOB_KEY_BYTES) throw new RangeError(`job key must be ${JOB_KEY_BYTES} bytes, got ${key.byteLength}`);
+  const buf = Buffer.from(key.buffer, key.byteOffset, key.byteLength);
+  return {
+    scope: buf.subarray(0, SCOPE_BYTES),
+    state: buf[STATE_OFFSET] as number,
+    priority: buf[PRIORITY_OFFSET] as number,
+    createdAt: readU64(buf, CREATED_AT_OFFSET),
+    jobId: jobIdFromBytes(buf.subarray(JOB_ID_OFFSET)),
+  };
+}
+
+/**
+ * The spec's `rekey`: the same key with another state byte. The reaper uses it
+ * because a row found by a full sweep carries its scope only as key bytes.
+ */
+export function rekey(key: Uint8Array, state: JobState): Buffer {
+  const next = Buffer.from(key);
+  next[STATE_OFFSET] = state;
+  return next;
+}
+
+/** `[scope][state]`: the prefix of every row of one state in one scope. */
+export function stateRangePrefix(scope: Uint8Array, state: JobState): Buffer {
+  const prefix = Buffer.allocUnsafe(SCOPE_BYTES + 1);
+  prefix.set(scope, 0);
+  prefix[STATE_OFFSET] = state;
+  return prefix;
+}
+
+/** The smallest key greater than every key starting with `prefix`, or `null` when the prefix is all 0xff. */
+export function prefixUpperBound(prefix: Uint8Array): Buffer | null {
+  const bound = Buffer.from(prefix);
+  for (let i = bound.length - 1; i >= 0; i--) {
+    if (bound[i] !== 0xff) {
+      bound[i] = (bound[i] as number) + 1;
+      return bound.subarray(0, i + 1);
+    }
+  }
+  return null;
+}
+
+// ---- Secondary indexes, each kept in the same write batch as the job row. ----
+
+/** `ids` column family: `[job_id 16]` → current 58-byte job key. */
+export function idIndexKey(jobId: string): Buffer {
+  return jobIdToBytes(jobId);
+}
+
+/** `idempotency` column family: `[scope 32][key UTF-8]` → `[job_id 16]`. */
+export function idempotencyIndexKey(scope: Uint8Array, idempotencyKey: string): Buffer {
+  const keyBytes = Buffer.from(idempotencyKey, 'utf8');
+  const key = Buffer.allocUnsafe(SCOPE_BYTES + keyBytes.length);
+  key.set(scope, 0);
+  key.set(keyBytes, SCOPE_BYTES);
+  return key;
+}
+
+/** `finished` column family: `[state 1][finished_at 8][job_id 16]` → job key; what retention prunes, oldest first. */
+export function finishedIndexKey(state: JobState, finishedAt: Micros, jobId: string): Buffer {
+  const key = Buffer.allocUnsafe(1 + 8 + JOB_ID_BYTES);
+  key[0] = state;
+  writeU64(key, finishedAt, 1);
+  key.set(jobIdToBytes(jobId), 9);
+  return key;
+}
+
+/** Upper bound (exclusive) of the `finished` entries of one state that finished before `cutoff`. */
+export function finishedIndexBound(state: JobState, cutoff: Micros): Buffer {
+  const key = Buffer.alloc(1 + 8);
+  key[0] = state;
+  writeU64(key, Math.max(0, cutoff), 1);
+  return key;
+}
+
+/** `counts` column family: `[scope 32][state 1][kind UTF-8]` → u64 count of jobs. */
+export function countKey(scope: Uint8Array, state: JobState, kind: string): Buffer {
+  const kindBytes = Buffer.from(kind, 'utf8');
+  const key = Buffer.allocUnsafe(SCOPE_BYTES + 1 + kindBytes.length);
+  key.set(scope, 0);
+  key[SCOPE_BYTES] = state;
+  key.set(kindBytes, SCOPE_BYTES + 1);
+  return key;
+}
+
+export function decodeCountKey(key: Uint8Array): { scope: Buffer; state: number; kind: string } {
+  const buf = Buffer.from(key.buffer, key.byteOffset, key.byteLength);
+  return {
+    scope: buf.subarray(0, SCOPE_BYTES),
+    state: buf[SCOPE_BYTES] as number,
+    kind: buf.subarray(SCOPE_BYTES + 1).toString('utf8'),
+  };
+}
+
+export function encodeU64(value: number): Buffer {
+  const buf = Buffer.allocUnsafe(8);
+  writeU64(buf, value, 0);
+  return buf;
+}

@@ -1,0 +1,139 @@
+/**
+ * The value envelope: `[VALUE_VERSION 1 byte][msgpack JobRecord]`.
+ *
+ * The record is a msgpack map with the spec's snake_case field names, integers
+ * as msgpack integers (timestamps as uint64), ids and opaque bytes as bin, so a
+ * reader in any language can decode it. Decoding checks every field and turns
+ * anything unexpected into a {@link CorruptRecordError} naming the key.
+ */
+import { Packr } from 'msgpackr';
+import { CorruptRecordError } from '../core/errors.ts';
+import {
+  EVENT_TRANSITIONS,
+  isJobState,
+  type EventTransition,
+  type JobEvent,
+  type JobRecord,
+} from '../core/types.ts';
+import { jobIdFromBytes, jobIdToBytes } from './keys.ts';
+
+/** Version 1: the layout documented above. Bump it, and keep a decoder for every older version, when it changes. */
+export const VALUE_VERSION = 1;
+
+const packr = new Packr({ useRecords: false, variableMapSize: true, int64AsType: 'number' });
+
+/** msgpackr writes numbers above 2^32 as float64; a BigInt makes it write a uint64. */
+function u64(value: number): number | bigint {
+  return value > 0xffff_ffff ? BigInt(value) : value;
+}
+
+function optionalU64(value: number | null): number | bigint | null {
+  return value === null ? null : u64(value);
+}
+
+export function encodeRecord(record: JobRecord): Buffer {
+  const body = packr.pack({
+    job_id: jobIdToBytes(record.jobId),
+    tenant: record.tenant,
+    kind: record.kind,
+    payload: record.payload,
+    priority: record.priority,
+    created_at: u64(record.createdAt),
+    state: record.state,
+    attempts: record.attempts,
+    lease_generation: u64(record.leaseGeneration),
+    worker_id: record.workerId,
+    lease_deadline: optionalU64(record.leaseDeadline),
+    not_before: optionalU64(record.notBefore),
+    idempotency_key: record.idempotencyKey,
+    max_attempts: record.maxAttempts,
+    continuation: record.continuation,
+    events: record.events.map((e) => ({ at: u64(e.at), transition: e.transition, detail: e.detail })),
+  });
+  const out = Buffer.allocUnsafe(1 + body.length);
+  out[0] = VALUE_VERSION;
+  body.copy(out, 1);
+  return out;
+}
+
+const TRANSITION_SET: ReadonlySet<string> = new Set(EVENT_TRANSITIONS);
+
+/**
+ * Decode a stored value. `keyHex` names the row in the error, so an operator can
+ * find it; callers that scan skip such rows and count them.
+ */
+export function decodeRecord(value: Uint8Array, keyHex: string): JobRecord {
+  if (value.byteLength === 0) throw new CorruptRecordError(keyHex, 'empty value');
+  const version = value[0];
+  if (version !== VALUE_VERSION) throw new CorruptRecordError(keyHex, `unknown value version ${version}`);
+  let raw: unknown;
+  try {
+    raw = packr.unpack(value.subarray(1));
+  } catch (cause) {
+    throw new CorruptRecordError(keyHex, 'msgpack body does not decode', cause);
+  }
+  return readRecord(raw, keyHex);
+}
+
+function readRecord(raw: unknown, keyHex: string): JobRecord {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new CorruptRecordError(keyHex, 'body is not a map');
+  }
+  const r = raw as Record<string, unknown>;
+  const field = <T>(name: string, check: (v: unknown) => v is T, expected: string): T => {
+    const v = r[name];
+    if (!check(v)) throw new CorruptRecordError(keyHex, `field ${name} is not ${expected}`);
+    return v;
+  };
+  const jobIdBytes = field('job_id', isBytes, 'bytes');
+  if (jobIdBytes.byteLength !== 16) throw new CorruptRecordError(keyHex, 'field job_id is not 16 bytes');
+  const state = field('state', isUint, 'an integer');
+  if (!isJobState(state)) throw new CorruptRecordError(keyHex, `field state has unknown value ${state}`);
+  const events = field('events', Array.isArray, 'an array').map((e: unknown): JobEvent => {
+    if (typeof e !== 'object' || e === null) throw new CorruptRecordError(keyHex, 'an event is not a map');
+    const ev = e as Record<string, unknown>;
+    if (!isUint(ev['at']) || typeof ev['transition'] !== 'string' || !TRANSITION_SET.has(ev['transition'])) {
+      throw new CorruptRecordError(keyHex, 'an event is malformed');
+    }
+    const detail = ev['detail'];
+    if (detail !== null && typeof detail !== 'string') throw new CorruptRecordError(keyHex, 'an event detail is malformed');
+    return { at: ev['at'], transition: ev['transition'] as EventTransition, detail };
+  });
+  return {
+    jobId: jobIdFromBytes(jobIdBytes),
+    tenant: field('tenant', isStringOrNull, 'a string or nil'),
+    kind: field('kind', isString, 'a string'),
+    payload: field('payload', isBytes, 'bytes'),
+    priority: field('priority', isUint, 'an integer'),
+    createdAt: field('created_at', isUint, 'an integer'),
+    state,
+    attempts: field('attempts', isUint, 'an integer'),
+    leaseGeneration: field('lease_generation', isUint, 'an integer'),
+    workerId: field('worker_id', isStringOrNull, 'a string or nil'),
+    leaseDeadline: field('lease_deadline', isUintOrNull, 'an integer or nil'),
+    notBefore: field('not_before', isUintOrNull, 'an integer or nil'),
+    idempotencyKey: field('idempotency_key', isStringOrNull, 'a string or nil'),
+    maxAttempts: field('max_attempts', isUintOrNull, 'an integer or nil'),
+    continuation: field('continuation', isBytesOrNull, 'bytes or nil'),
+    events,
+  };
+}
+
+function isString(v: unknown): v is string {
+  return typeof v === 'string';
+}
+function isStringOrNull(v: unknown): v is string | null {
+  return v === null || typeof v === 'string';
+}
+function isUint(v: unknown): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+}
+function isUintOrNull(v: unknown): v is number | null {
+  return v === null || isUint(v);
+}
+function isBytes(v: unknown): v is Uint8Array {
+  return v instanceof Uint8Array;
+}
+function isBytesOrNull(v: unknown): v is Uint8Array | null {
+  return v === null || v instanceof Uint8Array;
+}

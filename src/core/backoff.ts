@@ -1,0 +1,37 @@
+import { secondsToMicros } from './clock.ts';
+import type { JobsConfig } from './config.ts';
+import type { Micros } from './types.ts';
+
+/**
+ * A per-kind pacing override (the spec's `backoff_base_secs_by_kind`), set from code.
+ * `capSecs` defaults to `max(baseSecs, jobs.backoff_cap_secs)`: the base is also a floor for
+ * the cap, so a kind may pace slower than the global cap allows.
+ */
+export interface KindBackoff {
+  readonly baseSecs: number;
+  readonly capSecs?: number;
+}
+
+export type BackoffByKind = ReadonlyMap<string, KindBackoff>;
+
+/**
+ * The spec's `backoff_us`: `min(base * factor^(attempts-1), cap)` seconds, in µs.
+ * With the defaults (10 s, x4, cap 3,600 s): 10, 40, 160, 640, then 3,600 s from the fifth attempt on.
+ * `attempts` is the count after the failure being paced, so it is at least 1.
+ */
+export function backoffMicros(
+  config: Pick<JobsConfig, 'backoff_base_secs' | 'backoff_factor' | 'backoff_cap_secs'>,
+  byKind: BackoffByKind,
+  kind: string,
+  attempts: number,
+): Micros {
+  const override = byKind.get(kind);
+  const base = override ? override.baseSecs : config.backoff_base_secs;
+  const cap = override
+    ? (override.capSecs ?? Math.max(override.baseSecs, config.backoff_cap_secs))
+    : config.backoff_cap_secs;
+  let secs = base;
+  // Saturating: stop multiplying once the cap is reached, so a huge attempt count cannot overflow.
+  for (let i = 1; i < attempts && secs < cap; i++) secs *= config.backoff_factor;
+  return secondsToMicros(Math.min(secs, cap));
+}

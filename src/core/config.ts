@@ -1,0 +1,168 @@
+/**
+ * Configuration: defaults, then validation with the key named in every message.
+ *
+ * Sources, later ones winning: the defaults below, a TOML file, environment
+ * variables `TELHA_<SECTION>__<KEY>` (e.g. `TELHA_JOBS__LEASE_TTL_SECS=60`).
+ * Reading the file and the environment happens in `engine/`; this module only
+ * merges and validates plain values.
+ */
+import { z } from 'zod';
+import { invalidArgument } from './errors.ts';
+
+/** `jobs.max_attempts`: attempts before a job is dead-lettered, unless the job sets its own. */
+export const DEFAULT_MAX_ATTEMPTS = 5;
+/** `jobs.reaper_interval_secs`: how often expired leases are reclaimed. */
+export const DEFAULT_REAPER_INTERVAL_SECS = 30;
+/** `jobs.backoff_base_secs`: first retry delay. */
+export const DEFAULT_BACKOFF_BASE_SECS = 10;
+/** `jobs.backoff_factor`: each further retry waits this many times longer. */
+export const DEFAULT_BACKOFF_FACTOR = 4;
+/** `jobs.backoff_cap_secs`: no retry waits longer than this (1 h). */
+export const DEFAULT_BACKOFF_CAP_SECS = 3_600;
+/**
+ * `jobs.lease_ttl_secs`: how long a lease lasts without a heartbeat. 30 s: long
+ * enough that a worker heartbeating every 10 s survives two lost beats, short
+ * enough that a dead worker's job runs again within a minute (TTL + one reaper interval).
+ */
+export const DEFAULT_LEASE_TTL_SECS = 30;
+/** `jobs.max_payload_bytes`: largest accepted payload (1 MiB). */
+export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
+/** `retention.completed_secs`: Completed jobs are pruned this long after they finish (7 days). */
+export const DEFAULT_RETENTION_COMPLETED_SECS = 7 * 24 * 3_600;
+/** `retention.dead_secs`: Dead jobs are kept longer, for operators to inspect and retry (30 days). */
+export const DEFAULT_RETENTION_DEAD_SECS = 30 * 24 * 3_600;
+/** `retention.prune_interval_secs`: how often the `system:prune` maintenance job is scheduled. */
+export const DEFAULT_PRUNE_INTERVAL_SECS = 60;
+/** `storage.path`: where the embedded store lives. */
+export const DEFAULT_STORAGE_PATH = './telha-data';
+
+const positiveInt = z.number().int().positive();
+const nonNegativeInt = z.number().int().nonnegative();
+
+const storageSchema = z.strictObject({
+  kind: z.literal('rocksdb').default('rocksdb'),
+  path: z.string().min(1).default(DEFAULT_STORAGE_PATH),
+  /**
+   * `process` (default): an acknowledged write is in the OS page cache and survives the process
+   * being killed. `fsync`: the WAL is synced before acknowledging, so it also survives an OS crash
+   * or power loss; concurrent writers share one sync.
+   */
+  durability: z.enum(['process', 'fsync']).default('process'),
+});
+
+const jobsSchema = z.strictObject({
+  max_attempts: positiveInt.default(DEFAULT_MAX_ATTEMPTS),
+  reaper_interval_secs: positiveInt.default(DEFAULT_REAPER_INTERVAL_SECS),
+  backoff_base_secs: nonNegativeInt.default(DEFAULT_BACKOFF_BASE_SECS),
+  backoff_factor: positiveInt.default(DEFAULT_BACKOFF_FACTOR),
+  backoff_cap_secs: nonNegativeInt.default(DEFAULT_BACKOFF_CAP_SECS),
+  lease_ttl_secs: positiveInt.default(DEFAULT_LEASE_TTL_SECS),
+  max_payload_bytes: positiveInt.default(DEFAULT_MAX_PAYLOAD_BYTES),
+});
+
+const retentionSchema = z.strictObject({
+  enabled: z.boolean().default(true),
+  completed_secs: nonNegativeInt.default(DEFAULT_RETENTION_COMPLETED_SECS),
+  dead_secs: nonNegativeInt.default(DEFAULT_RETENTION_DEAD_SECS),
+  prune_interval_secs: positiveInt.default(DEFAULT_PRUNE_INTERVAL_SECS),
+});
+
+const configSchema = z.strictObject({
+  storage: storageSchema.default(storageSchema.parse({})),
+  jobs: jobsSchema.default(jobsSchema.parse({})),
+  retention: retentionSchema.default(retentionSchema.parse({})),
+});
+
+export type TelhaConfig = z.infer<typeof configSchema>;
+export type JobsConfig = TelhaConfig['jobs'];
+export type StorageConfig = TelhaConfig['storage'];
+export type RetentionConfig = TelhaConfig['retention'];
+
+/** Every key with its default. */
+export const DEFAULT_CONFIG: TelhaConfig = configSchema.parse({});
+
+/** A plain, possibly partial configuration tree, as read from a file or built in code. */
+export type ConfigInput = { readonly [section: string]: unknown };
+
+/** Keys whose value zero is refused, with the reason, as the spec's `TelhaConfig::validate` does. */
+const ZERO_REFUSED: Readonly<Record<string, string>> = {
+  'jobs.lease_ttl_secs': 'must be greater than 0: a zero TTL expires every lease at once',
+  'jobs.max_attempts': 'must be greater than 0: a job needs at least one attempt',
+};
+
+function describeIssue(issue: z.core.$ZodIssue): { field: string; message: string } {
+  const path = issue.path.map(String).join('.');
+  if (issue.code === 'unrecognized_keys') {
+    const keys = issue.keys.map((key) => (path ? `${path}.${key}` : key));
+    return { field: keys[0] ?? path, message: `unknown key${keys.length > 1 ? 's' : ''} ${keys.join(', ')}` };
+  }
+  const zeroReason = ZERO_REFUSED[path];
+  if (zeroReason !== undefined && issue.code === 'too_small') {
+    return { field: path, message: `${path} ${zeroReason}` };
+  }
+  return { field: path, message: `${path}: ${issue.message}` };
+}
+
+/**
+ * Merge the layers (later wins, key by key) and validate. Throws an
+ * `invalid_argument` error naming the first offending key; `source` says where it came from.
+ */
+export function resolveConfig(layers: readonly { source: string; values: ConfigInput }[]): TelhaConfig {
+  const merged: Record<string, Record<string, unknown>> = {};
+  const origin = new Map<string, string>();
+  for (const layer of layers) {
+    for (const [section, value] of Object.entries(layer.values)) {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+        throw invalidArgument(section, `${section}: expected a table of keys (from ${layer.source})`);
+      }
+      const target = (merged[section] ??= {});
+      for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+        target[key] = v;
+        origin.set(`${section}.${key}`, layer.source);
+      }
+      if (!origin.has(section)) origin.set(section, layer.source);
+    }
+  }
+  const result = configSchema.safeParse(merged);
+  if (result.success) return result.data;
+  const first = result.error.issues[0];
+  if (!first) throw invalidArgument('config', 'invalid configuration');
+  const { field, message } = describeIssue(first);
+  const from = origin.get(field) ?? origin.get(field.split('.')[0] ?? '');
+  throw invalidArgument(field, from ? `${message} (from ${from})` : message);
+}
+
+/** Convenience for code and tests: defaults plus one partial tree. */
+export function makeConfig(values: ConfigInput = {}): TelhaConfig {
+  return resolveConfig([{ source: 'code', values }]);
+}
+
+const ENV_PREFIX = 'TELHA_';
+
+/**
+ * The configuration layer carried by environment variables: `TELHA_SECTION__KEY=value`.
+ * Values are read as JSON when they parse (numbers, booleans), otherwise as strings.
+ * Variables without the double underscore (e.g. `TELHA_CONFIG`, `TELHA_TOKEN`) are not
+ * configuration keys and are left alone.
+ */
+export function configFromEnv(env: Readonly<Record<string, string | undefined>>): ConfigInput {
+  const values: Record<string, Record<string, unknown>> = {};
+  for (const [name, raw] of Object.entries(env)) {
+    if (!name.startsWith(ENV_PREFIX) || raw === undefined) continue;
+    const rest = name.slice(ENV_PREFIX.length);
+    const split = rest.indexOf('__');
+    if (split <= 0) continue;
+    const section = rest.slice(0, split).toLowerCase();
+    const key = rest.slice(split + 2).toLowerCase();
+    (values[section] ??= {})[key] = parseEnvValue(raw);
+  }
+  return values;
+}
+
+function parseEnvValue(raw: string): unknown {
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    return raw;
+  }
+}

@@ -1,0 +1,76 @@
+/**
+ * The closed set of error codes every layer speaks. The server maps them to
+ * gRPC status in one function and the client maps them back, so a message
+ * reads the same whichever backend or transport produced it.
+ */
+export const ErrorCode = {
+  /** A fenced submission from a worker that no longer holds the lease (gRPC ABORTED). */
+  LeaseConflict: 'lease_conflict',
+  NotFound: 'not_found',
+  /** Bad input; `field` names what was wrong. Nothing was written. */
+  InvalidArgument: 'invalid_argument',
+  /** The job exists but is not in a state the operation applies to (e.g. retry of a job that is not Dead). */
+  FailedPrecondition: 'failed_precondition',
+  /** A stored row that cannot be decoded; `key` names it. */
+  CorruptRecord: 'corrupt_record',
+  Unauthenticated: 'unauthenticated',
+  PermissionDenied: 'permission_denied',
+  ResourceExhausted: 'resource_exhausted',
+  /** The store is closed or closing. */
+  Unavailable: 'unavailable',
+  Internal: 'internal',
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** The spec's two ways a fenced submission can be stale. */
+export type LeaseConflictReason =
+  /** The job is not leased to the submitting worker (another worker holds it, or nobody does). */
+  | 'worker_mismatch'
+  /** Same worker id, but the lease was reaped and granted again: the submitted generation is superseded. */
+  | 'generation_superseded';
+
+export class TelhaError extends Error {
+  override readonly name = 'TelhaError';
+  readonly code: ErrorCode;
+  /** The offending input, for `invalid_argument`. */
+  readonly field: string | undefined;
+
+  constructor(code: ErrorCode, message: string, options?: { field?: string; cause?: unknown }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.field = options?.field;
+  }
+}
+
+export class LeaseConflictError extends TelhaError {
+  readonly jobId: string;
+  readonly reason: LeaseConflictReason;
+
+  constructor(jobId: string, reason: LeaseConflictReason, message: string) {
+    super(ErrorCode.LeaseConflict, `lease conflict on job ${jobId}: ${message}`);
+    this.jobId = jobId;
+    this.reason = reason;
+  }
+}
+
+export class CorruptRecordError extends TelhaError {
+  /** Hex of the key whose value could not be decoded. */
+  readonly key: string;
+
+  constructor(key: string, message: string, cause?: unknown) {
+    super(ErrorCode.CorruptRecord, `corrupt record at key ${key}: ${message}`, cause === undefined ? {} : { cause });
+    this.key = key;
+  }
+}
+
+export function invalidArgument(field: string, message: string): TelhaError {
+  return new TelhaError(ErrorCode.InvalidArgument, `${field}: ${message}`, { field });
+}
+
+export function notFound(what: string): TelhaError {
+  return new TelhaError(ErrorCode.NotFound, `${what} not found`);
+}
+
+export function isTelhaError(error: unknown, code?: ErrorCode): error is TelhaError {
+  return error instanceof TelhaError && (code === undefined || error.code === code);
+}

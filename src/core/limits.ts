@@ -1,0 +1,30 @@
+/**
+ * Input limits. Each is a bound a user can rely on and an attacker cannot
+ * stretch: they keep keys short, records bounded and log lines readable.
+ */
+
+/** A kind is 1-255 UTF-8 bytes of printable, non-space characters. */
+export const MAX_KIND_BYTES = 255;
+/** An idempotency key is 1-255 UTF-8 bytes. It is part of an index key, so it stays short. */
+export const MAX_IDEMPOTENCY_KEY_BYTES = 255;
+/** A tenant id is 1-128 UTF-8 bytes of printable, non-space characters. */
+export const MAX_TENANT_BYTES = 128;
+/** A worker id is 1-255 UTF-8 bytes. */
+export const MAX_WORKER_ID_BYTES = 255;
+/** Error messages kept in a job's events are cut to this many characters. */
+export const MAX_EVENT_DETAIL_CHARS = 1_024;
+/**
+ * A job keeps at most this many events. Consecutive heartbeats and checkpoints fold
+ * into one event with a count, so only real transitions use slots; past the bound the
+ * oldest events after `enqueued` fold into one `stats` event. With the detail cap,
+ * the audit trail of a record stays under ~70 KiB however long the job lives.
+ */
+export const MAX_EVENTS = 64;
+/** Jobs in one batch enqueue, and successors in one chained completion. */
+export const MAX_BATCH_JOBS = 10_000;
+/** Jobs one lease call may take at once. */
+export const MAX_LEASE_BATCH = 1_000;
+/** Rows one list call may return. */
+export const MAX_LIST_LIMIT = 1_000;
+/** The prefix every system-scope kind carries, and no tenant kind may. */
+export const SYSTEM_KIND_PREFIX = 'system:';

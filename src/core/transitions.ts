@@ -1,0 +1,293 @@
+/**
+ * The state machine: a table of edges and one pure function per edge,
+ * `(record, request, now) => newRecord`, throwing a `TelhaError` when the edge
+ * does not apply. Backends wrap these in an atomic read-check-write, so every
+ * backend applies exactly the same rules.
+ */
+import { backoffMicros, type BackoffByKind } from './backoff.ts';
+import { secondsToMicros } from './clock.ts';
+import type { JobsConfig } from './config.ts';
+import { LeaseConflictError, TelhaError, ErrorCode } from './errors.ts';
+import { MAX_EVENT_DETAIL_CHARS, MAX_EVENTS } from './limits.ts';
+import {
+  JOB_STATE_NAMES,
+  JobState,
+  type EventTransition,
+  type JobEvent,
+  type JobRecord,
+  type LeaseFence,
+  type Micros,
+} from './types.ts';
+
+/** Where a transition may start: a state, or nothing (the job does not exist yet). */
+export type TransitionSource = keyof typeof JobState | 'start';
+
+/** Every edge of the spec's state diagram, as data. `docs/state-machine.md` draws each one (a test checks). */
+export const TRANSITIONS = [
+  { name: 'enqueue', from: 'start', to: 'Pending' },
+  { name: 'lease', from: 'Pending', to: 'Leased' },
+  { name: 'extend', from: 'Leased', to: 'Leased' },
+  { name: 'checkpoint', from: 'Leased', to: 'Leased' },
+  { name: 'complete', from: 'Leased', to: 'Completed' },
+  { name: 'failRetry', from: 'Leased', to: 'Pending' },
+  { name: 'failDead', from: 'Leased', to: 'Dead' },
+  { name: 'reapRetry', from: 'Leased', to: 'Pending' },
+  { name: 'reapDead', from: 'Leased', to: 'Dead' },
+  { name: 'retry', from: 'Dead', to: 'Pending' },
+] as const satisfies readonly { name: string; from: TransitionSource; to: keyof typeof JobState }[];
+
+/** What the fail path and the reaper need to decide between a retry and the dead-letter. */
+export interface RetryPolicy {
+  readonly config: Pick<
+    JobsConfig,
+    'max_attempts' | 'backoff_base_secs' | 'backoff_factor' | 'backoff_cap_secs' | 'lease_ttl_secs'
+  >;
+  readonly backoffByKind: BackoffByKind;
+}
+
+export interface NewJobFields {
+  readonly jobId: string;
+  readonly tenant: string | null;
+  readonly kind: string;
+  readonly payload: Uint8Array;
+  readonly priority: number;
+  readonly createdAt: Micros;
+  readonly notBefore: Micros | null;
+  readonly idempotencyKey: string | null;
+  readonly maxAttempts: number | null;
+}
+
+/** enqueue: a Pending row with no attempts, generation 0 and one `enqueued` event. */
+export function enqueue(fields: NewJobFields, now: Micros): JobRecord {
+  const details: string[] = [];
+  if (fields.notBefore !== null && fields.notBefore > now) details.push(`not_before=${fields.notBefore}`);
+  if (fields.maxAttempts !== null) details.push(`max_attempts=${fields.maxAttempts}`);
+  if (fields.idempotencyKey !== null) details.push(`idempotency_key=${fields.idempotencyKey}`);
+  return {
+    ...fields,
+    state: JobState.Pending,
+    attempts: 0,
+    leaseGeneration: 0,
+    workerId: null,
+    leaseDeadline: null,
+    continuation: null,
+    events: [event(now, 'enqueued', details.length > 0 ? details.join(' ') : null)],
+  };
+}
+
+/** Whether a Pending job may be leased now: past its gate and of a wanted kind. */
+export function isLeasable(record: JobRecord, now: Micros, kinds: readonly string[] | null): boolean {
+  if (record.state !== JobState.Pending) return false;
+  if (record.notBefore !== null && record.notBefore > now) return false;
+  return kindMatches(record.kind, kinds);
+}
+
+/** The lease filter: `null` matches every kind, otherwise any prefix must match. */
+export function kindMatches(kind: string, kinds: readonly string[] | null): boolean {
+  return kinds === null || kinds.some((prefix) => kind.startsWith(prefix));
+}
+
+/** lease: Pending to Leased. Bumps the fencing generation and clears any previous attempt's checkpoint. */
+export function lease(record: JobRecord, workerId: string, now: Micros, policy: RetryPolicy): JobRecord {
+  expectState(record, 'lease', JobState.Pending);
+  const leaseGeneration = record.leaseGeneration + 1;
+  return {
+    ...record,
+    state: JobState.Leased,
+    leaseGeneration,
+    workerId,
+    leaseDeadline: now + secondsToMicros(policy.config.lease_ttl_secs),
+    continuation: null,
+    events: appendEvent(record.events, event(now, 'leased', `worker=${workerId} generation=${leaseGeneration}`)),
+  };
+}
+
+/**
+ * The fencing check, in the spec's order: first the worker, then the generation.
+ * A job that is not leased at all is leased by nobody, so it fails the first check.
+ */
+export function checkFence(record: JobRecord, fence: LeaseFence): void {
+  if (record.state !== JobState.Leased || record.workerId !== fence.workerId) {
+    const holder =
+      record.state === JobState.Leased && record.workerId !== null
+        ? `leased by "${record.workerId}"`
+        : `not leased (state ${JOB_STATE_NAMES[record.state]})`;
+    throw new LeaseConflictError(record.jobId, 'worker_mismatch', `${holder}, submitted by "${fence.workerId}"`);
+  }
+  if (record.leaseGeneration !== fence.leaseGeneration) {
+    throw new LeaseConflictError(
+      record.jobId,
+      'generation_superseded',
+      `lease generation ${fence.leaseGeneration} superseded by ${record.leaseGeneration}`,
+    );
+  }
+}
+
+/** extend (heartbeat): push the deadline out by one TTL from now. */
+export function extend(record: JobRecord, fence: LeaseFence, now: Micros, policy: RetryPolicy): JobRecord {
+  checkFence(record, fence);
+  return {
+    ...record,
+    leaseDeadline: now + secondsToMicros(policy.config.lease_ttl_secs),
+    events: appendEvent(record.events, event(now, 'extended', `generation=${record.leaseGeneration}`)),
+  };
+}
+
+/** checkpoint: store the continuation and extend the lease, in the same write. */
+export function checkpoint(
+  record: JobRecord,
+  fence: LeaseFence,
+  continuation: Uint8Array,
+  now: Micros,
+  policy: RetryPolicy,
+): JobRecord {
+  checkFence(record, fence);
+  return {
+    ...record,
+    continuation,
+    leaseDeadline: now + secondsToMicros(policy.config.lease_ttl_secs),
+    events: appendEvent(
+      record.events,
+      event(now, 'checkpoint', `generation=${record.leaseGeneration} bytes=${continuation.byteLength}`),
+    ),
+  };
+}
+
+/** complete: Leased to Completed. */
+export function complete(record: JobRecord, fence: LeaseFence, now: Micros): JobRecord {
+  checkFence(record, fence);
+  return {
+    ...leaveLease(record),
+    state: JobState.Completed,
+    events: appendEvent(
+      record.events,
+      event(now, 'completed', `worker=${fence.workerId} generation=${record.leaseGeneration}`),
+    ),
+  };
+}
+
+export interface FailRequest {
+  /** What went wrong, kept (cut to 1,024 characters) in the `failed` event. */
+  readonly error: string;
+  /** `false` dead-letters at once, whatever attempts remain. */
+  readonly retryable: boolean;
+}
+
+/** fail: attempts + 1, then back to Pending behind a backoff gate, or Dead at the ceiling or when not retryable. */
+export function fail(
+  record: JobRecord,
+  fence: LeaseFence,
+  request: FailRequest,
+  now: Micros,
+  policy: RetryPolicy,
+): JobRecord {
+  checkFence(record, fence);
+  const attempts = record.attempts + 1;
+  const failed = event(
+    now,
+    'failed',
+    `worker=${fence.workerId} generation=${record.leaseGeneration} attempt=${attempts}${request.retryable ? '' : ' permanent'}: ${request.error}`,
+  );
+  const events = appendEvent(record.events, failed);
+  const base = { ...leaveLease(record), attempts };
+  if (!request.retryable) {
+    return { ...base, state: JobState.Dead, events: appendEvent(events, event(now, 'dead', 'failed permanently')) };
+  }
+  return retryOrDeadLetter(base, events, now, policy, `attempts exhausted (${attempts})`);
+}
+
+/** Whether the reaper should reclaim this job now. */
+export function isLeaseExpired(record: JobRecord, now: Micros): boolean {
+  return record.state === JobState.Leased && record.leaseDeadline !== null && record.leaseDeadline <= now;
+}
+
+/** reap: an expired lease counts as a failed attempt; back to Pending with backoff, or Dead at the ceiling. */
+export function reap(record: JobRecord, now: Micros, policy: RetryPolicy): JobRecord {
+  expectState(record, 'reap', JobState.Leased);
+  if (!isLeaseExpired(record, now)) {
+    throw new TelhaError(ErrorCode.FailedPrecondition, `job ${record.jobId}: lease has not expired`);
+  }
+  const attempts = record.attempts + 1;
+  const events = appendEvent(
+    record.events,
+    event(now, 'reaped', `worker=${record.workerId ?? ''} generation=${record.leaseGeneration} attempt=${attempts}`),
+  );
+  return retryOrDeadLetter({ ...leaveLease(record), attempts }, events, now, policy, 'lease expired on the last attempt');
+}
+
+/** retry (operator): Dead back to Pending with a fresh attempt budget. The generation keeps growing. */
+export function retry(record: JobRecord, now: Micros): JobRecord {
+  expectState(record, 'retry', JobState.Dead);
+  return {
+    ...record,
+    state: JobState.Pending,
+    attempts: 0,
+    notBefore: null,
+    events: appendEvent(record.events, event(now, 'retried', `after ${record.attempts} attempts`)),
+  };
+}
+
+export function effectiveMaxAttempts(record: JobRecord, policy: RetryPolicy): number {
+  return record.maxAttempts ?? policy.config.max_attempts;
+}
+
+function retryOrDeadLetter(
+  record: JobRecord,
+  events: readonly JobEvent[],
+  now: Micros,
+  policy: RetryPolicy,
+  deadReason: string,
+): JobRecord {
+  if (record.attempts >= effectiveMaxAttempts(record, policy)) {
+    return { ...record, state: JobState.Dead, events: appendEvent(events, event(now, 'dead', deadReason)) };
+  }
+  const notBefore = now + backoffMicros(policy.config, policy.backoffByKind, record.kind, record.attempts);
+  return { ...record, state: JobState.Pending, notBefore, events };
+}
+
+/** Leaving Leased clears the holder, the deadline and the lease-scoped checkpoint. */
+function leaveLease(record: JobRecord): JobRecord {
+  return { ...record, workerId: null, leaseDeadline: null, continuation: null };
+}
+
+function expectState(record: JobRecord, transition: string, expected: JobState): void {
+  if (record.state !== expected) {
+    throw new TelhaError(
+      ErrorCode.FailedPrecondition,
+      `job ${record.jobId}: cannot ${transition} a ${JOB_STATE_NAMES[record.state]} job (must be ${JOB_STATE_NAMES[expected]})`,
+    );
+  }
+}
+
+function event(at: Micros, transition: EventTransition, detail: string | null): JobEvent {
+  const cut = detail !== null && detail.length > MAX_EVENT_DETAIL_CHARS ? `${detail.slice(0, MAX_EVENT_DETAIL_CHARS)}…` : detail;
+  return { at, transition, detail: cut };
+}
+
+/** Transitions that may repeat many times per lease; a run of them is kept as one event with a count. */
+const FOLDED: ReadonlySet<EventTransition> = new Set(['extended', 'checkpoint']);
+const COUNT_SUFFIX = / count=(\d+)$/;
+
+/**
+ * Append an event, keeping the trail bounded: a repeat of the last heartbeat or
+ * checkpoint replaces it with a running count, and past {@link MAX_EVENTS} the
+ * oldest events after the first fold into one `stats` event.
+ */
+export function appendEvent(events: readonly JobEvent[], next: JobEvent): JobEvent[] {
+  const last = events[events.length - 1];
+  if (last !== undefined && last.transition === next.transition && FOLDED.has(next.transition)) {
+    const previousCount = Number(COUNT_SUFFIX.exec(last.detail ?? '')?.[1] ?? '1');
+    const folded = event(next.at, next.transition, `${next.detail ?? ''} count=${previousCount + 1}`.trimStart());
+    return [...events.slice(0, -1), folded];
+  }
+  const all = [...events, next];
+  if (all.length <= MAX_EVENTS) return all;
+  // Keep the first event (enqueued) and the newest ones; fold the rest into a `stats` event.
+  const first = all[0] as JobEvent;
+  const statsIndex = all[1]?.transition === 'stats' ? 1 : -1;
+  const previouslyDropped = statsIndex === 1 ? Number(/dropped=(\d+)/.exec(all[1]?.detail ?? '')?.[1] ?? '0') : 0;
+  const keepFrom = all.length - (MAX_EVENTS - 2);
+  const droppedNow = keepFrom - 1 - (statsIndex === 1 ? 1 : 0);
+  const stats = event(next.at, 'stats', `dropped=${previouslyDropped + droppedNow} older events`);
+  return [first, stats, ...all.slice(keepFrom)];
+}

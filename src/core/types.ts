@@ -1,0 +1,133 @@
+/**
+ * The queue's data model: job states, the stored record and its audit trail.
+ *
+ * Field names follow the spec's `JobRecord` / `JobEvent`; the codec writes them
+ * in snake_case so the stored bytes read like the spec.
+ */
+
+/** Microseconds since the Unix epoch. Fits a double exactly until the year 2255. */
+export type Micros = number;
+
+/**
+ * A job's state. The numeric value is the state byte of the job's key, so the
+ * order here is the order a scan of one scope meets them: Pending first.
+ */
+export const JobState = {
+  /** Ready to lease, subject to the `notBefore` backoff gate. */
+  Pending: 0x00,
+  /** Owned by a worker until `leaseDeadline`. */
+  Leased: 0x01,
+  /** Finished successfully. Terminal. */
+  Completed: 0x02,
+  /**
+   * Reserved resting state. It exists in the key space for forward
+   * compatibility, but no transition ever sets it: a retryable failure goes
+   * straight back to Pending with a backoff gate (the spec, "as built").
+   */
+  Failed: 0x03,
+  /** Dead-lettered after its attempts ran out, or failed permanently. Only an operator retry moves it. */
+  Dead: 0x04,
+} as const;
+export type JobState = (typeof JobState)[keyof typeof JobState];
+
+/** Lower-case names, as printed by the CLI and accepted by list filters. */
+export const JOB_STATE_NAMES: Readonly<Record<JobState, string>> = {
+  [JobState.Pending]: 'pending',
+  [JobState.Leased]: 'leased',
+  [JobState.Completed]: 'completed',
+  [JobState.Failed]: 'failed',
+  [JobState.Dead]: 'dead',
+};
+
+export const ALL_JOB_STATES: readonly JobState[] = [
+  JobState.Pending,
+  JobState.Leased,
+  JobState.Completed,
+  JobState.Failed,
+  JobState.Dead,
+];
+
+export function isJobState(value: number): value is JobState {
+  return value === 0 || value === 1 || value === 2 || value === 3 || value === 4;
+}
+
+/** What happened to a job; the spec's list, one event per step of a transition. */
+export const EVENT_TRANSITIONS = [
+  'enqueued',
+  'leased',
+  'extended',
+  'completed',
+  'failed',
+  'reaped',
+  'dead',
+  'retried',
+  'checkpoint',
+  'stats',
+] as const;
+export type EventTransition = (typeof EVENT_TRANSITIONS)[number];
+
+export interface JobEvent {
+  readonly at: Micros;
+  readonly transition: EventTransition;
+  readonly detail: string | null;
+}
+
+/**
+ * Which namespace a job lives in. Tenants are isolated from each other; the
+ * system scope holds deployment-wide maintenance work (kinds `system:{task}`)
+ * and sorts ahead of every tenant.
+ */
+export type QueueScope = { readonly type: 'tenant'; readonly tenant: string } | { readonly type: 'system' };
+
+export const SYSTEM_SCOPE: QueueScope = Object.freeze({ type: 'system' });
+
+export function tenantScope(tenant: string): QueueScope {
+  return { type: 'tenant', tenant };
+}
+
+/** A scope, or every scope at once (the worker fleet's cross-tenant view). */
+export type ScopeFilter = QueueScope | { readonly type: 'any' };
+
+export const ANY_SCOPE: ScopeFilter = Object.freeze({ type: 'any' });
+
+export interface JobRecord {
+  /** UUID (v7, so ids of one store sort roughly by creation), canonical lower-case text. */
+  readonly jobId: string;
+  /** The owning tenant, or `null` for the system scope. Not in the spec's struct: the key carries only the scope hash, and operators want the name. */
+  readonly tenant: string | null;
+  readonly kind: string;
+  /** Opaque bytes; the queue never interprets them. */
+  readonly payload: Uint8Array;
+  /** 0-255, lower is sooner. Part of the key. */
+  readonly priority: number;
+  /** Enqueue time in µs, strictly increasing per store. Part of the key: FIFO within priority. */
+  readonly createdAt: Micros;
+  readonly state: JobState;
+  /** Lease/fail cycles consumed: a fail or a reaped lease adds one. */
+  readonly attempts: number;
+  /** The fencing token: incremented on every lease, never decreases. */
+  readonly leaseGeneration: number;
+  readonly workerId: string | null;
+  readonly leaseDeadline: Micros | null;
+  /** The backoff gate: not leased before this time. */
+  readonly notBefore: Micros | null;
+  readonly idempotencyKey: string | null;
+  /** Per-job ceiling; `null` means `jobs.max_attempts`. */
+  readonly maxAttempts: number | null;
+  /** Lease-scoped checkpoint; cleared on every new lease and whenever the job leaves Leased. */
+  readonly continuation: Uint8Array | null;
+  readonly events: readonly JobEvent[];
+}
+
+/** What a worker proves it holds when it submits: the fencing pair granted at lease time. */
+export interface LeaseFence {
+  readonly workerId: string;
+  readonly leaseGeneration: number;
+}
+
+/** When a job reached a terminal state (the time of its last event), or `null` while it is live. */
+export function finishedAt(record: JobRecord): Micros | null {
+  if (record.state !== JobState.Completed && record.state !== JobState.Dead) return null;
+  const last = record.events[record.events.length - 1];
+  return last ? last.at : record.createdAt;
+}

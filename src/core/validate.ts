@@ -1,0 +1,109 @@
+/**
+ * Input checks shared by every entry point. Each failure is an
+ * `invalid_argument` error naming the field; callers validate before writing,
+ * so bad input changes nothing.
+ */
+import { invalidArgument } from './errors.ts';
+import {
+  MAX_IDEMPOTENCY_KEY_BYTES,
+  MAX_KIND_BYTES,
+  MAX_TENANT_BYTES,
+  MAX_WORKER_ID_BYTES,
+  SYSTEM_KIND_PREFIX,
+} from './limits.ts';
+import type { Micros, QueueScope } from './types.ts';
+
+const encoder = new TextEncoder();
+
+export function utf8Length(text: string): number {
+  // Fast path: pure ASCII is the common case and needs no encoding.
+  // eslint-disable-next-line no-control-regex
+  if (/^[\x00-\x7f]*$/.test(text)) return text.length;
+  return encoder.encode(text).length;
+}
+
+/** Printable and free of whitespace: safe in keys, logs and CLI output. */
+const TOKEN_PATTERN = /^[^\s\p{Cc}\p{Cf}]+$/u;
+
+function checkToken(field: string, value: unknown, maxBytes: number): string {
+  if (typeof value !== 'string') throw invalidArgument(field, 'must be a string');
+  if (value.length === 0) throw invalidArgument(field, 'must not be empty');
+  if (utf8Length(value) > maxBytes) throw invalidArgument(field, `must be at most ${maxBytes} bytes`);
+  if (!TOKEN_PATTERN.test(value)) throw invalidArgument(field, 'must not contain whitespace or control characters');
+  return value;
+}
+
+export function checkTenant(tenant: unknown, field = 'tenant'): string {
+  return checkToken(field, tenant, MAX_TENANT_BYTES);
+}
+
+export function checkWorkerId(workerId: unknown, field = 'worker_id'): string {
+  return checkToken(field, workerId, MAX_WORKER_ID_BYTES);
+}
+
+/** A kind: 1-255 bytes; `system:` kinds live in the system scope and only there. */
+export function checkKind(kind: unknown, scope: QueueScope, field = 'kind'): string {
+  const value = checkToken(field, kind, MAX_KIND_BYTES);
+  const isSystemKind = value.startsWith(SYSTEM_KIND_PREFIX);
+  if (scope.type === 'system' && !isSystemKind) {
+    throw invalidArgument(field, `system-scope jobs must have a kind starting with "${SYSTEM_KIND_PREFIX}"`);
+  }
+  if (scope.type === 'tenant' && isSystemKind) {
+    throw invalidArgument(field, `the "${SYSTEM_KIND_PREFIX}" prefix is reserved for the system scope`);
+  }
+  return value;
+}
+
+export function checkKindPrefixes(kinds: unknown, field = 'kinds'): readonly string[] | null {
+  if (kinds === undefined || kinds === null) return null;
+  if (!Array.isArray(kinds)) throw invalidArgument(field, 'must be a list of kind prefixes');
+  if (kinds.length === 0) return null;
+  return kinds.map((kind, i) => checkToken(`${field}[${i}]`, kind, MAX_KIND_BYTES));
+}
+
+export function checkIdempotencyKey(key: unknown, field = 'idempotency_key'): string | null {
+  if (key === undefined || key === null) return null;
+  if (typeof key !== 'string') throw invalidArgument(field, 'must be a string');
+  if (key.length === 0) throw invalidArgument(field, 'must not be empty (omit it instead)');
+  if (utf8Length(key) > MAX_IDEMPOTENCY_KEY_BYTES) {
+    throw invalidArgument(field, `must be at most ${MAX_IDEMPOTENCY_KEY_BYTES} bytes`);
+  }
+  return key;
+}
+
+export function checkIntegerInRange(field: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value)) throw invalidArgument(field, 'must be an integer');
+  if (value < min || value > max) throw invalidArgument(field, `must be between ${min} and ${max} (got ${value})`);
+  return value;
+}
+
+export function checkPriority(priority: unknown, field = 'priority'): number {
+  return checkIntegerInRange(field, priority, 0, 255);
+}
+
+export function checkBytes(field: string, value: unknown, maxBytes: number): Uint8Array {
+  if (!(value instanceof Uint8Array)) throw invalidArgument(field, 'must be bytes');
+  if (value.byteLength > maxBytes) {
+    throw invalidArgument(field, `is ${value.byteLength} bytes, over the limit of ${maxBytes}`);
+  }
+  return value;
+}
+
+export function checkTimestamp(field: string, value: unknown): Micros {
+  return checkIntegerInRange(field, value, 0, Number.MAX_SAFE_INTEGER);
+}
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** A job id: a UUID in canonical text form (case-insensitive); returned lower-case. */
+export function checkJobId(jobId: unknown, field = 'job_id'): string {
+  if (typeof jobId !== 'string') throw invalidArgument(field, 'must be a string');
+  const lower = jobId.toLowerCase();
+  if (!UUID_PATTERN.test(lower)) throw invalidArgument(field, `"${jobId.slice(0, 64)}" is not a UUID`);
+  return lower;
+}
+
+export function checkScope(scope: QueueScope, field = 'scope'): QueueScope {
+  if (scope.type === 'tenant') checkTenant(scope.tenant, `${field}.tenant`);
+  return scope;
+}

@@ -1,0 +1,172 @@
+/**
+ * The in-memory reference backend: the spec's algorithms written as plainly as
+ * possible (full scans, sorts by the real key bytes), used as the oracle the
+ * other backends are compared with, and as a store for tests and demos.
+ * Every method is synchronous inside, so each is trivially atomic.
+ */
+import { notFound } from '../../core/errors.ts';
+import { enqueue, isLeasable, isLeaseExpired, kindMatches } from '../../core/transitions.ts';
+import { finishedAt, JobState, type JobRecord, type Micros, type ScopeFilter } from '../../core/types.ts';
+import { jobKeyOf } from '../../codec/keys.ts';
+import { CreatedAtSequence, idempotencySlot, inScope } from '../shared.ts';
+import type {
+  Change,
+  ClaimParams,
+  CountRow,
+  InsertOutcome,
+  JobDraft,
+  JobStore,
+  ListPage,
+  ListQuery,
+  PruneParams,
+  StoreStats,
+  UpdateOutcome,
+} from '../types.ts';
+
+function byKey(a: JobRecord, b: JobRecord): number {
+  return Buffer.compare(jobKeyOf(a), jobKeyOf(b));
+}
+
+export class MemoryJobStore implements JobStore {
+  readonly backend = 'memory';
+  private readonly jobs = new Map<string, JobRecord>();
+  private readonly idempotency = new Map<string, string>();
+  private readonly createdAt = new CreatedAtSequence(0);
+
+  insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
+    return Promise.resolve(this.insertNow(drafts, now, new Map()));
+  }
+
+  /** Plans every insert first and applies them only if all succeed; `staged` holds this write's other new jobs. */
+  private insertNow(drafts: readonly JobDraft[], now: Micros, staged: Map<string, JobRecord>): InsertOutcome[] {
+    const outcomes: InsertOutcome[] = [];
+    for (const draft of drafts) {
+      const slot = draft.idempotencyKey === null ? null : idempotencySlot(draft.tenant, draft.idempotencyKey);
+      const existingId = slot === null ? undefined : this.idempotency.get(slot);
+      const existing = existingId === undefined ? (slot === null ? undefined : staged.get(slot)) : this.jobs.get(existingId);
+      if (existing !== undefined) {
+        outcomes.push({ record: existing, created: false });
+        continue;
+      }
+      const record = enqueue({ ...draft, createdAt: this.createdAt.next(now) }, now);
+      if (slot !== null) staged.set(slot, record);
+      outcomes.push({ record, created: true });
+    }
+    for (const { record, created } of outcomes) {
+      if (!created) continue;
+      this.jobs.set(record.jobId, record);
+      if (record.idempotencyKey !== null) {
+        this.idempotency.set(idempotencySlot(record.tenant, record.idempotencyKey), record.jobId);
+      }
+    }
+    return outcomes;
+  }
+
+  claim(params: ClaimParams): Promise<JobRecord[]> {
+    const chosen = [...this.jobs.values()]
+      .filter((r) => inScope(r, params.scope) && isLeasable(r, params.now, params.kinds))
+      .sort(byKey)
+      .slice(0, params.limit);
+    return Promise.resolve(
+      chosen.map((record) => {
+        const leased = params.lease(record);
+        this.jobs.set(leased.jobId, leased);
+        return leased;
+      }),
+    );
+  }
+
+  update(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
+    try {
+      const current = this.jobs.get(jobId);
+      if (current === undefined) throw notFound(`job ${jobId}`);
+      const next = change(current);
+      this.jobs.set(jobId, next.record);
+      const successors = next.successors ? this.insertNow(next.successors, now, new Map()) : [];
+      return Promise.resolve({ record: next.record, successors });
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  expiredLeases(now: Micros, limit: number): Promise<string[]> {
+    const expired = [...this.jobs.values()]
+      .filter((r) => isLeaseExpired(r, now))
+      .sort((a, b) => (a.leaseDeadline ?? 0) - (b.leaseDeadline ?? 0) || a.jobId.localeCompare(b.jobId))
+      .slice(0, limit);
+    return Promise.resolve(expired.map((r) => r.jobId));
+  }
+
+  leased(scope: ScopeFilter, workerId: string | null, limit: number): Promise<JobRecord[]> {
+    const rows = [...this.jobs.values()]
+      .filter((r) => r.state === JobState.Leased && inScope(r, scope) && (workerId === null || r.workerId === workerId))
+      .sort(byKey)
+      .slice(0, limit);
+    return Promise.resolve(rows);
+  }
+
+  prune(params: PruneParams): Promise<number> {
+    const doomed = [...this.jobs.values()]
+      .filter((r) => r.state === params.state && (finishedAt(r) ?? Infinity) < params.finishedBefore)
+      .sort((a, b) => (finishedAt(a) ?? 0) - (finishedAt(b) ?? 0) || a.jobId.localeCompare(b.jobId))
+      .slice(0, params.limit);
+    for (const record of doomed) {
+      this.jobs.delete(record.jobId);
+      if (record.idempotencyKey !== null) {
+        this.idempotency.delete(idempotencySlot(record.tenant, record.idempotencyKey));
+      }
+    }
+    return Promise.resolve(doomed.length);
+  }
+
+  get(jobId: string): Promise<JobRecord | null> {
+    return Promise.resolve(this.jobs.get(jobId) ?? null);
+  }
+
+  list(query: ListQuery): Promise<ListPage> {
+    const rows = [...this.jobs.values()]
+      .filter(
+        (r) =>
+          inScope(r, query.scope) &&
+          (query.state === null || r.state === query.state) &&
+          (query.kindPrefix === null || kindMatches(r.kind, [query.kindPrefix])),
+      )
+      .map((r) => ({ r, key: jobKeyOf(r).toString('hex') }))
+      .filter(({ key }) => query.after === null || key > query.after)
+      .sort((a, b) => (a.key < b.key ? -1 : 1));
+    const page = rows.slice(0, query.limit);
+    const last = page[page.length - 1];
+    return Promise.resolve({
+      jobs: page.map(({ r }) => r),
+      next: rows.length > query.limit && last ? last.key : null,
+    });
+  }
+
+  counts(scope: ScopeFilter): Promise<CountRow[]> {
+    const totals = new Map<string, CountRow>();
+    for (const r of this.jobs.values()) {
+      if (!inScope(r, scope)) continue;
+      const slot = `${r.state}\u0000${r.kind}`;
+      const row = totals.get(slot);
+      totals.set(slot, { state: r.state, kind: r.kind, count: (row?.count ?? 0) + 1 });
+    }
+    return Promise.resolve([...totals.values()].sort((a, b) => a.state - b.state || (a.kind < b.kind ? -1 : 1)));
+  }
+
+  nextGateAt(scope: ScopeFilter, now: Micros): Promise<Micros | null> {
+    let earliest: Micros | null = null;
+    for (const r of this.jobs.values()) {
+      if (r.state !== JobState.Pending || !inScope(r, scope) || r.notBefore === null || r.notBefore <= now) continue;
+      if (earliest === null || r.notBefore < earliest) earliest = r.notBefore;
+    }
+    return Promise.resolve(earliest);
+  }
+
+  stats(): StoreStats {
+    return { corruptRows: 0 };
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}

@@ -1,0 +1,135 @@
+/**
+ * A typed, minimal face over `@nxtedition/rocksdb` (which ships no types):
+ * column families, atomic write batches with an optional WAL sync, point
+ * reads and bounded range scans. Nothing queue-specific lives here.
+ */
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+
+/** An opaque column-family handle from the binding. */
+export type ColumnHandle = object & { readonly __column: unique symbol };
+
+interface RawBatch {
+  put(key: Buffer, value: Buffer, options: { column: ColumnHandle }): void;
+  del(key: Buffer, options: { column: ColumnHandle }): void;
+  write(options: { sync: boolean }): Promise<void>;
+}
+
+interface RawIterator {
+  nextv(size: number): Promise<[Buffer, Buffer][]>;
+  close(): Promise<void>;
+}
+
+interface RawDb {
+  open(options: { columns: Record<string, object>; createIfMissing: boolean }): Promise<void>;
+  close(): Promise<void>;
+  readonly columns: Record<string, ColumnHandle>;
+  batch(): RawBatch;
+  getMany(keys: Buffer[], options: { column: ColumnHandle }): Promise<(Buffer | undefined)[]>;
+  iterator(options: {
+    column: ColumnHandle;
+    gte?: Buffer;
+    gt?: Buffer;
+    lt?: Buffer;
+    limit?: number;
+    keys?: boolean;
+    values?: boolean;
+  }): RawIterator;
+  getProperty(name: string): string;
+}
+
+const { RocksLevel } = require('@nxtedition/rocksdb') as {
+  RocksLevel: new (location: string, options: { keyEncoding: 'buffer'; valueEncoding: 'buffer' }) => RawDb;
+};
+
+export interface WriteOp {
+  readonly column: ColumnHandle;
+  readonly key: Buffer;
+  /** `null` deletes the key. */
+  readonly value: Buffer | null;
+}
+
+export interface ScanRange {
+  readonly gte?: Buffer;
+  readonly gt?: Buffer;
+  readonly lt?: Buffer;
+  readonly limit?: number;
+}
+
+export class RocksDatabase {
+  private constructor(
+    private readonly db: RawDb,
+    readonly location: string,
+  ) {}
+
+  static async open(location: string, columnNames: readonly string[]): Promise<RocksDatabase> {
+    const db = new RocksLevel(location, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+    const columns: Record<string, object> = { default: {} };
+    for (const name of columnNames) columns[name] = {};
+    await db.open({ columns, createIfMissing: true });
+    return new RocksDatabase(db, location);
+  }
+
+  column(name: string): ColumnHandle {
+    const handle = this.db.columns[name];
+    if (handle === undefined) throw new Error(`column family ${name} is not open`);
+    return handle;
+  }
+
+  /**
+   * Apply every op in one atomic RocksDB write batch. With `sync`, the WAL is
+   * fsynced before this returns. The binding writes synchronously on the calling thread.
+   */
+  async write(ops: readonly WriteOp[], sync: boolean): Promise<void> {
+    const batch = this.db.batch();
+    for (const op of ops) {
+      if (op.value === null) batch.del(op.key, { column: op.column });
+      else batch.put(op.key, op.value, { column: op.column });
+    }
+    await batch.write({ sync });
+  }
+
+  async getMany(column: ColumnHandle, keys: Buffer[]): Promise<(Buffer | undefined)[]> {
+    if (keys.length === 0) return [];
+    return this.db.getMany(keys, { column });
+  }
+
+  async get(column: ColumnHandle, key: Buffer): Promise<Buffer | undefined> {
+    const [value] = await this.db.getMany([key], { column });
+    return value;
+  }
+
+  /** Entries of a key range in ascending order, fetched `pageSize` at a time. */
+  async *scan(column: ColumnHandle, range: ScanRange, pageSize = 256): AsyncGenerator<[Buffer, Buffer]> {
+    const iterator = this.db.iterator({ column, ...range });
+    try {
+      for (;;) {
+        const entries = await iterator.nextv(pageSize);
+        if (entries.length === 0) return;
+        yield* entries;
+      }
+    } finally {
+      await iterator.close();
+    }
+  }
+
+  /** The first key at or after `from` (and before `lt`), or `null`. */
+  async firstKey(column: ColumnHandle, from: Buffer, lt?: Buffer): Promise<Buffer | null> {
+    const iterator = this.db.iterator({ column, gte: from, limit: 1, values: false, ...(lt ? { lt } : {}) });
+    try {
+      const [entry] = await iterator.nextv(1);
+      return entry ? entry[0] : null;
+    } finally {
+      await iterator.close();
+    }
+  }
+
+  property(name: string): string {
+    return this.db.getProperty(name);
+  }
+
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * The in-memory index of live jobs (Pending and Leased) that sits in front of
+ * the RocksDB store, rebuilt at open by a prefix scan of each scope's Pending
+ * and Leased ranges.
+ *
+ * Why it exists: the spec finds ready work by scanning `[scope][Pending]` and
+ * skipping gated rows. That scan gets slower with every backoff-gated row ahead
+ * of the first eligible one, and with every tombstone the LSM keeps in the
+ * Pending range after jobs leave it. Here:
+ *  - ready jobs sit in one B-tree per kind, ordered by the full job key, so the
+ *    next job is the minimum over the kinds the caller asked for: O(kinds · log n);
+ *  - gated jobs sit in a B-tree ordered by `not_before` and are promoted when
+ *    their gate opens, so they are never scanned past;
+ *  - leased jobs sit in a B-tree ordered by deadline, so a reaper pass touches
+ *    only expired leases, whatever else the store holds.
+ * Completed and Dead jobs cost nothing here. Memory is about 300 bytes per live job.
+ * Keys are latin1 strings of the key bytes: their JS order is the byte order.
+ */
+import sortedBtree from 'sorted-btree';
+import { kindMatches } from '../../core/transitions.ts';
+import type { Micros } from '../../core/types.ts';
+
+// sorted-btree is CommonJS with `exports.default`; under Node's ESM interop the class is `.default`.
+const BTreeClass = sortedBtree.default;
+type BTree<K, V> = InstanceType<typeof BTreeClass<K, V>>;
+
+function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function newTree<V>(): BTree<string, V> {
+  return new BTreeClass<string, V>(undefined, compareStrings);
+}
+
+/** 8 big-endian bytes as a latin1 string, so time-ordered tree keys compare correctly. */
+function timeKey(at: Micros): string {
+  const buf = Buffer.allocUnsafe(8);
+  buf.writeUInt32BE(Math.floor(at / 0x1_0000_0000), 0);
+  buf.writeUInt32BE(at % 0x1_0000_0000, 4);
+  return buf.toString('latin1');
+}
+
+export interface PendingEntry {
+  readonly jobId: string;
+  /** The job key as a latin1 string; its first 32 characters are the scope. */
+  readonly key: string;
+  readonly kind: string;
+  readonly notBefore: Micros | null;
+}
+
+export interface LeasedEntry {
+  readonly jobId: string;
+  readonly key: string;
+  readonly deadline: Micros;
+}
+
+/** A scope as the latin1 string of its 32 bytes, or `null` for every scope. */
+export type ScopePrefix = string | null;
+
+export class LiveIndex {
+  private readonly readyByKind = new Map<string, BTree<string, PendingEntry>>();
+  private readonly gated = newTree<PendingEntry>();
+  private readonly pendingById = new Map<string, { entry: PendingEntry; gateKey: string | null }>();
+  private readonly leasedByDeadline = newTree<string>();
+  private readonly leasedById = new Map<string, { entry: LeasedEntry; deadlineKey: string }>();
+
+  get pendingCount(): number {
+    return this.pendingById.size;
+  }
+
+  get leasedCount(): number {
+    return this.leasedById.size;
+  }
+
+  addPending(entry: PendingEntry, now: Micros): void {
+    this.removePending(entry.jobId);
+    if (entry.notBefore !== null && entry.notBefore > now) {
+      const gateKey = timeKey(entry.notBefore) + entry.key;
+      this.gated.set(gateKey, entry);
+      this.pendingById.set(entry.jobId, { entry, gateKey });
+    } else {
+      this.readyTree(entry.kind).set(entry.key, entry);
+      this.pendingById.set(entry.jobId, { entry, gateKey: null });
+    }
+  }
+
+  removePending(jobId: string): void {
+    const found = this.pendingById.get(jobId);
+    if (found === undefined) return;
+    this.pendingById.delete(jobId);
+    if (found.gateKey !== null) {
+      this.gated.delete(found.gateKey);
+      return;
+    }
+    const tree = this.readyByKind.get(found.entry.kind);
+    if (tree === undefined) return;
+    tree.delete(found.entry.key);
+    if (tree.size === 0) this.readyByKind.delete(found.entry.kind);
+  }
+
+  /** Move every gated job whose gate has opened by `now` into its ready tree. */
+  promote(now: Micros): void {
+    const horizon = timeKey(now + 1);
+    for (;;) {
+      const first = this.gated.minKey();
+      if (first === undefined || first >= horizon) return;
+      const entry = this.gated.get(first) as PendingEntry;
+      this.gated.delete(first);
+      this.readyTree(entry.kind).set(entry.key, entry);
+      this.pendingById.set(entry.jobId, { entry, gateKey: null });
+    }
+  }
+
+  /**
+   * Remove and return up to `limit` ready jobs in key order, within a scope and
+   * matching the kind prefixes. The caller owns them until it adds them back.
+   */
+  takeReady(scope: ScopePrefix, kinds: readonly string[] | null, limit: number, now: Micros): PendingEntry[] {
+    this.promote(now);
+    const taken: PendingEntry[] = [];
+    while (taken.length < limit) {
+      const next = this.peekReady(scope, kinds);
+      if (next === undefined) break;
+      this.removePending(next.jobId);
+      if (next.notBefore !== null && next.notBefore > now) {
+        // The caller's clock is behind one that already promoted this job: gate it again.
+        this.addPending(next, now);
+        continue;
+      }
+      taken.push(next);
+    }
+    return taken;
+  }
+
+  private peekReady(scope: ScopePrefix, kinds: readonly string[] | null): PendingEntry | undefined {
+    let best: PendingEntry | undefined;
+    for (const [kind, tree] of this.readyByKind) {
+      if (!kindMatches(kind, kinds)) continue;
+      const candidate = scope === null ? firstValue(tree) : firstInScope(tree, scope);
+      if (candidate !== undefined && (best === undefined || candidate.key < best.key)) best = candidate;
+    }
+    return best;
+  }
+
+  /** The earliest gate after `now` in scope (all scopes when `null`). */
+  nextGate(scope: ScopePrefix, now: Micros): Micros | null {
+    for (const [, entry] of this.gated.entries()) {
+      if (entry.notBefore === null || entry.notBefore <= now) continue;
+      if (scope === null || entry.key.startsWith(scope)) return entry.notBefore;
+    }
+    return null;
+  }
+
+  addLeased(entry: LeasedEntry): void {
+    this.removeLeased(entry.jobId);
+    const deadlineKey = timeKey(entry.deadline) + entry.jobId;
+    this.leasedByDeadline.set(deadlineKey, entry.jobId);
+    this.leasedById.set(entry.jobId, { entry, deadlineKey });
+  }
+
+  removeLeased(jobId: string): void {
+    const found = this.leasedById.get(jobId);
+    if (found === undefined) return;
+    this.leasedById.delete(jobId);
+    this.leasedByDeadline.delete(found.deadlineKey);
+  }
+
+  /** Leased jobs whose deadline is at or before `now`, earliest first. Touches only those. */
+  expired(now: Micros, limit: number): string[] {
+    const horizon = timeKey(now + 1);
+    const ids: string[] = [];
+    for (const [deadlineKey, jobId] of this.leasedByDeadline.entries()) {
+      if (deadlineKey >= horizon || ids.length >= limit) break;
+      ids.push(jobId);
+    }
+    return ids;
+  }
+
+  leasedIds(): IterableIterator<string> {
+    return this.leasedById.keys();
+  }
+
+  private readyTree(kind: string): BTree<string, PendingEntry> {
+    let tree = this.readyByKind.get(kind);
+    if (tree === undefined) {
+      tree = newTree<PendingEntry>();
+      this.readyByKind.set(kind, tree);
+    }
+    return tree;
+  }
+}
+
+function firstValue(tree: BTree<string, PendingEntry>): PendingEntry | undefined {
+  const key = tree.minKey();
+  return key === undefined ? undefined : tree.get(key);
+}
+
+function firstInScope(tree: BTree<string, PendingEntry>, scope: string): PendingEntry | undefined {
+  const pair = tree.getPairOrNextHigher(scope);
+  return pair !== undefined && pair[0].startsWith(scope) ? pair[1] : undefined;
+}

@@ -1,0 +1,543 @@
+/**
+ * The embedded backend: jobs in RocksDB, one process owning the directory.
+ *
+ * Column families:
+ *  - `jobs`:        58-byte job key → `[version][msgpack JobRecord]` (the spec's jobs CF)
+ *  - `ids`:         job id → current job key (the key moves with every state change)
+ *  - `idempotency`: `[scope][key]` → job id
+ *  - `finished`:    `[state][finished_at][job id]` → job key, what retention prunes
+ *  - `counts`:      `[scope][state][kind]` → number of jobs
+ *  - `default`:     store metadata (the `created_at` high-water mark)
+ *
+ * Every transition stages all its row and index changes as one unit; the group
+ * committer writes the units of one event-loop turn as one atomic write batch.
+ * Live jobs are also held in a {@link LiveIndex} so leasing and reaping never
+ * scan the LSM (see that file for why).
+ */
+import { systemClock, type Clock } from '../../core/clock.ts';
+import { CorruptRecordError, ErrorCode, notFound, TelhaError } from '../../core/errors.ts';
+import { silentLogger, type Logger } from '../../core/logger.ts';
+import { enqueue, isLeasable, kindMatches } from '../../core/transitions.ts';
+import { finishedAt, JobState, type JobRecord, type Micros, type ScopeFilter } from '../../core/types.ts';
+import {
+  countKey,
+  decodeCountKey,
+  decodeJobKey,
+  encodeU64,
+  finishedIndexBound,
+  finishedIndexKey,
+  idempotencyIndexKey,
+  idIndexKey,
+  jobIdFromBytes,
+  jobKeyOf,
+  prefixUpperBound,
+  readU64,
+  scopeBytes,
+  scopeOfTenant,
+  SCOPE_BYTES,
+  stateRangePrefix,
+  SYSTEM_SCOPE_BYTES,
+} from '../../codec/keys.ts';
+import { decodeRecord, encodeRecord } from '../../codec/value.ts';
+import { CreatedAtSequence, idempotencySlot, inScope } from '../shared.ts';
+import type {
+  Change,
+  ClaimParams,
+  CountRow,
+  InsertOutcome,
+  JobDraft,
+  JobStore,
+  ListPage,
+  ListQuery,
+  PruneParams,
+  StoreStats,
+  UpdateOutcome,
+} from '../types.ts';
+import { RocksDatabase, type ColumnHandle, type WriteOp } from './database.ts';
+import { GroupCommit } from './group-commit.ts';
+import { KeyedLock } from './keyed-lock.ts';
+import { LiveIndex, type ScopePrefix } from './live-index.ts';
+
+export interface RocksStoreOptions {
+  /** Directory of the store; created if missing. */
+  readonly path: string;
+  /** `fsync` syncs the WAL before acknowledging a write; `process` (default) survives a process kill, not an OS crash. */
+  readonly durability?: 'process' | 'fsync';
+  readonly logger?: Logger;
+  /** Decides, at open, which Pending jobs are still behind their backoff gate. */
+  readonly clock?: Clock;
+}
+
+const COLUMNS = ['jobs', 'ids', 'idempotency', 'finished', 'counts'] as const;
+const META_LAST_CREATED_AT = Buffer.from('meta/last_created_at');
+
+interface Columns {
+  readonly jobs: ColumnHandle;
+  readonly ids: ColumnHandle;
+  readonly idempotency: ColumnHandle;
+  readonly finished: ColumnHandle;
+  readonly counts: ColumnHandle;
+  readonly meta: ColumnHandle;
+}
+
+interface Loaded {
+  readonly key: Buffer;
+  readonly record: JobRecord;
+}
+
+function latin1(buf: Buffer): string {
+  return buf.toString('latin1');
+}
+
+function scopePrefixOf(scope: ScopeFilter): ScopePrefix {
+  return scope.type === 'any' ? null : latin1(scopeBytes(scope));
+}
+
+export class RocksJobStore implements JobStore {
+  readonly backend = 'rocksdb';
+  private readonly index = new LiveIndex();
+  /** Full records of Leased jobs: every fenced submit reads one, so they stay in memory (bounded by the number of leases). */
+  private readonly leasedRecords = new Map<string, Loaded>();
+  private readonly locks = new KeyedLock();
+  private readonly counters = new Map<string, number>();
+  private readonly dirtyCounters = new Set<string>();
+  private readonly committer: GroupCommit;
+  private readonly pruneCursor = new Map<JobState, Buffer>();
+  private createdAtDirty = false;
+  private corruptRows = 0;
+  private closed = false;
+
+  private constructor(
+    private readonly db: RocksDatabase,
+    private readonly cf: Columns,
+    private readonly createdAt: CreatedAtSequence,
+    durability: 'process' | 'fsync',
+    private readonly logger: Logger,
+  ) {
+    this.committer = new GroupCommit(db, durability === 'fsync', () => this.summaryOps());
+  }
+
+  static async open(options: RocksStoreOptions): Promise<RocksJobStore> {
+    const db = await RocksDatabase.open(options.path, COLUMNS);
+    const cf: Columns = {
+      jobs: db.column('jobs'),
+      ids: db.column('ids'),
+      idempotency: db.column('idempotency'),
+      finished: db.column('finished'),
+      counts: db.column('counts'),
+      meta: db.column('default'),
+    };
+    const last = await db.get(cf.meta, META_LAST_CREATED_AT);
+    const store = new RocksJobStore(
+      db,
+      cf,
+      new CreatedAtSequence(last ? readU64(last, 0) : 0),
+      options.durability ?? 'process',
+      options.logger ?? silentLogger,
+    );
+    await store.rebuild((options.clock ?? systemClock).now());
+    return store;
+  }
+
+  /** Load counters and index every Pending and Leased row, seeking from scope to scope so finished rows are never read. */
+  private async rebuild(now: Micros): Promise<void> {
+    for await (const [key, value] of this.db.scan(this.cf.counts, {})) {
+      this.counters.set(latin1(key), readU64(value, 0));
+    }
+    let from: Buffer | null = Buffer.alloc(1);
+    while (from !== null) {
+      const first = await this.db.firstKey(this.cf.jobs, from);
+      if (first === null) break;
+      const scope = first.subarray(0, SCOPE_BYTES);
+      const live = { gte: stateRangePrefix(scope, JobState.Pending), lt: stateRangePrefix(scope, JobState.Completed) };
+      for await (const [key, value] of this.db.scan(this.cf.jobs, live, 1024)) {
+        const record = this.decodeOrSkip(key, value);
+        if (record !== null) this.indexLive(key, record, now);
+      }
+      from = prefixUpperBound(scope);
+    }
+  }
+
+  private decodeOrSkip(key: Buffer, value: Buffer): JobRecord | null {
+    try {
+      return decodeRecord(value, key.toString('hex'));
+    } catch (error) {
+      if (!(error instanceof CorruptRecordError)) throw error;
+      this.corruptRows++;
+      this.logger.warn({ key: error.key, err: error.message }, 'skipping corrupt job row');
+      return null;
+    }
+  }
+
+  private indexLive(key: Buffer, record: JobRecord, now: Micros): void {
+    if (record.state === JobState.Pending) {
+      this.index.addPending({ jobId: record.jobId, key: latin1(key), kind: record.kind, notBefore: record.notBefore }, now);
+    } else if (record.state === JobState.Leased) {
+      this.index.addLeased({ jobId: record.jobId, key: latin1(key), deadline: record.leaseDeadline ?? 0 });
+      this.leasedRecords.set(record.jobId, { key, record });
+    }
+  }
+
+  // ---- writes ----
+
+  async insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
+    this.assertOpen();
+    const release = await this.locks.acquire(idempotencyLocks(drafts));
+    try {
+      const ops: WriteOp[] = [];
+      const outcomes = await this.planInsert(drafts, now, ops);
+      await this.committer.stage(ops);
+      this.indexCreated(outcomes, now);
+      return outcomes;
+    } finally {
+      release();
+    }
+  }
+
+  /** Build the ops for new jobs; the caller holds their idempotency locks. */
+  private async planInsert(drafts: readonly JobDraft[], now: Micros, ops: WriteOp[]): Promise<InsertOutcome[]> {
+    const idemKeys = drafts.map((d) =>
+      d.idempotencyKey === null ? null : idempotencyIndexKey(scopeOfTenant(d.tenant), d.idempotencyKey),
+    );
+    const present = idemKeys.filter((k): k is Buffer => k !== null);
+    const found = await this.db.getMany(this.cf.idempotency, present);
+    const existingIds = new Map<string, string>();
+    present.forEach((k, i) => {
+      const id = found[i];
+      if (id !== undefined) existingIds.set(latin1(k), jobIdFromBytes(id));
+    });
+    const staged = new Map<string, JobRecord>();
+    const outcomes: InsertOutcome[] = [];
+    for (const [i, draft] of drafts.entries()) {
+      const idemKey = idemKeys[i] ?? null;
+      if (idemKey !== null) {
+        const slot = latin1(idemKey);
+        const earlier = staged.get(slot);
+        if (earlier !== undefined) {
+          outcomes.push({ record: earlier, created: false });
+          continue;
+        }
+        const existingId = existingIds.get(slot);
+        const existing = existingId === undefined ? null : await this.load(existingId);
+        if (existing !== null) {
+          outcomes.push({ record: existing.record, created: false });
+          continue;
+        }
+      }
+      const record = enqueue({ ...draft, createdAt: this.createdAt.next(now) }, now);
+      this.createdAtDirty = true;
+      const key = jobKeyOf(record);
+      ops.push(
+        { column: this.cf.jobs, key, value: encodeRecord(record) },
+        { column: this.cf.ids, key: idIndexKey(record.jobId), value: key },
+      );
+      if (idemKey !== null) {
+        ops.push({ column: this.cf.idempotency, key: idemKey, value: idIndexKey(record.jobId) });
+        staged.set(latin1(idemKey), record);
+      }
+      this.bumpCounter(record, +1);
+      outcomes.push({ record, created: true });
+    }
+    return outcomes;
+  }
+
+  private indexCreated(outcomes: readonly InsertOutcome[], now: Micros): void {
+    for (const { record, created } of outcomes) {
+      if (created) this.indexLive(jobKeyOf(record), record, now);
+    }
+  }
+
+  async claim(params: ClaimParams): Promise<JobRecord[]> {
+    this.assertOpen();
+    const entries = this.index.takeReady(scopePrefixOf(params.scope), params.kinds, params.limit, params.now);
+    if (entries.length === 0) return [];
+    const release = await this.locks.acquire(entries.map((e) => e.jobId));
+    try {
+      const keys = entries.map((e) => Buffer.from(e.key, 'latin1'));
+      const values = await this.db.getMany(this.cf.jobs, keys);
+      const ops: WriteOp[] = [];
+      const leased: Loaded[] = [];
+      for (const [i, key] of keys.entries()) {
+        const value = values[i];
+        const record = value === undefined ? null : this.decodeOrSkip(key, value);
+        if (record === null) continue;
+        if (!isLeasable(record, params.now, params.kinds) || !inScope(record, params.scope)) {
+          this.indexLive(key, record, params.now);
+          continue;
+        }
+        const next = params.lease(record);
+        const nextKey = jobKeyOf(next);
+        this.stageTransition(ops, key, record, nextKey, next);
+        leased.push({ key: nextKey, record: next });
+      }
+      await this.committer.stage(ops);
+      for (const { key, record } of leased) this.indexLive(key, record, params.now);
+      return leased.map((l) => l.record);
+    } finally {
+      release();
+    }
+  }
+
+  async update(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
+    this.assertOpen();
+    const releaseJob = await this.locks.acquire([jobId]);
+    try {
+      const current = await this.load(jobId);
+      if (current === null) throw notFound(`job ${jobId}`);
+      const next = change(current.record);
+      const drafts = next.successors ?? [];
+      const releaseIdem = await this.locks.acquire(idempotencyLocks(drafts));
+      try {
+        const ops: WriteOp[] = [];
+        const successors = drafts.length > 0 ? await this.planInsert(drafts, now, ops) : [];
+        const nextKey = jobKeyOf(next.record);
+        this.stageTransition(ops, current.key, current.record, nextKey, next.record);
+        await this.committer.stage(ops);
+        this.unindex(current.record);
+        this.indexLive(nextKey, next.record, now);
+        this.indexCreated(successors, now);
+        return { record: next.record, successors };
+      } finally {
+        releaseIdem();
+      }
+    } finally {
+      releaseJob();
+    }
+  }
+
+  /** The ops of one job's move from `before` (stored at `key`) to `after`, index entries included. */
+  private stageTransition(ops: WriteOp[], key: Buffer, before: JobRecord, nextKey: Buffer, after: JobRecord): void {
+    if (!key.equals(nextKey)) {
+      ops.push({ column: this.cf.jobs, key, value: null });
+      ops.push({ column: this.cf.ids, key: idIndexKey(after.jobId), value: nextKey });
+    }
+    ops.push({ column: this.cf.jobs, key: nextKey, value: encodeRecord(after) });
+    const wasFinished = finishedAt(before);
+    if (wasFinished !== null) {
+      ops.push({ column: this.cf.finished, key: finishedIndexKey(before.state, wasFinished, before.jobId), value: null });
+    }
+    const isFinished = finishedAt(after);
+    if (isFinished !== null) {
+      ops.push({ column: this.cf.finished, key: finishedIndexKey(after.state, isFinished, after.jobId), value: nextKey });
+    }
+    if (before.state !== after.state) {
+      this.bumpCounter(before, -1);
+      this.bumpCounter(after, +1);
+    }
+  }
+
+  private unindex(record: JobRecord): void {
+    if (record.state === JobState.Pending) this.index.removePending(record.jobId);
+    if (record.state === JobState.Leased) {
+      this.index.removeLeased(record.jobId);
+      this.leasedRecords.delete(record.jobId);
+    }
+  }
+
+  private bumpCounter(record: JobRecord, delta: number): void {
+    const slot = latin1(countKey(scopeOfTenant(record.tenant), record.state, record.kind));
+    this.counters.set(slot, (this.counters.get(slot) ?? 0) + delta);
+    this.dirtyCounters.add(slot);
+  }
+
+  /** Ops that summarize everything staged since the last flush: counters and the created_at mark. */
+  private summaryOps(): WriteOp[] {
+    const ops: WriteOp[] = [];
+    for (const slot of this.dirtyCounters) {
+      const count = this.counters.get(slot) ?? 0;
+      const key = Buffer.from(slot, 'latin1');
+      if (count === 0) {
+        this.counters.delete(slot);
+        ops.push({ column: this.cf.counts, key, value: null });
+      } else {
+        ops.push({ column: this.cf.counts, key, value: encodeU64(count) });
+      }
+    }
+    this.dirtyCounters.clear();
+    if (this.createdAtDirty) {
+      ops.push({ column: this.cf.meta, key: META_LAST_CREATED_AT, value: encodeU64(this.createdAt.current) });
+      this.createdAtDirty = false;
+    }
+    return ops;
+  }
+
+  async prune(params: PruneParams): Promise<number> {
+    this.assertOpen();
+    const start = this.pruneCursor.get(params.state);
+    const range = {
+      ...(start ? { gt: start } : { gte: Buffer.from([params.state]) }),
+      lt: finishedIndexBound(params.state, params.finishedBefore),
+      limit: params.limit,
+    };
+    const candidates: { indexKey: Buffer; jobKey: Buffer; jobId: string }[] = [];
+    for await (const [indexKey, jobKey] of this.db.scan(this.cf.finished, range)) {
+      candidates.push({ indexKey, jobKey, jobId: decodeJobKey(jobKey).jobId });
+    }
+    if (candidates.length === 0) return 0;
+    const release = await this.locks.acquire(candidates.map((c) => c.jobId));
+    try {
+      const values = await this.db.getMany(
+        this.cf.jobs,
+        candidates.map((c) => c.jobKey),
+      );
+      const ops: WriteOp[] = [];
+      let pruned = 0;
+      for (const [i, candidate] of candidates.entries()) {
+        const value = values[i];
+        ops.push({ column: this.cf.finished, key: candidate.indexKey, value: null });
+        // A Dead job retried since the scan has moved away from this key; its index entry is already gone.
+        if (value === undefined) continue;
+        const record = this.decodeOrSkip(candidate.jobKey, value);
+        ops.push({ column: this.cf.jobs, key: candidate.jobKey, value: null });
+        ops.push({ column: this.cf.ids, key: idIndexKey(candidate.jobId), value: null });
+        if (record !== null) {
+          if (record.idempotencyKey !== null) {
+            ops.push({
+              column: this.cf.idempotency,
+              key: idempotencyIndexKey(scopeOfTenant(record.tenant), record.idempotencyKey),
+              value: null,
+            });
+          }
+          this.bumpCounter(record, -1);
+        }
+        pruned++;
+      }
+      await this.committer.stage(ops);
+      const last = candidates[candidates.length - 1];
+      if (last) this.pruneCursor.set(params.state, last.indexKey);
+      return pruned;
+    } finally {
+      release();
+    }
+  }
+
+  // ---- reads ----
+
+  /** The current row of a job: a Leased job from memory, anything else through the id index. */
+  private async load(jobId: string): Promise<Loaded | null> {
+    const cached = this.leasedRecords.get(jobId);
+    if (cached !== undefined) return cached;
+    const key = await this.db.get(this.cf.ids, idIndexKey(jobId));
+    if (key === undefined) return null;
+    const value = await this.db.get(this.cf.jobs, key);
+    if (value === undefined) return null;
+    return { key, record: decodeRecord(value, key.toString('hex')) };
+  }
+
+  async get(jobId: string): Promise<JobRecord | null> {
+    this.assertOpen();
+    return (await this.load(jobId))?.record ?? null;
+  }
+
+  expiredLeases(now: Micros, limit: number): Promise<string[]> {
+    this.assertOpen();
+    return Promise.resolve(this.index.expired(now, limit));
+  }
+
+  leased(scope: ScopeFilter, workerId: string | null, limit: number): Promise<JobRecord[]> {
+    this.assertOpen();
+    const rows = [...this.leasedRecords.values()]
+      .filter(({ record }) => inScope(record, scope) && (workerId === null || record.workerId === workerId))
+      .sort((a, b) => Buffer.compare(a.key, b.key))
+      .slice(0, limit);
+    return Promise.resolve(rows.map((r) => r.record));
+  }
+
+  async list(query: ListQuery): Promise<ListPage> {
+    this.assertOpen();
+    const after = query.after === null ? null : Buffer.from(query.after, 'hex');
+    const jobs: JobRecord[] = [];
+    let lastKey: Buffer | null = null;
+    let more = false;
+    for await (const [key, value] of this.scanScopes(query.scope, query.state, after)) {
+      const record = this.decodeOrSkip(key, value);
+      if (record === null) continue;
+      if (query.kindPrefix !== null && !kindMatches(record.kind, [query.kindPrefix])) continue;
+      if (jobs.length === query.limit) {
+        more = true;
+        break;
+      }
+      jobs.push(record);
+      lastKey = key;
+    }
+    return { jobs, next: more && lastKey !== null ? lastKey.toString('hex') : null };
+  }
+
+  /**
+   * Rows in key order within a scope filter and optional state, after a cursor.
+   * Across scopes it seeks from one scope's range to the next, so rows of other
+   * states are skipped by seeking, not read.
+   */
+  private async *scanScopes(
+    filter: ScopeFilter,
+    state: JobState | null,
+    after: Buffer | null,
+  ): AsyncGenerator<[Buffer, Buffer]> {
+    const rangeOf = (scope: Buffer): { gte: Buffer; lt: Buffer | undefined } =>
+      state === null
+        ? { gte: scope, lt: prefixUpperBound(scope) ?? undefined }
+        : { gte: stateRangePrefix(scope, state), lt: stateRangePrefix(scope, (state + 1) as JobState) };
+    const scan = (scope: Buffer): AsyncGenerator<[Buffer, Buffer]> => {
+      const { gte, lt } = rangeOf(scope);
+      const start = after !== null && Buffer.compare(after, gte) >= 0 ? { gt: after } : { gte };
+      return this.db.scan(this.cf.jobs, { ...start, ...(lt ? { lt } : {}) });
+    };
+    if (filter.type !== 'any') {
+      yield* scan(scopeBytes(filter));
+      return;
+    }
+    let from: Buffer | null = after !== null ? after.subarray(0, SCOPE_BYTES) : SYSTEM_SCOPE_BYTES;
+    while (from !== null) {
+      const first = await this.db.firstKey(this.cf.jobs, from);
+      if (first === null) return;
+      const scope = Buffer.from(first.subarray(0, SCOPE_BYTES));
+      yield* scan(scope);
+      from = prefixUpperBound(scope);
+    }
+  }
+
+  counts(scope: ScopeFilter): Promise<CountRow[]> {
+    this.assertOpen();
+    const prefix = scope.type === 'any' ? null : latin1(scopeBytes(scope));
+    const totals = new Map<string, CountRow>();
+    for (const [slot, count] of this.counters) {
+      if (count === 0 || (prefix !== null && !slot.startsWith(prefix))) continue;
+      const { state, kind } = decodeCountKey(Buffer.from(slot, 'latin1'));
+      const id = `${state}\u0000${kind}`;
+      totals.set(id, { state: state as JobState, kind, count: (totals.get(id)?.count ?? 0) + count });
+    }
+    return Promise.resolve([...totals.values()].sort((a, b) => a.state - b.state || (a.kind < b.kind ? -1 : 1)));
+  }
+
+  nextGateAt(scope: ScopeFilter, now: Micros): Promise<Micros | null> {
+    this.assertOpen();
+    return Promise.resolve(this.index.nextGate(scopePrefixOf(scope), now));
+  }
+
+  stats(): StoreStats & { batches: number; units: number; pending: number; leased: number } {
+    return {
+      corruptRows: this.corruptRows,
+      batches: this.committer.batches,
+      units: this.committer.units,
+      pending: this.index.pendingCount,
+      leased: this.index.leasedCount,
+    };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.committer.drain();
+    await this.db.close();
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new TelhaError(ErrorCode.Unavailable, 'the store is closed');
+  }
+}
+
+function idempotencyLocks(drafts: readonly JobDraft[]): string[] {
+  const keys: string[] = [];
+  for (const d of drafts) if (d.idempotencyKey !== null) keys.push(`idem:${idempotencySlot(d.tenant, d.idempotencyKey)}`);
+  return keys;
+}

@@ -1,0 +1,120 @@
+/**
+ * The storage seam. It speaks in queue operations, not rows: each method is
+ * one atomic step, and the decisions inside it (is this lease stale? retry or
+ * dead-letter?) are the pure functions of `core/`, passed in or called by the
+ * backend, so the embedded RocksDB store, the in-memory reference and a SQL
+ * backend cannot drift apart on semantics. The conformance suite in
+ * `test/conformance/` runs against every implementation.
+ */
+import type { JobRecord, JobState, Micros, ScopeFilter } from '../core/types.ts';
+import type { NewJobFields } from '../core/transitions.ts';
+
+/** A job to create; the store assigns `createdAt` (strictly increasing per store). */
+export type JobDraft = Omit<NewJobFields, 'createdAt'>;
+
+export interface InsertOutcome {
+  readonly record: JobRecord;
+  /** `false` when an existing job with the same idempotency key in the same scope was returned instead. */
+  readonly created: boolean;
+}
+
+export interface ClaimParams {
+  readonly scope: ScopeFilter;
+  /** Kind prefixes; `null` leases any kind. */
+  readonly kinds: readonly string[] | null;
+  readonly now: Micros;
+  readonly limit: number;
+  /** The lease transition, applied to each chosen Pending record. */
+  readonly lease: (record: JobRecord) => JobRecord;
+}
+
+/** The result of applying a change to one job. */
+export interface Change {
+  readonly record: JobRecord;
+  /** Jobs to create in the same atomic write (chained enqueue). */
+  readonly successors?: readonly JobDraft[];
+}
+
+export interface UpdateOutcome {
+  readonly record: JobRecord;
+  readonly successors: readonly InsertOutcome[];
+}
+
+export interface ListQuery {
+  readonly scope: ScopeFilter;
+  readonly state: JobState | null;
+  readonly kindPrefix: string | null;
+  readonly limit: number;
+  /** Opaque cursor from the previous page's `next`. */
+  readonly after: string | null;
+}
+
+export interface ListPage {
+  readonly jobs: readonly JobRecord[];
+  /** Cursor for the next page, or `null` at the end. */
+  readonly next: string | null;
+}
+
+export interface CountRow {
+  readonly state: JobState;
+  readonly kind: string;
+  readonly count: number;
+}
+
+export interface PruneParams {
+  /** Completed or Dead. */
+  readonly state: JobState;
+  /** Rows that finished strictly before this time go. */
+  readonly finishedBefore: Micros;
+  readonly limit: number;
+}
+
+/** Counters a backend keeps about its own health. */
+export interface StoreStats {
+  /** Rows skipped because their value could not be decoded. */
+  readonly corruptRows: number;
+}
+
+export interface JobStore {
+  /** Human-readable backend name, e.g. `rocksdb` or `memory`. */
+  readonly backend: string;
+
+  /**
+   * Create jobs in one atomic write. A draft whose idempotency key already names a
+   * job in its scope (stored, or earlier in the same call) returns that job and
+   * writes nothing.
+   */
+  insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]>;
+
+  /**
+   * Lease up to `limit` eligible Pending jobs: in key order (scope, priority,
+   * created_at, id), skipping gated rows and other kinds, each moved atomically.
+   */
+  claim(params: ClaimParams): Promise<JobRecord[]>;
+
+  /**
+   * Atomic read-check-write of one job. `change` receives the current record and
+   * may throw (e.g. a lease conflict); then nothing is written and the error propagates.
+   * Throws `not_found` for an unknown id.
+   */
+  update(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome>;
+
+  /** Ids of Leased jobs whose deadline is at or before `now`, earliest deadline first. */
+  expiredLeases(now: Micros, limit: number): Promise<string[]>;
+
+  /** Leased jobs, optionally of one worker, within a scope filter. */
+  leased(scope: ScopeFilter, workerId: string | null, limit: number): Promise<JobRecord[]>;
+
+  /** Delete finished rows past retention, with their index entries. Returns how many went. */
+  prune(params: PruneParams): Promise<number>;
+
+  get(jobId: string): Promise<JobRecord | null>;
+  list(query: ListQuery): Promise<ListPage>;
+  counts(scope: ScopeFilter): Promise<CountRow[]>;
+
+  /** The earliest `notBefore` after `now` among Pending jobs in scope, for a waiter to sleep until. */
+  nextGateAt(scope: ScopeFilter, now: Micros): Promise<Micros | null>;
+
+  stats(): StoreStats;
+  close(): Promise<void>;
+}
