@@ -196,7 +196,7 @@ export class Queue {
   private draft(scope: QueueScope, job: EnqueueOptions, now: Micros, prefix: string): JobDraft {
     const tenant = scope.type === 'tenant' ? scope.tenant : null;
     const kind = checkKind(job.kind, scope, `${prefix}kind`);
-    const payload = checkBytes(`${prefix}payload`, job.payload ?? new Uint8Array(0), this.config.jobs.max_payload_bytes);
+    const payload = asBuffer(checkBytes(`${prefix}payload`, job.payload ?? EMPTY, this.config.jobs.max_payload_bytes));
     const priority = checkPriority(job.priority ?? DEFAULT_PRIORITY, `${prefix}priority`);
     let notBefore: Micros | null = null;
     if (job.notBefore !== undefined) {
@@ -274,7 +274,7 @@ export class Queue {
     continuation: Uint8Array,
     scope: ScopeFilter = ANY_SCOPE,
   ): Promise<JobRecord> {
-    const bytes = checkBytes('continuation', continuation, this.config.jobs.max_payload_bytes);
+    const bytes = asBuffer(checkBytes('continuation', continuation, this.config.jobs.max_payload_bytes));
     return this.fenced(jobId, fence, scope, now, (r, f) => transitions.checkpoint(r, f, bytes, now, this.policy));
   }
 
@@ -531,6 +531,13 @@ export class Queue {
   private assertOpen(): void {
     if (this.closed) throw new TelhaError(ErrorCode.Unavailable, 'the queue is closed');
   }
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** Records hold Buffers whichever backend produced them (decoded values are Buffers), so records compare equal. */
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 function checkFence(fence: LeaseFence): LeaseFence {

@@ -1,0 +1,4 @@
+import { memoryHarness } from '../support/backends.ts';
+import { conformanceSuite } from './suite.ts';
+
+conformanceSuite('memory', memoryHarness);

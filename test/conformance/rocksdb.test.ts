@@ -1,0 +1,4 @@
+import { rocksHarness } from '../support/backends.ts';
+import { conformanceSuite } from './suite.ts';
+
+conformanceSuite('rocksdb', rocksHarness);
