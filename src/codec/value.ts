@@ -2,7 +2,7 @@
  * The value envelope: `[VALUE_VERSION 1 byte][msgpack JobRecord]`.
  *
  * The record is a msgpack map with the spec's snake_case field names, integers
- * as msgpack integers (timestamps as uint64), ids and opaque bytes as bin, so a
+ * as msgpack integers (timestamps as 64-bit ints), ids and opaque bytes as bin, so a
  * reader in any language can decode it. Decoding checks every field and turns
  * anything unexpected into a {@link CorruptRecordError} naming the key.
  */
@@ -22,7 +22,7 @@ export const VALUE_VERSION = 1;
 
 const packr = new Packr({ useRecords: false, variableMapSize: true, int64AsType: 'number' });
 
-/** msgpackr writes numbers above 2^32 as float64; a BigInt makes it write a uint64. */
+/** msgpackr writes numbers above 2^32 as float64; a BigInt makes it write a 64-bit integer. */
 function u64(value: number): number | bigint {
   return value > 0xffff_ffff ? BigInt(value) : value;
 }

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { configFromEnv, DEFAULT_CONFIG, makeConfig, resolveConfig } from '../src/core/config.ts';
+import { ErrorCode, TelhaError } from '../src/core/errors.ts';
+import { loadConfig } from '../src/engine/open.ts';
+import { tempDir } from './support/backends.ts';
+
+function refuses(run: () => unknown, field: string, message: RegExp): void {
+  assert.throws(run, (error: unknown) => {
+    assert.ok(error instanceof TelhaError);
+    assert.equal(error.code, ErrorCode.InvalidArgument);
+    assert.equal(error.field, field);
+    assert.match(error.message, message);
+    return true;
+  });
+}
+
+describe('configuration', () => {
+  it('defaults to the spec\'s values', () => {
+    assert.deepEqual(DEFAULT_CONFIG.jobs, {
+      max_attempts: 5,
+      reaper_interval_secs: 30,
+      backoff_base_secs: 10,
+      backoff_factor: 4,
+      backoff_cap_secs: 3_600,
+      lease_ttl_secs: 30,
+      max_payload_bytes: 1_048_576,
+    });
+    assert.equal(DEFAULT_CONFIG.storage.path, './telha-data');
+    assert.equal(DEFAULT_CONFIG.storage.durability, 'process');
+    assert.equal(DEFAULT_CONFIG.retention.enabled, true);
+  });
+
+  it('refuses lease_ttl_secs = 0, naming the key', () => {
+    refuses(() => makeConfig({ jobs: { lease_ttl_secs: 0 } }), 'jobs.lease_ttl_secs', /jobs\.lease_ttl_secs must be greater than 0/);
+  });
+
+  it('refuses max_attempts = 0, naming the key', () => {
+    refuses(() => makeConfig({ jobs: { max_attempts: 0 } }), 'jobs.max_attempts', /jobs\.max_attempts must be greater than 0/);
+  });
+
+  it('refuses an unknown key, naming it', () => {
+    refuses(() => makeConfig({ jobs: { max_atempts: 3 } }), 'jobs.max_atempts', /unknown key jobs\.max_atempts/);
+    refuses(() => makeConfig({ queue: {} }), 'queue', /unknown key queue/);
+  });
+
+  it('refuses a wrong type, naming the key', () => {
+    refuses(() => makeConfig({ jobs: { reaper_interval_secs: '30' } }), 'jobs.reaper_interval_secs', /jobs\.reaper_interval_secs/);
+    refuses(() => makeConfig({ storage: { durability: 'sometimes' } }), 'storage.durability', /storage\.durability/);
+  });
+
+  it('reads TELHA_SECTION__KEY variables, later layers winning, and leaves other TELHA_ variables alone', () => {
+    const env = { TELHA_JOBS__LEASE_TTL_SECS: '60', TELHA_STORAGE__DURABILITY: 'fsync', TELHA_TOKEN: 'secret', HOME: '/root' };
+    assert.deepEqual(configFromEnv(env), { jobs: { lease_ttl_secs: 60 }, storage: { durability: 'fsync' } });
+    const config = resolveConfig([
+      { source: 'file', values: { jobs: { lease_ttl_secs: 10, max_attempts: 9 } } },
+      { source: 'environment', values: configFromEnv(env) },
+    ]);
+    assert.equal(config.jobs.lease_ttl_secs, 60);
+    assert.equal(config.jobs.max_attempts, 9);
+    assert.equal(config.storage.durability, 'fsync');
+  });
+
+  it('says which layer a refused value came from', () => {
+    refuses(
+      () => resolveConfig([{ source: 'environment', values: configFromEnv({ TELHA_JOBS__LEASE_TTL_SECS: '0' }) }]),
+      'jobs.lease_ttl_secs',
+      /\(from environment\)/,
+    );
+  });
+
+  it('loads a TOML file, then the environment', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'telha.toml');
+    writeFileSync(file, '[jobs]\nmax_attempts = 3\nlease_ttl_secs = 90\n\n[storage]\npath = "/var/lib/telha"\n');
+    const config = await loadConfig({ file, env: { TELHA_JOBS__MAX_ATTEMPTS: '7' } });
+    assert.equal(config.jobs.max_attempts, 7);
+    assert.equal(config.jobs.lease_ttl_secs, 90);
+    assert.equal(config.storage.path, '/var/lib/telha');
+  });
+
+  it('refuses a file with an unknown key, naming the key and the file', async () => {
+    const dir = tempDir();
+    const file = join(dir, 'telha.toml');
+    writeFileSync(file, '[jobs]\nlease_tll_secs = 3\n');
+    await assert.rejects(loadConfig({ file, env: {} }), (error: unknown) => {
+      assert.ok(error instanceof TelhaError);
+      assert.equal(error.field, 'jobs.lease_tll_secs');
+      assert.ok(error.message.includes(file));
+      return true;
+    });
+  });
+});
