@@ -14,7 +14,7 @@ const layer = (files, forbidden, message) => ({
 });
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'telha-data/', '.tmp/', 'eslint.config.js'] },
+  { ignores: ['dist/', 'node_modules/', 'telha-data/', '.tmp/', 'eslint.config.js', 'src/gen/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

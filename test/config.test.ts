@@ -34,16 +34,16 @@ describe('configuration', () => {
   });
 
   it('refuses lease_ttl_secs = 0, naming the key', () => {
-    refuses(() => makeConfig({ jobs: { lease_ttl_secs: 0 } }), 'jobs.lease_ttl_secs', /jobs\.lease_ttl_secs must be greater than 0/);
+    refuses(() => makeConfig({ jobs: { lease_ttl_secs: 0 } }), 'jobs.lease_ttl_secs', /^jobs\.lease_ttl_secs: must be greater than 0/);
   });
 
   it('refuses max_attempts = 0, naming the key', () => {
-    refuses(() => makeConfig({ jobs: { max_attempts: 0 } }), 'jobs.max_attempts', /jobs\.max_attempts must be greater than 0/);
+    refuses(() => makeConfig({ jobs: { max_attempts: 0 } }), 'jobs.max_attempts', /^jobs\.max_attempts: must be greater than 0/);
   });
 
   it('refuses an unknown key, naming it', () => {
-    refuses(() => makeConfig({ jobs: { max_atempts: 3 } }), 'jobs.max_atempts', /unknown key jobs\.max_atempts/);
-    refuses(() => makeConfig({ queue: {} }), 'queue', /unknown key queue/);
+    refuses(() => makeConfig({ jobs: { max_atempts: 3 } }), 'jobs.max_atempts', /^jobs\.max_atempts: unknown key/);
+    refuses(() => makeConfig({ queue: {} }), 'queue', /^queue: unknown key/);
   });
 
   it('refuses a wrong type, naming the key', () => {
@@ -61,6 +61,14 @@ describe('configuration', () => {
     assert.equal(config.jobs.lease_ttl_secs, 60);
     assert.equal(config.jobs.max_attempts, 9);
     assert.equal(config.storage.durability, 'fsync');
+  });
+
+  it('refuses a tenant token without a tenant, naming the entry', () => {
+    refuses(
+      () => makeConfig({ server: { tokens: [{ token: 'x'.repeat(16), role: 'tenant' }] } }),
+      'server.tokens[0].tenant',
+      /^server\.tokens\[0\]\.tenant: a tenant token must name its tenant/,
+    );
   });
 
   it('says which layer a refused value came from', () => {

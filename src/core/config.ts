@@ -67,16 +67,60 @@ const retentionSchema = z.strictObject({
   prune_interval_secs: positiveInt.default(DEFAULT_PRUNE_INTERVAL_SECS),
 });
 
+/** `server.address`: loopback by default; binding elsewhere requires tokens. */
+export const DEFAULT_SERVER_ADDRESS = '127.0.0.1:7070';
+/** `server.max_lease_wait_ms`: the longest a lease call may wait for work (30 s). */
+export const DEFAULT_MAX_LEASE_WAIT_MS = 30_000;
+/** `server.shutdown_grace_ms`: how long in-flight calls get to finish on SIGTERM. */
+export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
+/** `server.max_concurrent_calls`: calls in flight beyond this get RESOURCE_EXHAUSTED. */
+export const DEFAULT_MAX_CONCURRENT_CALLS = 10_000;
+
+const tokenSchema = z
+  .strictObject({
+    /** The bearer secret; at least 16 characters. Never logged. */
+    token: z.string().min(16),
+    role: z.enum(['tenant', 'worker', 'operator']),
+    /** Required for, and only for, the `tenant` role. */
+    tenant: z.string().min(1).max(128).optional(),
+    /** A label for logs (the token itself never is). */
+    name: z.string().min(1).optional(),
+  })
+  .superRefine((token, ctx) => {
+    if (token.role === 'tenant' && token.tenant === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['tenant'], message: 'a tenant token must name its tenant' });
+    }
+    if (token.role !== 'tenant' && token.tenant !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['tenant'], message: `a ${token.role} token is not bound to a tenant` });
+    }
+  });
+
+const serverSchema = z.strictObject({
+  address: z
+    .string()
+    .regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, 'must be host:port')
+    .default(DEFAULT_SERVER_ADDRESS),
+  tokens: z.array(tokenSchema).default([]),
+  tls_cert_file: z.string().min(1).optional(),
+  tls_key_file: z.string().min(1).optional(),
+  max_lease_wait_ms: positiveInt.default(DEFAULT_MAX_LEASE_WAIT_MS),
+  shutdown_grace_ms: nonNegativeInt.default(DEFAULT_SHUTDOWN_GRACE_MS),
+  max_concurrent_calls: positiveInt.default(DEFAULT_MAX_CONCURRENT_CALLS),
+});
+
 const configSchema = z.strictObject({
   storage: storageSchema.default(storageSchema.parse({})),
   jobs: jobsSchema.default(jobsSchema.parse({})),
   retention: retentionSchema.default(retentionSchema.parse({})),
+  server: serverSchema.default(serverSchema.parse({})),
 });
 
 export type TelhaConfig = z.infer<typeof configSchema>;
 export type JobsConfig = TelhaConfig['jobs'];
 export type StorageConfig = TelhaConfig['storage'];
 export type RetentionConfig = TelhaConfig['retention'];
+export type ServerConfig = TelhaConfig['server'];
+export type TokenConfig = ServerConfig['tokens'][number];
 
 /** Every key with its default. */
 export const DEFAULT_CONFIG: TelhaConfig = configSchema.parse({});
@@ -90,17 +134,22 @@ const ZERO_REFUSED: Readonly<Record<string, string>> = {
   'jobs.max_attempts': 'must be greater than 0: a job needs at least one attempt',
 };
 
-function describeIssue(issue: z.core.$ZodIssue): { field: string; message: string } {
-  const path = issue.path.map(String).join('.');
+function formatPath(path: readonly PropertyKey[]): string {
+  return path.reduce<string>((out, part) => {
+    if (typeof part === 'number') return `${out}[${part}]`;
+    return out === '' ? String(part) : `${out}.${String(part)}`;
+  }, '');
+}
+
+function describeIssue(issue: z.core.$ZodIssue): { field: string; detail: string } {
+  const path = formatPath(issue.path);
   if (issue.code === 'unrecognized_keys') {
     const keys = issue.keys.map((key) => (path ? `${path}.${key}` : key));
-    return { field: keys[0] ?? path, message: `unknown key${keys.length > 1 ? 's' : ''} ${keys.join(', ')}` };
+    return { field: keys[0] ?? path, detail: `unknown key${keys.length > 1 ? `s ${keys.join(', ')}` : ''}` };
   }
   const zeroReason = ZERO_REFUSED[path];
-  if (zeroReason !== undefined && issue.code === 'too_small') {
-    return { field: path, message: `${path} ${zeroReason}` };
-  }
-  return { field: path, message: `${path}: ${issue.message}` };
+  if (zeroReason !== undefined && issue.code === 'too_small') return { field: path, detail: zeroReason };
+  return { field: path, detail: issue.message };
 }
 
 /**
@@ -127,9 +176,9 @@ export function resolveConfig(layers: readonly { source: string; values: ConfigI
   if (result.success) return result.data;
   const first = result.error.issues[0];
   if (!first) throw invalidArgument('config', 'invalid configuration');
-  const { field, message } = describeIssue(first);
-  const from = origin.get(field) ?? origin.get(field.split('.')[0] ?? '');
-  throw invalidArgument(field, from ? `${message} (from ${from})` : message);
+  const { field, detail } = describeIssue(first);
+  const from = origin.get(field) ?? origin.get(/^[^.[]+(\.[^.[]+)?/.exec(field)?.[0] ?? '') ?? origin.get(field.split('.')[0] ?? '');
+  throw invalidArgument(field, from ? `${detail} (from ${from})` : detail);
 }
 
 /** Convenience for code and tests: defaults plus one partial tree. */

@@ -45,11 +45,16 @@ export async function openQueue(options: OpenQueueOptions = {}): Promise<Queue> 
 
 /**
  * Load configuration: defaults, then the TOML file (if given, or named by
- * `TELHA_CONFIG`), then `TELHA_<SECTION>__<KEY>` environment variables.
+ * `TELHA_CONFIG`), then `TELHA_<SECTION>__<KEY>` environment variables, then `overrides`.
  * Unknown keys, wrong types and refused values throw, naming the key.
  */
 export async function loadConfig(
-  options: { file?: string; env?: Readonly<Record<string, string | undefined>> } = {},
+  options: {
+    file?: string;
+    env?: Readonly<Record<string, string | undefined>>;
+    /** A last layer, e.g. command-line flags. */
+    overrides?: ConfigInput;
+  } = {},
 ): Promise<TelhaConfig> {
   const env = options.env ?? process.env;
   const file = options.file ?? env['TELHA_CONFIG'];
@@ -70,5 +75,6 @@ export async function loadConfig(
     layers.push({ source: file, values });
   }
   layers.push({ source: 'environment', values: configFromEnv(env) });
+  if (options.overrides) layers.push({ source: 'command line', values: options.overrides });
   return resolveConfig(layers);
 }

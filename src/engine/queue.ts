@@ -37,6 +37,7 @@ import {
 import { inScope } from '../storage/shared.ts';
 import type { CountRow, JobDraft, JobStore, ListPage, StoreStats } from '../storage/types.ts';
 import { PeriodicService } from './periodic.ts';
+import { WorkSignal } from './work-signal.ts';
 
 /** What a producer asks for. Every field but `kind` is optional. */
 export interface EnqueueOptions {
@@ -126,6 +127,7 @@ export class Queue {
   private readonly reaper: PeriodicService;
   private readonly maintenance: PeriodicService;
   private readonly systemTasks = new Map<string, SystemTask>();
+  private readonly work = new WorkSignal();
   private closed = false;
 
   constructor(options: QueueOptions) {
@@ -189,6 +191,7 @@ export class Queue {
     if (jobs.length > MAX_BATCH_JOBS) throw invalidArgument('jobs', `at most ${MAX_BATCH_JOBS} jobs per batch`);
     const drafts = jobs.map((job, i) => this.draft(scope, job, now, jobs.length === 1 ? '' : `jobs[${i}].`));
     const outcomes = await this.store.insert(drafts, now);
+    this.announce(outcomes.filter((o) => o.created).map((o) => o.record), now);
     return outcomes.map(({ record, created }) => ({ job: record, created }));
   }
 
@@ -245,6 +248,42 @@ export class Queue {
       limit,
       lease: (record) => transitions.lease(record, workerId, now, this.policy),
     });
+  }
+
+  /**
+   * Lease up to `limit` jobs, waiting up to `waitMs` for one to become
+   * eligible (long poll). Returns as soon as a matching job is enqueued,
+   * retried, reaped or its backoff gate opens; `[]` on timeout or abort.
+   */
+  async leaseWait(
+    scope: ScopeFilter,
+    options: LeaseOptions,
+    limit: number,
+    waitMs: number,
+    signal?: AbortSignal,
+  ): Promise<JobRecord[]> {
+    const deadline = performance.now() + waitMs;
+    const kinds = checkKindPrefixes(options.kinds);
+    for (;;) {
+      const seen = this.work.version;
+      const now = this.clock.now();
+      const jobs = await this.leaseBatchAt(now, scope, options, limit);
+      const remaining = deadline - performance.now();
+      if (jobs.length > 0 || remaining <= 0 || signal?.aborted || this.closed) return jobs;
+      const gate = await this.store.nextGateAt(scope, now);
+      const untilGate = gate === null ? remaining : Math.max(1, Math.ceil((gate - now) / 1000));
+      await this.work.wait(scope, kinds, seen, Math.min(remaining, untilGate), signal);
+    }
+  }
+
+  /** Lease waiters currently parked, for metrics. */
+  get waitingLeases(): number {
+    return this.work.waiting;
+  }
+
+  private announce(jobs: readonly JobRecord[], now: Micros): void {
+    const pending = jobs.filter((j) => j.state === JobState.Pending);
+    this.work.notify(pending, (j) => j.notBefore === null || j.notBefore <= now);
   }
 
   // ---- fenced submissions ----
@@ -310,6 +349,7 @@ export class Queue {
       },
       now,
     );
+    this.announce(outcome.successors.filter((o) => o.created).map((o) => o.record), now);
     return {
       job: outcome.record,
       successors: outcome.successors.map(({ record, created }) => ({ job: record, created })),
@@ -336,6 +376,7 @@ export class Queue {
     const request = { error: options.error, retryable: options.retryable ?? true };
     const record = await this.fenced(jobId, fence, scope, now, (r, f) => transitions.fail(r, f, request, now, this.policy));
     if (record.state === JobState.Dead) this.logDead(record, 'failed');
+    this.announce([record], now);
     return record;
   }
 
@@ -378,6 +419,7 @@ export class Queue {
       },
       now,
     );
+    this.announce([outcome.record], now);
     return outcome.record;
   }
 
@@ -447,6 +489,7 @@ export class Queue {
           const { record } = await this.store.update(id, (current) => ({ record: transitions.reap(current, now, this.policy) }), now);
           progressed++;
           reaped++;
+          this.announce([record], now);
           if (record.state === JobState.Dead) {
             dead++;
             this.logDead(record, 'lease expired');
@@ -518,6 +561,7 @@ export class Queue {
     if (this.closed) return;
     await this.stopServices();
     this.closed = true;
+    this.work.wakeAll();
     await this.store.close();
   }
 

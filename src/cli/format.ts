@@ -1,0 +1,102 @@
+/** How the CLI prints jobs for a person (the `--json` forms print records as they are). */
+import { JOB_STATE_NAMES, JobState, type JobRecord } from '../core/types.ts';
+import type { CountRow } from '../client/client.ts';
+
+function time(us: number): string {
+  return new Date(Math.floor(us / 1000)).toISOString().replace('T', ' ').replace('Z', ' UTC');
+}
+
+function clock(us: number): string {
+  return new Date(Math.floor(us / 1000)).toISOString().slice(11, 23);
+}
+
+/** A duration a person reads at a glance: 850ms, 12.3s, 4m05s, 2h10m, 3d4h. */
+export function duration(us: number): string {
+  const ms = Math.round(us / 1000);
+  if (ms < 1000) return `${ms}ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m${String(Math.floor(s % 60)).padStart(2, '0')}s`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return `${h}h${String(m % 60).padStart(2, '0')}m`;
+  return `${Math.floor(h / 24)}d${h % 24}h`;
+}
+
+/** Payload preview: text when it is printable UTF-8, else hex; cut at 200 characters. */
+export function preview(bytes: Uint8Array): string {
+  if (bytes.byteLength === 0) return '(empty)';
+  const text = Buffer.from(bytes).toString('utf8');
+  // eslint-disable-next-line no-control-regex
+  const printable = !text.includes('\uFFFD') && !/[\x00-\x08\x0e-\x1f]/.test(text);
+  const shown = printable ? text : `hex ${Buffer.from(bytes).toString('hex')}`;
+  return shown.length > 200 ? `${shown.slice(0, 200)}… (${bytes.byteLength} bytes)` : shown;
+}
+
+const SUMMARY: Readonly<Record<JobState, (job: JobRecord) => string>> = {
+  [JobState.Pending]: (j) =>
+    j.notBefore !== null ? `pending, gated until ${time(j.notBefore)} (backoff)` : 'pending, ready to lease',
+  [JobState.Leased]: (j) => `leased by ${j.workerId ?? '?'} (generation ${j.leaseGeneration}), lease until ${j.leaseDeadline === null ? '?' : time(j.leaseDeadline)}`,
+  [JobState.Completed]: () => 'completed',
+  [JobState.Failed]: () => 'failed (reserved state)',
+  [JobState.Dead]: (j) => `DEAD after ${j.attempts} attempt${j.attempts === 1 ? '' : 's'}: retry with \`telha jobs retry ${j.jobId}\``,
+};
+
+/** `telha jobs show`: the whole lifecycle, readable at 2 am. */
+export function formatShow(job: JobRecord & { effectiveMaxAttempts: number }): string {
+  const lines = [
+    `job        ${job.jobId}`,
+    `kind       ${job.kind}`,
+    `scope      ${job.tenant === null ? 'system' : `tenant ${job.tenant}`}`,
+    `state      ${SUMMARY[job.state](job)}`,
+    `attempts   ${job.attempts} of ${job.effectiveMaxAttempts}`,
+    `priority   ${job.priority}`,
+    `created    ${time(job.createdAt)}`,
+  ];
+  if (job.idempotencyKey !== null) lines.push(`idem key   ${job.idempotencyKey}`);
+  lines.push(`payload    ${preview(job.payload)}`);
+  if (job.continuation !== null) lines.push(`checkpoint ${preview(job.continuation)}`);
+  lines.push('', 'lifecycle');
+  let previous = job.createdAt;
+  for (const e of job.events) {
+    const gap = e.at - previous;
+    previous = e.at;
+    lines.push(`  ${clock(e.at)}  ${`+${duration(gap)}`.padStart(9)}  ${e.transition.padEnd(10)} ${e.detail ?? ''}`.trimEnd());
+  }
+  const last = job.events[job.events.length - 1];
+  if (last) lines.push(`  (${duration(last.at - job.createdAt)} from enqueue to last event)`);
+  return lines.join('\n');
+}
+
+function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]): string => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+export function formatList(jobs: readonly JobRecord[]): string {
+  if (jobs.length === 0) return '(no jobs)';
+  return table(
+    ['JOB', 'STATE', 'KIND', 'SCOPE', 'PRI', 'ATTEMPTS', 'CREATED'],
+    jobs.map((j) => [
+      j.jobId,
+      JOB_STATE_NAMES[j.state],
+      j.kind,
+      j.tenant ?? 'system',
+      String(j.priority),
+      String(j.attempts),
+      time(j.createdAt),
+    ]),
+  );
+}
+
+export function formatStats(rows: readonly CountRow[]): string {
+  if (rows.length === 0) return '(no jobs)';
+  const byState = new Map<JobState, number>();
+  for (const r of rows) byState.set(r.state, (byState.get(r.state) ?? 0) + r.count);
+  const totals = [...byState.entries()].map(([s, n]) => `${JOB_STATE_NAMES[s]} ${n}`).join(', ');
+  return `${table(
+    ['STATE', 'KIND', 'COUNT'],
+    rows.map((r) => [JOB_STATE_NAMES[r.state], r.kind, String(r.count)]),
+  )}\n\ntotal: ${totals}`;
+}

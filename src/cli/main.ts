@@ -1,0 +1,5 @@
+#!/usr/bin/env node
+/** The `telha` executable. */
+import { main } from './program.ts';
+
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,43 @@
+/** `telha serve`: open the store, start the reaper and maintenance, serve the API until SIGTERM/SIGINT. */
+import { loadConfig, openQueue } from '../engine/open.ts';
+import { createLogger } from '../server/logging.ts';
+import { startServer } from '../server/server.ts';
+
+export interface ServeOptions {
+  readonly config?: string;
+  readonly address?: string;
+  readonly data?: string;
+}
+
+export async function serve(options: ServeOptions): Promise<void> {
+  const overrides: Record<string, Record<string, unknown>> = {};
+  if (options.address !== undefined) overrides['server'] = { address: options.address };
+  if (options.data !== undefined) overrides['storage'] = { path: options.data };
+  const config = await loadConfig({ ...(options.config ? { file: options.config } : {}), overrides: overrides });
+  const logger = createLogger();
+  const queue = await openQueue({ config, logger });
+  let server;
+  try {
+    server = await startServer({ queue, config, logger });
+  } catch (error) {
+    await queue.close();
+    throw error;
+  }
+  logger.info({ path: config.storage.path, durability: config.storage.durability }, 'store open');
+  // Tests and scripts wait for this line on stdout to know the port.
+  process.stdout.write(`telha listening on ${server.address}\n`);
+
+  await new Promise<void>((resolve) => {
+    const stop = (signal: NodeJS.Signals): void => {
+      logger.info({ signal }, 'stopping');
+      process.off('SIGTERM', stop);
+      process.off('SIGINT', stop);
+      resolve();
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
+  });
+  await server.close();
+  await queue.close();
+  logger.info({}, 'stopped');
+}

@@ -1,0 +1,193 @@
+/**
+ * The producer and operator client: enqueue, show, list, counts, retry, and
+ * the low-level worker calls the {@link Worker} is built on. Speaks only the
+ * wire protocol; errors come back as `TelhaError` / `LeaseConflictError`.
+ */
+import { createClient, type CallOptions, type Client, type Interceptor } from '@connectrpc/connect';
+import { createGrpcTransport } from '@connectrpc/connect-node';
+import type { JobState, LeaseFence, QueueScope } from '../core/types.ts';
+import { QueueService } from '../gen/telha/v1/queue_pb.ts';
+import { fromWireError } from './errors.ts';
+import { jobFromWire, newJobToWire, scopeToWire, stateFromWire, TO_WIRE_STATE, type NewJobInput, type RemoteJob } from './convert.ts';
+
+export interface ClientOptions {
+  /** `host:port` of `telha serve`, e.g. `127.0.0.1:7070` (the default). */
+  readonly address?: string;
+  /** Bearer token; omit when the server has none configured. */
+  readonly token?: string;
+  /** Use TLS (https). Default `false`. */
+  readonly tls?: boolean;
+  /** Per-call timeout in ms for calls that do not wait (default 30 s). */
+  readonly timeoutMs?: number;
+}
+
+export const DEFAULT_ADDRESS = '127.0.0.1:7070';
+
+export interface EnqueueOutcome {
+  readonly job: RemoteJob;
+  readonly created: boolean;
+}
+
+export interface ListPage {
+  readonly jobs: readonly RemoteJob[];
+  /** Pass back as `pageToken` for the next page; `null` at the end. */
+  readonly nextPageToken: string | null;
+}
+
+export interface CountRow {
+  readonly state: JobState;
+  readonly kind: string;
+  readonly count: number;
+}
+
+export interface ListParams {
+  /** Operators: a tenant or the system scope; omitted lists every scope. Tenants: their own. */
+  readonly scope?: QueueScope;
+  readonly state?: JobState;
+  readonly kindPrefix?: string;
+  readonly limit?: number;
+  readonly pageToken?: string;
+}
+
+export interface LeaseParams {
+  readonly workerId: string;
+  readonly kinds?: readonly string[];
+  readonly maxJobs?: number;
+  /** Long-poll: wait up to this long for a job (capped by the server). */
+  readonly waitMs?: number;
+  readonly scope?: QueueScope;
+  readonly signal?: AbortSignal;
+}
+
+export class TelhaClient {
+  private readonly rpc: Client<typeof QueueService>;
+  private readonly timeoutMs: number;
+
+  constructor(options: ClientOptions = {}) {
+    const token = options.token;
+    const auth: Interceptor = (next) => (req) => {
+      if (token !== undefined) req.header.set('authorization', `Bearer ${token}`);
+      return next(req);
+    };
+    const transport = createGrpcTransport({
+      baseUrl: `${options.tls ? 'https' : 'http'}://${options.address ?? DEFAULT_ADDRESS}`,
+      interceptors: [auth],
+    });
+    this.rpc = createClient(QueueService, transport);
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  private async call<T>(run: (options: CallOptions) => Promise<T>, options: CallOptions = {}): Promise<T> {
+    try {
+      return await run({ timeoutMs: this.timeoutMs, ...options });
+    } catch (error) {
+      throw fromWireError(error);
+    }
+  }
+
+  /** Enqueue one job. With a repeated idempotency key, the first job comes back with `created: false`. */
+  async enqueue(job: NewJobInput, scope?: QueueScope): Promise<EnqueueOutcome> {
+    const res = await this.call((o) => this.rpc.enqueue({ scope: scopeToWire(scope), job: newJobToWire(job) }, o));
+    const result = res.result;
+    if (!result?.job) throw new Error('server sent an empty enqueue result');
+    return { job: jobFromWire(result.job), created: result.created };
+  }
+
+  /** Enqueue many jobs in one atomic write. */
+  async enqueueBatch(jobs: readonly NewJobInput[], scope?: QueueScope): Promise<EnqueueOutcome[]> {
+    const res = await this.call((o) => this.rpc.enqueueBatch({ scope: scopeToWire(scope), jobs: jobs.map(newJobToWire) }, o));
+    return res.results.map((r) => ({ job: jobFromWire(requireJob(r.job)), created: r.created }));
+  }
+
+  async show(jobId: string): Promise<RemoteJob> {
+    const res = await this.call((o) => this.rpc.show({ jobId }, o));
+    return jobFromWire(requireJob(res.job));
+  }
+
+  async list(params: ListParams = {}): Promise<ListPage> {
+    const res = await this.call((o) =>
+      this.rpc.list(
+        {
+          scope: scopeToWire(params.scope),
+          ...(params.state === undefined ? {} : { state: TO_WIRE_STATE[params.state] }),
+          kindPrefix: params.kindPrefix ?? '',
+          limit: params.limit ?? 0,
+          pageToken: params.pageToken ?? '',
+        },
+        o,
+      ),
+    );
+    return { jobs: res.jobs.map(jobFromWire), nextPageToken: res.nextPageToken === '' ? null : res.nextPageToken };
+  }
+
+  async counts(scope?: QueueScope): Promise<CountRow[]> {
+    const res = await this.call((o) => this.rpc.counts({ scope: scopeToWire(scope) }, o));
+    return res.rows.map((r) => ({ state: stateFromWire(r.state), kind: r.kind, count: Number(r.count) }));
+  }
+
+  /** Operator: move a Dead job back to Pending with its attempts reset. */
+  async retry(jobId: string): Promise<RemoteJob> {
+    const res = await this.call((o) => this.rpc.retry({ jobId }, o));
+    return jobFromWire(requireJob(res.job));
+  }
+
+  // ---- worker calls ----
+
+  /** Lease up to `maxJobs` jobs, waiting up to `waitMs` for one. */
+  async lease(params: LeaseParams): Promise<RemoteJob[]> {
+    const waitMs = params.waitMs ?? 0;
+    const res = await this.call(
+      (o) =>
+        this.rpc.lease(
+          {
+            workerId: params.workerId,
+            kinds: [...(params.kinds ?? [])],
+            maxJobs: params.maxJobs ?? 1,
+            waitMs,
+            scope: scopeToWire(params.scope),
+          },
+          o,
+        ),
+      { timeoutMs: this.timeoutMs + waitMs, ...(params.signal ? { signal: params.signal } : {}) },
+    );
+    return res.jobs.map(jobFromWire);
+  }
+
+  /** Extend a lease; returns the new deadline (µs). */
+  async heartbeat(jobId: string, fence: LeaseFence): Promise<number> {
+    const res = await this.call((o) => this.rpc.heartbeat({ fence: wireFence(jobId, fence) }, o));
+    return Number(res.leaseDeadlineUs);
+  }
+
+  async checkpoint(jobId: string, fence: LeaseFence, continuation: Uint8Array): Promise<number> {
+    const res = await this.call((o) => this.rpc.checkpoint({ fence: wireFence(jobId, fence), continuation }, o));
+    return Number(res.leaseDeadlineUs);
+  }
+
+  /** Complete a leased job, optionally enqueueing successors in the same fenced write. */
+  async complete(jobId: string, fence: LeaseFence, successors: readonly NewJobInput[] = []): Promise<{ job: RemoteJob; successors: EnqueueOutcome[] }> {
+    const res = await this.call((o) =>
+      this.rpc.complete({ fence: wireFence(jobId, fence), successors: successors.map(newJobToWire) }, o),
+    );
+    return {
+      job: jobFromWire(requireJob(res.job)),
+      successors: res.successors.map((r) => ({ job: jobFromWire(requireJob(r.job)), created: r.created })),
+    };
+  }
+
+  async fail(jobId: string, fence: LeaseFence, error: string, options: { permanent?: boolean } = {}): Promise<RemoteJob> {
+    const res = await this.call((o) =>
+      this.rpc.fail({ fence: wireFence(jobId, fence), error, permanent: options.permanent ?? false }, o),
+    );
+    return jobFromWire(requireJob(res.job));
+  }
+}
+
+function wireFence(jobId: string, fence: LeaseFence): { jobId: string; workerId: string; leaseGeneration: bigint } {
+  return { jobId, workerId: fence.workerId, leaseGeneration: BigInt(fence.leaseGeneration) };
+}
+
+function requireJob<T>(job: T | undefined): T {
+  if (job === undefined) throw new Error('server sent a response without its job');
+  return job;
+}

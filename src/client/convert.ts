@@ -1,0 +1,80 @@
+/** Wire messages to the engine's record type, so SDK users get the same `JobRecord`. */
+import { create } from '@bufbuild/protobuf';
+import { JobState as CoreState, type EventTransition, type JobRecord, type QueueScope } from '../core/types.ts';
+import { JobState, NewJobSchema, ScopeSchema, type Job, type NewJob, type Scope } from '../gen/telha/v1/queue_pb.ts';
+
+const FROM_WIRE: Readonly<Record<JobState, CoreState>> = {
+  [JobState.UNSPECIFIED]: CoreState.Pending,
+  [JobState.PENDING]: CoreState.Pending,
+  [JobState.LEASED]: CoreState.Leased,
+  [JobState.COMPLETED]: CoreState.Completed,
+  [JobState.FAILED]: CoreState.Failed,
+  [JobState.DEAD]: CoreState.Dead,
+};
+
+export const TO_WIRE_STATE: Readonly<Record<CoreState, JobState>> = {
+  [CoreState.Pending]: JobState.PENDING,
+  [CoreState.Leased]: JobState.LEASED,
+  [CoreState.Completed]: JobState.COMPLETED,
+  [CoreState.Failed]: JobState.FAILED,
+  [CoreState.Dead]: JobState.DEAD,
+};
+
+export function stateFromWire(state: JobState): CoreState {
+  return FROM_WIRE[state];
+}
+
+/** A job as the SDK returns it: the engine's record, plus the attempt ceiling that applies to it. */
+export type RemoteJob = JobRecord & { readonly effectiveMaxAttempts: number };
+
+export function jobFromWire(job: Job): RemoteJob {
+  return {
+    jobId: job.jobId,
+    tenant: job.tenant === '' ? null : job.tenant,
+    kind: job.kind,
+    payload: job.payload,
+    priority: job.priority,
+    createdAt: Number(job.createdAtUs),
+    state: FROM_WIRE[job.state],
+    attempts: job.attempts,
+    leaseGeneration: Number(job.leaseGeneration),
+    workerId: job.workerId ?? null,
+    leaseDeadline: job.leaseDeadlineUs === undefined ? null : Number(job.leaseDeadlineUs),
+    notBefore: job.notBeforeUs === undefined ? null : Number(job.notBeforeUs),
+    idempotencyKey: job.idempotencyKey ?? null,
+    maxAttempts: job.maxAttempts ?? null,
+    continuation: job.continuation ?? null,
+    events: job.events.map((e) => ({ at: Number(e.atUs), transition: e.transition as EventTransition, detail: e.detail ?? null })),
+    effectiveMaxAttempts: job.effectiveMaxAttempts,
+  };
+}
+
+/** What a producer sends: the engine's `EnqueueOptions` shape, payload as bytes or a string. */
+export interface NewJobInput {
+  readonly kind: string;
+  readonly payload?: Uint8Array | string;
+  readonly priority?: number;
+  readonly delayMs?: number;
+  readonly notBefore?: number;
+  readonly maxAttempts?: number;
+  readonly idempotencyKey?: string;
+}
+
+export function newJobToWire(job: NewJobInput): NewJob {
+  return create(NewJobSchema, {
+    kind: job.kind,
+    payload: typeof job.payload === 'string' ? new TextEncoder().encode(job.payload) : (job.payload ?? new Uint8Array(0)),
+    ...(job.priority === undefined ? {} : { priority: job.priority }),
+    ...(job.delayMs === undefined ? {} : { delayMs: BigInt(Math.trunc(job.delayMs)) }),
+    ...(job.notBefore === undefined ? {} : { notBeforeUs: BigInt(Math.trunc(job.notBefore)) }),
+    ...(job.maxAttempts === undefined ? {} : { maxAttempts: job.maxAttempts }),
+    ...(job.idempotencyKey === undefined ? {} : { idempotencyKey: job.idempotencyKey }),
+  });
+}
+
+export function scopeToWire(scope: QueueScope | undefined): Scope | undefined {
+  if (scope === undefined) return undefined;
+  return create(ScopeSchema, {
+    target: scope.type === 'system' ? { case: 'system', value: true } : { case: 'tenant', value: scope.tenant },
+  });
+}

@@ -1,0 +1,265 @@
+/**
+ * The worker SDK: lease jobs (long-poll) for a list of kind prefixes, run an
+ * async handler per job under a concurrency limit, heartbeat well before the
+ * lease expires, and submit the result with the lease's fencing token.
+ *
+ * - Handler resolves: the job is completed.
+ * - Handler throws: the job fails and is retried with backoff.
+ * - Handler throws {@link PermanentError}: the job fails permanently (Dead).
+ * - The handler's `signal` aborts when the lease is lost (a heartbeat or
+ *   checkpoint came back ABORTED) or when the worker shuts down; a late
+ *   result is then not submitted as if the lease were still held: the server
+ *   would reject it anyway.
+ */
+import { randomUUID } from 'node:crypto';
+import { ErrorCode, isTelhaError, LeaseConflictError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
+import type { JobRecord, LeaseFence } from '../core/types.ts';
+import { TelhaClient, type ClientOptions } from './client.ts';
+import type { NewJobInput } from './convert.ts';
+import { isTransient } from './errors.ts';
+
+/** Throw this from a handler to dead-letter the job at once, whatever attempts remain. */
+export class PermanentError extends Error {
+  override readonly name = 'PermanentError';
+}
+
+/** What a handler gets for one job. */
+export interface JobContext {
+  readonly id: string;
+  readonly kind: string;
+  /** `null` for system-scope jobs. */
+  readonly tenant: string | null;
+  readonly payload: Uint8Array;
+  /** Attempts consumed before this one. */
+  readonly attempts: number;
+  /** The last checkpoint of *this* lease; always `null` on a fresh lease. */
+  readonly continuation: Uint8Array | null;
+  /** The fencing token: pass it to downstream stores so they can refuse a stale writer. */
+  readonly leaseGeneration: number;
+  /** Aborts when the lease is lost or the worker shuts down. */
+  readonly signal: AbortSignal;
+  /** Store progress and extend the lease in one call; throws `LeaseConflictError` if the lease is gone. */
+  checkpoint(continuation: Uint8Array): Promise<void>;
+  /** Jobs to enqueue in the same write as this job's completion (chained enqueue). */
+  chain(...successors: NewJobInput[]): void;
+  /** The whole record as leased. */
+  readonly record: JobRecord;
+}
+
+export type JobHandler = (job: JobContext) => Promise<void>;
+
+export interface WorkerOptions extends ClientOptions {
+  /** Kind prefixes to lease; empty or omitted takes every kind. */
+  readonly kinds?: readonly string[];
+  /** Jobs run at once. Default 10. */
+  readonly concurrency?: number;
+  /** Identifies this worker in fencing and events. Default `worker-<uuid>`. */
+  readonly workerId?: string;
+  readonly handler: JobHandler;
+  /** Long-poll wait per lease call. Default 30 s. */
+  readonly leaseWaitMs?: number;
+  /**
+   * Heartbeat after this fraction of the remaining lease has passed. Default 1/3:
+   * a 30 s lease is extended every 10 s, so two lost beats still leave time.
+   */
+  readonly heartbeatFraction?: number;
+  readonly logger?: Logger;
+  /** Called when a job's lease was lost (for metrics or tests). */
+  readonly onLeaseLost?: (jobId: string, error: LeaseConflictError) => void;
+}
+
+const MIN_HEARTBEAT_MS = 50;
+const RECONNECT_MIN_MS = 100;
+const RECONNECT_MAX_MS = 5_000;
+
+export class Worker {
+  readonly workerId: string;
+  readonly client: TelhaClient;
+  private readonly options: WorkerOptions;
+  private readonly concurrency: number;
+  private readonly running = new Map<string, { done: Promise<void>; abort: AbortController }>();
+  private readonly stopLeasing = new AbortController();
+  private loop: Promise<void> | null = null;
+  private slotFreed: (() => void) | null = null;
+  /** Jobs whose result was accepted / rejected as stale, and leases lost, since start. */
+  readonly stats = { completed: 0, failed: 0, leaseLost: 0 };
+
+  constructor(options: WorkerOptions) {
+    this.options = options;
+    this.workerId = options.workerId ?? `worker-${randomUUID()}`;
+    this.concurrency = options.concurrency ?? 10;
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new RangeError('concurrency must be a positive integer');
+    this.client = new TelhaClient(options);
+  }
+
+  /** Start leasing. Idempotent. */
+  start(): this {
+    this.loop ??= this.leaseLoop();
+    return this;
+  }
+
+  /**
+   * Stop leasing, then wait for running handlers up to `timeoutMs` (default 30 s).
+   * Handlers still running after that see their signal abort; their leases are
+   * left to expire and the reaper hands the jobs to another worker.
+   */
+  async close(timeoutMs = 30_000): Promise<void> {
+    this.stopLeasing.abort();
+    this.slotFreed?.();
+    await this.loop;
+    const all = Promise.all([...this.running.values()].map((r) => r.done));
+    const timedOut = await Promise.race([
+      all.then(() => false),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(true), timeoutMs).unref()),
+    ]);
+    if (timedOut) {
+      for (const { abort } of this.running.values()) abort.abort(new Error('worker shutting down'));
+      await all;
+    }
+  }
+
+  get active(): number {
+    return this.running.size;
+  }
+
+  private async leaseLoop(): Promise<void> {
+    let backoff = RECONNECT_MIN_MS;
+    while (!this.stopLeasing.signal.aborted) {
+      const free = this.concurrency - this.running.size;
+      if (free === 0) {
+        await new Promise<void>((resolve) => (this.slotFreed = resolve));
+        this.slotFreed = null;
+        continue;
+      }
+      try {
+        const jobs = await this.client.lease({
+          workerId: this.workerId,
+          ...(this.options.kinds ? { kinds: this.options.kinds } : {}),
+          maxJobs: free,
+          waitMs: this.options.leaseWaitMs ?? 30_000,
+          signal: this.stopLeasing.signal,
+        });
+        backoff = RECONNECT_MIN_MS;
+        for (const job of jobs) this.run(job);
+      } catch (error) {
+        if (this.stopLeasing.signal.aborted) return;
+        if (!isTransient(error)) {
+          this.options.logger?.error({ workerId: this.workerId, err: String(error) }, 'lease failed');
+        }
+        // The server is away or restarting: wait with jittered exponential backoff, then try again.
+        await sleep(backoff * (0.5 + Math.random() / 2), this.stopLeasing.signal);
+        backoff = Math.min(RECONNECT_MAX_MS, backoff * 2);
+      }
+    }
+  }
+
+  private run(job: JobRecord): void {
+    const abort = new AbortController();
+    const done = this.execute(job, abort).finally(() => {
+      this.running.delete(job.jobId);
+      this.slotFreed?.();
+    });
+    this.running.set(job.jobId, { done, abort });
+  }
+
+  private async execute(job: JobRecord, abort: AbortController): Promise<void> {
+    const fence: LeaseFence = { workerId: this.workerId, leaseGeneration: job.leaseGeneration };
+    const log = { jobId: job.jobId, kind: job.kind, tenant: job.tenant, workerId: this.workerId };
+    const lost = (error: unknown): boolean => {
+      if (!(error instanceof LeaseConflictError)) return false;
+      this.stats.leaseLost++;
+      this.options.onLeaseLost?.(job.jobId, error);
+      this.options.logger?.warn({ ...log, reason: error.reason }, 'lease lost');
+      abort.abort(error);
+      return true;
+    };
+    let deadline = job.leaseDeadline ?? Date.now() * 1000;
+    let timer: NodeJS.Timeout | null = null;
+    const fraction = this.options.heartbeatFraction ?? 1 / 3;
+    const scheduleHeartbeat = (): void => {
+      const remainingMs = deadline / 1000 - Date.now();
+      timer = setTimeout(() => void beat(), Math.max(MIN_HEARTBEAT_MS, remainingMs * fraction));
+    };
+    const beat = async (): Promise<void> => {
+      if (abort.signal.aborted) return;
+      try {
+        deadline = await this.client.heartbeat(job.jobId, fence);
+      } catch (error) {
+        if (lost(error)) return;
+        // A transient failure: try again soon, well before the deadline.
+      }
+      if (!abort.signal.aborted) scheduleHeartbeat();
+    };
+    scheduleHeartbeat();
+
+    const successors: NewJobInput[] = [];
+    const context: JobContext = {
+      id: job.jobId,
+      kind: job.kind,
+      tenant: job.tenant,
+      payload: job.payload,
+      attempts: job.attempts,
+      continuation: job.continuation,
+      leaseGeneration: job.leaseGeneration,
+      signal: abort.signal,
+      record: job,
+      checkpoint: async (continuation) => {
+        try {
+          deadline = await this.client.checkpoint(job.jobId, fence, continuation);
+        } catch (error) {
+          lost(error);
+          throw error;
+        }
+      },
+      chain: (...next) => {
+        successors.push(...next);
+      },
+    };
+
+    try {
+      let outcome: { ok: true } | { ok: false; error: unknown };
+      try {
+        await this.options.handler(context);
+        outcome = { ok: true };
+      } catch (error) {
+        outcome = { ok: false, error };
+      }
+      if (timer !== null) clearTimeout(timer);
+      if (abort.signal.aborted && abort.signal.reason instanceof LeaseConflictError) return;
+      if (outcome.ok) {
+        await this.client.complete(job.jobId, fence, successors);
+        this.stats.completed++;
+      } else {
+        const permanent = outcome.error instanceof PermanentError;
+        const message = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
+        await this.client.fail(job.jobId, fence, message, { permanent });
+        this.stats.failed++;
+        this.options.logger?.info({ ...log, permanent, err: message }, 'handler failed');
+      }
+    } catch (error) {
+      if (lost(error)) return;
+      if (isTelhaError(error, ErrorCode.Unavailable) || isTransient(error)) {
+        // The result could not be delivered; the lease will expire and the job run again.
+        this.options.logger?.warn({ ...log, err: String(error) }, 'could not submit result; the job will be retried');
+        return;
+      }
+      this.options.logger?.error({ ...log, err: String(error) }, 'submitting the result failed');
+    } finally {
+      if (timer !== null) clearTimeout(timer);
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

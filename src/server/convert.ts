@@ -1,0 +1,108 @@
+/** Engine records to wire messages and back. */
+import { create } from '@bufbuild/protobuf';
+import { invalidArgument } from '../core/errors.ts';
+import { JobState as CoreState, type JobRecord } from '../core/types.ts';
+import type { EnqueueOptions, EnqueueResult } from '../engine/queue.ts';
+import {
+  EnqueueResultSchema,
+  JobEventSchema,
+  JobSchema,
+  JobState,
+  type EnqueueResult as WireEnqueueResult,
+  type Job,
+  type NewJob,
+  type Scope,
+} from '../gen/telha/v1/queue_pb.ts';
+import type { RequestedScope } from './auth.ts';
+
+const TO_WIRE_STATE: Readonly<Record<CoreState, JobState>> = {
+  [CoreState.Pending]: JobState.PENDING,
+  [CoreState.Leased]: JobState.LEASED,
+  [CoreState.Completed]: JobState.COMPLETED,
+  [CoreState.Failed]: JobState.FAILED,
+  [CoreState.Dead]: JobState.DEAD,
+};
+
+export function stateToWire(state: CoreState): JobState {
+  return TO_WIRE_STATE[state];
+}
+
+export function stateFromWire(state: JobState, field: string): CoreState | null {
+  switch (state) {
+    case JobState.UNSPECIFIED:
+      return null;
+    case JobState.PENDING:
+      return CoreState.Pending;
+    case JobState.LEASED:
+      return CoreState.Leased;
+    case JobState.COMPLETED:
+      return CoreState.Completed;
+    case JobState.FAILED:
+      return CoreState.Failed;
+    case JobState.DEAD:
+      return CoreState.Dead;
+    default:
+      throw invalidArgument(field, `unknown job state ${String(state)}`);
+  }
+}
+
+export function jobToWire(record: JobRecord, defaultMaxAttempts: number): Job {
+  return create(JobSchema, {
+    effectiveMaxAttempts: record.maxAttempts ?? defaultMaxAttempts,
+    jobId: record.jobId,
+    tenant: record.tenant ?? '',
+    kind: record.kind,
+    payload: record.payload,
+    priority: record.priority,
+    createdAtUs: BigInt(record.createdAt),
+    state: TO_WIRE_STATE[record.state],
+    attempts: record.attempts,
+    leaseGeneration: BigInt(record.leaseGeneration),
+    ...(record.workerId === null ? {} : { workerId: record.workerId }),
+    ...(record.leaseDeadline === null ? {} : { leaseDeadlineUs: BigInt(record.leaseDeadline) }),
+    ...(record.notBefore === null ? {} : { notBeforeUs: BigInt(record.notBefore) }),
+    ...(record.idempotencyKey === null ? {} : { idempotencyKey: record.idempotencyKey }),
+    ...(record.maxAttempts === null ? {} : { maxAttempts: record.maxAttempts }),
+    ...(record.continuation === null ? {} : { continuation: record.continuation }),
+    events: record.events.map((e) =>
+      create(JobEventSchema, { atUs: BigInt(e.at), transition: e.transition, ...(e.detail === null ? {} : { detail: e.detail }) }),
+    ),
+  });
+}
+
+export function enqueueResultToWire(result: EnqueueResult, defaultMaxAttempts: number): WireEnqueueResult {
+  return create(EnqueueResultSchema, { job: jobToWire(result.job, defaultMaxAttempts), created: result.created });
+}
+
+/** A wire job request as engine options; the engine validates every field. */
+export function newJobFromWire(job: NewJob | undefined, field: string): EnqueueOptions {
+  if (job === undefined) throw invalidArgument(field, 'is required');
+  return {
+    kind: job.kind,
+    payload: job.payload,
+    ...(job.priority === undefined ? {} : { priority: job.priority }),
+    ...(job.delayMs === undefined ? {} : { delayMs: toSafeNumber(job.delayMs, `${field}.delay_ms`) }),
+    ...(job.notBeforeUs === undefined ? {} : { notBefore: toSafeNumber(job.notBeforeUs, `${field}.not_before_us`) }),
+    ...(job.maxAttempts === undefined ? {} : { maxAttempts: job.maxAttempts }),
+    ...(job.idempotencyKey === undefined ? {} : { idempotencyKey: job.idempotencyKey }),
+  };
+}
+
+export function scopeFromWire(scope: Scope | undefined): RequestedScope {
+  switch (scope?.target.case) {
+    case undefined:
+      return null;
+    case 'tenant':
+      return { tenant: scope.target.value };
+    case 'system':
+      return scope.target.value ? { system: true } : null;
+  }
+}
+
+/** A wire int64 as a JS number; values beyond 2^53 are refused rather than rounded. */
+export function toSafeNumber(value: bigint, field: string): number {
+  if (value > BigInt(Number.MAX_SAFE_INTEGER) || value < BigInt(Number.MIN_SAFE_INTEGER)) {
+    throw invalidArgument(field, 'is out of range');
+  }
+  return Number(value);
+}

@@ -1,0 +1,171 @@
+/**
+ * The QueueService handlers: authenticate, authorize, translate, call the
+ * engine, translate back. No queue logic lives here.
+ */
+import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
+import type { ServerConfig } from '../core/config.ts';
+import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
+import { MAX_LEASE_BATCH } from '../core/limits.ts';
+import { ANY_SCOPE, type JobRecord, type LeaseFence, type ScopeFilter } from '../core/types.ts';
+import type { EnqueueResult, Queue } from '../engine/queue.ts';
+import type { EnqueueResult as WireEnqueueResult, Fence, Job, QueueService } from '../gen/telha/v1/queue_pb.ts';
+import { requirePermission, resolveScope, writeScope, type Authenticator, type Permission, type Principal } from './auth.ts';
+import {
+  enqueueResultToWire,
+  jobToWire,
+  newJobFromWire,
+  scopeFromWire,
+  stateFromWire,
+  stateToWire,
+  toSafeNumber,
+} from './convert.ts';
+import { toConnectError } from './status.ts';
+
+export interface ServiceDeps {
+  readonly queue: Queue;
+  readonly auth: Authenticator;
+  readonly config: ServerConfig;
+  readonly logger: Logger;
+  /** Aborts parked lease calls when the server shuts down, so they return at once. */
+  readonly shutdown: AbortSignal;
+}
+
+interface Call {
+  readonly principal: Principal;
+  readonly ctx: HandlerContext;
+}
+
+function fenceFromWire(fence: Fence | undefined): { jobId: string; fence: LeaseFence } {
+  if (fence === undefined) throw invalidArgument('fence', 'is required');
+  return {
+    jobId: fence.jobId,
+    fence: { workerId: fence.workerId, leaseGeneration: toSafeNumber(fence.leaseGeneration, 'fence.lease_generation') },
+  };
+}
+
+export function createQueueService(deps: ServiceDeps): ServiceImpl<typeof QueueService> {
+  const { queue, auth, config, logger } = deps;
+  const maxAttempts = queue.config.jobs.max_attempts;
+  const toWire = (job: JobRecord): Job => jobToWire(job, maxAttempts);
+  const resultToWire = (result: EnqueueResult): WireEnqueueResult => enqueueResultToWire(result, maxAttempts);
+  let inFlight = 0;
+
+  /** Every handler runs through here: admission, authentication, authorization, one error mapping. */
+  function handle<Req, Res>(method: string, permission: Permission, run: (req: Req, call: Call) => Promise<Res>) {
+    return async (req: Req, ctx: HandlerContext): Promise<Res> => {
+      let principal: Principal | null = null;
+      inFlight++;
+      try {
+        if (inFlight > config.max_concurrent_calls) {
+          throw new TelhaError(ErrorCode.ResourceExhausted, `over ${config.max_concurrent_calls} calls in flight; retry later`);
+        }
+        principal = auth.authenticate(ctx.requestHeader.get('authorization'));
+        requirePermission(principal, permission);
+        return await run(req, { principal, ctx });
+      } catch (error) {
+        throw toConnectError(error, logger, { method, caller: principal?.name ?? null, tenant: principal?.tenant ?? null });
+      } finally {
+        inFlight--;
+      }
+    };
+  }
+
+  /** Workers and operators submit across scopes; a tenant could only ever reach its own. */
+  const workScope = (principal: Principal): ScopeFilter =>
+    principal.role === 'tenant' ? resolveScope(principal, null, false) : ANY_SCOPE;
+
+  return {
+    enqueue: handle('Enqueue', 'enqueue', async (req, { principal }) => {
+      const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
+      const result = await queue.enqueue(scope, newJobFromWire(req.job, 'job'));
+      if (result.created) {
+        logger.debug({ jobId: result.job.jobId, kind: result.job.kind, tenant: result.job.tenant }, 'enqueued');
+      }
+      return { result: resultToWire(result) };
+    }),
+
+    enqueueBatch: handle('EnqueueBatch', 'enqueue', async (req, { principal }) => {
+      const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
+      const jobs = req.jobs.map((job, i) => newJobFromWire(job, `jobs[${i}]`));
+      const results = await queue.enqueueBatch(scope, jobs);
+      return { results: results.map(resultToWire) };
+    }),
+
+    lease: handle('Lease', 'work', async (req, { principal, ctx }) => {
+      const scope = resolveScope(principal, scopeFromWire(req.scope), true);
+      const limit = req.maxJobs === 0 ? 1 : req.maxJobs;
+      if (limit > MAX_LEASE_BATCH) throw invalidArgument('max_jobs', `must be at most ${MAX_LEASE_BATCH}`);
+      const waitMs = Math.min(req.waitMs, config.max_lease_wait_ms);
+      const signal = AbortSignal.any([ctx.signal, deps.shutdown]);
+      const jobs = await queue.leaseWait(scope, { workerId: req.workerId, kinds: req.kinds }, limit, waitMs, signal);
+      for (const job of jobs) {
+        logger.debug({ jobId: job.jobId, kind: job.kind, tenant: job.tenant, workerId: job.workerId }, 'leased');
+      }
+      return { jobs: jobs.map(toWire) };
+    }),
+
+    heartbeat: handle('Heartbeat', 'work', async (req, { principal }) => {
+      const { jobId, fence } = fenceFromWire(req.fence);
+      const job = await queue.extend(jobId, fence, workScope(principal));
+      return { leaseDeadlineUs: BigInt(job.leaseDeadline ?? 0) };
+    }),
+
+    checkpoint: handle('Checkpoint', 'work', async (req, { principal }) => {
+      const { jobId, fence } = fenceFromWire(req.fence);
+      const job = await queue.checkpoint(jobId, fence, req.continuation, workScope(principal));
+      return { leaseDeadlineUs: BigInt(job.leaseDeadline ?? 0) };
+    }),
+
+    complete: handle('Complete', 'work', async (req, { principal }) => {
+      const { jobId, fence } = fenceFromWire(req.fence);
+      const successors = req.successors.map((job, i) => newJobFromWire(job, `successors[${i}]`));
+      const result = await queue.complete(jobId, fence, { successors }, workScope(principal));
+      logger.debug({ jobId, kind: result.job.kind, tenant: result.job.tenant, workerId: fence.workerId }, 'completed');
+      return { job: toWire(result.job), successors: result.successors.map(resultToWire) };
+    }),
+
+    fail: handle('Fail', 'work', async (req, { principal }) => {
+      const { jobId, fence } = fenceFromWire(req.fence);
+      const job = await queue.fail(jobId, fence, { error: req.error, retryable: !req.permanent }, workScope(principal));
+      logger.info(
+        { jobId, kind: job.kind, tenant: job.tenant, workerId: fence.workerId, attempts: job.attempts, permanent: req.permanent },
+        'job failed',
+      );
+      return { job: toWire(job) };
+    }),
+
+    show: handle('Show', 'read', async (req, { principal }) => {
+      const job = await queue.show(req.jobId, resolveScope(principal, null, true));
+      return { job: toWire(job) };
+    }),
+
+    list: handle('List', 'read', async (req, { principal }) => {
+      const page = await queue.list({
+        scope: resolveScope(principal, scopeFromWire(req.scope), true),
+        ...optional('state', stateFromWire(req.state, 'state')),
+        ...(req.kindPrefix === '' ? {} : { kindPrefix: req.kindPrefix }),
+        ...(req.limit === 0 ? {} : { limit: req.limit }),
+        ...(req.pageToken === '' ? {} : { after: req.pageToken }),
+      });
+      return { jobs: page.jobs.map(toWire), nextPageToken: page.next ?? '' };
+    }),
+
+    counts: handle('Counts', 'read', async (req, { principal }) => {
+      const rows = await queue.counts(resolveScope(principal, scopeFromWire(req.scope), true));
+      return {
+        rows: rows.map((r) => ({ state: stateToWire(r.state), kind: r.kind, count: BigInt(r.count) })),
+      };
+    }),
+
+    retry: handle('Retry', 'retry', async (req, { principal }) => {
+      const job = await queue.retry(req.jobId, resolveScope(principal, null, true));
+      logger.info({ jobId: job.jobId, kind: job.kind, tenant: job.tenant, operator: principal.name }, 'operator retry');
+      return { job: toWire(job) };
+    }),
+  };
+}
+
+function optional<K extends string, V>(key: K, value: V | null): { [P in K]?: V } {
+  return (value === null ? {} : { [key]: value }) as { [P in K]?: V };
+}
