@@ -54,8 +54,15 @@ export function scopeOfTenant(tenant: string | null): Buffer {
   return tenant === null ? SYSTEM_SCOPE_BYTES : tenantScopeBytes(tenant);
 }
 
+/**
+ * 16 bytes of a canonical UUID. Ids reaching the codec were validated at the
+ * API boundary or minted here, so a hex decode is enough (uuid's `parse`
+ * re-validated on every key: ~2% of enqueue CPU).
+ */
 export function jobIdToBytes(jobId: string): Buffer {
-  return Buffer.from(parseUuid(jobId));
+  const bytes = Buffer.from(jobId.replaceAll('-', ''), 'hex');
+  if (bytes.length !== 16) return Buffer.from(parseUuid(jobId));
+  return bytes;
 }
 
 export function jobIdFromBytes(bytes: Uint8Array): string {

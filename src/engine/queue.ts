@@ -4,7 +4,6 @@
  * spec's `finish_at` / `reap_expired_at`) so tests drive the clock; the plain
  * form reads the injected {@link Clock}.
  */
-import { v7 as uuidv7 } from 'uuid';
 import type { BackoffByKind } from '../core/backoff.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { DEFAULT_CONFIG, type TelhaConfig } from '../core/config.ts';
@@ -36,6 +35,7 @@ import {
 } from '../core/validate.ts';
 import { inScope } from '../storage/shared.ts';
 import type { CountRow, JobDraft, JobStore, ListPage, StoreStats } from '../storage/types.ts';
+import { newJobId } from './job-ids.ts';
 import { PeriodicService } from './periodic.ts';
 import { WorkSignal } from './work-signal.ts';
 
@@ -211,7 +211,7 @@ export class Queue {
     const maxAttempts =
       job.maxAttempts === undefined ? null : checkIntegerInRange(`${prefix}max_attempts`, job.maxAttempts, 1, 1_000_000);
     const idempotencyKey = checkIdempotencyKey(job.idempotencyKey, `${prefix}idempotency_key`);
-    return { jobId: uuidv7(), tenant, kind, payload, priority, notBefore, idempotencyKey, maxAttempts };
+    return { jobId: newJobId(), tenant, kind, payload, priority, notBefore, idempotencyKey, maxAttempts };
   }
 
   // ---- leasing ----
@@ -483,24 +483,33 @@ export class Queue {
     let dead = 0;
     for (;;) {
       const ids = await this.store.expiredLeases(now, REAP_BATCH);
-      let progressed = 0;
-      for (const id of ids) {
-        try {
-          const { record } = await this.store.update(id, (current) => ({ record: transitions.reap(current, now, this.policy) }), now);
-          progressed++;
-          reaped++;
-          this.announce([record], now);
-          if (record.state === JobState.Dead) {
-            dead++;
-            this.logDead(record, 'lease expired');
-          } else {
-            this.logger.info({ jobId: record.jobId, kind: record.kind, tenant: record.tenant, attempts: record.attempts }, 'reaped an expired lease');
+      // Each job is its own atomic update (re-checked inside); running them together lets
+      // group commit write a whole batch of reclaims at once instead of one write per job.
+      const results = await Promise.all(
+        ids.map(async (id) => {
+          try {
+            const update = await this.store.update(id, (current) => ({ record: transitions.reap(current, now, this.policy) }), now);
+            return update.record;
+          } catch (error) {
+            // Extended or finished since it was listed: nothing to reap.
+            if (isTelhaError(error, ErrorCode.FailedPrecondition) || isTelhaError(error, ErrorCode.NotFound)) return null;
+            throw error;
           }
-        } catch (error) {
-          // Extended or finished since it was listed: nothing to reap.
-          if (!isTelhaError(error, ErrorCode.FailedPrecondition) && !isTelhaError(error, ErrorCode.NotFound)) throw error;
+        }),
+      );
+      let progressed = 0;
+      for (const record of results) {
+        if (record === null) continue;
+        progressed++;
+        reaped++;
+        if (record.state === JobState.Dead) {
+          dead++;
+          this.logDead(record, 'lease expired');
+        } else {
+          this.logger.info({ jobId: record.jobId, kind: record.kind, tenant: record.tenant, attempts: record.attempts }, 'reaped an expired lease');
         }
       }
+      this.announce(results.filter((r): r is JobRecord => r !== null), now);
       if (ids.length < REAP_BATCH || progressed === 0) return { reaped, dead };
     }
   }

@@ -32,7 +32,7 @@ describe('rocksdb corrupt rows', () => {
           createdAt: i + 1,
           jobId: jobIdToBytes(`00000000-0000-7000-8000-00000000000${i}`),
         });
-        await db.write([{ column: db.column('jobs'), key, value }], false);
+        db.write([{ column: db.column('jobs'), key, value }], false);
       }
       await db.close();
 

@@ -10,10 +10,17 @@ const require = createRequire(import.meta.url);
 /** An opaque column-family handle from the binding. */
 export type ColumnHandle = object & { readonly __column: unique symbol };
 
+/**
+ * The binding's own batch methods (what its `_batch()` uses), below
+ * abstract-level's public wrappers: those validate, encode and copy every op
+ * for a 'batch' event we never listen to, which cost ~5 µs per op (measured:
+ * a 5-op transition 52 µs through `put`/`del`, 21 µs through these).
+ */
 interface RawBatch {
-  put(key: Buffer, value: Buffer, options: { column: ColumnHandle }): void;
-  del(key: Buffer, options: { column: ColumnHandle }): void;
-  write(options: { sync: boolean }): Promise<void>;
+  _put(key: Buffer, value: Buffer, options: { column: ColumnHandle }): void;
+  _del(key: Buffer, options: { column: ColumnHandle }): void;
+  _writeSync(options: { sync: boolean }): void;
+  _closeSync(): void;
 }
 
 interface RawIterator {
@@ -25,8 +32,9 @@ interface RawDb {
   open(options: { columns: Record<string, object>; createIfMissing: boolean }): Promise<void>;
   close(): Promise<void>;
   readonly columns: Record<string, ColumnHandle>;
-  batch(): RawBatch;
+  _chainedBatch(): RawBatch;
   getMany(keys: Buffer[], options: { column: ColumnHandle }): Promise<(Buffer | undefined)[]>;
+  _getManySync(keys: Buffer[], options: { column: ColumnHandle }): (Buffer | undefined)[];
   iterator(options: {
     column: ColumnHandle;
     gte?: Buffer;
@@ -79,15 +87,32 @@ export class RocksDatabase {
 
   /**
    * Apply every op in one atomic RocksDB write batch. With `sync`, the WAL is
-   * fsynced before this returns. The binding writes synchronously on the calling thread.
+   * fsynced before this returns. The binding writes synchronously on the calling
+   * thread, so this is synchronous too.
    */
-  async write(ops: readonly WriteOp[], sync: boolean): Promise<void> {
-    const batch = this.db.batch();
-    for (const op of ops) {
-      if (op.value === null) batch.del(op.key, { column: op.column });
-      else batch.put(op.key, op.value, { column: op.column });
+  write(ops: readonly WriteOp[], sync: boolean): void {
+    const batch = this.db._chainedBatch();
+    try {
+      for (const op of ops) {
+        if (op.value === null) batch._del(op.key, { column: op.column });
+        else batch._put(op.key, op.value, { column: op.column });
+      }
+      batch._writeSync({ sync });
+    } finally {
+      batch._closeSync();
     }
-    await batch.write({ sync });
+  }
+
+  /**
+   * Point reads on the calling thread. The async form hops through libuv's
+   * thread pool: 35-40 µs median with millisecond tails under load, against
+   * ~5 µs here for rows in the memtable or block cache (the live rows a lease
+   * reads were written moments ago). A read that misses the cache blocks the
+   * event loop for one disk read.
+   */
+  getManySync(column: ColumnHandle, keys: Buffer[]): (Buffer | undefined)[] {
+    if (keys.length === 0) return [];
+    return this.db._getManySync(keys, { column });
   }
 
   async getMany(column: ColumnHandle, keys: Buffer[]): Promise<(Buffer | undefined)[]> {

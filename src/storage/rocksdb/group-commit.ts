@@ -52,14 +52,14 @@ export class GroupCommit {
     await this.flushing;
   }
 
-  private async flush(): Promise<void> {
+  private flush(): Promise<void> {
     const ops = this.ops;
     const waiters = this.waiters;
     this.ops = [];
     this.waiters = [];
     this.scheduled = false;
     try {
-      await this.db.write([...ops, ...this.beforeFlush()], this.sync);
+      this.db.write([...ops, ...this.beforeFlush()], this.sync);
       this.batches++;
       for (const waiter of waiters) waiter.resolve();
     } catch (error) {
@@ -68,5 +68,6 @@ export class GroupCommit {
       this.failure = error instanceof Error ? error : new Error(String(error));
       for (const waiter of waiters) waiter.reject(this.failure);
     }
+    return Promise.resolve();
   }
 }

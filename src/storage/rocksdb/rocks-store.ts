@@ -185,7 +185,7 @@ export class RocksJobStore implements JobStore {
     const release = await this.locks.acquire(idempotencyLocks(drafts));
     try {
       const ops: WriteOp[] = [];
-      const outcomes = await this.planInsert(drafts, now, ops);
+      const outcomes = this.planInsert(drafts, now, ops);
       await this.committer.stage(ops);
       this.indexCreated(outcomes, now);
       return outcomes;
@@ -195,12 +195,12 @@ export class RocksJobStore implements JobStore {
   }
 
   /** Build the ops for new jobs; the caller holds their idempotency locks. */
-  private async planInsert(drafts: readonly JobDraft[], now: Micros, ops: WriteOp[]): Promise<InsertOutcome[]> {
+  private planInsert(drafts: readonly JobDraft[], now: Micros, ops: WriteOp[]): InsertOutcome[] {
     const idemKeys = drafts.map((d) =>
       d.idempotencyKey === null ? null : idempotencyIndexKey(scopeOfTenant(d.tenant), d.idempotencyKey),
     );
     const present = idemKeys.filter((k): k is Buffer => k !== null);
-    const found = await this.db.getMany(this.cf.idempotency, present);
+    const found = this.db.getManySync(this.cf.idempotency, present);
     const existingIds = new Map<string, string>();
     present.forEach((k, i) => {
       const id = found[i];
@@ -218,7 +218,7 @@ export class RocksJobStore implements JobStore {
           continue;
         }
         const existingId = existingIds.get(slot);
-        const existing = existingId === undefined ? null : await this.load(existingId);
+        const existing = existingId === undefined ? null : this.load(existingId);
         if (existing !== null) {
           outcomes.push({ record: existing.record, created: false });
           continue;
@@ -254,7 +254,7 @@ export class RocksJobStore implements JobStore {
     const release = await this.locks.acquire(entries.map((e) => e.jobId));
     try {
       const keys = entries.map((e) => Buffer.from(e.key, 'latin1'));
-      const values = await this.db.getMany(this.cf.jobs, keys);
+      const values = this.db.getManySync(this.cf.jobs, keys);
       const ops: WriteOp[] = [];
       const leased: Loaded[] = [];
       for (const [i, key] of keys.entries()) {
@@ -282,14 +282,14 @@ export class RocksJobStore implements JobStore {
     this.assertOpen();
     const releaseJob = await this.locks.acquire([jobId]);
     try {
-      const current = await this.load(jobId);
+      const current = this.load(jobId);
       if (current === null) throw notFound(`job ${jobId}`);
       const next = change(current.record);
       const drafts = next.successors ?? [];
       const releaseIdem = await this.locks.acquire(idempotencyLocks(drafts));
       try {
         const ops: WriteOp[] = [];
-        const successors = drafts.length > 0 ? await this.planInsert(drafts, now, ops) : [];
+        const successors = drafts.length > 0 ? this.planInsert(drafts, now, ops) : [];
         const nextKey = jobKeyOf(next.record);
         this.stageTransition(ops, current.key, current.record, nextKey, next.record);
         await this.committer.stage(ops);
@@ -414,19 +414,19 @@ export class RocksJobStore implements JobStore {
   // ---- reads ----
 
   /** The current row of a job: a Leased job from memory, anything else through the id index. */
-  private async load(jobId: string): Promise<Loaded | null> {
+  private load(jobId: string): Loaded | null {
     const cached = this.leasedRecords.get(jobId);
     if (cached !== undefined) return cached;
-    const key = await this.db.get(this.cf.ids, idIndexKey(jobId));
+    const [key] = this.db.getManySync(this.cf.ids, [idIndexKey(jobId)]);
     if (key === undefined) return null;
-    const value = await this.db.get(this.cf.jobs, key);
+    const [value] = this.db.getManySync(this.cf.jobs, [key]);
     if (value === undefined) return null;
     return { key, record: decodeRecord(value, key.toString('hex')) };
   }
 
-  async get(jobId: string): Promise<JobRecord | null> {
+  get(jobId: string): Promise<JobRecord | null> {
     this.assertOpen();
-    return (await this.load(jobId))?.record ?? null;
+    return Promise.resolve(this.load(jobId)?.record ?? null);
   }
 
   expiredLeases(now: Micros, limit: number): Promise<string[]> {
