@@ -67,6 +67,8 @@ export interface WorkerOptions extends ClientOptions {
   readonly logger?: Logger;
   /** Called when a job's lease was lost (for metrics or tests). */
   readonly onLeaseLost?: (jobId: string, error: LeaseConflictError) => void;
+  /** Called after the server accepted a job's completion. */
+  readonly onCompleted?: (job: JobRecord) => void;
 }
 
 const MIN_HEARTBEAT_MS = 50;
@@ -82,7 +84,7 @@ export class Worker {
   private readonly stopLeasing = new AbortController();
   private loop: Promise<void> | null = null;
   private slotFreed: (() => void) | null = null;
-  /** Jobs whose result was accepted / rejected as stale, and leases lost, since start. */
+  /** Completions and failures the server accepted, and leases lost, since start. */
   readonly stats = { completed: 0, failed: 0, leaseLost: 0 };
 
   constructor(options: WorkerOptions) {
@@ -230,6 +232,7 @@ export class Worker {
       if (outcome.ok) {
         await this.client.complete(job.jobId, fence, successors);
         this.stats.completed++;
+        this.options.onCompleted?.(job);
       } else {
         const permanent = outcome.error instanceof PermanentError;
         const message = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);

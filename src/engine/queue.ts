@@ -37,7 +37,7 @@ import { inScope } from '../storage/shared.ts';
 import type { CountRow, JobDraft, JobStore, ListPage, StoreStats } from '../storage/types.ts';
 import { newJobId } from './job-ids.ts';
 import { PeriodicService } from './periodic.ts';
-import { WorkSignal } from './work-signal.ts';
+import { WorkSignal, type WakeReason } from './work-signal.ts';
 
 /** What a producer asks for. Every field but `kind` is optional. */
 export interface EnqueueOptions {
@@ -272,9 +272,13 @@ export class Queue {
       if (jobs.length > 0 || remaining <= 0 || signal?.aborted || this.closed) return jobs;
       const gate = await this.store.nextGateAt(scope, now);
       const untilGate = gate === null ? remaining : Math.max(1, Math.ceil((gate - now) / 1000));
-      await this.work.wait(scope, kinds, seen, Math.min(remaining, untilGate), signal);
+      const reason = await this.work.wait(scope, kinds, seen, Math.min(remaining, untilGate), signal);
+      this.waitStats[reason]++;
     }
   }
+
+  /** How parked lease calls ended their waits, since open: woken by new work, timed out (or a gate opened), aborted. */
+  readonly waitStats: Record<WakeReason, number> = { woken: 0, timeout: 0, aborted: 0 };
 
   /** Lease waiters currently parked, for metrics. */
   get waitingLeases(): number {

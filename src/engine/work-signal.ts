@@ -11,10 +11,13 @@ import { kindMatches } from '../core/transitions.ts';
 import type { JobRecord, ScopeFilter } from '../core/types.ts';
 import { inScope } from '../storage/shared.ts';
 
+/** Why a wait ended: a matching job was announced, the time ran out, or the caller gave up. */
+export type WakeReason = 'woken' | 'timeout' | 'aborted';
+
 interface Waiter {
   readonly scope: ScopeFilter;
   readonly kinds: readonly string[] | null;
-  wake(): void;
+  wake(reason: WakeReason): void;
 }
 
 export class WorkSignal {
@@ -44,14 +47,15 @@ export class WorkSignal {
       const toWake = isReady(job) ? matching.slice(0, 1) : matching;
       for (const waiter of toWake) {
         this.waiters.delete(waiter);
-        waiter.wake();
+        waiter.wake('woken');
       }
     }
   }
 
   /**
-   * Resolve when a matching job may be ready, at `timeoutMs` at the latest,
-   * or at once if `signal` aborts or work was announced since `seenVersion`. Never rejects.
+   * Resolve when a matching job may be ready (`woken`, also at once if work was
+   * announced since `seenVersion`), at `timeoutMs` at the latest (`timeout`), or
+   * when `signal` aborts (`aborted`). Never rejects.
    */
   wait(
     scope: ScopeFilter,
@@ -59,28 +63,28 @@ export class WorkSignal {
     seenVersion: number,
     timeoutMs: number,
     signal?: AbortSignal,
-  ): Promise<void> {
-    return new Promise<void>((resolve) => {
-      if (signal?.aborted || seenVersion !== this.announced || timeoutMs <= 0) {
-        resolve();
-        return;
-      }
-      const done = (): void => {
+  ): Promise<WakeReason> {
+    return new Promise<WakeReason>((resolve) => {
+      if (signal?.aborted) return resolve('aborted');
+      if (seenVersion !== this.announced) return resolve('woken');
+      if (timeoutMs <= 0) return resolve('timeout');
+      const done = (reason: WakeReason): void => {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', done);
+        signal?.removeEventListener('abort', onAbort);
         this.waiters.delete(waiter);
-        resolve();
+        resolve(reason);
       };
+      const onAbort = (): void => done('aborted');
       const waiter: Waiter = { scope, kinds, wake: done };
-      const timer = setTimeout(done, timeoutMs);
-      signal?.addEventListener('abort', done, { once: true });
+      const timer = setTimeout(() => done('timeout'), timeoutMs);
+      signal?.addEventListener('abort', onAbort, { once: true });
       this.waiters.add(waiter);
     });
   }
 
   /** Wake everyone (shutdown). */
   wakeAll(): void {
-    for (const waiter of [...this.waiters]) waiter.wake();
+    for (const waiter of [...this.waiters]) waiter.wake('aborted');
     this.waiters.clear();
   }
 }

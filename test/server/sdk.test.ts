@@ -1,0 +1,170 @@
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { LeaseConflictError } from '../../src/core/errors.ts';
+import { JobState } from '../../src/core/types.ts';
+import { TelhaClient } from '../../src/client/client.ts';
+import { PermanentError, Worker, type JobContext } from '../../src/client/worker.ts';
+import { tenantScope } from '../../src/core/types.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+
+const acme = tenantScope('acme');
+
+/** A promise with its resolve handle, for waiting on events instead of time. */
+function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+describe('the SDK against a live server', () => {
+  let server: TestServer;
+  let client: TelhaClient;
+
+  beforeEach(async () => {
+    server = await startTestServer({ jobs: { backoff_base_secs: 0 } });
+    client = new TelhaClient({ address: server.address });
+  });
+  afterEach(async () => {
+    await server.close();
+  });
+
+  it('runs a job through its whole lifecycle: enqueue, lease, heartbeat, complete', async () => {
+    const { job } = await client.enqueue({ kind: 'email', payload: '{"to":"a@b.c"}' }, acme);
+    const done = deferred<JobContext>();
+    const completed = deferred();
+    const worker = new Worker({
+      address: server.address,
+      kinds: ['email'],
+      concurrency: 2,
+      leaseWaitMs: 1_000,
+      heartbeatFraction: 0.001, // beat as often as allowed, to see heartbeats on the record
+      onCompleted: () => completed.resolve(),
+      handler: async (ctx) => {
+        // Long enough for the minimum heartbeat interval (50 ms) to pass at least once.
+        await new Promise((resolve) => setTimeout(resolve, 150));
+        done.resolve(ctx);
+      },
+    }).start();
+    const ctx = await done.promise;
+    await completed.promise;
+    await worker.close();
+    assert.equal(ctx.id, job.jobId);
+    assert.equal(ctx.kind, 'email');
+    assert.equal(ctx.tenant, 'acme');
+    assert.equal(Buffer.from(ctx.payload).toString(), '{"to":"a@b.c"}');
+    assert.equal(ctx.leaseGeneration, 1);
+    assert.equal(ctx.attempts, 0);
+    const shown = await client.show(job.jobId);
+    assert.equal(shown.state, JobState.Completed);
+    assert.deepEqual(
+      shown.events.map((e) => e.transition),
+      ['enqueued', 'leased', 'extended', 'completed'],
+    );
+  });
+
+  it('fails a throwing handler with backoff, and dead-letters a PermanentError', async () => {
+    const retryable = await client.enqueue({ kind: 'flaky' }, acme);
+    const permanent = await client.enqueue({ kind: 'broken' }, acme);
+    const failures = deferred();
+    let seen = 0;
+    const worker = new Worker({
+      address: server.address,
+      leaseWaitMs: 1_000,
+      handler: (ctx) => {
+        if (++seen === 2) setImmediate(() => failures.resolve());
+        return Promise.reject(ctx.kind === 'broken' ? new PermanentError('bad input') : new Error('try again'));
+      },
+    }).start();
+    await failures.promise;
+    await worker.close();
+    const r = await client.show(retryable.job.jobId);
+    const p = await client.show(permanent.job.jobId);
+    assert.equal(p.state, JobState.Dead);
+    assert.match(p.events.find((e) => e.transition === 'failed')?.detail ?? '', /permanent: bad input/);
+    assert.equal(r.attempts, 1);
+    assert.match(r.events.find((e) => e.transition === 'failed')?.detail ?? '', /try again/);
+  });
+
+  it('stores checkpoints, extends the lease with them, and chains successors on completion', async () => {
+    const { job } = await client.enqueue({ kind: 'sync:page' }, acme);
+    const completed = deferred();
+    const worker = new Worker({
+      address: server.address,
+      kinds: ['sync:page'],
+      leaseWaitMs: 1_000,
+      onCompleted: () => completed.resolve(),
+      handler: async (ctx) => {
+        assert.equal(ctx.continuation, null);
+        await ctx.checkpoint(Buffer.from('page=1'));
+        const mid = await client.show(ctx.id);
+        assert.equal(Buffer.from(mid.continuation ?? []).toString(), 'page=1');
+        ctx.chain({ kind: 'sync:next', payload: 'page=2' });
+      },
+    }).start();
+    await completed.promise;
+    await worker.close();
+    const done = await client.show(job.jobId);
+    assert.equal(done.state, JobState.Completed);
+    assert.ok(done.events.some((e) => e.transition === 'checkpoint'));
+    const next = await client.list({ scope: acme, kindPrefix: 'sync:next' });
+    assert.equal(next.jobs.length, 1);
+    assert.equal(next.jobs[0]?.state, JobState.Pending);
+    assert.equal(Buffer.from(next.jobs[0]?.payload ?? []).toString(), 'page=2');
+  });
+
+  it('wakes a parked lease call when a matching job is enqueued, without waiting out its timeout', async () => {
+    const parked = client.lease({ workerId: 'w1', kinds: ['late'], waitMs: 25_000 });
+    // The server has the call parked once its waiter is registered.
+    while (server.queue.waitingLeases === 0) await new Promise((resolve) => setImmediate(resolve));
+    const before = { ...server.queue.waitStats };
+    const { job } = await client.enqueue({ kind: 'late' }, acme);
+    const [leased] = await parked;
+    assert.equal(leased?.jobId, job.jobId);
+    assert.equal(server.queue.waitStats.woken, before.woken + 1, 'woken by the enqueue');
+    assert.equal(server.queue.waitStats.timeout, before.timeout, 'not by its timeout');
+  });
+
+  it('does not wake a parked call for a job of another kind', async () => {
+    const parked = client.lease({ workerId: 'w1', kinds: ['wanted'], waitMs: 300 });
+    while (server.queue.waitingLeases === 0) await new Promise((resolve) => setImmediate(resolve));
+    await client.enqueue({ kind: 'other' }, acme);
+    assert.deepEqual(await parked, []);
+    assert.equal(server.queue.waitStats.woken, 0);
+  });
+
+  it('leases several jobs in one call', async () => {
+    await client.enqueueBatch([{ kind: 'k' }, { kind: 'k' }, { kind: 'k' }], acme);
+    const jobs = await client.lease({ workerId: 'w1', maxJobs: 10 });
+    assert.equal(jobs.length, 3);
+  });
+
+  it('aborts the handler signal when the lease is lost, and does not submit its result', async () => {
+    await server.close();
+    server = await startTestServer({ jobs: { lease_ttl_secs: 1, backoff_base_secs: 0 } });
+    client = new TelhaClient({ address: server.address });
+    const { job } = await client.enqueue({ kind: 'slow' }, acme);
+    const lost = deferred<LeaseConflictError>();
+    const started = deferred();
+    const worker = new Worker({
+      address: server.address,
+      leaseWaitMs: 1_000,
+      heartbeatFraction: 0.999, // beat only at the very end of the lease
+      onLeaseLost: (_id, error) => lost.resolve(error),
+      handler: async (ctx) => {
+        started.resolve();
+        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+      },
+    }).start();
+    await started.promise;
+    // Take the lease away: reap it as if it expired, and hand it to someone else.
+    await server.queue.reapExpiredAt(Date.now() * 1000 + 60_000_000);
+    const thief = await server.queue.leaseNextAt(Date.now() * 1000 + 60_000_000, acme, { workerId: 'thief' });
+    assert.equal(thief?.jobId, job.jobId);
+    const error = await lost.promise;
+    await worker.close();
+    assert.equal(error.reason, 'worker_mismatch');
+    const record = await client.show(job.jobId);
+    assert.equal(record.state, JobState.Leased);
+    assert.equal(record.workerId, 'thief');
+  });
+});
