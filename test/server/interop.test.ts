@@ -3,6 +3,8 @@
  * client that loads the .proto files at run time, with no generated code and
  * none of the SDK, enqueues, leases and completes a job.
  */
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-call --
+   proto-loader builds the client from the .proto file at run time: untyped by design, which is the point here. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import { LeaseConflictError } from '../../src/core/errors.ts';
+import type { LeaseConflictError } from '../../src/core/errors.ts';
 import { JobState } from '../../src/core/types.ts';
 import { TelhaClient } from '../../src/client/client.ts';
 import { PermanentError, Worker, type JobContext } from '../../src/client/worker.ts';
