@@ -21,7 +21,7 @@ export interface TestServer {
 }
 
 /** A real server on 127.0.0.1 (a free port) over a fresh RocksDB store, in this process. */
-export async function startTestServer(values: ConfigInput = {}): Promise<TestServer> {
+export async function startTestServer(values: ConfigInput = {}, options: { services?: boolean } = {}): Promise<TestServer> {
   const dir = tempDir('telha-server-');
   const { jobs, server, retention } = values as { jobs?: object; server?: object; retention?: object };
   const config = makeConfig({
@@ -30,7 +30,7 @@ export async function startTestServer(values: ConfigInput = {}): Promise<TestSer
     retention: { enabled: false, ...(retention ?? {}) },
     server: { address: '127.0.0.1:0', shutdown_grace_ms: 1_000, ...(server ?? {}) },
   });
-  const queue = await openQueue({ config, services: false });
+  const queue = await openQueue({ config, services: options.services ?? false });
   const running = await startServer({ queue, config, logger: silentLogger });
   return {
     address: running.address,
