@@ -18,6 +18,7 @@ import type { JobRecord, LeaseFence } from '../core/types.ts';
 import { TelhaClient, type ClientOptions } from './client.ts';
 import type { NewJobInput } from './convert.ts';
 import { isTransient } from './errors.ts';
+import { Settler } from './settler.ts';
 
 /** Throw this from a handler to dead-letter the job at once, whatever attempts remain. */
 export class PermanentError extends Error {
@@ -83,6 +84,7 @@ export class Worker {
   private readonly running = new Map<string, { done: Promise<void>; abort: AbortController }>();
   private readonly stopLeasing = new AbortController();
   private loop: Promise<void> | null = null;
+  private readonly settler: Settler;
   private slotFreed: (() => void) | null = null;
   /** Completions and failures the server accepted, and leases lost, since start. */
   readonly stats = { completed: 0, failed: 0, leaseLost: 0 };
@@ -93,6 +95,7 @@ export class Worker {
     this.concurrency = options.concurrency ?? 10;
     if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new RangeError('concurrency must be a positive integer');
     this.client = new TelhaClient(options);
+    this.settler = new Settler(this.client);
   }
 
   /** Start leasing. Idempotent. */
@@ -230,13 +233,13 @@ export class Worker {
       if (timer !== null) clearTimeout(timer);
       if (abort.signal.aborted && abort.signal.reason instanceof LeaseConflictError) return;
       if (outcome.ok) {
-        await this.client.complete(job.jobId, fence, successors);
+        await this.settler.settle({ type: 'complete', jobId: job.jobId, fence, successors });
         this.stats.completed++;
         this.options.onCompleted?.(job);
       } else {
         const permanent = outcome.error instanceof PermanentError;
         const message = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
-        await this.client.fail(job.jobId, fence, message, { permanent });
+        await this.settler.settle({ type: 'fail', jobId: job.jobId, fence, error: message, permanent });
         this.stats.failed++;
         this.options.logger?.info({ ...log, permanent, err: message }, 'handler failed');
       }

@@ -24,6 +24,8 @@ export const MAX_EVENTS = 64;
 export const MAX_BATCH_JOBS = 10_000;
 /** Jobs one lease call may take at once. */
 export const MAX_LEASE_BATCH = 1_000;
+/** Items in one CompleteBatch or FailBatch call. */
+export const MAX_SETTLE_BATCH = 1_000;
 /** Rows one list call may return. */
 export const MAX_LIST_LIMIT = 1_000;
 /** The prefix every system-scope kind carries, and no tenant kind may. */

@@ -3,6 +3,7 @@
  * gRPC-Web and Connect) to stateless workers, tenants and operators.
  */
 import { readFileSync } from 'node:fs';
+import { setMaxListeners } from 'node:events';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { connectNodeAdapter } from '@connectrpc/connect-node';
@@ -49,7 +50,11 @@ export async function startServer(options: { queue: Queue; config: TelhaConfig; 
   }
 
   const shutdown = new AbortController();
+  // Every parked lease call listens on this signal; there can be thousands.
+  setMaxListeners(0, shutdown.signal);
   const handler = connectNodeAdapter({
+    // Jobs are small and the network is a LAN or loopback: compressing responses costs CPU and saves nothing.
+    acceptCompression: [],
     routes: (router) => {
       router.service(QueueService, createQueueService({ queue, auth, config: config.server, logger, shutdown: shutdown.signal }));
     },

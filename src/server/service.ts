@@ -6,10 +6,18 @@ import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import type { ServerConfig } from '../core/config.ts';
 import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
-import { MAX_LEASE_BATCH } from '../core/limits.ts';
+import { MAX_LEASE_BATCH, MAX_SETTLE_BATCH } from '../core/limits.ts';
 import { ANY_SCOPE, type JobRecord, type LeaseFence, type ScopeFilter } from '../core/types.ts';
 import type { EnqueueResult, Queue } from '../engine/queue.ts';
-import type { EnqueueResult as WireEnqueueResult, Fence, Job, QueueService } from '../gen/telha/v1/queue_pb.ts';
+import { create } from '@bufbuild/protobuf';
+import {
+  ItemOutcomeSchema,
+  type EnqueueResult as WireEnqueueResult,
+  type Fence,
+  type ItemOutcome,
+  type Job,
+  type QueueService,
+} from '../gen/telha/v1/queue_pb.ts';
 import { requirePermission, resolveScope, writeScope, type Authenticator, type Permission, type Principal } from './auth.ts';
 import {
   enqueueResultToWire,
@@ -20,7 +28,7 @@ import {
   stateToWire,
   toSafeNumber,
 } from './convert.ts';
-import { toConnectError } from './status.ts';
+import { describeError, toConnectError } from './status.ts';
 
 export interface ServiceDeps {
   readonly queue: Queue;
@@ -69,6 +77,22 @@ export function createQueueService(deps: ServiceDeps): ServiceImpl<typeof QueueS
         inFlight--;
       }
     };
+  }
+
+  /** One item of a batch call, run on its own: its error becomes its outcome, not the call's. */
+  async function settle(item: string, run: () => Promise<void>): Promise<ItemOutcome> {
+    try {
+      await run();
+      return create(ItemOutcomeSchema, { code: 0 });
+    } catch (error) {
+      const status = describeError(error, logger, { item });
+      return create(ItemOutcomeSchema, {
+        code: status.code,
+        message: status.message,
+        reason: status.reason ?? '',
+        field: status.field ?? '',
+      });
+    }
   }
 
   /** Workers and operators submit across scopes; a tenant could only ever reach its own. */
@@ -135,6 +159,35 @@ export function createQueueService(deps: ServiceDeps): ServiceImpl<typeof QueueS
       return { job: toWire(job) };
     }),
 
+    completeBatch: handle('CompleteBatch', 'work', async (req, { principal }) => {
+      checkBatchSize(req.items.length);
+      const scope = workScope(principal);
+      const outcomes = await Promise.all(
+        req.items.map((item, i) =>
+          settle(`items[${i}]`, async () => {
+            const { jobId, fence } = fenceFromWire(item.fence);
+            const successors = item.successors.map((job, j) => newJobFromWire(job, `successors[${j}]`));
+            await queue.complete(jobId, fence, { successors }, scope);
+          }),
+        ),
+      );
+      return { outcomes };
+    }),
+
+    failBatch: handle('FailBatch', 'work', async (req, { principal }) => {
+      checkBatchSize(req.items.length);
+      const scope = workScope(principal);
+      const outcomes = await Promise.all(
+        req.items.map((item, i) =>
+          settle(`items[${i}]`, async () => {
+            const { jobId, fence } = fenceFromWire(item.fence);
+            await queue.fail(jobId, fence, { error: item.error, retryable: !item.permanent }, scope);
+          }),
+        ),
+      );
+      return { outcomes };
+    }),
+
     show: handle('Show', 'read', async (req, { principal }) => {
       const job = await queue.show(req.jobId, resolveScope(principal, null, true));
       return { job: toWire(job) };
@@ -164,6 +217,10 @@ export function createQueueService(deps: ServiceDeps): ServiceImpl<typeof QueueS
       return { job: toWire(job) };
     }),
   };
+}
+
+function checkBatchSize(items: number): void {
+  if (items > MAX_SETTLE_BATCH) throw invalidArgument('items', `at most ${MAX_SETTLE_BATCH} items per call`);
 }
 
 function optional<K extends string, V>(key: K, value: V | null): { [P in K]?: V } {

@@ -25,21 +25,41 @@ const CODES: Readonly<Record<ErrorCode, Code>> = {
   [ErrorCode.Internal]: Code.Internal,
 };
 
-export function toConnectError(error: unknown, logger: Logger, context: object): ConnectError {
-  if (error instanceof ConnectError) return error;
+/** A status as the wire carries it: code, message, and the metadata that says more. */
+export interface WireStatus {
+  readonly code: Code;
+  readonly message: string;
+  readonly reason: string | null;
+  readonly field: string | null;
+  readonly jobId: string | null;
+}
+
+/** Engine error to wire status; anything unexpected is logged whole and reported as INTERNAL. */
+export function describeError(error: unknown, logger: Logger, context: object): WireStatus {
+  if (error instanceof ConnectError) return { code: error.code, message: error.rawMessage, reason: null, field: null, jobId: null };
   if (error instanceof TelhaError) {
-    const metadata = new Headers();
-    if (error instanceof LeaseConflictError) {
-      metadata.set(REASON_HEADER, error.reason);
-      metadata.set(JOB_HEADER, error.jobId);
-    }
-    if (error.field !== undefined) metadata.set(FIELD_HEADER, error.field);
     if (error.code === ErrorCode.CorruptRecord || error.code === ErrorCode.Internal) {
       logger.error({ ...context, err: error.message }, 'request failed');
     }
-    return new ConnectError(error.message, CODES[error.code], metadata);
+    return {
+      code: CODES[error.code],
+      message: error.message,
+      reason: error instanceof LeaseConflictError ? error.reason : null,
+      field: error.field ?? null,
+      jobId: error instanceof LeaseConflictError ? error.jobId : null,
+    };
   }
-  // Anything else is a bug or an I/O failure: log it whole, tell the caller little.
+  // A bug or an I/O failure: log it whole, tell the caller little.
   logger.error({ ...context, err: error instanceof Error ? (error.stack ?? error.message) : String(error) }, 'internal error');
-  return new ConnectError('internal error', Code.Internal);
+  return { code: Code.Internal, message: 'internal error', reason: null, field: null, jobId: null };
+}
+
+export function toConnectError(error: unknown, logger: Logger, context: object): ConnectError {
+  if (error instanceof ConnectError) return error;
+  const status = describeError(error, logger, context);
+  const metadata = new Headers();
+  if (status.reason !== null) metadata.set(REASON_HEADER, status.reason);
+  if (status.jobId !== null) metadata.set(JOB_HEADER, status.jobId);
+  if (status.field !== null) metadata.set(FIELD_HEADER, status.field);
+  return new ConnectError(status.message, status.code, metadata);
 }

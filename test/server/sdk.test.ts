@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
-import type { LeaseConflictError } from '../../src/core/errors.ts';
+import { LeaseConflictError } from '../../src/core/errors.ts';
 import { JobState } from '../../src/core/types.ts';
 import { TelhaClient } from '../../src/client/client.ts';
 import { PermanentError, Worker, type JobContext } from '../../src/client/worker.ts';
@@ -166,5 +166,34 @@ describe('the SDK against a live server', () => {
     const record = await client.show(job.jobId);
     assert.equal(record.state, JobState.Leased);
     assert.equal(record.workerId, 'thief');
+  });
+});
+
+describe('batch settlement', () => {
+  it('settles each item of a CompleteBatch on its own: accepted, stale, unknown', async () => {
+    const server = await startTestServer();
+    try {
+      const client = new TelhaClient({ address: server.address });
+      await client.enqueueBatch([{ kind: 'k' }, { kind: 'k' }], tenantScope('acme'));
+      const [a, b] = await client.lease({ workerId: 'w1', maxJobs: 2 });
+      assert.ok(a && b);
+      const outcomes = await client.completeBatch([
+        { jobId: a.jobId, fence: { workerId: 'w1', leaseGeneration: a.leaseGeneration } },
+        { jobId: b.jobId, fence: { workerId: 'intruder', leaseGeneration: b.leaseGeneration } },
+        { jobId: '01890a5d-ac96-774b-bcce-b302099a8057', fence: { workerId: 'w1', leaseGeneration: 1 } },
+      ]);
+      assert.equal(outcomes[0], null);
+      assert.ok(outcomes[1] instanceof LeaseConflictError);
+      assert.equal(outcomes[1].reason, 'worker_mismatch');
+      assert.equal(outcomes[1].jobId, b.jobId);
+      assert.ok(outcomes[2] instanceof Error);
+      assert.equal((await client.show(a.jobId)).state, JobState.Completed);
+      assert.equal((await client.show(b.jobId)).state, JobState.Leased);
+      const failed = await client.failBatch([{ jobId: b.jobId, fence: { workerId: 'w1', leaseGeneration: b.leaseGeneration }, error: 'x', permanent: true }]);
+      assert.deepEqual(failed, [null]);
+      assert.equal((await client.show(b.jobId)).state, JobState.Dead);
+    } finally {
+      await server.close();
+    }
   });
 });

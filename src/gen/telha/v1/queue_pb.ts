@@ -33,7 +33,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file telha/v1/queue.proto.
  */
 export const file_telha_v1_queue: GenFile = /*@__PURE__*/
-  fileDesc("ChR0ZWxoYS92MS9xdWV1ZS5wcm90bxIIdGVsaGEudjEiNQoFU2NvcGUSEAoGdGVuYW50GAEgASgJSAASEAoGc3lzdGVtGAIgASgISABCCAoGdGFyZ2V0Ik0KCEpvYkV2ZW50Eg0KBWF0X3VzGAEgASgDEhIKCnRyYW5zaXRpb24YAiABKAkSEwoGZGV0YWlsGAMgASgJSACIAQFCCQoHX2RldGFpbCKUBAoDSm9iEg4KBmpvYl9pZBgBIAEoCRIOCgZ0ZW5hbnQYAiABKAkSDAoEa2luZBgDIAEoCRIPCgdwYXlsb2FkGAQgASgMEhAKCHByaW9yaXR5GAUgASgNEhUKDWNyZWF0ZWRfYXRfdXMYBiABKAMSIQoFc3RhdGUYByABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRIQCghhdHRlbXB0cxgIIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAkgASgEEhYKCXdvcmtlcl9pZBgKIAEoCUgAiAEBEh4KEWxlYXNlX2RlYWRsaW5lX3VzGAsgASgDSAGIAQESGgoNbm90X2JlZm9yZV91cxgMIAEoA0gCiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgNIAEoCUgDiAEBEhkKDG1heF9hdHRlbXB0cxgOIAEoDUgEiAEBEhkKDGNvbnRpbnVhdGlvbhgPIAEoDEgFiAEBEiIKBmV2ZW50cxgQIAMoCzISLnRlbGhhLnYxLkpvYkV2ZW50Eh4KFmVmZmVjdGl2ZV9tYXhfYXR0ZW1wdHMYESABKA1CDAoKX3dvcmtlcl9pZEIUChJfbGVhc2VfZGVhZGxpbmVfdXNCEAoOX25vdF9iZWZvcmVfdXNCEgoQX2lkZW1wb3RlbmN5X2tleUIPCg1fbWF4X2F0dGVtcHRzQg8KDV9jb250aW51YXRpb24i+wEKBk5ld0pvYhIMCgRraW5kGAEgASgJEg8KB3BheWxvYWQYAiABKAwSFQoIcHJpb3JpdHkYAyABKA1IAIgBARIVCghkZWxheV9tcxgEIAEoA0gBiAEBEhoKDW5vdF9iZWZvcmVfdXMYBSABKANIAogBARIZCgxtYXhfYXR0ZW1wdHMYBiABKA1IA4gBARIcCg9pZGVtcG90ZW5jeV9rZXkYByABKAlIBIgBAUILCglfcHJpb3JpdHlCCwoJX2RlbGF5X21zQhAKDl9ub3RfYmVmb3JlX3VzQg8KDV9tYXhfYXR0ZW1wdHNCEgoQX2lkZW1wb3RlbmN5X2tleSI8Cg1FbnF1ZXVlUmVzdWx0EhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYhIPCgdjcmVhdGVkGAIgASgIIk8KDkVucXVldWVSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSHQoDam9iGAIgASgLMhAudGVsaGEudjEuTmV3Sm9iIjoKD0VucXVldWVSZXNwb25zZRInCgZyZXN1bHQYASABKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0IlUKE0VucXVldWVCYXRjaFJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIeCgRqb2JzGAIgAygLMhAudGVsaGEudjEuTmV3Sm9iIkAKFEVucXVldWVCYXRjaFJlc3BvbnNlEigKB3Jlc3VsdHMYASADKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0InMKDExlYXNlUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDQoFa2luZHMYAiADKAkSEAoIbWF4X2pvYnMYAyABKA0SDwoHd2FpdF9tcxgEIAEoDRIeCgVzY29wZRgFIAEoCzIPLnRlbGhhLnYxLlNjb3BlIiwKDUxlYXNlUmVzcG9uc2USGwoEam9icxgBIAMoCzINLnRlbGhhLnYxLkpvYiJECgVGZW5jZRIOCgZqb2JfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAyABKAQiMgoQSGVhcnRiZWF0UmVxdWVzdBIeCgVmZW5jZRgBIAEoCzIPLnRlbGhhLnYxLkZlbmNlIi4KEUhlYXJ0YmVhdFJlc3BvbnNlEhkKEWxlYXNlX2RlYWRsaW5lX3VzGAEgASgDIkkKEUNoZWNrcG9pbnRSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2USFAoMY29udGludWF0aW9uGAIgASgMIi8KEkNoZWNrcG9pbnRSZXNwb25zZRIZChFsZWFzZV9kZWFkbGluZV91cxgBIAEoAyJXCg9Db21wbGV0ZVJlcXVlc3QSHgoFZmVuY2UYASABKAsyDy50ZWxoYS52MS5GZW5jZRIkCgpzdWNjZXNzb3JzGAIgAygLMhAudGVsaGEudjEuTmV3Sm9iIlsKEENvbXBsZXRlUmVzcG9uc2USGgoDam9iGAEgASgLMg0udGVsaGEudjEuSm9iEisKCnN1Y2Nlc3NvcnMYAiADKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0Ik8KC0ZhaWxSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2USDQoFZXJyb3IYAiABKAkSEQoJcGVybWFuZW50GAMgASgIIioKDEZhaWxSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2IiHQoLU2hvd1JlcXVlc3QSDgoGam9iX2lkGAEgASgJIioKDFNob3dSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2IiiAEKC0xpc3RSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSIQoFc3RhdGUYAiABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRITCgtraW5kX3ByZWZpeBgDIAEoCRINCgVsaW1pdBgEIAEoDRISCgpwYWdlX3Rva2VuGAUgASgJIkQKDExpc3RSZXNwb25zZRIbCgRqb2JzGAEgAygLMg0udGVsaGEudjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIvCg1Db3VudHNSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUiSgoIQ291bnRSb3cSIQoFc3RhdGUYASABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRIMCgRraW5kGAIgASgJEg0KBWNvdW50GAMgASgEIjIKDkNvdW50c1Jlc3BvbnNlEiAKBHJvd3MYASADKAsyEi50ZWxoYS52MS5Db3VudFJvdyIeCgxSZXRyeVJlcXVlc3QSDgoGam9iX2lkGAEgASgJIisKDVJldHJ5UmVzcG9uc2USGgoDam9iGAEgASgLMg0udGVsaGEudjEuSm9iKpUBCghKb2JTdGF0ZRIZChVKT0JfU1RBVEVfVU5TUEVDSUZJRUQQABIVChFKT0JfU1RBVEVfUEVORElORxABEhQKEEpPQl9TVEFURV9MRUFTRUQQAhIXChNKT0JfU1RBVEVfQ09NUExFVEVEEAMSFAoQSk9CX1NUQVRFX0ZBSUxFRBAEEhIKDkpPQl9TVEFURV9ERUFEEAUyxQUKDFF1ZXVlU2VydmljZRI+CgdFbnF1ZXVlEhgudGVsaGEudjEuRW5xdWV1ZVJlcXVlc3QaGS50ZWxoYS52MS5FbnF1ZXVlUmVzcG9uc2USTQoMRW5xdWV1ZUJhdGNoEh0udGVsaGEudjEuRW5xdWV1ZUJhdGNoUmVxdWVzdBoeLnRlbGhhLnYxLkVucXVldWVCYXRjaFJlc3BvbnNlEjgKBUxlYXNlEhYudGVsaGEudjEuTGVhc2VSZXF1ZXN0GhcudGVsaGEudjEuTGVhc2VSZXNwb25zZRJECglIZWFydGJlYXQSGi50ZWxoYS52MS5IZWFydGJlYXRSZXF1ZXN0GhsudGVsaGEudjEuSGVhcnRiZWF0UmVzcG9uc2USRwoKQ2hlY2twb2ludBIbLnRlbGhhLnYxLkNoZWNrcG9pbnRSZXF1ZXN0GhwudGVsaGEudjEuQ2hlY2twb2ludFJlc3BvbnNlEkEKCENvbXBsZXRlEhkudGVsaGEudjEuQ29tcGxldGVSZXF1ZXN0GhoudGVsaGEudjEuQ29tcGxldGVSZXNwb25zZRI1CgRGYWlsEhUudGVsaGEudjEuRmFpbFJlcXVlc3QaFi50ZWxoYS52MS5GYWlsUmVzcG9uc2USNQoEU2hvdxIVLnRlbGhhLnYxLlNob3dSZXF1ZXN0GhYudGVsaGEudjEuU2hvd1Jlc3BvbnNlEjUKBExpc3QSFS50ZWxoYS52MS5MaXN0UmVxdWVzdBoWLnRlbGhhLnYxLkxpc3RSZXNwb25zZRI7CgZDb3VudHMSFy50ZWxoYS52MS5Db3VudHNSZXF1ZXN0GhgudGVsaGEudjEuQ291bnRzUmVzcG9uc2USOAoFUmV0cnkSFi50ZWxoYS52MS5SZXRyeVJlcXVlc3QaFy50ZWxoYS52MS5SZXRyeVJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("ChR0ZWxoYS92MS9xdWV1ZS5wcm90bxIIdGVsaGEudjEiNQoFU2NvcGUSEAoGdGVuYW50GAEgASgJSAASEAoGc3lzdGVtGAIgASgISABCCAoGdGFyZ2V0Ik0KCEpvYkV2ZW50Eg0KBWF0X3VzGAEgASgDEhIKCnRyYW5zaXRpb24YAiABKAkSEwoGZGV0YWlsGAMgASgJSACIAQFCCQoHX2RldGFpbCKUBAoDSm9iEg4KBmpvYl9pZBgBIAEoCRIOCgZ0ZW5hbnQYAiABKAkSDAoEa2luZBgDIAEoCRIPCgdwYXlsb2FkGAQgASgMEhAKCHByaW9yaXR5GAUgASgNEhUKDWNyZWF0ZWRfYXRfdXMYBiABKAMSIQoFc3RhdGUYByABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRIQCghhdHRlbXB0cxgIIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAkgASgEEhYKCXdvcmtlcl9pZBgKIAEoCUgAiAEBEh4KEWxlYXNlX2RlYWRsaW5lX3VzGAsgASgDSAGIAQESGgoNbm90X2JlZm9yZV91cxgMIAEoA0gCiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgNIAEoCUgDiAEBEhkKDG1heF9hdHRlbXB0cxgOIAEoDUgEiAEBEhkKDGNvbnRpbnVhdGlvbhgPIAEoDEgFiAEBEiIKBmV2ZW50cxgQIAMoCzISLnRlbGhhLnYxLkpvYkV2ZW50Eh4KFmVmZmVjdGl2ZV9tYXhfYXR0ZW1wdHMYESABKA1CDAoKX3dvcmtlcl9pZEIUChJfbGVhc2VfZGVhZGxpbmVfdXNCEAoOX25vdF9iZWZvcmVfdXNCEgoQX2lkZW1wb3RlbmN5X2tleUIPCg1fbWF4X2F0dGVtcHRzQg8KDV9jb250aW51YXRpb24i+wEKBk5ld0pvYhIMCgRraW5kGAEgASgJEg8KB3BheWxvYWQYAiABKAwSFQoIcHJpb3JpdHkYAyABKA1IAIgBARIVCghkZWxheV9tcxgEIAEoA0gBiAEBEhoKDW5vdF9iZWZvcmVfdXMYBSABKANIAogBARIZCgxtYXhfYXR0ZW1wdHMYBiABKA1IA4gBARIcCg9pZGVtcG90ZW5jeV9rZXkYByABKAlIBIgBAUILCglfcHJpb3JpdHlCCwoJX2RlbGF5X21zQhAKDl9ub3RfYmVmb3JlX3VzQg8KDV9tYXhfYXR0ZW1wdHNCEgoQX2lkZW1wb3RlbmN5X2tleSI8Cg1FbnF1ZXVlUmVzdWx0EhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYhIPCgdjcmVhdGVkGAIgASgIIk8KDkVucXVldWVSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSHQoDam9iGAIgASgLMhAudGVsaGEudjEuTmV3Sm9iIjoKD0VucXVldWVSZXNwb25zZRInCgZyZXN1bHQYASABKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0IlUKE0VucXVldWVCYXRjaFJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIeCgRqb2JzGAIgAygLMhAudGVsaGEudjEuTmV3Sm9iIkAKFEVucXVldWVCYXRjaFJlc3BvbnNlEigKB3Jlc3VsdHMYASADKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0InMKDExlYXNlUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDQoFa2luZHMYAiADKAkSEAoIbWF4X2pvYnMYAyABKA0SDwoHd2FpdF9tcxgEIAEoDRIeCgVzY29wZRgFIAEoCzIPLnRlbGhhLnYxLlNjb3BlIiwKDUxlYXNlUmVzcG9uc2USGwoEam9icxgBIAMoCzINLnRlbGhhLnYxLkpvYiJECgVGZW5jZRIOCgZqb2JfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAyABKAQiMgoQSGVhcnRiZWF0UmVxdWVzdBIeCgVmZW5jZRgBIAEoCzIPLnRlbGhhLnYxLkZlbmNlIi4KEUhlYXJ0YmVhdFJlc3BvbnNlEhkKEWxlYXNlX2RlYWRsaW5lX3VzGAEgASgDIkkKEUNoZWNrcG9pbnRSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2USFAoMY29udGludWF0aW9uGAIgASgMIi8KEkNoZWNrcG9pbnRSZXNwb25zZRIZChFsZWFzZV9kZWFkbGluZV91cxgBIAEoAyJXCg9Db21wbGV0ZVJlcXVlc3QSHgoFZmVuY2UYASABKAsyDy50ZWxoYS52MS5GZW5jZRIkCgpzdWNjZXNzb3JzGAIgAygLMhAudGVsaGEudjEuTmV3Sm9iIlsKEENvbXBsZXRlUmVzcG9uc2USGgoDam9iGAEgASgLMg0udGVsaGEudjEuSm9iEisKCnN1Y2Nlc3NvcnMYAiADKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0Ik8KC0ZhaWxSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2USDQoFZXJyb3IYAiABKAkSEQoJcGVybWFuZW50GAMgASgIIioKDEZhaWxSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2IiSwoLSXRlbU91dGNvbWUSDAoEY29kZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRINCgVmaWVsZBgEIAEoCSJAChRDb21wbGV0ZUJhdGNoUmVxdWVzdBIoCgVpdGVtcxgBIAMoCzIZLnRlbGhhLnYxLkNvbXBsZXRlUmVxdWVzdCJAChVDb21wbGV0ZUJhdGNoUmVzcG9uc2USJwoIb3V0Y29tZXMYASADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZSI4ChBGYWlsQmF0Y2hSZXF1ZXN0EiQKBWl0ZW1zGAEgAygLMhUudGVsaGEudjEuRmFpbFJlcXVlc3QiPAoRRmFpbEJhdGNoUmVzcG9uc2USJwoIb3V0Y29tZXMYASADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZSIdCgtTaG93UmVxdWVzdBIOCgZqb2JfaWQYASABKAkiKgoMU2hvd1Jlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYiKIAQoLTGlzdFJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIhCgVzdGF0ZRgCIAEoDjISLnRlbGhhLnYxLkpvYlN0YXRlEhMKC2tpbmRfcHJlZml4GAMgASgJEg0KBWxpbWl0GAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiRAoMTGlzdFJlc3BvbnNlEhsKBGpvYnMYASADKAsyDS50ZWxoYS52MS5Kb2ISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIi8KDUNvdW50c1JlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZSJKCghDb3VudFJvdxIhCgVzdGF0ZRgBIAEoDjISLnRlbGhhLnYxLkpvYlN0YXRlEgwKBGtpbmQYAiABKAkSDQoFY291bnQYAyABKAQiMgoOQ291bnRzUmVzcG9uc2USIAoEcm93cxgBIAMoCzISLnRlbGhhLnYxLkNvdW50Um93Ih4KDFJldHJ5UmVxdWVzdBIOCgZqb2JfaWQYASABKAkiKwoNUmV0cnlSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2IqlQEKCEpvYlN0YXRlEhkKFUpPQl9TVEFURV9VTlNQRUNJRklFRBAAEhUKEUpPQl9TVEFURV9QRU5ESU5HEAESFAoQSk9CX1NUQVRFX0xFQVNFRBACEhcKE0pPQl9TVEFURV9DT01QTEVURUQQAxIUChBKT0JfU1RBVEVfRkFJTEVEEAQSEgoOSk9CX1NUQVRFX0RFQUQQBTLdBgoMUXVldWVTZXJ2aWNlEj4KB0VucXVldWUSGC50ZWxoYS52MS5FbnF1ZXVlUmVxdWVzdBoZLnRlbGhhLnYxLkVucXVldWVSZXNwb25zZRJNCgxFbnF1ZXVlQmF0Y2gSHS50ZWxoYS52MS5FbnF1ZXVlQmF0Y2hSZXF1ZXN0Gh4udGVsaGEudjEuRW5xdWV1ZUJhdGNoUmVzcG9uc2USOAoFTGVhc2USFi50ZWxoYS52MS5MZWFzZVJlcXVlc3QaFy50ZWxoYS52MS5MZWFzZVJlc3BvbnNlEkQKCUhlYXJ0YmVhdBIaLnRlbGhhLnYxLkhlYXJ0YmVhdFJlcXVlc3QaGy50ZWxoYS52MS5IZWFydGJlYXRSZXNwb25zZRJHCgpDaGVja3BvaW50EhsudGVsaGEudjEuQ2hlY2twb2ludFJlcXVlc3QaHC50ZWxoYS52MS5DaGVja3BvaW50UmVzcG9uc2USQQoIQ29tcGxldGUSGS50ZWxoYS52MS5Db21wbGV0ZVJlcXVlc3QaGi50ZWxoYS52MS5Db21wbGV0ZVJlc3BvbnNlEjUKBEZhaWwSFS50ZWxoYS52MS5GYWlsUmVxdWVzdBoWLnRlbGhhLnYxLkZhaWxSZXNwb25zZRJQCg1Db21wbGV0ZUJhdGNoEh4udGVsaGEudjEuQ29tcGxldGVCYXRjaFJlcXVlc3QaHy50ZWxoYS52MS5Db21wbGV0ZUJhdGNoUmVzcG9uc2USRAoJRmFpbEJhdGNoEhoudGVsaGEudjEuRmFpbEJhdGNoUmVxdWVzdBobLnRlbGhhLnYxLkZhaWxCYXRjaFJlc3BvbnNlEjUKBFNob3cSFS50ZWxoYS52MS5TaG93UmVxdWVzdBoWLnRlbGhhLnYxLlNob3dSZXNwb25zZRI1CgRMaXN0EhUudGVsaGEudjEuTGlzdFJlcXVlc3QaFi50ZWxoYS52MS5MaXN0UmVzcG9uc2USOwoGQ291bnRzEhcudGVsaGEudjEuQ291bnRzUmVxdWVzdBoYLnRlbGhhLnYxLkNvdW50c1Jlc3BvbnNlEjgKBVJldHJ5EhYudGVsaGEudjEuUmV0cnlSZXF1ZXN0GhcudGVsaGEudjEuUmV0cnlSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * Which namespace a call addresses. Tenant tokens are bound to their tenant
@@ -624,6 +624,119 @@ export const FailResponseSchema: GenMessage<FailResponse> = /*@__PURE__*/
   messageDesc(file_telha_v1_queue, 19);
 
 /**
+ * What one item of a batch call came to: code 0 (OK) when accepted, otherwise
+ * the gRPC status code, message and metadata the single call would have returned.
+ *
+ * @generated from message telha.v1.ItemOutcome
+ */
+export type ItemOutcome = Message<"telha.v1.ItemOutcome"> & {
+  /**
+   * google.rpc.Code numbering: 0 OK, 10 ABORTED, 5 NOT_FOUND, 3 INVALID_ARGUMENT, ...
+   *
+   * @generated from field: uint32 code = 1;
+   */
+  code: number;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * For ABORTED: worker_mismatch or generation_superseded.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * For INVALID_ARGUMENT: the offending field.
+   *
+   * @generated from field: string field = 4;
+   */
+  field: string;
+};
+
+/**
+ * Describes the message telha.v1.ItemOutcome.
+ * Use `create(ItemOutcomeSchema)` to create a new message.
+ */
+export const ItemOutcomeSchema: GenMessage<ItemOutcome> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 20);
+
+/**
+ * @generated from message telha.v1.CompleteBatchRequest
+ */
+export type CompleteBatchRequest = Message<"telha.v1.CompleteBatchRequest"> & {
+  /**
+   * At most 1000 items.
+   *
+   * @generated from field: repeated telha.v1.CompleteRequest items = 1;
+   */
+  items: CompleteRequest[];
+};
+
+/**
+ * Describes the message telha.v1.CompleteBatchRequest.
+ * Use `create(CompleteBatchRequestSchema)` to create a new message.
+ */
+export const CompleteBatchRequestSchema: GenMessage<CompleteBatchRequest> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 21);
+
+/**
+ * @generated from message telha.v1.CompleteBatchResponse
+ */
+export type CompleteBatchResponse = Message<"telha.v1.CompleteBatchResponse"> & {
+  /**
+   * @generated from field: repeated telha.v1.ItemOutcome outcomes = 1;
+   */
+  outcomes: ItemOutcome[];
+};
+
+/**
+ * Describes the message telha.v1.CompleteBatchResponse.
+ * Use `create(CompleteBatchResponseSchema)` to create a new message.
+ */
+export const CompleteBatchResponseSchema: GenMessage<CompleteBatchResponse> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 22);
+
+/**
+ * @generated from message telha.v1.FailBatchRequest
+ */
+export type FailBatchRequest = Message<"telha.v1.FailBatchRequest"> & {
+  /**
+   * At most 1000 items.
+   *
+   * @generated from field: repeated telha.v1.FailRequest items = 1;
+   */
+  items: FailRequest[];
+};
+
+/**
+ * Describes the message telha.v1.FailBatchRequest.
+ * Use `create(FailBatchRequestSchema)` to create a new message.
+ */
+export const FailBatchRequestSchema: GenMessage<FailBatchRequest> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 23);
+
+/**
+ * @generated from message telha.v1.FailBatchResponse
+ */
+export type FailBatchResponse = Message<"telha.v1.FailBatchResponse"> & {
+  /**
+   * @generated from field: repeated telha.v1.ItemOutcome outcomes = 1;
+   */
+  outcomes: ItemOutcome[];
+};
+
+/**
+ * Describes the message telha.v1.FailBatchResponse.
+ * Use `create(FailBatchResponseSchema)` to create a new message.
+ */
+export const FailBatchResponseSchema: GenMessage<FailBatchResponse> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 24);
+
+/**
  * @generated from message telha.v1.ShowRequest
  */
 export type ShowRequest = Message<"telha.v1.ShowRequest"> & {
@@ -638,7 +751,7 @@ export type ShowRequest = Message<"telha.v1.ShowRequest"> & {
  * Use `create(ShowRequestSchema)` to create a new message.
  */
 export const ShowRequestSchema: GenMessage<ShowRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 20);
+  messageDesc(file_telha_v1_queue, 25);
 
 /**
  * @generated from message telha.v1.ShowResponse
@@ -655,7 +768,7 @@ export type ShowResponse = Message<"telha.v1.ShowResponse"> & {
  * Use `create(ShowResponseSchema)` to create a new message.
  */
 export const ShowResponseSchema: GenMessage<ShowResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 21);
+  messageDesc(file_telha_v1_queue, 26);
 
 /**
  * @generated from message telha.v1.ListRequest
@@ -696,7 +809,7 @@ export type ListRequest = Message<"telha.v1.ListRequest"> & {
  * Use `create(ListRequestSchema)` to create a new message.
  */
 export const ListRequestSchema: GenMessage<ListRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 22);
+  messageDesc(file_telha_v1_queue, 27);
 
 /**
  * @generated from message telha.v1.ListResponse
@@ -720,7 +833,7 @@ export type ListResponse = Message<"telha.v1.ListResponse"> & {
  * Use `create(ListResponseSchema)` to create a new message.
  */
 export const ListResponseSchema: GenMessage<ListResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 23);
+  messageDesc(file_telha_v1_queue, 28);
 
 /**
  * @generated from message telha.v1.CountsRequest
@@ -737,7 +850,7 @@ export type CountsRequest = Message<"telha.v1.CountsRequest"> & {
  * Use `create(CountsRequestSchema)` to create a new message.
  */
 export const CountsRequestSchema: GenMessage<CountsRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 24);
+  messageDesc(file_telha_v1_queue, 29);
 
 /**
  * @generated from message telha.v1.CountRow
@@ -764,7 +877,7 @@ export type CountRow = Message<"telha.v1.CountRow"> & {
  * Use `create(CountRowSchema)` to create a new message.
  */
 export const CountRowSchema: GenMessage<CountRow> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 25);
+  messageDesc(file_telha_v1_queue, 30);
 
 /**
  * @generated from message telha.v1.CountsResponse
@@ -781,7 +894,7 @@ export type CountsResponse = Message<"telha.v1.CountsResponse"> & {
  * Use `create(CountsResponseSchema)` to create a new message.
  */
 export const CountsResponseSchema: GenMessage<CountsResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 26);
+  messageDesc(file_telha_v1_queue, 31);
 
 /**
  * @generated from message telha.v1.RetryRequest
@@ -798,7 +911,7 @@ export type RetryRequest = Message<"telha.v1.RetryRequest"> & {
  * Use `create(RetryRequestSchema)` to create a new message.
  */
 export const RetryRequestSchema: GenMessage<RetryRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 27);
+  messageDesc(file_telha_v1_queue, 32);
 
 /**
  * @generated from message telha.v1.RetryResponse
@@ -815,7 +928,7 @@ export type RetryResponse = Message<"telha.v1.RetryResponse"> & {
  * Use `create(RetryResponseSchema)` to create a new message.
  */
 export const RetryResponseSchema: GenMessage<RetryResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 28);
+  messageDesc(file_telha_v1_queue, 33);
 
 /**
  * @generated from enum telha.v1.JobState
@@ -935,6 +1048,29 @@ export const QueueService: GenService<{
     methodKind: "unary";
     input: typeof FailRequestSchema;
     output: typeof FailResponseSchema;
+  },
+  /**
+   * Complete many leased jobs in one call. Each item is fenced and applied on
+   * its own, exactly as Complete would (so not all-or-nothing across items);
+   * outcomes come back in request order. Workers use it to settle a burst of
+   * finished jobs in one round trip.
+   *
+   * @generated from rpc telha.v1.QueueService.CompleteBatch
+   */
+  completeBatch: {
+    methodKind: "unary";
+    input: typeof CompleteBatchRequestSchema;
+    output: typeof CompleteBatchResponseSchema;
+  },
+  /**
+   * Fail many leased jobs in one call, item by item like CompleteBatch.
+   *
+   * @generated from rpc telha.v1.QueueService.FailBatch
+   */
+  failBatch: {
+    methodKind: "unary";
+    input: typeof FailBatchRequestSchema;
+    output: typeof FailBatchResponseSchema;
   },
   /**
    * The whole record of one job, with its events.
