@@ -3,7 +3,7 @@
  * the low-level worker calls the {@link Worker} is built on. Speaks only the
  * wire protocol; errors come back as `TelhaError` / `LeaseConflictError`.
  */
-import { ConnectError, createClient, type CallOptions, type Client, type Code, type Interceptor } from '@connectrpc/connect';
+import { ConnectError, createClient, type CallOptions, type Client, type Interceptor } from '@connectrpc/connect';
 import { createGrpcTransport } from '@connectrpc/connect-node';
 import type { JobState, LeaseFence, QueueScope } from '../core/types.ts';
 import { QueueService, type ItemOutcome } from '../gen/telha/v1/queue_pb.ts';
