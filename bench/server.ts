@@ -1,0 +1,176 @@
+/**
+ * Through the server over loopback (issue "telha serve"): `telha serve` runs
+ * in its own process on a fresh store; this process is the load generator
+ * (SDK producer and workers), so the two share the machine's two cores like
+ * a real deployment on one box would.
+ *
+ *  1. end-to-end jobs/s: a producer enqueues N jobs (batches of 100) while an
+ *     SDK Worker with a no-op handler drains them, at concurrency 1, 10, 100;
+ *     the clock runs from the first enqueue to the last accepted completion;
+ *  2. enqueue-to-handler-start latency, p50/p99, with jobs arriving one by one
+ *     at a steady rate while the workers wait in long-poll;
+ *  3. the engine's in-process cycle rate at 100 workers, for the ratio the issue asks for.
+ *
+ * Env: BENCH_E2E_JOBS (default 20000), BENCH_RATE (500), BENCH_LATENCY_SECONDS (10).
+ * Prints numbers only; nothing here asserts on time.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { TelhaClient, Worker, tenantScope } from '../src/client/index.ts';
+import { makeConfig } from '../src/core/config.ts';
+import { openQueue } from '../src/engine/open.ts';
+
+const E2E_JOBS = Number(process.env['BENCH_E2E_JOBS'] ?? 20_000);
+const RATE = Number(process.env['BENCH_RATE'] ?? 500);
+const LATENCY_SECONDS = Number(process.env['BENCH_LATENCY_SECONDS'] ?? 10);
+const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
+const scope = tenantScope('bench');
+
+function fmt(n: number, digits = 0): string {
+  return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+async function startServer(dir: string): Promise<{ address: string; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--data', dir, '--listen', '127.0.0.1:0'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, TELHA_LOG_LEVEL: 'warn', TELHA_RETENTION__ENABLED: 'false' },
+  });
+  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+  for await (const line of createInterface({ input: child.stdout })) {
+    const match = /^telha listening on (\S+)$/.exec(line);
+    if (match?.[1]) {
+      return {
+        address: match[1],
+        stop: async () => {
+          child.kill('SIGTERM');
+          await exited;
+        },
+      };
+    }
+  }
+  throw new Error('telha serve exited before listening');
+}
+
+async function endToEnd(address: string, concurrency: number, jobs: number): Promise<number> {
+  const producer = new TelhaClient({ address });
+  let completed = 0;
+  let finish!: () => void;
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  const worker = new Worker({
+    address,
+    concurrency,
+    leaseWaitMs: 1_000,
+    handler: () => Promise.resolve(),
+    onCompleted: () => {
+      if (++completed === jobs) finish();
+    },
+  });
+  const started = performance.now();
+  worker.start();
+  for (let i = 0; i < jobs; i += 100) {
+    await producer.enqueueBatch(
+      Array.from({ length: Math.min(100, jobs - i) }, () => ({ kind: `e2e.${concurrency}` })),
+      scope,
+    );
+  }
+  await done;
+  const seconds = (performance.now() - started) / 1000;
+  await worker.close();
+  return jobs / seconds;
+}
+
+async function latency(address: string): Promise<{ p50: number; p99: number; max: number; n: number }> {
+  const producer = new TelhaClient({ address });
+  const samples: number[] = [];
+  const sentAt = new Map<string, number>();
+  const worker = new Worker({
+    address,
+    concurrency: 10,
+    kinds: ['latency'],
+    leaseWaitMs: 30_000,
+    handler: (job) => {
+      const t = sentAt.get(Buffer.from(job.payload).toString());
+      if (t !== undefined) samples.push(performance.now() - t);
+      return Promise.resolve();
+    },
+  }).start();
+  // Let the workers park in long-poll before the first job arrives.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const total = Math.round(RATE * LATENCY_SECONDS);
+  const interval = 1000 / RATE;
+  const start = performance.now();
+  const sends: Promise<unknown>[] = [];
+  for (let i = 0; i < total; i++) {
+    const due = start + i * interval;
+    const wait = due - performance.now();
+    if (wait > 1) await new Promise((resolve) => setTimeout(resolve, wait));
+    const tag = String(i);
+    sentAt.set(tag, performance.now());
+    sends.push(producer.enqueue({ kind: 'latency', payload: tag }, scope));
+  }
+  await Promise.all(sends);
+  while (samples.length < total) await new Promise((resolve) => setTimeout(resolve, 20));
+  await worker.close();
+  const sorted = [...samples].sort((a, b) => a - b);
+  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] ?? NaN, n: sorted.length };
+}
+
+async function engineRate(): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'telha-bench-engine-'));
+  const queue = await openQueue({ config: makeConfig({ storage: { path: dir }, retention: { enabled: false } }), services: false });
+  let cycles = 0;
+  const seconds = 3;
+  const end = performance.now() + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: 100 }, async (_, w) => {
+      const workerId = `w${w}`;
+      while (performance.now() < end) {
+        await queue.enqueue(scope, { kind: 'k' });
+        const job = await queue.leaseNext(scope, { workerId });
+        if (job) await queue.complete(job.jobId, { workerId, leaseGeneration: job.leaseGeneration });
+        cycles++;
+      }
+    }),
+  );
+  await queue.close();
+  rmSync(dir, { recursive: true, force: true });
+  return cycles / seconds;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'telha-bench-server-'));
+console.log('Telha server benchmark (telha serve in a child process, SDK load generator in this one, loopback)');
+console.log(`  node ${process.version}, ${cpus().length} CPU(s): ${cpus()[0]?.model ?? '?'}`);
+const server = await startServer(dir);
+const rates: number[] = [];
+try {
+  console.log(`\n1. end-to-end drain, ${fmt(E2E_JOBS)} no-op jobs enqueued in batches of 100 while one SDK Worker drains them`);
+  console.log('   concurrency   jobs/s');
+  for (const c of [1, 10, 100]) {
+    const jobs = c === 1 ? Math.min(E2E_JOBS, 3_000) : E2E_JOBS;
+    const rate = await endToEnd(server.address, c, jobs);
+    rates.push(rate);
+    console.log(`   ${String(c).padStart(11)}   ${fmt(rate).padStart(6)}${jobs !== E2E_JOBS ? `  (${fmt(jobs)} jobs)` : ''}`);
+  }
+
+  console.log(`\n2. enqueue-to-handler-start latency at a steady ${RATE} jobs/s for ${LATENCY_SECONDS} s, 10 workers parked in long-poll`);
+  const l = await latency(server.address);
+  console.log(`   p50 ${fmt(l.p50, 2)} ms   p99 ${fmt(l.p99, 2)} ms   max ${fmt(l.max, 2)} ms   (${fmt(l.n)} jobs; target p99 < 5 ms)`);
+} finally {
+  await server.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
+console.log('\n3. the engine in-process, 100 workers (enqueue, lease, complete), for comparison');
+const engine = await engineRate();
+console.log(`   ${fmt(engine)} cycles/s in-process`);
+const e2e100 = rates[2];
+if (e2e100 !== undefined) {
+  console.log(`   end-to-end at concurrency 100 ÷ in-process: ${fmt(e2e100 / engine, 2)} (target: at least 0.5)`);
+}
