@@ -68,7 +68,6 @@ const tick = (): void => {
   if (finished === jobs.length) allDone();
 };
 const seenFlaky = new Set<string>();
-if (process.env["DEMO_DEBUG"]) setInterval(() => console.error(new Date().toISOString().slice(17, 23), JSON.stringify(queue.waitStats), queue.waitingLeases, finished, JSON.stringify(queue.stats())), 500).unref();
 const workers = Array.from(
   { length: 4 },
   (_, w) =>

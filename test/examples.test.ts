@@ -14,14 +14,27 @@ describe('examples', () => {
     assert.match(stdout, /^email [0-9a-f-]{36}: enqueued → leased → extended → completed$/m);
   });
 
-  it('runs the engine tour that npm start shows', async () => {
+  it('runs the in-process engine tour', async () => {
     const { stdout } = await run(process.execPath, ['--import', 'tsx', `${examples}engine-demo.ts`]);
     assert.match(stdout, /stale worker rejected: lease conflict/);
     assert.match(stdout, /completed\s+email\s+901/);
     assert.match(stdout, /dead\s+report\s+100/);
   });
 
+  it('runs npm run demo: failures into Dead, a killed worker reaped, a summary', async () => {
+    const { stdout } = await run(process.execPath, ['--import', 'tsx', `${examples}demo.ts`], {
+      env: { ...process.env, DEMO_JOBS: '500' },
+    });
+    assert.match(stdout, /^enqueued 501 jobs$/m);
+    assert.match(stdout, /killed with SIGKILL/);
+    assert.match(stdout, /^ {2}completed {3}491$/m);
+    assert.match(stdout, /^ {2}dead {8}10 \(failed all 3 attempts\)$/m);
+    assert.match(stdout, /^ {2}reaped {6}1 /m);
+    assert.match(stdout, /^ {2}throughput {2}\d+ jobs\/s/m);
+    assert.match(stdout, /reaped {4}worker=doomed-\d+ generation=1/);
+  });
+
   it('covers every file in examples/', () => {
-    assert.deepEqual(readdirSync(examples).sort(), ['engine-demo.ts', 'quickstart.ts']);
+    assert.deepEqual(readdirSync(examples).sort(), ['demo-doomed-worker.ts', 'demo.ts', 'engine-demo.ts', 'quickstart.ts']);
   });
 });

@@ -548,6 +548,15 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
         }
       });
 
+      it('answers a successor that reuses the completed job\'s idempotency key with the completed job itself', async () => {
+        const job = await jobIn(h, acme, 'leased', { kind: 'k', idempotencyKey: 'same' });
+        const result = await q.completeAt(now(), job.jobId, fenceOf(job), { successors: [{ kind: 'next', idempotencyKey: 'same' }] });
+        assert.equal(result.successors[0]?.created, false);
+        assert.deepEqual(result.successors[0]?.job, result.job);
+        assert.equal(result.successors[0]?.job.state, JobState.Completed);
+        assert.deepEqual(await countsOf(q), { [JobState.Completed]: 1 });
+      });
+
       it('rejects a stale completion together with its chain link', async () => {
         await q.enqueueAt(now(), acme, { kind: 'k' });
         const stale = await lease(acme, 'w1');

@@ -194,8 +194,12 @@ export class RocksJobStore implements JobStore {
     }
   }
 
-  /** Build the ops for new jobs; the caller holds their idempotency locks. */
-  private planInsert(drafts: readonly JobDraft[], now: Micros, ops: WriteOp[]): InsertOutcome[] {
+  /**
+   * Build the ops for new jobs; the caller holds their idempotency locks.
+   * `updated` is a job changed in the same write (chained enqueue): a draft whose
+   * key names it must see it as changed, not as stored.
+   */
+  private planInsert(drafts: readonly JobDraft[], now: Micros, ops: WriteOp[], updated?: JobRecord): InsertOutcome[] {
     const idemKeys = drafts.map((d) =>
       d.idempotencyKey === null ? null : idempotencyIndexKey(scopeOfTenant(d.tenant), d.idempotencyKey),
     );
@@ -218,9 +222,10 @@ export class RocksJobStore implements JobStore {
           continue;
         }
         const existingId = existingIds.get(slot);
-        const existing = existingId === undefined ? null : this.load(existingId);
+        const existing =
+          existingId === undefined ? null : existingId === updated?.jobId ? updated : (this.load(existingId)?.record ?? null);
         if (existing !== null) {
-          outcomes.push({ record: existing.record, created: false });
+          outcomes.push({ record: existing, created: false });
           continue;
         }
       }
@@ -289,7 +294,7 @@ export class RocksJobStore implements JobStore {
       const releaseIdem = await this.locks.acquire(idempotencyLocks(drafts));
       try {
         const ops: WriteOp[] = [];
-        const successors = drafts.length > 0 ? this.planInsert(drafts, now, ops) : [];
+        const successors = drafts.length > 0 ? this.planInsert(drafts, now, ops, next.record) : [];
         const nextKey = jobKeyOf(next.record);
         this.stageTransition(ops, current.key, current.record, nextKey, next.record);
         await this.committer.stage(ops);

@@ -1,0 +1,637 @@
+/**
+ * Runs one command list against a real queue and the reference model in
+ * lockstep: every operation's outcome is compared, then the whole store
+ * (each job by id, counts, leased set, key order per state, next gate) and
+ * the engine-only invariants (one live lease per job, generations never go
+ * down, Completed is final).
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ManualClock } from '../../src/core/clock.ts';
+import { makeConfig, type TelhaConfig } from '../../src/core/config.ts';
+import { LeaseConflictError, TelhaError } from '../../src/core/errors.ts';
+import {
+  ANY_SCOPE,
+  JOB_STATE_NAMES,
+  JobState,
+  SYSTEM_SCOPE,
+  tenantScope,
+  type JobRecord,
+  type LeaseFence,
+  type QueueScope,
+  type ScopeFilter,
+} from '../../src/core/types.ts';
+import { openQueue } from '../../src/engine/open.ts';
+import type { EnqueueOptions, Queue } from '../../src/engine/queue.ts';
+import {
+  KIND_FILTERS,
+  SYSTEM_KINDS,
+  TENANT_A,
+  TENANT_B,
+  TENANT_KINDS,
+  WORKERS,
+  type Command,
+  type EnqueueScope,
+  type FenceVariant,
+  type JobSpec,
+  type LeaseRef,
+  type LeaseScope,
+  type OpScope,
+} from './commands.ts';
+import {
+  MODEL_CONFIG,
+  ReferenceModel,
+  type Expected,
+  type Fence,
+  type ModelJob,
+  type ModelLease,
+  type ModelScope,
+  type ModelScopeFilter,
+  type NewJob,
+} from './reference.ts';
+
+const SECOND = 1_000_000;
+/** 2026-01-01T00:00:00Z in µs. */
+const START = Date.UTC(2026, 0, 1) * 1000;
+/** A well-formed v7 id the store never issued (its timestamp is the epoch). */
+const GHOST_ID = '00000000-0000-7000-8000-000000000000';
+
+const JOBS_CONFIG = { ...MODEL_CONFIG, reaper_interval_secs: 30 };
+
+// ---- backends ----
+
+export interface Backend {
+  readonly name: string;
+  open(clock: ManualClock): Promise<Queue>;
+  /** Close and open the same store again; `undefined` when the backend keeps nothing. */
+  readonly reopen: ((queue: Queue, clock: ManualClock) => Promise<Queue>) | undefined;
+  dispose(): Promise<void>;
+}
+
+export function memoryBackend(): Backend {
+  const config: TelhaConfig = makeConfig({ jobs: JOBS_CONFIG, retention: { enabled: false } });
+  return {
+    name: 'memory',
+    open: (clock) => openQueue({ inMemory: true, config, clock, services: false }),
+    reopen: undefined,
+    dispose: () => Promise.resolve(),
+  };
+}
+
+export async function rocksBackend(): Promise<Backend> {
+  const dir = await mkdtemp(join(tmpdir(), 'telha-model-'));
+  const config: TelhaConfig = makeConfig({ storage: { path: dir }, jobs: JOBS_CONFIG, retention: { enabled: false } });
+  return {
+    name: 'rocksdb',
+    open: (clock) => openQueue({ config, clock, services: false }),
+    reopen: async (queue, clock) => {
+      await queue.close();
+      return openQueue({ config, clock, services: false });
+    },
+    dispose: () => rm(dir, { recursive: true, force: true }),
+  };
+}
+
+// ---- outcomes ----
+
+type Observed<T> =
+  { readonly ok: true; readonly value: T } | { readonly ok: false; readonly code: string; readonly reason?: string };
+
+async function attempt<T>(op: () => Promise<T>): Promise<Observed<T>> {
+  try {
+    return { ok: true, value: await op() };
+  } catch (error) {
+    if (error instanceof LeaseConflictError) return { ok: false, code: error.code, reason: error.reason };
+    if (error instanceof TelhaError) return { ok: false, code: error.code };
+    throw error;
+  }
+}
+
+function mapOk<T, U>(outcome: Observed<T> | Expected<T>, f: (value: T) => U): Observed<U> {
+  return outcome.ok ? { ok: true, value: f(outcome.value) } : outcome;
+}
+
+/** What is compared of a record an operation returns. */
+interface Summary {
+  readonly id: string;
+  readonly state: string;
+  readonly attempts: number;
+  readonly generation: number;
+  readonly workerId: string | null;
+  readonly leaseDeadline: number | null;
+  readonly notBefore: number | null;
+}
+
+function summarize(record: JobRecord): Summary {
+  return {
+    id: record.jobId,
+    state: JOB_STATE_NAMES[record.state],
+    attempts: record.attempts,
+    generation: record.leaseGeneration,
+    workerId: record.workerId,
+    leaseDeadline: record.leaseDeadline,
+    notBefore: record.notBefore,
+  };
+}
+
+function summarizeModel(job: ModelJob): Summary {
+  return {
+    id: job.id,
+    state: JOB_STATE_NAMES[job.state],
+    attempts: job.attempts,
+    generation: job.generation,
+    workerId: job.workerId,
+    leaseDeadline: job.leaseDeadline,
+    notBefore: job.notBefore,
+  };
+}
+
+/** The full per-job view compared after every step. */
+function projectRecord(record: JobRecord): Record<string, unknown> {
+  return {
+    tenant: record.tenant,
+    kind: record.kind,
+    priority: record.priority,
+    state: JOB_STATE_NAMES[record.state],
+    attempts: record.attempts,
+    leaseGeneration: record.leaseGeneration,
+    workerId: record.workerId,
+    leaseDeadline: record.leaseDeadline,
+    notBefore: record.notBefore,
+    maxAttempts: record.maxAttempts,
+    idempotencyKey: record.idempotencyKey,
+    continuation: record.continuation === null ? null : [...record.continuation],
+    lastEvent: record.events[record.events.length - 1]?.transition ?? null,
+  };
+}
+
+function projectModel(job: ModelJob): Record<string, unknown> {
+  return {
+    tenant: job.tenant,
+    kind: job.kind,
+    priority: job.priority,
+    state: JOB_STATE_NAMES[job.state],
+    attempts: job.attempts,
+    leaseGeneration: job.generation,
+    workerId: job.workerId,
+    leaseDeadline: job.leaseDeadline,
+    notBefore: job.notBefore,
+    maxAttempts: job.maxAttempts,
+    idempotencyKey: job.idempotencyKey,
+    continuation: job.continuation === null ? null : [...job.continuation],
+    lastEvent: job.lastEvent,
+  };
+}
+
+// ---- translating commands ----
+
+function scopeName(scope: EnqueueScope): ModelScope {
+  return scope === 'a' ? TENANT_A : scope === 'b' ? TENANT_B : null;
+}
+
+function queueScope(scope: ModelScope): QueueScope {
+  return scope === null ? SYSTEM_SCOPE : tenantScope(scope);
+}
+
+function leaseFilter(scope: LeaseScope): { engine: ScopeFilter; model: ModelScopeFilter } {
+  if (scope === 'any') return { engine: ANY_SCOPE, model: { any: true } };
+  const name = scopeName(scope);
+  return { engine: queueScope(name), model: { any: false, scope: name } };
+}
+
+/** The scope argument of an operation on `job`: `undefined` means the argument is omitted. */
+function opFilter(scope: OpScope, job: ModelScope): { engine: ScopeFilter | undefined; model: ModelScopeFilter } {
+  switch (scope) {
+    case 'default':
+      return { engine: undefined, model: { any: true } };
+    case 'any':
+      return { engine: ANY_SCOPE, model: { any: true } };
+    case 'own':
+      return { engine: queueScope(job), model: { any: false, scope: job } };
+    case 'other': {
+      const other = job === null ? TENANT_A : job === TENANT_A ? TENANT_B : null;
+      return { engine: queueScope(other), model: { any: false, scope: other } };
+    }
+  }
+}
+
+function fenceOf(lease: ModelLease, variant: FenceVariant): Fence {
+  switch (variant) {
+    case 'exact':
+      return { workerId: lease.workerId, generation: lease.generation };
+    case 'wrongWorker':
+      return { workerId: otherWorker(lease.workerId), generation: lease.generation };
+    case 'oldGen':
+      return { workerId: lease.workerId, generation: lease.generation - 1 };
+    case 'nextGen':
+      return { workerId: lease.workerId, generation: lease.generation + 1 };
+    case 'wrongWorkerOldGen':
+      return { workerId: otherWorker(lease.workerId), generation: lease.generation - 1 };
+  }
+}
+
+function otherWorker(workerId: string): string {
+  const i = WORKERS.indexOf(workerId as (typeof WORKERS)[number]);
+  return WORKERS[(i + 1) % WORKERS.length]!;
+}
+
+function engineFence(fence: Fence): LeaseFence {
+  return { workerId: fence.workerId, leaseGeneration: fence.generation };
+}
+
+/** A job request in `scope`: the options the engine gets and what the model makes of them. */
+function request(spec: JobSpec, scope: ModelScope, now: number): { options: EnqueueOptions; model: NewJob } {
+  const systemFamily = (scope === null) !== spec.wrongKindFamily;
+  const family: readonly string[] = systemFamily ? SYSTEM_KINDS : TENANT_KINDS;
+  const kind = family[spec.kind % family.length]!;
+  const notBefore =
+    spec.notBeforeOffsetSecs !== undefined
+      ? now + spec.notBeforeOffsetSecs * SECOND
+      : spec.delayMs !== undefined && spec.delayMs > 0
+        ? now + spec.delayMs * 1000
+        : null;
+  const options: EnqueueOptions = {
+    kind,
+    ...(spec.priority === undefined ? {} : { priority: spec.priority }),
+    ...(spec.delayMs === undefined ? {} : { delayMs: spec.delayMs }),
+    ...(spec.notBeforeOffsetSecs === undefined ? {} : { notBefore: now + spec.notBeforeOffsetSecs * SECOND }),
+    ...(spec.maxAttempts === undefined ? {} : { maxAttempts: spec.maxAttempts }),
+    ...(spec.idempotencyKey === undefined ? {} : { idempotencyKey: spec.idempotencyKey }),
+  };
+  return {
+    options,
+    model: {
+      kind,
+      valid: !spec.wrongKindFamily,
+      priority: spec.priority ?? 128,
+      notBefore,
+      maxAttempts: spec.maxAttempts ?? null,
+      idempotencyKey: spec.idempotencyKey ?? null,
+    },
+  };
+}
+
+/** Pick a granted lease: a live one when asked and there is one, else any; index 0 is the newest. */
+function pickLease(model: ReferenceModel, ref: LeaseRef): ModelLease | undefined {
+  const live = ref.live
+    ? model.leases.filter(
+        (l) => l.job.state === JobState.Leased && l.job.workerId === l.workerId && l.job.generation === l.generation,
+      )
+    : [];
+  const pool = live.length > 0 ? live : model.leases;
+  const n = pool.length;
+  return n === 0 ? undefined : pool[n - 1 - (ref.index % n)];
+}
+
+// ---- the run ----
+
+function describeCommand(step: number, command: Command): string {
+  return `step ${step}: ${JSON.stringify(command)}`;
+}
+
+/** Tally of outcomes per command (`extend:lease_conflict/generation_superseded`, `lease:2`, ...), for coverage reports. */
+export type Coverage = Map<string, number>;
+
+function tally(coverage: Coverage | undefined, command: Command, outcome: Observed<unknown>): void {
+  if (coverage === undefined) return;
+  let label: string;
+  if (!outcome.ok) label = `${outcome.code}${outcome.reason === undefined ? '' : `/${outcome.reason}`}`;
+  else if (command.t === 'enqueue') {
+    const results = outcome.value as { created: boolean }[];
+    const created = results.filter((r) => r.created).length;
+    label = `ok, ${created} created, ${results.length - created} existing`;
+  } else if (Array.isArray(outcome.value)) label = `ok, ${outcome.value.length} job(s)`;
+  else if (command.t === 'reap') {
+    const { reaped, dead } = outcome.value as { reaped: number; dead: number };
+    label = `ok, reaped ${reaped} dead ${dead}`;
+  } else if (typeof outcome.value === 'object' && outcome.value !== null && 'state' in outcome.value) {
+    const record = outcome.value as JobRecord;
+    label = `ok -> ${JOB_STATE_NAMES[record.state]} (attempts ${record.attempts})`;
+  } else if (typeof outcome.value === 'object' && outcome.value !== null && 'successors' in outcome.value) {
+    const successors = (outcome.value as { successors: { created: boolean }[] }).successors;
+    const created = successors.filter((r) => r.created).length;
+    label = `ok, successors ${created} created, ${successors.length - created} existing`;
+  } else label = 'ok';
+  const key = `${command.t}: ${label}`;
+  coverage.set(key, (coverage.get(key) ?? 0) + 1);
+}
+
+function same(actual: unknown, expected: unknown, context: string): void {
+  try {
+    assert.deepStrictEqual(actual, expected);
+  } catch (error) {
+    const detail = error instanceof Error ? error.message : String(error);
+    throw new assert.AssertionError({
+      message: `${context}\n  actual:   ${JSON.stringify(actual)}\n  expected: ${JSON.stringify(expected)}\n${detail}`,
+    });
+  }
+}
+
+export async function runCommands(commands: readonly Command[], backend: Backend, coverage?: Coverage): Promise<void> {
+  const clock = new ManualClock(START);
+  const model = new ReferenceModel();
+  let queue = await backend.open(clock);
+  /** Engine-side history, independent of the model. */
+  const seenGeneration = new Map<string, number>();
+  const grantedGeneration = new Map<string, number>();
+  const seenCompleted = new Set<string>();
+  const execute = async (command: Command, context: string): Promise<void> => {
+    const now = clock.now();
+    switch (command.t) {
+      case 'enqueue': {
+        const scope = scopeName(command.scope);
+        const requests = command.jobs.map((spec) => request(spec, scope, now));
+        const observed = await attempt(() =>
+          queue.enqueueBatchAt(
+            now,
+            queueScope(scope),
+            requests.map((r) => r.options),
+          ),
+        );
+        const fresh = (i: number): string =>
+          (observed.ok ? observed.value[i]?.job.jobId : undefined) ?? `<no job ${i}>`;
+        const expected = model.enqueue(
+          scope,
+          requests.map((r) => r.model),
+          fresh,
+        );
+        tally(coverage, command, observed);
+        same(
+          mapOk(observed, (rs) =>
+            rs.map((r) => ({ id: r.job.jobId, created: r.created, state: JOB_STATE_NAMES[r.job.state] })),
+          ),
+          mapOk(expected, (rs) =>
+            rs.map((r) => ({ id: r.job.id, created: r.created, state: JOB_STATE_NAMES[r.job.state] })),
+          ),
+          context,
+        );
+        break;
+      }
+      case 'lease': {
+        const filter = leaseFilter(command.scope);
+        const kinds = KIND_FILTERS[command.kinds % KIND_FILTERS.length];
+        const workerId = WORKERS[command.worker % WORKERS.length]!;
+        const options = { workerId, ...(kinds === undefined ? {} : { kinds }) };
+        const limit = command.limit;
+        const observed = await attempt(async () =>
+          limit === null
+            ? [await queue.leaseNextAt(now, filter.engine, options)].filter((r): r is JobRecord => r !== null)
+            : queue.leaseBatchAt(now, filter.engine, options, limit),
+        );
+        const leased = model.lease(filter.model, kinds, workerId, limit ?? 1, now);
+        tally(coverage, command, observed);
+        same(
+          mapOk(observed, (rs) => rs.map(summarize)),
+          { ok: true, value: leased.map(summarizeModel) },
+          context,
+        );
+        if (observed.ok) {
+          for (const record of observed.value) {
+            const before = grantedGeneration.get(record.jobId) ?? 0;
+            assert.ok(
+              record.leaseGeneration > before,
+              `${context}: generation ${record.leaseGeneration} granted twice for ${record.jobId}`,
+            );
+            grantedGeneration.set(record.jobId, record.leaseGeneration);
+          }
+        }
+        break;
+      }
+      case 'extend':
+      case 'checkpoint':
+      case 'fail': {
+        const lease = pickLease(model, command.lease);
+        if (lease === undefined) break;
+        const fence = fenceOf(lease, command.fence);
+        const id = lease.job.id;
+        const filter = opFilter(command.scope, lease.job.tenant);
+        let observed: Observed<JobRecord>;
+        let expected: Expected<ModelJob>;
+        if (command.t === 'extend') {
+          observed = await attempt(() => queue.extendAt(now, id, engineFence(fence), filter.engine));
+          expected = model.extend(id, fence, filter.model, now);
+        } else if (command.t === 'checkpoint') {
+          const bytes = command.bytes;
+          observed = await attempt(() =>
+            queue.checkpointAt(now, id, engineFence(fence), Uint8Array.from(bytes), filter.engine),
+          );
+          expected = model.checkpoint(id, fence, filter.model, bytes, now);
+        } else {
+          const retryable = command.retryable;
+          observed = await attempt(() =>
+            queue.failAt(
+              now,
+              id,
+              engineFence(fence),
+              { error: 'boom', ...(retryable === undefined ? {} : { retryable }) },
+              filter.engine,
+            ),
+          );
+          expected = model.fail(id, fence, filter.model, retryable ?? true, now);
+        }
+        tally(coverage, command, observed);
+        same(mapOk(observed, summarize), mapOk(expected, summarizeModel), context);
+        break;
+      }
+      case 'complete': {
+        const lease = pickLease(model, command.lease);
+        if (lease === undefined) break;
+        const fence = fenceOf(lease, command.fence);
+        const id = lease.job.id;
+        const filter = opFilter(command.scope, lease.job.tenant);
+        // Successor kinds follow the completed job's scope, which the model knows.
+        const requests = command.successors.map((spec) => request(spec, lease.job.tenant, now));
+        const observed = await attempt(() =>
+          queue.completeAt(now, id, engineFence(fence), { successors: requests.map((r) => r.options) }, filter.engine),
+        );
+        const fresh = (i: number): string =>
+          (observed.ok ? observed.value.successors[i]?.job.jobId : undefined) ?? `<no job ${i}>`;
+        const expected = model.complete(id, fence, filter.model, () => requests.map((r) => r.model), fresh);
+        tally(coverage, command, observed);
+        same(
+          mapOk(observed, (r) => ({
+            job: summarize(r.job),
+            successors: r.successors.map((s) => ({
+              id: s.job.jobId,
+              created: s.created,
+              state: JOB_STATE_NAMES[s.job.state],
+            })),
+          })),
+          mapOk(expected, (r) => ({
+            job: summarizeModel(r.job),
+            successors: r.successors.map((s) => ({
+              id: s.job.id,
+              created: s.created,
+              state: JOB_STATE_NAMES[s.job.state],
+            })),
+          })),
+          context,
+        );
+        break;
+      }
+      case 'reap': {
+        const observed = await attempt(() => queue.reapExpiredAt(now));
+        const expected = model.reap(now);
+        tally(coverage, command, observed);
+        same(observed, { ok: true, value: expected }, context);
+        break;
+      }
+      case 'retry': {
+        const dead = command.dead ? model.jobs.filter((j) => j.state === JobState.Dead) : [];
+        const pool = dead.length > 0 ? dead : model.jobs;
+        const n = pool.length;
+        if (n === 0) break;
+        const job = pool[n - 1 - (command.job % n)]!;
+        const filter = opFilter(command.scope, job.tenant);
+        const observed = await attempt(() => queue.retryAt(now, job.id, filter.engine));
+        const expected = model.retry(job.id, filter.model);
+        tally(coverage, command, observed);
+        same(mapOk(observed, summarize), mapOk(expected, summarizeModel), context);
+        break;
+      }
+      case 'advance':
+        clock.advanceSeconds(command.secs);
+        if (command.reap) await execute({ t: 'reap' }, `${context} (reap)`);
+        break;
+      case 'ghost': {
+        const fence = { workerId: WORKERS[0], leaseGeneration: 1 };
+        const observed = await attempt(async (): Promise<unknown> => {
+          switch (command.op) {
+            case 'extend':
+              return queue.extendAt(now, GHOST_ID, fence);
+            case 'checkpoint':
+              return queue.checkpointAt(now, GHOST_ID, fence, new Uint8Array([1]));
+            case 'complete':
+              return queue.completeAt(now, GHOST_ID, fence);
+            case 'fail':
+              return queue.failAt(now, GHOST_ID, fence, { error: 'boom' });
+            case 'retry':
+              return queue.retryAt(now, GHOST_ID);
+            case 'show':
+              return queue.show(GHOST_ID);
+          }
+        });
+        tally(coverage, command, observed);
+        same(observed, { ok: false, code: 'not_found' }, context);
+        break;
+      }
+      case 'work': {
+        const before = model.leases.length;
+        await execute(
+          { t: 'lease', scope: 'any', kinds: 0, worker: command.worker, limit: null },
+          `${context} (lease)`,
+        );
+        if (model.leases.length === before || command.then === 'abandon') break;
+        // The newest live lease is the one just granted.
+        const lease = { live: true, index: 0 };
+        const settle: Command =
+          command.then === 'complete'
+            ? { t: 'complete', lease, fence: 'exact', scope: 'default', successors: [] }
+            : command.then === 'checkpoint'
+              ? { t: 'checkpoint', lease, fence: 'exact', scope: 'default', bytes: [command.worker] }
+              : {
+                  t: 'fail',
+                  lease,
+                  fence: 'exact',
+                  scope: 'default',
+                  retryable: command.then === 'fail' ? undefined : false,
+                };
+        await execute(settle, `${context} (then ${command.then})`);
+        break;
+      }
+      case 'restart':
+        if (backend.reopen !== undefined) queue = await backend.reopen(queue, clock);
+        break;
+    }
+  };
+  try {
+    for (const [step, command] of commands.entries()) {
+      const context = describeCommand(step, command);
+      await execute(command, context);
+      await checkStore(queue, model, clock.now(), context, { seenGeneration, seenCompleted });
+    }
+  } finally {
+    await queue.close();
+    await backend.dispose();
+  }
+}
+
+const STATES_LISTED = [JobState.Pending, JobState.Leased, JobState.Completed, JobState.Dead] as const;
+
+async function checkStore(
+  queue: Queue,
+  model: ReferenceModel,
+  now: number,
+  context: string,
+  history: { seenGeneration: Map<string, number>; seenCompleted: Set<string> },
+): Promise<void> {
+  let previousCreatedAt = -Infinity;
+  for (const job of model.jobs) {
+    const record = await queue.show(job.id);
+    same(projectRecord(record), projectModel(job), `${context}\n  job ${job.id} (#${job.seq})`);
+    // created_at strictly increases in enqueue order.
+    assert.ok(
+      record.createdAt > previousCreatedAt,
+      `${context}: created_at of job #${job.seq} does not follow the previous job's`,
+    );
+    previousCreatedAt = record.createdAt;
+    // Invariants that need no model.
+    const leased = record.state === JobState.Leased;
+    assert.equal(leased, record.workerId !== null, `${context}: job ${job.id} workerId vs state`);
+    assert.equal(leased, record.leaseDeadline !== null, `${context}: job ${job.id} leaseDeadline vs state`);
+    if (!leased)
+      assert.equal(record.continuation, null, `${context}: job ${job.id} keeps a continuation outside a lease`);
+    const before = history.seenGeneration.get(job.id) ?? 0;
+    assert.ok(
+      record.leaseGeneration >= before,
+      `${context}: job ${job.id} generation went from ${before} to ${record.leaseGeneration}`,
+    );
+    history.seenGeneration.set(job.id, record.leaseGeneration);
+    if (history.seenCompleted.has(job.id)) {
+      assert.equal(record.state, JobState.Completed, `${context}: job ${job.id} left Completed`);
+    }
+    if (record.state === JobState.Completed) history.seenCompleted.add(job.id);
+  }
+
+  const sortRows = (
+    rows: readonly { state: number; kind: string; count: number }[],
+  ): { state: number; kind: string; count: number }[] =>
+    rows
+      .map(({ state, kind, count }) => ({ state, kind, count }))
+      .sort((a, b) => a.state - b.state || (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
+  const scopes: [string, ScopeFilter, ModelScopeFilter][] = [
+    ['any', ANY_SCOPE, { any: true }],
+    [TENANT_A, tenantScope(TENANT_A), { any: false, scope: TENANT_A }],
+    [TENANT_B, tenantScope(TENANT_B), { any: false, scope: TENANT_B }],
+    ['system', SYSTEM_SCOPE, { any: false, scope: null }],
+  ];
+  for (const [name, engineScope, modelScope] of scopes) {
+    same(sortRows(await queue.counts(engineScope)), model.counts(modelScope), `${context}\n  counts(${name})`);
+  }
+
+  // At most one live lease per job: the leased set holds each job once, and exactly the model's leased jobs.
+  const leasedIds = (await queue.findLeasedAny()).map((r) => r.jobId);
+  assert.equal(new Set(leasedIds).size, leasedIds.length, `${context}: a job appears twice among leased jobs`);
+  same(
+    [...leasedIds].sort(),
+    model.jobs
+      .filter((j) => j.state === JobState.Leased)
+      .map((j) => j.id)
+      .sort(),
+    `${context}\n  findLeasedAny`,
+  );
+
+  // Key order, per state, across every scope.
+  for (const state of STATES_LISTED) {
+    const page = await queue.list({ scope: ANY_SCOPE, state, limit: 1000 });
+    same(
+      page.jobs.map((r) => r.jobId),
+      model.inKeyOrder(state).map((j) => j.id),
+      `${context}\n  list(${JOB_STATE_NAMES[state]}) key order`,
+    );
+  }
+
+  same(await queue.nextGateAt(ANY_SCOPE, now), model.nextGate(now), `${context}\n  nextGateAt`);
+}

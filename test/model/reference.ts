@@ -1,0 +1,358 @@
+/**
+ * A small, independent reference model of the spec's job queue: plain arrays
+ * and maps, every rule written out from the spec (state machine, fencing,
+ * reaper, backoff, idempotency, lease order). It imports only types, the state
+ * numbers, and the key-order rule for scopes (system first, then tenants by
+ * their scope bytes); none of the engine's transition code.
+ */
+import { scopeOfTenant } from '../../src/codec/keys.ts';
+import { JobState } from '../../src/core/types.ts';
+
+export const MODEL_CONFIG = {
+  lease_ttl_secs: 30,
+  max_attempts: 3,
+  backoff_base_secs: 10,
+  backoff_factor: 4,
+  backoff_cap_secs: 100,
+} as const;
+
+const SECOND = 1_000_000;
+
+/** A scope as the model names it: a tenant name, or `null` for the system scope. */
+export type ModelScope = string | null;
+/** A scope filter: one scope, or every scope. */
+export type ModelScopeFilter = { readonly any: true } | { readonly any: false; readonly scope: ModelScope };
+
+export interface ModelJob {
+  readonly id: string;
+  readonly tenant: ModelScope;
+  readonly kind: string;
+  readonly priority: number;
+  /** Enqueue order across the store, which is `created_at` order. */
+  readonly seq: number;
+  readonly maxAttempts: number | null;
+  readonly idempotencyKey: string | null;
+  state: JobState;
+  attempts: number;
+  generation: number;
+  workerId: string | null;
+  leaseDeadline: number | null;
+  notBefore: number | null;
+  continuation: readonly number[] | null;
+  /** The transition of the job's newest event. */
+  lastEvent: string;
+}
+
+export interface ModelLease {
+  readonly job: ModelJob;
+  readonly workerId: string;
+  readonly generation: number;
+}
+
+/** What the model predicts an operation returns: a value, or an error code (with the lease-conflict reason). */
+export type Expected<T> = { readonly ok: true; readonly value: T } | ModelError;
+export interface ModelError {
+  readonly ok: false;
+  readonly code: string;
+  readonly reason?: string;
+}
+
+export interface NewJob {
+  readonly kind: string;
+  /** The request is refused (`invalid_argument`) when this is `false`. */
+  readonly valid: boolean;
+  readonly priority: number;
+  /** Absolute gate, already resolved from `notBefore` / `delayMs`. */
+  readonly notBefore: number | null;
+  readonly maxAttempts: number | null;
+  readonly idempotencyKey: string | null;
+}
+
+/** One enqueued slot's outcome: a new job (its id supplied by the store), or an existing one by idempotency. */
+export interface SlotOutcome {
+  readonly job: ModelJob;
+  readonly created: boolean;
+}
+
+export interface Fence {
+  readonly workerId: string;
+  readonly generation: number;
+}
+
+const err = (code: string, reason?: string): ModelError =>
+  reason === undefined ? { ok: false, code } : { ok: false, code, reason };
+
+export function backoffSecs(attempts: number): number {
+  const { backoff_base_secs: base, backoff_factor: factor, backoff_cap_secs: cap } = MODEL_CONFIG;
+  return Math.min(base * factor ** (attempts - 1), cap);
+}
+
+export class ReferenceModel {
+  readonly jobs: ModelJob[] = [];
+  /** Every lease ever granted, oldest first. */
+  readonly leases: ModelLease[] = [];
+  private readonly idempotency = new Map<string, ModelJob>();
+  private readonly byId = new Map<string, ModelJob>();
+  /** Rank of each scope in key order: the system scope (nil bytes) first, tenants by their scope bytes. */
+  private readonly scopeRank = new Map<ModelScope, string>();
+
+  jobById(id: string): ModelJob | undefined {
+    return this.byId.get(id);
+  }
+
+  private rankOf(scope: ModelScope): string {
+    let rank = this.scopeRank.get(scope);
+    if (rank === undefined) {
+      rank = scope === null ? '' : scopeOfTenant(scope).toString('hex');
+      this.scopeRank.set(scope, rank);
+    }
+    return rank;
+  }
+
+  /** The key order of Pending rows: (scope bytes, priority, created_at). */
+  compareKeyOrder(a: ModelJob, b: ModelJob): number {
+    const ra = this.rankOf(a.tenant);
+    const rb = this.rankOf(b.tenant);
+    if (ra !== rb) return ra < rb ? -1 : 1;
+    return a.priority - b.priority || a.seq - b.seq;
+  }
+
+  static inFilter(job: ModelJob, filter: ModelScopeFilter): boolean {
+    return filter.any || job.tenant === filter.scope;
+  }
+
+  /**
+   * Enqueue into one scope, all or nothing. `freshId(i)` is the id the store gave the i-th slot;
+   * it is asked only for slots the model decides are new jobs.
+   */
+  enqueue(scope: ModelScope, requests: readonly NewJob[], freshId: (i: number) => string): Expected<SlotOutcome[]> {
+    if (requests.some((r) => !r.valid)) return err('invalid_argument');
+    const staged = new Map<string, ModelJob>();
+    const outcomes: SlotOutcome[] = [];
+    const created: ModelJob[] = [];
+    for (const [i, request] of requests.entries()) {
+      const slot = request.idempotencyKey === null ? null : `${scope ?? ''}\u0000${request.idempotencyKey}`;
+      const existing = slot === null ? undefined : (this.idempotency.get(slot) ?? staged.get(slot));
+      if (existing !== undefined) {
+        outcomes.push({ job: existing, created: false });
+        continue;
+      }
+      const job: ModelJob = {
+        id: freshId(i),
+        tenant: scope,
+        kind: request.kind,
+        priority: request.priority,
+        seq: this.jobs.length + created.length,
+        maxAttempts: request.maxAttempts,
+        idempotencyKey: request.idempotencyKey,
+        state: JobState.Pending,
+        attempts: 0,
+        generation: 0,
+        workerId: null,
+        leaseDeadline: null,
+        notBefore: request.notBefore,
+        continuation: null,
+        lastEvent: 'enqueued',
+      };
+      if (slot !== null) staged.set(slot, job);
+      created.push(job);
+      outcomes.push({ job, created: true });
+    }
+    for (const job of created) {
+      if (this.byId.has(job.id)) throw new Error(`the store reused job id ${job.id} for a new job`);
+      this.jobs.push(job);
+      this.byId.set(job.id, job);
+    }
+    for (const [slot, job] of staged) this.idempotency.set(slot, job);
+    return { ok: true, value: outcomes };
+  }
+
+  /** Lease up to `limit` ready jobs in key order: Pending, past the gate, of a wanted kind, in scope. */
+  lease(
+    filter: ModelScopeFilter,
+    kinds: readonly string[] | undefined,
+    workerId: string,
+    limit: number,
+    now: number,
+  ): ModelJob[] {
+    const wanted = kinds === undefined || kinds.length === 0 ? null : kinds;
+    const ready = this.jobs
+      .filter(
+        (job) =>
+          job.state === JobState.Pending &&
+          ReferenceModel.inFilter(job, filter) &&
+          (job.notBefore === null || job.notBefore <= now) &&
+          (wanted === null || wanted.some((prefix) => job.kind.startsWith(prefix))),
+      )
+      .sort((a, b) => this.compareKeyOrder(a, b))
+      .slice(0, limit);
+    for (const job of ready) {
+      job.state = JobState.Leased;
+      job.generation += 1;
+      job.workerId = workerId;
+      job.leaseDeadline = now + MODEL_CONFIG.lease_ttl_secs * SECOND;
+      job.continuation = null;
+      job.lastEvent = 'leased';
+      this.leases.push({ job, workerId, generation: job.generation });
+    }
+    return ready;
+  }
+
+  /** The spec's fencing check: the worker first (a job nobody leases fails it), then the generation. */
+  private fenceError(job: ModelJob, fence: Fence): ModelError | null {
+    if (job.state !== JobState.Leased || job.workerId !== fence.workerId)
+      return err('lease_conflict', 'worker_mismatch');
+    if (job.generation !== fence.generation) return err('lease_conflict', 'generation_superseded');
+    return null;
+  }
+
+  /** Common guard of every operation by id: unknown, or outside the caller's scope, reads as not found. */
+  private locate(id: string, filter: ModelScopeFilter): ModelJob | ModelError {
+    const job = this.byId.get(id);
+    if (job === undefined || !ReferenceModel.inFilter(job, filter)) return err('not_found');
+    return job;
+  }
+
+  extend(id: string, fence: Fence, filter: ModelScopeFilter, now: number): Expected<ModelJob> {
+    const job = this.locate(id, filter);
+    if ('ok' in job) return job;
+    const conflict = this.fenceError(job, fence);
+    if (conflict) return conflict;
+    job.leaseDeadline = now + MODEL_CONFIG.lease_ttl_secs * SECOND;
+    job.lastEvent = 'extended';
+    return { ok: true, value: job };
+  }
+
+  checkpoint(
+    id: string,
+    fence: Fence,
+    filter: ModelScopeFilter,
+    bytes: readonly number[],
+    now: number,
+  ): Expected<ModelJob> {
+    const job = this.locate(id, filter);
+    if ('ok' in job) return job;
+    const conflict = this.fenceError(job, fence);
+    if (conflict) return conflict;
+    job.continuation = [...bytes];
+    job.leaseDeadline = now + MODEL_CONFIG.lease_ttl_secs * SECOND;
+    job.lastEvent = 'checkpoint';
+    return { ok: true, value: job };
+  }
+
+  /**
+   * Complete, with successors enqueued in the job's scope in the same atomic step.
+   * Successor requests are validated before the fence is checked; any refusal writes nothing.
+   */
+  complete(
+    id: string,
+    fence: Fence,
+    filter: ModelScopeFilter,
+    successors: (scope: ModelScope) => readonly NewJob[],
+    freshId: (i: number) => string,
+  ): Expected<{ job: ModelJob; successors: SlotOutcome[] }> {
+    const job = this.locate(id, filter);
+    if ('ok' in job) return job;
+    const requests = successors(job.tenant);
+    if (requests.some((r) => !r.valid)) return err('invalid_argument');
+    const conflict = this.fenceError(job, fence);
+    if (conflict) return conflict;
+    this.leaveLease(job);
+    job.state = JobState.Completed;
+    job.lastEvent = 'completed';
+    const chained = this.enqueue(job.tenant, requests, freshId);
+    if (!chained.ok) throw new Error('unreachable: successors were validated');
+    return { ok: true, value: { job, successors: chained.value } };
+  }
+
+  fail(id: string, fence: Fence, filter: ModelScopeFilter, retryable: boolean, now: number): Expected<ModelJob> {
+    const job = this.locate(id, filter);
+    if ('ok' in job) return job;
+    const conflict = this.fenceError(job, fence);
+    if (conflict) return conflict;
+    this.leaveLease(job);
+    job.attempts += 1;
+    if (!retryable) {
+      job.state = JobState.Dead;
+      job.lastEvent = 'dead';
+    } else {
+      this.retryOrDeadLetter(job, now, 'failed');
+    }
+    return { ok: true, value: job };
+  }
+
+  /** Every Leased job whose deadline is at or before now: an attempt used, back to Pending with backoff or Dead. */
+  reap(now: number): { reaped: number; dead: number } {
+    let reaped = 0;
+    let dead = 0;
+    for (const job of this.jobs) {
+      if (job.state !== JobState.Leased || job.leaseDeadline === null || job.leaseDeadline > now) continue;
+      this.leaveLease(job);
+      job.attempts += 1;
+      const after = this.retryOrDeadLetter(job, now, 'reaped');
+      reaped++;
+      if (after === JobState.Dead) dead++;
+    }
+    return { reaped, dead };
+  }
+
+  /** Operator retry: only a Dead job, back to Pending with its attempts reset and no gate. */
+  retry(id: string, filter: ModelScopeFilter): Expected<ModelJob> {
+    const job = this.locate(id, filter);
+    if ('ok' in job) return job;
+    if (job.state !== JobState.Dead) return err('failed_precondition');
+    job.state = JobState.Pending;
+    job.attempts = 0;
+    job.notBefore = null;
+    job.lastEvent = 'retried';
+    return { ok: true, value: job };
+  }
+
+  /** Rows per (state, kind) in a scope filter, sorted by state then kind. */
+  counts(filter: ModelScopeFilter): { state: number; kind: string; count: number }[] {
+    const totals = new Map<string, { state: number; kind: string; count: number }>();
+    for (const job of this.jobs) {
+      if (!ReferenceModel.inFilter(job, filter)) continue;
+      const slot = `${job.state}/${job.kind}`;
+      const row = totals.get(slot) ?? { state: job.state, kind: job.kind, count: 0 };
+      row.count++;
+      totals.set(slot, row);
+    }
+    return [...totals.values()].sort((a, b) => a.state - b.state || (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
+  }
+
+  /** Jobs of one state in key order (every scope). */
+  inKeyOrder(state: JobState): ModelJob[] {
+    return this.jobs.filter((j) => j.state === state).sort((a, b) => this.compareKeyOrder(a, b));
+  }
+
+  /** The earliest gate after now among Pending jobs. */
+  nextGate(now: number): number | null {
+    let earliest: number | null = null;
+    for (const job of this.jobs) {
+      if (job.state !== JobState.Pending || job.notBefore === null || job.notBefore <= now) continue;
+      if (earliest === null || job.notBefore < earliest) earliest = job.notBefore;
+    }
+    return earliest;
+  }
+
+  private leaveLease(job: ModelJob): void {
+    job.workerId = null;
+    job.leaseDeadline = null;
+    job.continuation = null;
+  }
+
+  /** Returns the state the job moved to. */
+  private retryOrDeadLetter(job: ModelJob, now: number, retriedEvent: string): JobState {
+    const ceiling = job.maxAttempts ?? MODEL_CONFIG.max_attempts;
+    if (job.attempts >= ceiling) {
+      job.state = JobState.Dead;
+      job.lastEvent = 'dead';
+      return job.state;
+    }
+    job.state = JobState.Pending;
+    job.notBefore = now + backoffSecs(job.attempts) * SECOND;
+    job.lastEvent = retriedEvent;
+    return job.state;
+  }
+}
