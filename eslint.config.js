@@ -49,6 +49,7 @@ export default tseslint.config(
   layer(['src/storage/**'], ['**/engine/**', '**/server/**', '**/client/**', '**/cli/**'], 'storage/ may import only core/ and codec/.'),
   layer(['src/engine/**'], ['**/server/**', '**/client/**', '**/cli/**'], 'engine/ may not import the server, client or CLI.'),
   layer(['src/client/**'], ['**/engine/**', '**/storage/**', '**/codec/**', '**/server/**'], 'the client speaks only the wire protocol.'),
+  layer(['src/wire/**', 'src/gen/**'], ['**/engine/**', '**/storage/**', '**/codec/**', '**/server/**', '**/client/**', '**/cli/**'], 'wire/ is the protocol only.'),
   {
     files: ['test/**', 'bench/**', 'examples/**'],
     rules: {

@@ -3,11 +3,21 @@
  * the low-level worker calls the {@link Worker} is built on. Speaks only the
  * wire protocol; errors come back as `TelhaError` / `LeaseConflictError`.
  */
-import { ConnectError, createClient, type CallOptions, type Client, type Interceptor } from '@connectrpc/connect';
-import { createGrpcTransport } from '@connectrpc/connect-node';
+import * as grpc from '@grpc/grpc-js';
 import type { JobState, LeaseFence, QueueScope } from '../core/types.ts';
-import { QueueService, type ItemOutcome } from '../gen/telha/v1/queue_pb.ts';
-import { fromWireError } from './errors.ts';
+import type { ItemOutcome } from '../gen/telha/v1/queue_pb.ts';
+import {
+  FIELD_HEADER,
+  JOB_HEADER,
+  MAX_MESSAGE_BYTES,
+  queueServiceDefinition,
+  REASON_HEADER,
+  requestOf,
+  type MethodName,
+  type RequestInitOf,
+  type ResponseOf,
+} from '../wire/service.ts';
+import { fromWireError, WireError } from './errors.ts';
 import { jobFromWire, newJobToWire, scopeToWire, stateFromWire, TO_WIRE_STATE, type NewJobInput, type RemoteJob } from './convert.ts';
 
 export interface ClientOptions {
@@ -15,8 +25,10 @@ export interface ClientOptions {
   readonly address?: string;
   /** Bearer token; omit when the server has none configured. */
   readonly token?: string;
-  /** Use TLS (https). Default `false`. */
+  /** Use TLS. Default `false`. */
   readonly tls?: boolean;
+  /** PEM root certificates to trust for TLS, instead of the system's. */
+  readonly ca?: Buffer;
   /** Per-call timeout in ms for calls that do not wait (default 30 s). */
   readonly timeoutMs?: number;
 }
@@ -59,37 +71,66 @@ export interface LeaseParams {
   readonly signal?: AbortSignal;
 }
 
+interface CallOptions {
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal;
+}
+
+const Stub = grpc.makeGenericClientConstructor(queueServiceDefinition, 'QueueService');
+
 export class TelhaClient {
-  private readonly rpc: Client<typeof QueueService>;
+  private readonly stub: grpc.Client;
+  private readonly metadata: grpc.Metadata;
   private readonly timeoutMs: number;
 
   constructor(options: ClientOptions = {}) {
-    const token = options.token;
-    const auth: Interceptor = (next) => (req) => {
-      if (token !== undefined) req.header.set('authorization', `Bearer ${token}`);
-      return next(req);
-    };
-    const transport = createGrpcTransport({
-      baseUrl: `${options.tls ? 'https' : 'http'}://${options.address ?? DEFAULT_ADDRESS}`,
-      interceptors: [auth],
-      // Neither ask for nor send compressed messages: small messages, fast networks.
-      acceptCompression: [],
+    const credentials = options.tls ? grpc.credentials.createSsl(options.ca ?? null) : grpc.credentials.createInsecure();
+    this.stub = new Stub(options.address ?? DEFAULT_ADDRESS, credentials, {
+      'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+      'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+      // Reconnect quickly when a restarted server comes back.
+      'grpc.initial_reconnect_backoff_ms': 100,
+      'grpc.max_reconnect_backoff_ms': 2_000,
     });
-    this.rpc = createClient(QueueService, transport);
+    this.metadata = new grpc.Metadata();
+    if (options.token !== undefined) this.metadata.set('authorization', `Bearer ${options.token}`);
     this.timeoutMs = options.timeoutMs ?? 30_000;
   }
 
-  private async call<T>(run: (options: CallOptions) => Promise<T>, options: CallOptions = {}): Promise<T> {
-    try {
-      return await run({ timeoutMs: this.timeoutMs, ...options });
-    } catch (error) {
-      throw fromWireError(error);
-    }
+  /** Close the connection. Calls in flight fail. */
+  close(): void {
+    this.stub.close();
+  }
+
+  private rpc<K extends MethodName>(method: K, request: RequestInitOf<K>, options?: Partial<CallOptions>): Promise<ResponseOf<K>> {
+    const timeoutMs = options?.timeoutMs ?? this.timeoutMs;
+    const signal = options?.signal;
+    return new Promise<ResponseOf<K>>((resolve, reject) => {
+      if (signal?.aborted) {
+        reject(fromWireError(new WireError(grpc.status.CANCELLED, 'call cancelled', new grpc.Metadata())));
+        return;
+      }
+      const fn = (this.stub as unknown as Record<string, ((...args: unknown[]) => grpc.ClientUnaryCall) | undefined>)[method];
+      if (fn === undefined) throw new Error(`unknown method ${method}`);
+      const call = fn.call(
+        this.stub,
+        requestOf(method, request),
+        this.metadata,
+        { deadline: Date.now() + timeoutMs },
+        (error: grpc.ServiceError | null, response: unknown) => {
+          signal?.removeEventListener('abort', cancel);
+          if (error) reject(fromWireError(new WireError(error.code, error.details, error.metadata)));
+          else resolve(response as ResponseOf<K>);
+        },
+      );
+      const cancel = (): void => call.cancel();
+      signal?.addEventListener('abort', cancel, { once: true });
+    });
   }
 
   /** Enqueue one job. With a repeated idempotency key, the first job comes back with `created: false`. */
   async enqueue(job: NewJobInput, scope?: QueueScope): Promise<EnqueueOutcome> {
-    const res = await this.call((o) => this.rpc.enqueue({ scope: scopeToWire(scope), job: newJobToWire(job) }, o));
+    const res = await this.rpc('enqueue', { scope: scopeToWire(scope), job: newJobToWire(job) });
     const result = res.result;
     if (!result?.job) throw new Error('server sent an empty enqueue result');
     return { job: jobFromWire(result.job), created: result.created };
@@ -97,39 +138,34 @@ export class TelhaClient {
 
   /** Enqueue many jobs in one atomic write. */
   async enqueueBatch(jobs: readonly NewJobInput[], scope?: QueueScope): Promise<EnqueueOutcome[]> {
-    const res = await this.call((o) => this.rpc.enqueueBatch({ scope: scopeToWire(scope), jobs: jobs.map(newJobToWire) }, o));
+    const res = await this.rpc('enqueueBatch', { scope: scopeToWire(scope), jobs: jobs.map(newJobToWire) });
     return res.results.map((r) => ({ job: jobFromWire(requireJob(r.job)), created: r.created }));
   }
 
   async show(jobId: string): Promise<RemoteJob> {
-    const res = await this.call((o) => this.rpc.show({ jobId }, o));
+    const res = await this.rpc('show', { jobId });
     return jobFromWire(requireJob(res.job));
   }
 
   async list(params: ListParams = {}): Promise<ListPage> {
-    const res = await this.call((o) =>
-      this.rpc.list(
-        {
-          scope: scopeToWire(params.scope),
-          ...(params.state === undefined ? {} : { state: TO_WIRE_STATE[params.state] }),
-          kindPrefix: params.kindPrefix ?? '',
-          limit: params.limit ?? 0,
-          pageToken: params.pageToken ?? '',
-        },
-        o,
-      ),
-    );
+    const res = await this.rpc('list', {
+      scope: scopeToWire(params.scope),
+      ...(params.state === undefined ? {} : { state: TO_WIRE_STATE[params.state] }),
+      kindPrefix: params.kindPrefix ?? '',
+      limit: params.limit ?? 0,
+      pageToken: params.pageToken ?? '',
+    });
     return { jobs: res.jobs.map(jobFromWire), nextPageToken: res.nextPageToken === '' ? null : res.nextPageToken };
   }
 
   async counts(scope?: QueueScope): Promise<CountRow[]> {
-    const res = await this.call((o) => this.rpc.counts({ scope: scopeToWire(scope) }, o));
+    const res = await this.rpc('counts', { scope: scopeToWire(scope) });
     return res.rows.map((r) => ({ state: stateFromWire(r.state), kind: r.kind, count: Number(r.count) }));
   }
 
   /** Operator: move a Dead job back to Pending with its attempts reset. */
   async retry(jobId: string): Promise<RemoteJob> {
-    const res = await this.call((o) => this.rpc.retry({ jobId }, o));
+    const res = await this.rpc('retry', { jobId });
     return jobFromWire(requireJob(res.job));
   }
 
@@ -138,18 +174,15 @@ export class TelhaClient {
   /** Lease up to `maxJobs` jobs, waiting up to `waitMs` for one. */
   async lease(params: LeaseParams): Promise<RemoteJob[]> {
     const waitMs = params.waitMs ?? 0;
-    const res = await this.call(
-      (o) =>
-        this.rpc.lease(
-          {
-            workerId: params.workerId,
-            kinds: [...(params.kinds ?? [])],
-            maxJobs: params.maxJobs ?? 1,
-            waitMs,
-            scope: scopeToWire(params.scope),
-          },
-          o,
-        ),
+    const res = await this.rpc(
+      'lease',
+      {
+        workerId: params.workerId,
+        kinds: [...(params.kinds ?? [])],
+        maxJobs: params.maxJobs ?? 1,
+        waitMs,
+        scope: scopeToWire(params.scope),
+      },
       { timeoutMs: this.timeoutMs + waitMs, ...(params.signal ? { signal: params.signal } : {}) },
     );
     return res.jobs.map(jobFromWire);
@@ -157,20 +190,18 @@ export class TelhaClient {
 
   /** Extend a lease; returns the new deadline (µs). */
   async heartbeat(jobId: string, fence: LeaseFence): Promise<number> {
-    const res = await this.call((o) => this.rpc.heartbeat({ fence: wireFence(jobId, fence) }, o));
+    const res = await this.rpc('heartbeat', { fence: wireFence(jobId, fence) });
     return Number(res.leaseDeadlineUs);
   }
 
   async checkpoint(jobId: string, fence: LeaseFence, continuation: Uint8Array): Promise<number> {
-    const res = await this.call((o) => this.rpc.checkpoint({ fence: wireFence(jobId, fence), continuation }, o));
+    const res = await this.rpc('checkpoint', { fence: wireFence(jobId, fence), continuation });
     return Number(res.leaseDeadlineUs);
   }
 
   /** Complete a leased job, optionally enqueueing successors in the same fenced write. */
   async complete(jobId: string, fence: LeaseFence, successors: readonly NewJobInput[] = []): Promise<{ job: RemoteJob; successors: EnqueueOutcome[] }> {
-    const res = await this.call((o) =>
-      this.rpc.complete({ fence: wireFence(jobId, fence), successors: successors.map(newJobToWire) }, o),
-    );
+    const res = await this.rpc('complete', { fence: wireFence(jobId, fence), successors: successors.map(newJobToWire) });
     return {
       job: jobFromWire(requireJob(res.job)),
       successors: res.successors.map((r) => ({ job: jobFromWire(requireJob(r.job)), created: r.created })),
@@ -183,30 +214,22 @@ export class TelhaClient {
    * the error the single call would have thrown.
    */
   async completeBatch(items: readonly { jobId: string; fence: LeaseFence; successors?: readonly NewJobInput[] }[]): Promise<(Error | null)[]> {
-    const res = await this.call((o) =>
-      this.rpc.completeBatch(
-        { items: items.map((i) => ({ fence: wireFence(i.jobId, i.fence), successors: (i.successors ?? []).map(newJobToWire) })) },
-        o,
-      ),
-    );
+    const res = await this.rpc('completeBatch', {
+      items: items.map((i) => ({ fence: wireFence(i.jobId, i.fence), successors: (i.successors ?? []).map(newJobToWire) })),
+    });
     return res.outcomes.map((o, i) => outcomeToError(o, items[i]?.jobId ?? ''));
   }
 
   /** Fail many leased jobs in one round trip, item by item like {@link completeBatch}. */
   async failBatch(items: readonly { jobId: string; fence: LeaseFence; error: string; permanent?: boolean }[]): Promise<(Error | null)[]> {
-    const res = await this.call((o) =>
-      this.rpc.failBatch(
-        { items: items.map((i) => ({ fence: wireFence(i.jobId, i.fence), error: i.error, permanent: i.permanent ?? false })) },
-        o,
-      ),
-    );
+    const res = await this.rpc('failBatch', {
+      items: items.map((i) => ({ fence: wireFence(i.jobId, i.fence), error: i.error, permanent: i.permanent ?? false })),
+    });
     return res.outcomes.map((o, i) => outcomeToError(o, items[i]?.jobId ?? ''));
   }
 
   async fail(jobId: string, fence: LeaseFence, error: string, options: { permanent?: boolean } = {}): Promise<RemoteJob> {
-    const res = await this.call((o) =>
-      this.rpc.fail({ fence: wireFence(jobId, fence), error, permanent: options.permanent ?? false }, o),
-    );
+    const res = await this.rpc('fail', { fence: wireFence(jobId, fence), error, permanent: options.permanent ?? false });
     return jobFromWire(requireJob(res.job));
   }
 }
@@ -214,10 +237,11 @@ export class TelhaClient {
 /** A batch item's outcome as the error its single call would have thrown, or `null` when accepted. */
 function outcomeToError(outcome: ItemOutcome, jobId: string): Error | null {
   if (outcome.code === 0) return null;
-  const metadata = new Headers({ 'telha-job-id': jobId });
-  if (outcome.reason !== '') metadata.set('telha-reason', outcome.reason);
-  if (outcome.field !== '') metadata.set('telha-field', outcome.field);
-  return fromWireError(new ConnectError(outcome.message, outcome.code, metadata));
+  const metadata = new grpc.Metadata();
+  metadata.set(JOB_HEADER, jobId);
+  if (outcome.reason !== '') metadata.set(REASON_HEADER, outcome.reason);
+  if (outcome.field !== '') metadata.set(FIELD_HEADER, outcome.field);
+  return fromWireError(new WireError(outcome.code, outcome.message, metadata));
 }
 
 function wireFence(jobId: string, fence: LeaseFence): { jobId: string; workerId: string; leaseGeneration: bigint } {

@@ -2,39 +2,58 @@
  * Wire status back to Telha's error codes, so a client sees the same
  * `TelhaError` / `LeaseConflictError` the engine throws in-process.
  */
-import { Code, ConnectError } from '@connectrpc/connect';
-import { ErrorCode, LeaseConflictError, TelhaError, type LeaseConflictReason } from '../core/errors.ts';
+import type { Metadata } from '@grpc/grpc-js';
+import { ErrorCode, LeaseConflictError, TelhaError } from '../core/errors.ts';
+import { FIELD_HEADER, JOB_HEADER, REASON_HEADER, Status } from '../wire/service.ts';
 
-const FROM_CODE: Partial<Record<Code, ErrorCode>> = {
-  [Code.Aborted]: ErrorCode.LeaseConflict,
-  [Code.NotFound]: ErrorCode.NotFound,
-  [Code.InvalidArgument]: ErrorCode.InvalidArgument,
-  [Code.FailedPrecondition]: ErrorCode.FailedPrecondition,
-  [Code.DataLoss]: ErrorCode.CorruptRecord,
-  [Code.Unauthenticated]: ErrorCode.Unauthenticated,
-  [Code.PermissionDenied]: ErrorCode.PermissionDenied,
-  [Code.ResourceExhausted]: ErrorCode.ResourceExhausted,
-  [Code.Unavailable]: ErrorCode.Unavailable,
-  [Code.DeadlineExceeded]: ErrorCode.Unavailable,
-  [Code.Canceled]: ErrorCode.Unavailable,
+/** A failed call as the wire reported it. */
+export class WireError extends Error {
+  constructor(
+    readonly code: number,
+    readonly details: string,
+    readonly metadata: Metadata,
+  ) {
+    super(details);
+  }
+}
+
+const FROM_CODE: Partial<Record<number, ErrorCode>> = {
+  [Status.ABORTED]: ErrorCode.LeaseConflict,
+  [Status.NOT_FOUND]: ErrorCode.NotFound,
+  [Status.INVALID_ARGUMENT]: ErrorCode.InvalidArgument,
+  [Status.FAILED_PRECONDITION]: ErrorCode.FailedPrecondition,
+  [Status.DATA_LOSS]: ErrorCode.CorruptRecord,
+  [Status.UNAUTHENTICATED]: ErrorCode.Unauthenticated,
+  [Status.PERMISSION_DENIED]: ErrorCode.PermissionDenied,
+  [Status.RESOURCE_EXHAUSTED]: ErrorCode.ResourceExhausted,
+  [Status.UNAVAILABLE]: ErrorCode.Unavailable,
+  [Status.DEADLINE_EXCEEDED]: ErrorCode.Unavailable,
+  [Status.CANCELLED]: ErrorCode.Unavailable,
 };
 
+function header(metadata: Metadata, key: string): string | null {
+  const value = metadata.get(key)[0];
+  return typeof value === 'string' ? value : null;
+}
+
 export function fromWireError(error: unknown): Error {
-  if (!(error instanceof ConnectError)) return error instanceof Error ? error : new Error(String(error));
+  if (!(error instanceof WireError)) return error instanceof Error ? error : new Error(String(error));
   const code = FROM_CODE[error.code] ?? ErrorCode.Internal;
   if (code === ErrorCode.LeaseConflict) {
-    const reason = error.metadata.get('telha-reason');
     return new LeaseConflictError(
-      error.metadata.get('telha-job-id') ?? '',
-      reason === 'generation_superseded' ? 'generation_superseded' : ('worker_mismatch' satisfies LeaseConflictReason),
-      error.rawMessage.replace(/^lease conflict on job \S+: /, ''),
+      header(error.metadata, JOB_HEADER) ?? '',
+      header(error.metadata, REASON_HEADER) === 'generation_superseded' ? 'generation_superseded' : 'worker_mismatch',
+      error.details.replace(/^lease conflict on job \S+: /, ''),
     );
   }
-  const field = error.metadata.get('telha-field');
-  return new TelhaError(code, error.rawMessage, { ...(field === null ? {} : { field }), cause: error });
+  const field = header(error.metadata, FIELD_HEADER);
+  return new TelhaError(code, error.details, { ...(field === null ? {} : { field }), cause: error });
 }
 
 /** Errors worth retrying after a pause: the server is away, restarting or overloaded. */
 export function isTransient(error: unknown): boolean {
-  return error instanceof TelhaError && (error.code === ErrorCode.Unavailable || error.code === ErrorCode.ResourceExhausted || error.code === ErrorCode.Internal);
+  return (
+    error instanceof TelhaError &&
+    (error.code === ErrorCode.Unavailable || error.code === ErrorCode.ResourceExhausted || error.code === ErrorCode.Internal)
+  );
 }

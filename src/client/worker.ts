@@ -122,6 +122,7 @@ export class Worker {
       for (const { abort } of this.running.values()) abort.abort(new Error('worker shutting down'));
       await all;
     }
+    this.client.close();
   }
 
   get active(): number {

@@ -1,19 +1,18 @@
 /**
- * `telha serve`: the process that owns the store and speaks gRPC (and
- * gRPC-Web and Connect) to stateless workers, tenants and operators.
+ * `telha serve`: the process that owns the store and speaks gRPC to
+ * stateless workers, tenants and operators, with @grpc/grpc-js.
  */
-import { readFileSync } from 'node:fs';
 import { setMaxListeners } from 'node:events';
-import http2 from 'node:http2';
-import type { AddressInfo } from 'node:net';
-import { connectNodeAdapter } from '@connectrpc/connect-node';
+import { readFileSync } from 'node:fs';
+import * as grpc from '@grpc/grpc-js';
 import type { TelhaConfig } from '../core/config.ts';
 import { invalidArgument } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Queue } from '../engine/queue.ts';
-import { QueueService } from '../gen/telha/v1/queue_pb.ts';
+import { FIELD_HEADER, JOB_HEADER, MAX_MESSAGE_BYTES, queueServiceDefinition, REASON_HEADER, responseOf, type MethodName } from '../wire/service.ts';
 import { Authenticator } from './auth.ts';
-import { createQueueService } from './service.ts';
+import { CallFailed, createQueueService, type CallContext, type QueueServiceImpl } from './service.ts';
+import { describeError, type WireStatus } from './status.ts';
 
 export interface RunningServer {
   /** `host:port` actually bound (port 0 in the config picks a free one). */
@@ -52,33 +51,22 @@ export async function startServer(options: { queue: Queue; config: TelhaConfig; 
   const shutdown = new AbortController();
   // Every parked lease call listens on this signal; there can be thousands.
   setMaxListeners(0, shutdown.signal);
-  const handler = connectNodeAdapter({
-    // Jobs are small and the network is a LAN or loopback: compressing responses costs CPU and saves nothing.
-    acceptCompression: [],
-    routes: (router) => {
-      router.service(QueueService, createQueueService({ queue, auth, config: config.server, logger, shutdown: shutdown.signal }));
-    },
-    shutdownSignal: shutdown.signal,
+  const service = createQueueService({ queue, auth, config: config.server, logger, shutdown: shutdown.signal });
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+    'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
   });
-  const server =
-    certFile !== undefined && keyFile !== undefined
-      ? http2.createSecureServer({ cert: readFileSync(certFile), key: readFileSync(keyFile), allowHTTP1: true }, handler)
-      : http2.createServer(handler);
-  const sessions = new Set<http2.ServerHttp2Session>();
-  server.on('session', (session) => {
-    sessions.add(session);
-    session.once('close', () => sessions.delete(session));
-  });
+  server.addService(queueServiceDefinition, adaptService(service, logger));
 
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
+  const credentials =
+    certFile !== undefined && keyFile !== undefined
+      ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: readFileSync(certFile), private_key: readFileSync(keyFile) }])
+      : grpc.ServerCredentials.createInsecure();
+  const bindHost = host.includes(':') ? `[${host}]` : host;
+  const boundPort = await new Promise<number>((resolve, reject) => {
+    server.bindAsync(`${bindHost}:${port}`, credentials, (error, bound) => (error ? reject(error) : resolve(bound)));
   });
-  const bound = server.address() as AddressInfo;
-  const address = `${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
+  const address = `${bindHost}:${boundPort}`;
   logger.info(
     { address, tls: certFile !== undefined, backend: queue.backend, tokenCount: config.server.tokens.length },
     auth.open ? 'listening on loopback without tokens: every local caller is an operator' : 'listening',
@@ -87,23 +75,50 @@ export async function startServer(options: { queue: Queue; config: TelhaConfig; 
   let closing: Promise<void> | null = null;
   return {
     address,
-    port: bound.port,
+    port: boundPort,
     tls: certFile !== undefined,
     close() {
       closing ??= (async () => {
-        logger.info({ inFlightSessions: sessions.size }, 'shutting down: no new calls');
-        const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        logger.info({}, 'shutting down: no new calls');
         // Parked long-polls return at once with no jobs; other calls run to completion.
         shutdown.abort();
-        for (const session of sessions) session.close();
+        const drained = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
         const grace = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), config.server.shutdown_grace_ms).unref());
-        if ((await Promise.race([closed.then(() => 'closed' as const), grace])) === 'timeout') {
-          logger.warn({ sessions: sessions.size }, 'grace period over: cutting remaining calls');
-          for (const session of sessions) session.destroy();
-          await closed;
+        if ((await Promise.race([drained.then(() => 'drained' as const), grace])) === 'timeout') {
+          logger.warn({}, 'grace period over: cutting remaining calls');
+          server.forceShutdown();
         }
       })();
       return closing;
     },
   };
+}
+
+function serviceError(status: WireStatus): Partial<grpc.StatusObject> {
+  const metadata = new grpc.Metadata();
+  if (status.reason !== null) metadata.set(REASON_HEADER, status.reason);
+  if (status.jobId !== null) metadata.set(JOB_HEADER, status.jobId);
+  if (status.field !== null) metadata.set(FIELD_HEADER, status.field);
+  return { code: status.code, details: status.message, metadata };
+}
+
+/** The transport-agnostic handlers as grpc-js unary handlers. */
+function adaptService(service: QueueServiceImpl, logger: Logger): grpc.UntypedServiceImplementation {
+  const handlers: grpc.UntypedServiceImplementation = {};
+  for (const name of Object.keys(service) as MethodName[]) {
+    const impl = service[name] as (req: unknown, ctx: CallContext) => Promise<object>;
+    handlers[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+      const abort = new AbortController();
+      call.once('cancelled', () => abort.abort());
+      const authorization = call.metadata.get('authorization')[0];
+      impl(call.request, { authorization: typeof authorization === 'string' ? authorization : null, signal: abort.signal }).then(
+        (response) => callback(null, responseOf(name, response as never)),
+        (error: unknown) => {
+          const status = error instanceof CallFailed ? error.status : describeError(error, logger, { method: name });
+          callback(serviceError(status));
+        },
+      );
+    };
+  }
+  return handlers;
 }

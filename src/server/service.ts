@@ -2,7 +2,6 @@
  * The QueueService handlers: authenticate, authorize, translate, call the
  * engine, translate back. No queue logic lives here.
  */
-import type { HandlerContext, ServiceImpl } from '@connectrpc/connect';
 import type { ServerConfig } from '../core/config.ts';
 import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
@@ -16,8 +15,8 @@ import {
   type Fence,
   type ItemOutcome,
   type Job,
-  type QueueService,
 } from '../gen/telha/v1/queue_pb.ts';
+import type { MethodName, RequestOf, ResponseInitOf } from '../wire/service.ts';
 import { requirePermission, resolveScope, writeScope, type Authenticator, type Permission, type Principal } from './auth.ts';
 import {
   enqueueResultToWire,
@@ -28,7 +27,7 @@ import {
   stateToWire,
   toSafeNumber,
 } from './convert.ts';
-import { describeError, toConnectError } from './status.ts';
+import { describeError, type WireStatus } from './status.ts';
 
 export interface ServiceDeps {
   readonly queue: Queue;
@@ -39,9 +38,26 @@ export interface ServiceDeps {
   readonly shutdown: AbortSignal;
 }
 
+/** What a handler needs from the transport: the caller's credentials and a signal for a call that went away. */
+export interface CallContext {
+  readonly authorization: string | null;
+  readonly signal: AbortSignal;
+}
+
+/** A handler failed: the status to send, already logged where it needed to be. */
+export class CallFailed extends Error {
+  constructor(readonly status: WireStatus) {
+    super(status.message);
+  }
+}
+
+export type QueueServiceImpl = {
+  readonly [K in MethodName]: (req: RequestOf<K>, ctx: CallContext) => Promise<ResponseInitOf<K>>;
+};
+
 interface Call {
   readonly principal: Principal;
-  readonly ctx: HandlerContext;
+  readonly ctx: CallContext;
 }
 
 function fenceFromWire(fence: Fence | undefined): { jobId: string; fence: LeaseFence } {
@@ -52,7 +68,7 @@ function fenceFromWire(fence: Fence | undefined): { jobId: string; fence: LeaseF
   };
 }
 
-export function createQueueService(deps: ServiceDeps): ServiceImpl<typeof QueueService> {
+export function createQueueService(deps: ServiceDeps): QueueServiceImpl {
   const { queue, auth, config, logger } = deps;
   const maxAttempts = queue.config.jobs.max_attempts;
   const toWire = (job: JobRecord): Job => jobToWire(job, maxAttempts);
@@ -60,19 +76,23 @@ export function createQueueService(deps: ServiceDeps): ServiceImpl<typeof QueueS
   let inFlight = 0;
 
   /** Every handler runs through here: admission, authentication, authorization, one error mapping. */
-  function handle<Req, Res>(method: string, permission: Permission, run: (req: Req, call: Call) => Promise<Res>) {
-    return async (req: Req, ctx: HandlerContext): Promise<Res> => {
+  function handle<K extends MethodName>(
+    method: K,
+    permission: Permission,
+    run: (req: RequestOf<K>, call: Call) => Promise<ResponseInitOf<K>>,
+  ): (req: RequestOf<K>, ctx: CallContext) => Promise<ResponseInitOf<K>> {
+    return async (req, ctx) => {
       let principal: Principal | null = null;
       inFlight++;
       try {
         if (inFlight > config.max_concurrent_calls) {
           throw new TelhaError(ErrorCode.ResourceExhausted, `over ${config.max_concurrent_calls} calls in flight; retry later`);
         }
-        principal = auth.authenticate(ctx.requestHeader.get('authorization'));
+        principal = auth.authenticate(ctx.authorization);
         requirePermission(principal, permission);
         return await run(req, { principal, ctx });
       } catch (error) {
-        throw toConnectError(error, logger, { method, caller: principal?.name ?? null, tenant: principal?.tenant ?? null });
+        throw new CallFailed(describeError(error, logger, { method, caller: principal?.name ?? null, tenant: principal?.tenant ?? null }));
       } finally {
         inFlight--;
       }
@@ -100,7 +120,7 @@ export function createQueueService(deps: ServiceDeps): ServiceImpl<typeof QueueS
     principal.role === 'tenant' ? resolveScope(principal, null, false) : ANY_SCOPE;
 
   return {
-    enqueue: handle('Enqueue', 'enqueue', async (req, { principal }) => {
+    enqueue: handle('enqueue', 'enqueue', async (req, { principal }) => {
       const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
       const result = await queue.enqueue(scope, newJobFromWire(req.job, 'job'));
       if (result.created) {
@@ -109,14 +129,14 @@ export function createQueueService(deps: ServiceDeps): ServiceImpl<typeof QueueS
       return { result: resultToWire(result) };
     }),
 
-    enqueueBatch: handle('EnqueueBatch', 'enqueue', async (req, { principal }) => {
+    enqueueBatch: handle('enqueueBatch', 'enqueue', async (req, { principal }) => {
       const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
       const jobs = req.jobs.map((job, i) => newJobFromWire(job, `jobs[${i}]`));
       const results = await queue.enqueueBatch(scope, jobs);
       return { results: results.map(resultToWire) };
     }),
 
-    lease: handle('Lease', 'work', async (req, { principal, ctx }) => {
+    lease: handle('lease', 'work', async (req, { principal, ctx }) => {
       const scope = resolveScope(principal, scopeFromWire(req.scope), true);
       const limit = req.maxJobs === 0 ? 1 : req.maxJobs;
       if (limit > MAX_LEASE_BATCH) throw invalidArgument('max_jobs', `must be at most ${MAX_LEASE_BATCH}`);
@@ -129,19 +149,19 @@ export function createQueueService(deps: ServiceDeps): ServiceImpl<typeof QueueS
       return { jobs: jobs.map(toWire) };
     }),
 
-    heartbeat: handle('Heartbeat', 'work', async (req, { principal }) => {
+    heartbeat: handle('heartbeat', 'work', async (req, { principal }) => {
       const { jobId, fence } = fenceFromWire(req.fence);
       const job = await queue.extend(jobId, fence, workScope(principal));
       return { leaseDeadlineUs: BigInt(job.leaseDeadline ?? 0) };
     }),
 
-    checkpoint: handle('Checkpoint', 'work', async (req, { principal }) => {
+    checkpoint: handle('checkpoint', 'work', async (req, { principal }) => {
       const { jobId, fence } = fenceFromWire(req.fence);
       const job = await queue.checkpoint(jobId, fence, req.continuation, workScope(principal));
       return { leaseDeadlineUs: BigInt(job.leaseDeadline ?? 0) };
     }),
 
-    complete: handle('Complete', 'work', async (req, { principal }) => {
+    complete: handle('complete', 'work', async (req, { principal }) => {
       const { jobId, fence } = fenceFromWire(req.fence);
       const successors = req.successors.map((job, i) => newJobFromWire(job, `successors[${i}]`));
       const result = await queue.complete(jobId, fence, { successors }, workScope(principal));
@@ -149,7 +169,7 @@ export function createQueueService(deps: ServiceDeps): ServiceImpl<typeof QueueS
       return { job: toWire(result.job), successors: result.successors.map(resultToWire) };
     }),
 
-    fail: handle('Fail', 'work', async (req, { principal }) => {
+    fail: handle('fail', 'work', async (req, { principal }) => {
       const { jobId, fence } = fenceFromWire(req.fence);
       const job = await queue.fail(jobId, fence, { error: req.error, retryable: !req.permanent }, workScope(principal));
       logger.info(
@@ -159,7 +179,7 @@ export function createQueueService(deps: ServiceDeps): ServiceImpl<typeof QueueS
       return { job: toWire(job) };
     }),
 
-    completeBatch: handle('CompleteBatch', 'work', async (req, { principal }) => {
+    completeBatch: handle('completeBatch', 'work', async (req, { principal }) => {
       checkBatchSize(req.items.length);
       const scope = workScope(principal);
       const outcomes = await Promise.all(
@@ -174,7 +194,7 @@ export function createQueueService(deps: ServiceDeps): ServiceImpl<typeof QueueS
       return { outcomes };
     }),
 
-    failBatch: handle('FailBatch', 'work', async (req, { principal }) => {
+    failBatch: handle('failBatch', 'work', async (req, { principal }) => {
       checkBatchSize(req.items.length);
       const scope = workScope(principal);
       const outcomes = await Promise.all(
@@ -188,12 +208,12 @@ export function createQueueService(deps: ServiceDeps): ServiceImpl<typeof QueueS
       return { outcomes };
     }),
 
-    show: handle('Show', 'read', async (req, { principal }) => {
+    show: handle('show', 'read', async (req, { principal }) => {
       const job = await queue.show(req.jobId, resolveScope(principal, null, true));
       return { job: toWire(job) };
     }),
 
-    list: handle('List', 'read', async (req, { principal }) => {
+    list: handle('list', 'read', async (req, { principal }) => {
       const page = await queue.list({
         scope: resolveScope(principal, scopeFromWire(req.scope), true),
         ...optional('state', stateFromWire(req.state, 'state')),
@@ -204,14 +224,14 @@ export function createQueueService(deps: ServiceDeps): ServiceImpl<typeof QueueS
       return { jobs: page.jobs.map(toWire), nextPageToken: page.next ?? '' };
     }),
 
-    counts: handle('Counts', 'read', async (req, { principal }) => {
+    counts: handle('counts', 'read', async (req, { principal }) => {
       const rows = await queue.counts(resolveScope(principal, scopeFromWire(req.scope), true));
       return {
         rows: rows.map((r) => ({ state: stateToWire(r.state), kind: r.kind, count: BigInt(r.count) })),
       };
     }),
 
-    retry: handle('Retry', 'retry', async (req, { principal }) => {
+    retry: handle('retry', 'retry', async (req, { principal }) => {
       const job = await queue.retry(req.jobId, resolveScope(principal, null, true));
       logger.info({ jobId: job.jobId, kind: job.kind, tenant: job.tenant, operator: principal.name }, 'operator retry');
       return { job: toWire(job) };

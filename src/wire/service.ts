@@ -1,0 +1,91 @@
+/**
+ * The wire API as @grpc/grpc-js needs it, built from the protobuf-es
+ * descriptors generated from `proto/`: one method table for the server and
+ * the client, messages (de)serialized by protobuf-es, so both sides stay
+ * typed and the `.proto` files stay the single source of truth.
+ */
+import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
+import type { ServiceDefinition } from '@grpc/grpc-js';
+import { QueueService } from '../gen/telha/v1/queue_pb.ts';
+
+export { QueueService };
+
+type Methods = typeof QueueService.method;
+export type MethodName = keyof Methods;
+export type RequestOf<K extends MethodName> = MessageShape<Methods[K]['input']>;
+export type RequestInitOf<K extends MethodName> = MessageInitShape<Methods[K]['input']>;
+export type ResponseOf<K extends MethodName> = MessageShape<Methods[K]['output']>;
+export type ResponseInitOf<K extends MethodName> = MessageInitShape<Methods[K]['output']>;
+
+function codec<D extends DescMessage>(schema: D): { serialize: (value: MessageShape<D>) => Buffer; deserialize: (bytes: Buffer) => MessageShape<D> } {
+  return {
+    serialize: (value) => {
+      const bytes = toBinary(schema, value);
+      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    },
+    deserialize: (bytes) => fromBinary(schema, bytes),
+  };
+}
+
+/** `QueueService` as a grpc-js service definition, keyed by each method's local (camelCase) name. */
+export const queueServiceDefinition: ServiceDefinition = Object.fromEntries(
+  QueueService.methods.map((method) => {
+    const input = codec(method.input);
+    const output = codec(method.output);
+    return [
+      method.localName,
+      {
+        path: `/${QueueService.typeName}/${method.name}`,
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: input.serialize,
+        requestDeserialize: input.deserialize,
+        responseSerialize: output.serialize,
+        responseDeserialize: output.deserialize,
+        originalName: method.name,
+      },
+    ];
+  }),
+);
+
+/** A complete response message from a handler's partial one. */
+export function responseOf<K extends MethodName>(method: K, init: ResponseInitOf<K>): ResponseOf<K> {
+  const schema = QueueService.method[method].output as DescMessage;
+  return create(schema, init as MessageInitShape<DescMessage>) as ResponseOf<K>;
+}
+
+/** A complete request message from a partial one. */
+export function requestOf<K extends MethodName>(method: K, init: RequestInitOf<K>): RequestOf<K> {
+  const schema = QueueService.method[method].input as DescMessage;
+  return create(schema, init as MessageInitShape<DescMessage>) as RequestOf<K>;
+}
+
+/** gRPC status codes (the numbering every gRPC implementation shares). */
+export const Status = {
+  OK: 0,
+  CANCELLED: 1,
+  UNKNOWN: 2,
+  INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
+  NOT_FOUND: 5,
+  ALREADY_EXISTS: 6,
+  PERMISSION_DENIED: 7,
+  RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9,
+  ABORTED: 10,
+  OUT_OF_RANGE: 11,
+  UNIMPLEMENTED: 12,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+  DATA_LOSS: 15,
+  UNAUTHENTICATED: 16,
+} as const;
+export type Status = (typeof Status)[keyof typeof Status];
+
+/** Metadata keys carrying what a status code alone cannot. */
+export const REASON_HEADER = 'telha-reason';
+export const FIELD_HEADER = 'telha-field';
+export const JOB_HEADER = 'telha-job-id';
+
+/** Messages up to this size are accepted: a batch of jobs can be far larger than one 1 MiB payload. */
+export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
