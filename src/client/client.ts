@@ -4,7 +4,7 @@
  * wire protocol; errors come back as `TelhaError` / `LeaseConflictError`.
  */
 import * as grpc from '@grpc/grpc-js';
-import type { JobState, LeaseFence, QueueScope } from '../core/types.ts';
+import { JobState as JobStateCore, type JobState, type LeaseFence, type QueueScope } from '../core/types.ts';
 import type { ItemOutcome } from '../gen/telha/v1/queue_pb.ts';
 import {
   FIELD_HEADER,
@@ -18,7 +18,8 @@ import {
   type ResponseOf,
 } from '../wire/service.ts';
 import { fromWireError, WireError } from './errors.ts';
-import { jobFromWire, newJobToWire, scopeToWire, stateFromWire, TO_WIRE_STATE, type NewJobInput, type RemoteJob } from './convert.ts';
+import { jobFromWire, newJobToWire, scopeToWire, type NewJobInput, type RemoteJob } from './convert.ts';
+import { stateFromWire, stateToWire } from '../wire/states.ts';
 
 export interface ClientOptions {
   /** `host:port` of `telha serve`, e.g. `127.0.0.1:7070` (the default). */
@@ -150,7 +151,7 @@ export class TelhaClient {
   async list(params: ListParams = {}): Promise<ListPage> {
     const res = await this.rpc('list', {
       scope: scopeToWire(params.scope),
-      ...(params.state === undefined ? {} : { state: TO_WIRE_STATE[params.state] }),
+      ...(params.state === undefined ? {} : { state: stateToWire(params.state) }),
       kindPrefix: params.kindPrefix ?? '',
       limit: params.limit ?? 0,
       pageToken: params.pageToken ?? '',
@@ -160,7 +161,7 @@ export class TelhaClient {
 
   async counts(scope?: QueueScope): Promise<CountRow[]> {
     const res = await this.rpc('counts', { scope: scopeToWire(scope) });
-    return res.rows.map((r) => ({ state: stateFromWire(r.state), kind: r.kind, count: Number(r.count) }));
+    return res.rows.map((r) => ({ state: stateFromWire(r.state) ?? JobStateCore.Pending, kind: r.kind, count: Number(r.count) }));
   }
 
   /** Operator: move a Dead job back to Pending with its attempts reset. */

@@ -1,28 +1,8 @@
 /** Wire messages to the engine's record type, so SDK users get the same `JobRecord`. */
 import { create } from '@bufbuild/protobuf';
 import { JobState as CoreState, type EventTransition, type JobRecord, type QueueScope } from '../core/types.ts';
-import { JobState, NewJobSchema, ScopeSchema, type Job, type NewJob, type Scope } from '../gen/telha/v1/queue_pb.ts';
-
-const FROM_WIRE: Readonly<Record<JobState, CoreState>> = {
-  [JobState.UNSPECIFIED]: CoreState.Pending,
-  [JobState.PENDING]: CoreState.Pending,
-  [JobState.LEASED]: CoreState.Leased,
-  [JobState.COMPLETED]: CoreState.Completed,
-  [JobState.FAILED]: CoreState.Failed,
-  [JobState.DEAD]: CoreState.Dead,
-};
-
-export const TO_WIRE_STATE: Readonly<Record<CoreState, JobState>> = {
-  [CoreState.Pending]: JobState.PENDING,
-  [CoreState.Leased]: JobState.LEASED,
-  [CoreState.Completed]: JobState.COMPLETED,
-  [CoreState.Failed]: JobState.FAILED,
-  [CoreState.Dead]: JobState.DEAD,
-};
-
-export function stateFromWire(state: JobState): CoreState {
-  return FROM_WIRE[state];
-}
+import { stateFromWire } from '../wire/states.ts';
+import { NewJobSchema, ScopeSchema, type Job, type NewJob, type Scope } from '../gen/telha/v1/queue_pb.ts';
 
 /** A job as the SDK returns it: the engine's record, plus the attempt ceiling that applies to it. */
 export type RemoteJob = JobRecord & { readonly effectiveMaxAttempts: number };
@@ -35,7 +15,7 @@ export function jobFromWire(job: Job): RemoteJob {
     payload: job.payload,
     priority: job.priority,
     createdAt: Number(job.createdAtUs),
-    state: FROM_WIRE[job.state],
+    state: stateFromWire(job.state) ?? CoreState.Pending,
     attempts: job.attempts,
     leaseGeneration: Number(job.leaseGeneration),
     workerId: job.workerId ?? null,

@@ -1,7 +1,8 @@
 /** Engine records to wire messages and back. */
 import { create } from '@bufbuild/protobuf';
 import { invalidArgument } from '../core/errors.ts';
-import { JobState as CoreState, type JobRecord } from '../core/types.ts';
+import type { JobState as CoreState} from '../core/types.ts';
+import { type JobRecord } from '../core/types.ts';
 import type { EnqueueOptions, EnqueueResult } from '../engine/queue.ts';
 import {
   EnqueueResultSchema,
@@ -13,37 +14,15 @@ import {
   type NewJob,
   type Scope,
 } from '../gen/telha/v1/queue_pb.ts';
+import { stateFromWire, stateToWire } from '../wire/states.ts';
 import type { RequestedScope } from './auth.ts';
 
-const TO_WIRE_STATE: Readonly<Record<CoreState, JobState>> = {
-  [CoreState.Pending]: JobState.PENDING,
-  [CoreState.Leased]: JobState.LEASED,
-  [CoreState.Completed]: JobState.COMPLETED,
-  [CoreState.Failed]: JobState.FAILED,
-  [CoreState.Dead]: JobState.DEAD,
-};
-
-export function stateToWire(state: CoreState): JobState {
-  return TO_WIRE_STATE[state];
-}
-
-export function stateFromWire(state: JobState, field: string): CoreState | null {
-  switch (state) {
-    case JobState.UNSPECIFIED:
-      return null;
-    case JobState.PENDING:
-      return CoreState.Pending;
-    case JobState.LEASED:
-      return CoreState.Leased;
-    case JobState.COMPLETED:
-      return CoreState.Completed;
-    case JobState.FAILED:
-      return CoreState.Failed;
-    case JobState.DEAD:
-      return CoreState.Dead;
-    default:
-      throw invalidArgument(field, `unknown job state ${String(state)}`);
-  }
+/** A list filter's state: UNSPECIFIED means no filter; an unknown value is refused. */
+export function stateFilterFromWire(state: JobState, field: string): CoreState | null {
+  if (state === JobState.UNSPECIFIED) return null;
+  const core = stateFromWire(state);
+  if (core === null) throw invalidArgument(field, `unknown job state ${String(state)}`);
+  return core;
 }
 
 export function jobToWire(record: JobRecord, defaultMaxAttempts: number): Job {
@@ -55,7 +34,7 @@ export function jobToWire(record: JobRecord, defaultMaxAttempts: number): Job {
     payload: record.payload,
     priority: record.priority,
     createdAtUs: BigInt(record.createdAt),
-    state: TO_WIRE_STATE[record.state],
+    state: stateToWire(record.state),
     attempts: record.attempts,
     leaseGeneration: BigInt(record.leaseGeneration),
     ...(record.workerId === null ? {} : { workerId: record.workerId }),

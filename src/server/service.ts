@@ -17,14 +17,14 @@ import {
   type Job,
 } from '../gen/telha/v1/queue_pb.ts';
 import type { MethodName, RequestOf, ResponseInitOf } from '../wire/service.ts';
+import { stateToWire } from '../wire/states.ts';
 import { requirePermission, resolveScope, writeScope, type Authenticator, type Permission, type Principal } from './auth.ts';
 import {
   enqueueResultToWire,
   jobToWire,
   newJobFromWire,
   scopeFromWire,
-  stateFromWire,
-  stateToWire,
+  stateFilterFromWire,
   toSafeNumber,
 } from './convert.ts';
 import { describeError, type WireStatus } from './status.ts';
@@ -216,7 +216,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceImpl {
     list: handle('list', 'read', async (req, { principal }) => {
       const page = await queue.list({
         scope: resolveScope(principal, scopeFromWire(req.scope), true),
-        ...optional('state', stateFromWire(req.state, 'state')),
+        ...optional('state', stateFilterFromWire(req.state, 'state')),
         ...(req.kindPrefix === '' ? {} : { kindPrefix: req.kindPrefix }),
         ...(req.limit === 0 ? {} : { limit: req.limit }),
         ...(req.pageToken === '' ? {} : { after: req.pageToken }),
