@@ -6,10 +6,7 @@ import tseslint from 'typescript-eslint';
 const layer = (files, forbidden, message) => ({
   files,
   rules: {
-    'no-restricted-imports': [
-      'error',
-      { patterns: forbidden.map((group) => ({ group: [group], message })) },
-    ],
+    'no-restricted-imports': ['error', { patterns: forbidden.map((group) => ({ group: [group], message })) }],
   },
 });
 
@@ -27,7 +24,11 @@ export default tseslint.config(
         {
           // node:test's describe/it return promises the runner itself awaits.
           allowForKnownSafeCalls: [
-            { from: 'package', package: 'node:test', name: ['describe', 'it', 'test', 'before', 'after', 'beforeEach', 'afterEach'] },
+            {
+              from: 'package',
+              package: 'node:test',
+              name: ['describe', 'it', 'test', 'before', 'after', 'beforeEach', 'afterEach'],
+            },
           ],
         },
       ],
@@ -42,14 +43,45 @@ export default tseslint.config(
   },
   layer(
     ['src/core/**'],
-    ['**/codec/**', '**/storage/**', '**/engine/**', '**/server/**', '**/client/**', '**/cli/**', 'node:fs*', 'node:net', 'node:child_process', 'node:crypto'],
-    'core/ holds the queue\'s meaning and does no I/O: it imports nothing outside core/.',
+    [
+      '**/codec/**',
+      '**/storage/**',
+      '**/engine/**',
+      '**/server/**',
+      '**/client/**',
+      '**/cli/**',
+      'node:fs*',
+      'node:net',
+      'node:child_process',
+      'node:crypto',
+    ],
+    "core/ holds the queue's meaning and does no I/O: it imports nothing outside core/.",
   ),
-  layer(['src/codec/**'], ['**/storage/**', '**/engine/**', '**/server/**', '**/client/**', '**/cli/**'], 'codec/ may import only core/.'),
-  layer(['src/storage/**'], ['**/engine/**', '**/server/**', '**/client/**', '**/cli/**'], 'storage/ may import only core/ and codec/.'),
-  layer(['src/engine/**'], ['**/server/**', '**/client/**', '**/cli/**'], 'engine/ may not import the server, client or CLI.'),
-  layer(['src/client/**'], ['**/engine/**', '**/storage/**', '**/codec/**', '**/server/**'], 'the client speaks only the wire protocol.'),
-  layer(['src/wire/**', 'src/gen/**'], ['**/engine/**', '**/storage/**', '**/codec/**', '**/server/**', '**/client/**', '**/cli/**'], 'wire/ is the protocol only.'),
+  layer(
+    ['src/codec/**'],
+    ['**/storage/**', '**/engine/**', '**/server/**', '**/client/**', '**/cli/**'],
+    'codec/ may import only core/.',
+  ),
+  layer(
+    ['src/storage/**'],
+    ['**/engine/**', '**/server/**', '**/client/**', '**/cli/**'],
+    'storage/ may import only core/ and codec/.',
+  ),
+  layer(
+    ['src/engine/**'],
+    ['**/server/**', '**/client/**', '**/cli/**'],
+    'engine/ may not import the server, client or CLI.',
+  ),
+  layer(
+    ['src/client/**'],
+    ['**/engine/**', '**/storage/**', '**/codec/**', '**/server/**'],
+    'the client speaks only the wire protocol.',
+  ),
+  layer(
+    ['src/wire/**', 'src/gen/**'],
+    ['**/engine/**', '**/storage/**', '**/codec/**', '**/server/**', '**/client/**', '**/cli/**'],
+    'wire/ is the protocol only.',
+  ),
   {
     files: ['test/**', 'bench/**', 'examples/**'],
     rules: {

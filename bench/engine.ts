@@ -528,7 +528,11 @@ function rawBatch(db: RocksDatabase, seq: number): WriteOp[] {
   jobId.writeUInt32BE(Math.floor(cycle / 0x1_0000_0000), 8);
   const key = (state: JobState): Buffer =>
     encodeJobKey({ scope: RAW_SCOPE, state, priority: 128, createdAt: RAW_EPOCH + cycle, jobId });
-  const counter = (state: JobState): WriteOp => ({ column: db.column('counts'), key: Buffer.from([state]), value: RAW_COUNT });
+  const counter = (state: JobState): WriteOp => ({
+    column: db.column('counts'),
+    key: Buffer.from([state]),
+    value: RAW_COUNT,
+  });
   const jobs = db.column('jobs');
   const ids = db.column('ids');
   switch (seq % 3) {
@@ -551,7 +555,11 @@ function rawBatch(db: RocksDatabase, seq: number): WriteOp[] {
         { column: jobs, key: key(JobState.Leased), value: null },
         { column: jobs, key: key(JobState.Completed), value: RAW_VALUES.completed },
         { column: ids, key: jobId, value: key(JobState.Completed) },
-        { column: db.column('finished'), key: Buffer.concat([Buffer.from([JobState.Completed]), jobId]), value: key(JobState.Completed) },
+        {
+          column: db.column('finished'),
+          key: Buffer.concat([Buffer.from([JobState.Completed]), jobId]),
+          value: key(JobState.Completed),
+        },
         counter(JobState.Leased),
         counter(JobState.Completed),
       ];
@@ -560,7 +568,11 @@ function rawBatch(db: RocksDatabase, seq: number): WriteOp[] {
 
 const RAW_SCOPE = Buffer.alloc(32, 0x42);
 const RAW_EPOCH: Micros = Date.UTC(2026, 0, 1) * 1000;
-const RAW_VALUES = { pending: Buffer.alloc(293, 0x5a), leased: Buffer.alloc(391, 0x5a), completed: Buffer.alloc(433, 0x5a) };
+const RAW_VALUES = {
+  pending: Buffer.alloc(293, 0x5a),
+  leased: Buffer.alloc(391, 0x5a),
+  completed: Buffer.alloc(433, 0x5a),
+};
 const RAW_COUNT = Buffer.alloc(8, 1);
 
 /**
@@ -849,7 +861,14 @@ async function throughput(durability: 'process' | 'fsync', concurrency: readonly
   );
   table(
     ['case', 'batches/s', 'µs/batch', 'batches'],
-    [[`raw, back to back${fsync ? ', sync' : ''}`, fmt(serial.perSecond), fmt(1e6 / serial.perSecond, 1), fmt(serial.writes)]],
+    [
+      [
+        `raw, back to back${fsync ? ', sync' : ''}`,
+        fmt(serial.perSecond),
+        fmt(1e6 / serial.perSecond, 1),
+        fmt(serial.writes),
+      ],
+    ],
   );
   const top = cycleRows[cycleRows.length - 1];
   if (top) {

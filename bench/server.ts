@@ -120,12 +120,20 @@ async function latency(address: string): Promise<{ p50: number; p99: number; max
   while (samples.length < total) await new Promise((resolve) => setTimeout(resolve, 20));
   await worker.close();
   const sorted = [...samples].sort((a, b) => a - b);
-  return { p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] ?? NaN, n: sorted.length };
+  return {
+    p50: percentile(sorted, 50),
+    p99: percentile(sorted, 99),
+    max: sorted[sorted.length - 1] ?? NaN,
+    n: sorted.length,
+  };
 }
 
 async function engineRate(): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'telha-bench-engine-'));
-  const queue = await openQueue({ config: makeConfig({ storage: { path: dir }, retention: { enabled: false } }), services: false });
+  const queue = await openQueue({
+    config: makeConfig({ storage: { path: dir }, retention: { enabled: false } }),
+    services: false,
+  });
   let cycles = 0;
   const seconds = 3;
   const end = performance.now() + seconds * 1000;
@@ -151,18 +159,26 @@ console.log(`  node ${process.version}, ${cpus().length} CPU(s): ${cpus()[0]?.mo
 const server = await startServer(dir);
 const rates: number[] = [];
 try {
-  console.log(`\n1. end-to-end drain, ${fmt(E2E_JOBS)} no-op jobs enqueued in batches of 100 while one SDK Worker drains them`);
+  console.log(
+    `\n1. end-to-end drain, ${fmt(E2E_JOBS)} no-op jobs enqueued in batches of 100 while one SDK Worker drains them`,
+  );
   console.log('   concurrency   jobs/s');
   for (const c of [1, 10, 100]) {
     const jobs = c === 1 ? Math.min(E2E_JOBS, 3_000) : E2E_JOBS;
     const rate = await endToEnd(server.address, c, jobs);
     rates.push(rate);
-    console.log(`   ${String(c).padStart(11)}   ${fmt(rate).padStart(6)}${jobs !== E2E_JOBS ? `  (${fmt(jobs)} jobs)` : ''}`);
+    console.log(
+      `   ${String(c).padStart(11)}   ${fmt(rate).padStart(6)}${jobs !== E2E_JOBS ? `  (${fmt(jobs)} jobs)` : ''}`,
+    );
   }
 
-  console.log(`\n2. enqueue-to-handler-start latency at a steady ${RATE} jobs/s for ${LATENCY_SECONDS} s, 10 workers parked in long-poll`);
+  console.log(
+    `\n2. enqueue-to-handler-start latency at a steady ${RATE} jobs/s for ${LATENCY_SECONDS} s, 10 workers parked in long-poll`,
+  );
   const l = await latency(server.address);
-  console.log(`   p50 ${fmt(l.p50, 2)} ms   p99 ${fmt(l.p99, 2)} ms   max ${fmt(l.max, 2)} ms   (${fmt(l.n)} jobs; target p99 < 5 ms)`);
+  console.log(
+    `   p50 ${fmt(l.p50, 2)} ms   p99 ${fmt(l.p99, 2)} ms   max ${fmt(l.max, 2)} ms   (${fmt(l.n)} jobs; target p99 < 5 ms)`,
+  );
 } finally {
   await server.stop();
   rmSync(dir, { recursive: true, force: true });

@@ -44,9 +44,13 @@ for (let i = 0; i < jobs.length; i += 1_000) await client.enqueueBatch(jobs.slic
 console.log(`enqueued ${jobs.length} jobs`);
 
 // A worker process that takes the fragile job and dies holding it.
-const doomed = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('demo-doomed-worker.ts', import.meta.url)), server.address], {
-  stdio: ['ignore', 'pipe', 'inherit'],
-});
+const doomed = spawn(
+  process.execPath,
+  ['--import', 'tsx', fileURLToPath(new URL('demo-doomed-worker.ts', import.meta.url)), server.address],
+  {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  },
+);
 for await (const line of createInterface({ input: doomed.stdout })) {
   if (line.startsWith('leased ')) {
     doomed.kill('SIGKILL');
@@ -55,7 +59,11 @@ for await (const line of createInterface({ input: doomed.stdout })) {
 }
 
 const bar = new cliProgress.SingleBar(
-  { format: '  {bar} {percentage}% | {value}/{total} finished | {rate} jobs/s', hideCursor: true, stream: process.stderr },
+  {
+    format: '  {bar} {percentage}% | {value}/{total} finished | {rate} jobs/s',
+    hideCursor: true,
+    stream: process.stderr,
+  },
   cliProgress.Presets.shades_classic,
 );
 bar.start(jobs.length, 0, { rate: 0 });
@@ -68,28 +76,26 @@ const tick = (): void => {
   if (finished === jobs.length) allDone();
 };
 const seenFlaky = new Set<string>();
-const workers = Array.from(
-  { length: 4 },
-  (_, w) =>
-    new Worker({
-      address: server.address,
-      concurrency: 25,
-      workerId: `demo-${w}`,
-      leaseWaitMs: 1_000,
-      handler: async (job) => {
-        await new Promise((resolve) => setTimeout(resolve, Math.random() * 4));
-        if (job.kind === 'email.bounce') {
-          if (job.attempts === 2) setImmediate(tick); // its last attempt: it goes to Dead now
-          throw new Error('mailbox does not exist');
-        }
-        if (job.kind === 'email.flaky' && !seenFlaky.has(job.id)) {
-          seenFlaky.add(job.id);
-          throw new Error('SMTP timeout');
-        }
-        if (job.kind === 'never') throw new PermanentError('unreachable');
-      },
-      onCompleted: tick,
-    }).start(),
+const workers = Array.from({ length: 4 }, (_, w) =>
+  new Worker({
+    address: server.address,
+    concurrency: 25,
+    workerId: `demo-${w}`,
+    leaseWaitMs: 1_000,
+    handler: async (job) => {
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 4));
+      if (job.kind === 'email.bounce') {
+        if (job.attempts === 2) setImmediate(tick); // its last attempt: it goes to Dead now
+        throw new Error('mailbox does not exist');
+      }
+      if (job.kind === 'email.flaky' && !seenFlaky.has(job.id)) {
+        seenFlaky.add(job.id);
+        throw new Error('SMTP timeout');
+      }
+      if (job.kind === 'never') throw new PermanentError('unreachable');
+    },
+    onCompleted: tick,
+  }).start(),
 );
 await done;
 bar.stop();
@@ -107,14 +113,23 @@ const count = (f: (j: JobRecord) => boolean): number => all.filter(f).length;
 console.log('');
 console.log('summary');
 console.log(`  completed   ${count((j) => j.state === JobState.Completed)}`);
-console.log(`  retried     ${count((j) => j.state === JobState.Completed && j.attempts > 0)} (completed after a failure or a reaped lease)`);
-console.log(`  dead        ${count((j) => j.state === JobState.Dead)} (failed all ${config.jobs.max_attempts} attempts)`);
-console.log(`  reaped      ${count((j) => j.events.some((e) => e.transition === 'reaped'))} (lease of a killed worker reclaimed)`);
-console.log(`  throughput  ${Math.round(all.length / seconds)} jobs/s over ${seconds.toFixed(1)} s, end to end through gRPC`);
+console.log(
+  `  retried     ${count((j) => j.state === JobState.Completed && j.attempts > 0)} (completed after a failure or a reaped lease)`,
+);
+console.log(
+  `  dead        ${count((j) => j.state === JobState.Dead)} (failed all ${config.jobs.max_attempts} attempts)`,
+);
+console.log(
+  `  reaped      ${count((j) => j.events.some((e) => e.transition === 'reaped'))} (lease of a killed worker reclaimed)`,
+);
+console.log(
+  `  throughput  ${Math.round(all.length / seconds)} jobs/s over ${seconds.toFixed(1)} s, end to end through gRPC`,
+);
 const fragile = all.find((j) => j.kind === 'fragile');
 if (fragile) {
   console.log(`\nlifecycle of the job whose worker died (telha jobs show ${fragile.jobId}):`);
-  for (const e of fragile.events) console.log(`  ${new Date(e.at / 1000).toISOString().slice(11, 23)}  ${e.transition.padEnd(9)} ${e.detail ?? ''}`);
+  for (const e of fragile.events)
+    console.log(`  ${new Date(e.at / 1000).toISOString().slice(11, 23)}  ${e.transition.padEnd(9)} ${e.detail ?? ''}`);
 }
 
 await server.close();

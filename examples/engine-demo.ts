@@ -29,7 +29,10 @@ try {
   const started = performance.now();
   await queue.enqueueBatch(
     acme,
-    Array.from({ length: total }, (_, i) => ({ kind: i % 10 === 0 ? 'report' : 'email', payload: Buffer.from(`job ${i}`) })),
+    Array.from({ length: total }, (_, i) => ({
+      kind: i % 10 === 0 ? 'report' : 'email',
+      payload: Buffer.from(`job ${i}`),
+    })),
   );
   say(`enqueued ${total} jobs in one atomic batch`);
 
@@ -52,7 +55,9 @@ try {
   };
   await Promise.all(['w1', 'w2', 'w3', 'w4'].map(worker));
   const ms = performance.now() - started;
-  say(`4 workers: ${completed} completed, ${failed} failed and backing off (${Math.round((completed + failed) / (ms / 1000))} jobs/s)`);
+  say(
+    `4 workers: ${completed} completed, ${failed} failed and backing off (${Math.round((completed + failed) / (ms / 1000))} jobs/s)`,
+  );
 
   // The failed jobs are gated by backoff (10 s); move the clock past it and fail them again: dead-lettered.
   clock.advanceSeconds(11);
@@ -77,10 +82,12 @@ try {
   await queue.complete(job.jobId, { workerId: 'survivor', leaseGeneration: second?.leaseGeneration ?? 0 });
   say(`reaper reclaimed ${reaped.reaped} lease(s); the survivor completed generation ${second?.leaseGeneration}`);
 
-  for (const row of await queue.counts(acme)) say(`  ${JOB_STATE_NAMES[row.state].padEnd(10)} ${row.kind.padEnd(8)} ${row.count}`);
+  for (const row of await queue.counts(acme))
+    say(`  ${JOB_STATE_NAMES[row.state].padEnd(10)} ${row.kind.padEnd(8)} ${row.count}`);
   const shown = await queue.show(job.jobId);
   say(`lifecycle of ${job.jobId}:`);
-  for (const e of shown.events) say(`  ${new Date(e.at / 1000).toISOString()}  ${e.transition.padEnd(10)} ${e.detail ?? ''}`);
+  for (const e of shown.events)
+    say(`  ${new Date(e.at / 1000).toISOString()}  ${e.transition.padEnd(10)} ${e.detail ?? ''}`);
 } finally {
   await queue.close();
   rmSync(dir, { recursive: true, force: true });

@@ -18,7 +18,15 @@ export type {
   SystemTask,
 } from './engine/queue.ts';
 export { JobState, JOB_STATE_NAMES, SYSTEM_SCOPE, ANY_SCOPE, tenantScope, finishedAt } from './core/types.ts';
-export type { JobEvent, JobRecord, LeaseFence, Micros, QueueScope, ScopeFilter, EventTransition } from './core/types.ts';
+export type {
+  JobEvent,
+  JobRecord,
+  LeaseFence,
+  Micros,
+  QueueScope,
+  ScopeFilter,
+  EventTransition,
+} from './core/types.ts';
 export { ErrorCode, TelhaError, LeaseConflictError, CorruptRecordError, isTelhaError } from './core/errors.ts';
 export type { LeaseConflictReason } from './core/errors.ts';
 export { systemClock, ManualClock } from './core/clock.ts';

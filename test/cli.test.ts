@@ -23,7 +23,14 @@ describe('the telha CLI', () => {
 
   async function telha(...args: string[]): Promise<Run> {
     try {
-      const { stdout, stderr } = await exec(process.execPath, ['--import', 'tsx', CLI, '--address', server.address, ...args]);
+      const { stdout, stderr } = await exec(process.execPath, [
+        '--import',
+        'tsx',
+        CLI,
+        '--address',
+        server.address,
+        ...args,
+      ]);
       return { code: 0, stdout, stderr };
     } catch (error) {
       const e = error as { code: number; stdout: string; stderr: string };
@@ -38,16 +45,33 @@ describe('the telha CLI', () => {
     await client.enqueue({ kind: 'doomed' }, tenantScope('acme'));
     const [job] = await client.lease({ workerId: 'w1', kinds: ['doomed'] });
     assert.ok(job);
-    deadId = (await client.fail(job.jobId, { workerId: 'w1', leaseGeneration: job.leaseGeneration }, 'disk full', { permanent: true })).jobId;
+    deadId = (
+      await client.fail(job.jobId, { workerId: 'w1', leaseGeneration: job.leaseGeneration }, 'disk full', {
+        permanent: true,
+      })
+    ).jobId;
   });
   after(async () => {
     await server.close();
   });
 
   it('enqueues a job with a JSON payload and shows its lifecycle', async () => {
-    const enqueued = await telha('jobs', 'enqueue', '--kind', 'email', '--tenant', 'acme', '--payload', '{"to":"a@b.c"}', '--json');
+    const enqueued = await telha(
+      'jobs',
+      'enqueue',
+      '--kind',
+      'email',
+      '--tenant',
+      'acme',
+      '--payload',
+      '{"to":"a@b.c"}',
+      '--json',
+    );
     assert.equal(enqueued.code, 0, enqueued.stderr);
-    const { created, job } = JSON.parse(enqueued.stdout) as { created: boolean; job: { jobId: string; payloadText: string; state: string } };
+    const { created, job } = JSON.parse(enqueued.stdout) as {
+      created: boolean;
+      job: { jobId: string; payloadText: string; state: string };
+    };
     assert.equal(created, true);
     assert.equal(job.payloadText, '{"to":"a@b.c"}');
     assert.equal(job.state, 'pending');
@@ -86,9 +110,13 @@ describe('the telha CLI', () => {
     const parsed = JSON.parse(page.stdout) as { jobs: unknown[]; nextPageToken: string | null };
     assert.equal(parsed.jobs.length, 1);
     assert.ok(parsed.nextPageToken);
-    const all = JSON.parse((await telha('jobs', 'list', '--limit', '1', '--all', '--json')).stdout) as { jobs: unknown[] };
+    const all = JSON.parse((await telha('jobs', 'list', '--limit', '1', '--all', '--json')).stdout) as {
+      jobs: unknown[];
+    };
     assert.ok(all.jobs.length >= 3);
-    const kinds = JSON.parse((await telha('jobs', 'list', '--kind', 'rep', '--json')).stdout) as { jobs: { kind: string }[] };
+    const kinds = JSON.parse((await telha('jobs', 'list', '--kind', 'rep', '--json')).stdout) as {
+      jobs: { kind: string }[];
+    };
     assert.deepEqual(
       kinds.jobs.map((j) => j.kind),
       ['report'],
@@ -99,7 +127,11 @@ describe('the telha CLI', () => {
     const stats = await telha('jobs', 'stats', '--tenant', 'acme');
     assert.match(stats.stdout, /^dead\s+doomed\s+1$/m);
     assert.match(stats.stdout, /^total: /m);
-    const json = JSON.parse((await telha('jobs', 'stats', '--json')).stdout) as { state: string; kind: string; count: number }[];
+    const json = JSON.parse((await telha('jobs', 'stats', '--json')).stdout) as {
+      state: string;
+      kind: string;
+      count: number;
+    }[];
     assert.ok(json.some((r) => r.state === 'pending' && r.kind === 'report' && r.count === 1));
   });
 
@@ -109,7 +141,7 @@ describe('the telha CLI', () => {
     assert.equal((JSON.parse(run.stdout) as { state: string }).state, 'pending');
   });
 
-  it('fails with exit code 1 and the server\'s error for a failed call', async () => {
+  it("fails with exit code 1 and the server's error for a failed call", async () => {
     const run = await telha('jobs', 'show', '01890a5d-ac96-774b-bcce-b302099a8057');
     assert.equal(run.code, 1);
     assert.match(run.stderr, /^error: not_found: job 01890a5d-ac96-774b-bcce-b302099a8057 not found$/m);
@@ -127,7 +159,16 @@ describe('the telha CLI', () => {
   });
 
   it('has --help on every command', async () => {
-    for (const args of [[], ['serve'], ['jobs'], ['jobs', 'show'], ['jobs', 'list'], ['jobs', 'retry'], ['jobs', 'enqueue'], ['jobs', 'stats']]) {
+    for (const args of [
+      [],
+      ['serve'],
+      ['jobs'],
+      ['jobs', 'show'],
+      ['jobs', 'list'],
+      ['jobs', 'retry'],
+      ['jobs', 'enqueue'],
+      ['jobs', 'stats'],
+    ]) {
       const run = await telha(...args, '--help');
       assert.equal(run.code, 0, args.join(' '));
       assert.match(run.stdout, /^Usage: telha/m);

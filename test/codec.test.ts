@@ -73,7 +73,7 @@ describe('key codec', () => {
     assert.equal(tenantScopeBytes('acme').toString('hex'), ACME_SCOPE_HEX);
   });
 
-  it('encodes the spec\'s 58-byte key to the golden bytes and back', () => {
+  it("encodes the spec's 58-byte key to the golden bytes and back", () => {
     const key = encodeJobKey({
       scope: tenantScopeBytes('acme'),
       state: JobState.Pending,
@@ -106,12 +106,21 @@ describe('key codec', () => {
       scope: fc.constantFrom(SYSTEM_SCOPE_BYTES, tenantScopeBytes('a'), tenantScopeBytes('b')),
       state: fc.constantFrom(...([0, 1, 2, 3, 4] as const)),
       priority: fc.integer({ min: 0, max: 255 }),
-      createdAt: fc.oneof(fc.integer({ min: 0, max: 2 ** 32 + 5 }), fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER })),
+      createdAt: fc.oneof(
+        fc.integer({ min: 0, max: 2 ** 32 + 5 }),
+        fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+      ),
       jobId: fc.uint8Array({ minLength: 16, maxLength: 16 }),
     });
     fc.assert(
       fc.property(part, part, (a, b) => {
-        const tuple = (p: typeof a): (number | Buffer)[] => [Buffer.from(p.scope), p.state, p.priority, p.createdAt, Buffer.from(p.jobId)];
+        const tuple = (p: typeof a): (number | Buffer)[] => [
+          Buffer.from(p.scope),
+          p.state,
+          p.priority,
+          p.createdAt,
+          Buffer.from(p.jobId),
+        ];
         const ta = tuple(a);
         const tb = tuple(b);
         let expected = 0;
@@ -192,12 +201,16 @@ describe('value codec', () => {
     ['a truncated body', Buffer.from(GOLDEN_VALUE_HEX.slice(0, 40), 'hex')],
     ['a body that is not a map', Buffer.from('0192', 'hex')],
     ['an unknown state', Buffer.from(GOLDEN_VALUE_HEX.replace('a5737461746501', 'a5737461746509'), 'hex')],
-    ['a wrong field type', Buffer.from(GOLDEN_VALUE_HEX.replace('a87072696f7269747907', 'a87072696f72697479a137'), 'hex')],
+    [
+      'a wrong field type',
+      Buffer.from(GOLDEN_VALUE_HEX.replace('a87072696f7269747907', 'a87072696f72697479a137'), 'hex'),
+    ],
   ] as const) {
     it(`refuses ${what} with a typed error naming the key`, () => {
       assert.throws(
         () => decodeRecord(bytes, 'deadbeef'),
-        (error: unknown) => error instanceof CorruptRecordError && error.key === 'deadbeef' && error.message.includes('deadbeef'),
+        (error: unknown) =>
+          error instanceof CorruptRecordError && error.key === 'deadbeef' && error.message.includes('deadbeef'),
       );
     });
   }

@@ -18,7 +18,7 @@ function refuses(run: () => unknown, field: string, message: RegExp): void {
 }
 
 describe('configuration', () => {
-  it('defaults to the spec\'s values', () => {
+  it("defaults to the spec's values", () => {
     assert.deepEqual(DEFAULT_CONFIG.jobs, {
       max_attempts: 5,
       reaper_interval_secs: 30,
@@ -34,11 +34,19 @@ describe('configuration', () => {
   });
 
   it('refuses lease_ttl_secs = 0, naming the key', () => {
-    refuses(() => makeConfig({ jobs: { lease_ttl_secs: 0 } }), 'jobs.lease_ttl_secs', /^jobs\.lease_ttl_secs: must be greater than 0/);
+    refuses(
+      () => makeConfig({ jobs: { lease_ttl_secs: 0 } }),
+      'jobs.lease_ttl_secs',
+      /^jobs\.lease_ttl_secs: must be greater than 0/,
+    );
   });
 
   it('refuses max_attempts = 0, naming the key', () => {
-    refuses(() => makeConfig({ jobs: { max_attempts: 0 } }), 'jobs.max_attempts', /^jobs\.max_attempts: must be greater than 0/);
+    refuses(
+      () => makeConfig({ jobs: { max_attempts: 0 } }),
+      'jobs.max_attempts',
+      /^jobs\.max_attempts: must be greater than 0/,
+    );
   });
 
   it('refuses an unknown key, naming it', () => {
@@ -47,12 +55,21 @@ describe('configuration', () => {
   });
 
   it('refuses a wrong type, naming the key', () => {
-    refuses(() => makeConfig({ jobs: { reaper_interval_secs: '30' } }), 'jobs.reaper_interval_secs', /jobs\.reaper_interval_secs/);
+    refuses(
+      () => makeConfig({ jobs: { reaper_interval_secs: '30' } }),
+      'jobs.reaper_interval_secs',
+      /jobs\.reaper_interval_secs/,
+    );
     refuses(() => makeConfig({ storage: { durability: 'sometimes' } }), 'storage.durability', /storage\.durability/);
   });
 
   it('reads TELHA_SECTION__KEY variables, later layers winning, and leaves other TELHA_ variables alone', () => {
-    const env = { TELHA_JOBS__LEASE_TTL_SECS: '60', TELHA_STORAGE__DURABILITY: 'fsync', TELHA_TOKEN: 'secret', HOME: '/root' };
+    const env = {
+      TELHA_JOBS__LEASE_TTL_SECS: '60',
+      TELHA_STORAGE__DURABILITY: 'fsync',
+      TELHA_TOKEN: 'secret',
+      HOME: '/root',
+    };
     assert.deepEqual(configFromEnv(env), { jobs: { lease_ttl_secs: 60 }, storage: { durability: 'fsync' } });
     const config = resolveConfig([
       { source: 'file', values: { jobs: { lease_ttl_secs: 10, max_attempts: 9 } } },

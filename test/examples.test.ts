@@ -35,6 +35,11 @@ describe('examples', () => {
   });
 
   it('covers every file in examples/', () => {
-    assert.deepEqual(readdirSync(examples).sort(), ['demo-doomed-worker.ts', 'demo.ts', 'engine-demo.ts', 'quickstart.ts']);
+    assert.deepEqual(readdirSync(examples).sort(), [
+      'demo-doomed-worker.ts',
+      'demo.ts',
+      'engine-demo.ts',
+      'quickstart.ts',
+    ]);
   });
 });

@@ -10,7 +10,10 @@ describe('the state machine document', () => {
   for (const edge of TRANSITIONS) {
     it(`draws ${edge.name}: ${edge.from} to ${edge.to}`, () => {
       const from = edge.from === 'start' ? '[*]' : edge.from;
-      assert.ok(diagram.includes(`${from} --> ${edge.to}: ${edge.name}`), `missing "${from} --> ${edge.to}: ${edge.name}"`);
+      assert.ok(
+        diagram.includes(`${from} --> ${edge.to}: ${edge.name}`),
+        `missing "${from} --> ${edge.to}: ${edge.name}"`,
+      );
     });
   }
 

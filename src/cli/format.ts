@@ -36,10 +36,12 @@ export function preview(bytes: Uint8Array): string {
 const SUMMARY: Readonly<Record<JobState, (job: JobRecord) => string>> = {
   [JobState.Pending]: (j) =>
     j.notBefore !== null ? `pending, gated until ${time(j.notBefore)} (backoff)` : 'pending, ready to lease',
-  [JobState.Leased]: (j) => `leased by ${j.workerId ?? '?'} (generation ${j.leaseGeneration}), lease until ${j.leaseDeadline === null ? '?' : time(j.leaseDeadline)}`,
+  [JobState.Leased]: (j) =>
+    `leased by ${j.workerId ?? '?'} (generation ${j.leaseGeneration}), lease until ${j.leaseDeadline === null ? '?' : time(j.leaseDeadline)}`,
   [JobState.Completed]: () => 'completed',
   [JobState.Failed]: () => 'failed (reserved state)',
-  [JobState.Dead]: (j) => `DEAD after ${j.attempts} attempt${j.attempts === 1 ? '' : 's'}: retry with \`telha jobs retry ${j.jobId}\``,
+  [JobState.Dead]: (j) =>
+    `DEAD after ${j.attempts} attempt${j.attempts === 1 ? '' : 's'}: retry with \`telha jobs retry ${j.jobId}\``,
 };
 
 /** `telha jobs show`: the whole lifecycle, readable at 2 am. */
@@ -61,7 +63,9 @@ export function formatShow(job: JobRecord & { effectiveMaxAttempts: number }): s
   for (const e of job.events) {
     const gap = e.at - previous;
     previous = e.at;
-    lines.push(`  ${clock(e.at)}  ${`+${duration(gap)}`.padStart(9)}  ${e.transition.padEnd(10)} ${e.detail ?? ''}`.trimEnd());
+    lines.push(
+      `  ${clock(e.at)}  ${`+${duration(gap)}`.padStart(9)}  ${e.transition.padEnd(10)} ${e.detail ?? ''}`.trimEnd(),
+    );
   }
   const last = job.events[job.events.length - 1];
   if (last) lines.push(`  (${duration(last.at - job.createdAt)} from enqueue to last event)`);
@@ -70,7 +74,11 @@ export function formatShow(job: JobRecord & { effectiveMaxAttempts: number }): s
 
 function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: readonly string[]): string => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   return [line(header), ...rows.map(line)].join('\n');
 }
 

@@ -5,10 +5,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import type { RemoteJob } from "../client/convert.ts";
+import type { RemoteJob } from '../client/convert.ts';
 import { TelhaClient, DEFAULT_ADDRESS } from '../client/client.ts';
 import { isTelhaError } from '../core/errors.ts';
-import type { JobState} from '../core/types.ts';
+import type { JobState } from '../core/types.ts';
 import { JOB_STATE_NAMES, SYSTEM_SCOPE, tenantScope, type JobRecord, type QueueScope } from '../core/types.ts';
 import { formatList, formatShow, formatStats } from './format.ts';
 import { serve } from './serve.ts';
@@ -89,7 +89,11 @@ export function buildProgram(): Command {
 
   const client = (): TelhaClient => {
     const g = program.opts<GlobalOptions>();
-    return new TelhaClient({ address: g.address, ...(g.token ? { token: g.token } : {}), ...(g.tls ? { tls: true } : {}) });
+    return new TelhaClient({
+      address: g.address,
+      ...(g.token ? { token: g.token } : {}),
+      ...(g.tls ? { tls: true } : {}),
+    });
   };
 
   program
@@ -129,30 +133,41 @@ export function buildProgram(): Command {
     .option('--page-token <token>', 'continue from a previous page')
     .option('--all', 'follow every page')
     .option('--json', 'print JSON')
-    .action(async (o: ScopeOptions & { state?: string; kind?: string; limit: number; pageToken?: string; all?: boolean; json?: boolean }) => {
-      const c = client();
-      const scope = scopeOf(o);
-      const all: RemoteJob[] = [];
-      let token = o.pageToken;
-      let next: string | null = null;
-      do {
-        const page = await c.list({
-          ...(scope ? { scope } : {}),
-          ...(o.state ? { state: STATES[o.state] as JobState } : {}),
-          ...(o.kind ? { kindPrefix: o.kind } : {}),
-          limit: o.limit,
-          ...(token ? { pageToken: token } : {}),
-        });
-        all.push(...page.jobs);
-        next = page.nextPageToken;
-        token = next ?? undefined;
-      } while (o.all && next !== null);
-      if (o.json) print({ jobs: all.map(jobJson), nextPageToken: next });
-      else {
-        print(formatList(all));
-        if (next !== null) process.stderr.write(`more: --page-token ${next}\n`);
-      }
-    });
+    .action(
+      async (
+        o: ScopeOptions & {
+          state?: string;
+          kind?: string;
+          limit: number;
+          pageToken?: string;
+          all?: boolean;
+          json?: boolean;
+        },
+      ) => {
+        const c = client();
+        const scope = scopeOf(o);
+        const all: RemoteJob[] = [];
+        let token = o.pageToken;
+        let next: string | null = null;
+        do {
+          const page = await c.list({
+            ...(scope ? { scope } : {}),
+            ...(o.state ? { state: STATES[o.state] as JobState } : {}),
+            ...(o.kind ? { kindPrefix: o.kind } : {}),
+            limit: o.limit,
+            ...(token ? { pageToken: token } : {}),
+          });
+          all.push(...page.jobs);
+          next = page.nextPageToken;
+          token = next ?? undefined;
+        } while (o.all && next !== null);
+        if (o.json) print({ jobs: all.map(jobJson), nextPageToken: next });
+        else {
+          print(formatList(all));
+          if (next !== null) process.stderr.write(`more: --page-token ${next}\n`);
+        }
+      },
+    );
 
   jobs
     .command('retry')
@@ -178,7 +193,15 @@ export function buildProgram(): Command {
     .option('--json', 'print the record as JSON')
     .action(
       async (
-        o: ScopeOptions & { kind: string; payload?: string; priority?: number; delayMs?: number; maxAttempts?: number; idempotencyKey?: string; json?: boolean },
+        o: ScopeOptions & {
+          kind: string;
+          payload?: string;
+          priority?: number;
+          delayMs?: number;
+          maxAttempts?: number;
+          idempotencyKey?: string;
+          json?: boolean;
+        },
       ) => {
         const payload = readPayload(o.payload);
         const scope = scopeOf(o);
@@ -206,7 +229,11 @@ export function buildProgram(): Command {
     .option('--json', 'print JSON')
     .action(async (o: ScopeOptions & { json?: boolean }) => {
       const rows = await client().counts(scopeOf(o));
-      print(o.json ? rows.map((r) => ({ state: JOB_STATE_NAMES[r.state], kind: r.kind, count: r.count })) : formatStats(rows));
+      print(
+        o.json
+          ? rows.map((r) => ({ state: JOB_STATE_NAMES[r.state], kind: r.kind, count: r.count }))
+          : formatStats(rows),
+      );
     });
 
   return program;
@@ -234,4 +261,3 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 1;
   }
 }
-

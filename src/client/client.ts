@@ -85,7 +85,9 @@ export class TelhaClient {
   private readonly timeoutMs: number;
 
   constructor(options: ClientOptions = {}) {
-    const credentials = options.tls ? grpc.credentials.createSsl(options.ca ?? null) : grpc.credentials.createInsecure();
+    const credentials = options.tls
+      ? grpc.credentials.createSsl(options.ca ?? null)
+      : grpc.credentials.createInsecure();
     this.stub = new Stub(options.address ?? DEFAULT_ADDRESS, credentials, {
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
@@ -103,7 +105,11 @@ export class TelhaClient {
     this.stub.close();
   }
 
-  private rpc<K extends MethodName>(method: K, request: RequestInitOf<K>, options?: Partial<CallOptions>): Promise<ResponseOf<K>> {
+  private rpc<K extends MethodName>(
+    method: K,
+    request: RequestInitOf<K>,
+    options?: Partial<CallOptions>,
+  ): Promise<ResponseOf<K>> {
     const timeoutMs = options?.timeoutMs ?? this.timeoutMs;
     const signal = options?.signal;
     return new Promise<ResponseOf<K>>((resolve, reject) => {
@@ -111,7 +117,9 @@ export class TelhaClient {
         reject(fromWireError(new WireError(grpc.status.CANCELLED, 'call cancelled', new grpc.Metadata())));
         return;
       }
-      const fn = (this.stub as unknown as Record<string, ((...args: unknown[]) => grpc.ClientUnaryCall) | undefined>)[method];
+      const fn = (this.stub as unknown as Record<string, ((...args: unknown[]) => grpc.ClientUnaryCall) | undefined>)[
+        method
+      ];
       if (fn === undefined) throw new Error(`unknown method ${method}`);
       const call = fn.call(
         this.stub,
@@ -161,7 +169,11 @@ export class TelhaClient {
 
   async counts(scope?: QueueScope): Promise<CountRow[]> {
     const res = await this.rpc('counts', { scope: scopeToWire(scope) });
-    return res.rows.map((r) => ({ state: stateFromWire(r.state) ?? JobStateCore.Pending, kind: r.kind, count: Number(r.count) }));
+    return res.rows.map((r) => ({
+      state: stateFromWire(r.state) ?? JobStateCore.Pending,
+      kind: r.kind,
+      count: Number(r.count),
+    }));
   }
 
   /** Operator: move a Dead job back to Pending with its attempts reset. */
@@ -201,8 +213,15 @@ export class TelhaClient {
   }
 
   /** Complete a leased job, optionally enqueueing successors in the same fenced write. */
-  async complete(jobId: string, fence: LeaseFence, successors: readonly NewJobInput[] = []): Promise<{ job: RemoteJob; successors: EnqueueOutcome[] }> {
-    const res = await this.rpc('complete', { fence: wireFence(jobId, fence), successors: successors.map(newJobToWire) });
+  async complete(
+    jobId: string,
+    fence: LeaseFence,
+    successors: readonly NewJobInput[] = [],
+  ): Promise<{ job: RemoteJob; successors: EnqueueOutcome[] }> {
+    const res = await this.rpc('complete', {
+      fence: wireFence(jobId, fence),
+      successors: successors.map(newJobToWire),
+    });
     return {
       job: jobFromWire(requireJob(res.job)),
       successors: res.successors.map((r) => ({ job: jobFromWire(requireJob(r.job)), created: r.created })),
@@ -214,23 +233,43 @@ export class TelhaClient {
    * its own; the result holds, in order, `null` for an accepted completion or
    * the error the single call would have thrown.
    */
-  async completeBatch(items: readonly { jobId: string; fence: LeaseFence; successors?: readonly NewJobInput[] }[]): Promise<(Error | null)[]> {
+  async completeBatch(
+    items: readonly { jobId: string; fence: LeaseFence; successors?: readonly NewJobInput[] }[],
+  ): Promise<(Error | null)[]> {
     const res = await this.rpc('completeBatch', {
-      items: items.map((i) => ({ fence: wireFence(i.jobId, i.fence), successors: (i.successors ?? []).map(newJobToWire) })),
+      items: items.map((i) => ({
+        fence: wireFence(i.jobId, i.fence),
+        successors: (i.successors ?? []).map(newJobToWire),
+      })),
     });
     return res.outcomes.map((o, i) => outcomeToError(o, items[i]?.jobId ?? ''));
   }
 
   /** Fail many leased jobs in one round trip, item by item like {@link completeBatch}. */
-  async failBatch(items: readonly { jobId: string; fence: LeaseFence; error: string; permanent?: boolean }[]): Promise<(Error | null)[]> {
+  async failBatch(
+    items: readonly { jobId: string; fence: LeaseFence; error: string; permanent?: boolean }[],
+  ): Promise<(Error | null)[]> {
     const res = await this.rpc('failBatch', {
-      items: items.map((i) => ({ fence: wireFence(i.jobId, i.fence), error: i.error, permanent: i.permanent ?? false })),
+      items: items.map((i) => ({
+        fence: wireFence(i.jobId, i.fence),
+        error: i.error,
+        permanent: i.permanent ?? false,
+      })),
     });
     return res.outcomes.map((o, i) => outcomeToError(o, items[i]?.jobId ?? ''));
   }
 
-  async fail(jobId: string, fence: LeaseFence, error: string, options: { permanent?: boolean } = {}): Promise<RemoteJob> {
-    const res = await this.rpc('fail', { fence: wireFence(jobId, fence), error, permanent: options.permanent ?? false });
+  async fail(
+    jobId: string,
+    fence: LeaseFence,
+    error: string,
+    options: { permanent?: boolean } = {},
+  ): Promise<RemoteJob> {
+    const res = await this.rpc('fail', {
+      fence: wireFence(jobId, fence),
+      error,
+      permanent: options.permanent ?? false,
+    });
     return jobFromWire(requireJob(res.job));
   }
 }

@@ -24,7 +24,11 @@ export function jobFromWire(job: Job): RemoteJob {
     idempotencyKey: job.idempotencyKey ?? null,
     maxAttempts: job.maxAttempts ?? null,
     continuation: job.continuation ?? null,
-    events: job.events.map((e) => ({ at: Number(e.atUs), transition: e.transition as EventTransition, detail: e.detail ?? null })),
+    events: job.events.map((e) => ({
+      at: Number(e.atUs),
+      transition: e.transition as EventTransition,
+      detail: e.detail ?? null,
+    })),
     effectiveMaxAttempts: job.effectiveMaxAttempts,
   };
 }
@@ -43,7 +47,8 @@ export interface NewJobInput {
 export function newJobToWire(job: NewJobInput): NewJob {
   return create(NewJobSchema, {
     kind: job.kind,
-    payload: typeof job.payload === 'string' ? new TextEncoder().encode(job.payload) : (job.payload ?? new Uint8Array(0)),
+    payload:
+      typeof job.payload === 'string' ? new TextEncoder().encode(job.payload) : (job.payload ?? new Uint8Array(0)),
     ...(job.priority === undefined ? {} : { priority: job.priority }),
     ...(job.delayMs === undefined ? {} : { delayMs: BigInt(Math.trunc(job.delayMs)) }),
     ...(job.notBefore === undefined ? {} : { notBeforeUs: BigInt(Math.trunc(job.notBefore)) }),

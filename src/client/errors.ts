@@ -54,6 +54,8 @@ export function fromWireError(error: unknown): Error {
 export function isTransient(error: unknown): boolean {
   return (
     error instanceof TelhaError &&
-    (error.code === ErrorCode.Unavailable || error.code === ErrorCode.ResourceExhausted || error.code === ErrorCode.Internal)
+    (error.code === ErrorCode.Unavailable ||
+      error.code === ErrorCode.ResourceExhausted ||
+      error.code === ErrorCode.Internal)
   );
 }

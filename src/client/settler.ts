@@ -10,8 +10,19 @@ import type { TelhaClient } from './client.ts';
 import type { NewJobInput } from './convert.ts';
 
 type Item =
-  | { readonly type: 'complete'; readonly jobId: string; readonly fence: LeaseFence; readonly successors: readonly NewJobInput[] }
-  | { readonly type: 'fail'; readonly jobId: string; readonly fence: LeaseFence; readonly error: string; readonly permanent: boolean };
+  | {
+      readonly type: 'complete';
+      readonly jobId: string;
+      readonly fence: LeaseFence;
+      readonly successors: readonly NewJobInput[];
+    }
+  | {
+      readonly type: 'fail';
+      readonly jobId: string;
+      readonly fence: LeaseFence;
+      readonly error: string;
+      readonly permanent: boolean;
+    };
 
 interface Entry {
   readonly item: Item;

@@ -93,7 +93,8 @@ export class Worker {
     this.options = options;
     this.workerId = options.workerId ?? `worker-${randomUUID()}`;
     this.concurrency = options.concurrency ?? 10;
-    if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new RangeError('concurrency must be a positive integer');
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1)
+      throw new RangeError('concurrency must be a positive integer');
     this.client = new TelhaClient(options);
     this.settler = new Settler(this.client);
   }

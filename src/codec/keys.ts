@@ -118,7 +118,8 @@ export interface DecodedJobKey {
 }
 
 export function decodeJobKey(key: Uint8Array): DecodedJobKey {
-  if (key.byteLength !== JOB_KEY_BYTES) throw new RangeError(`job key must be ${JOB_KEY_BYTES} bytes, got ${key.byteLength}`);
+  if (key.byteLength !== JOB_KEY_BYTES)
+    throw new RangeError(`job key must be ${JOB_KEY_BYTES} bytes, got ${key.byteLength}`);
   const buf = Buffer.from(key.buffer, key.byteOffset, key.byteLength);
   return {
     scope: buf.subarray(0, SCOPE_BYTES),

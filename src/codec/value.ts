@@ -8,13 +8,7 @@
  */
 import { Packr } from 'msgpackr';
 import { CorruptRecordError } from '../core/errors.ts';
-import {
-  EVENT_TRANSITIONS,
-  isJobState,
-  type EventTransition,
-  type JobEvent,
-  type JobRecord,
-} from '../core/types.ts';
+import { EVENT_TRANSITIONS, isJobState, type EventTransition, type JobEvent, type JobRecord } from '../core/types.ts';
 import { jobIdFromBytes, jobIdToBytes } from './keys.ts';
 
 /** Version 1: the layout documented above. Bump it, and keep a decoder for every older version, when it changes. */
@@ -96,7 +90,8 @@ function readRecord(raw: unknown, keyHex: string): JobRecord {
       throw new CorruptRecordError(keyHex, 'an event is malformed');
     }
     const detail = ev['detail'];
-    if (detail !== null && typeof detail !== 'string') throw new CorruptRecordError(keyHex, 'an event detail is malformed');
+    if (detail !== null && typeof detail !== 'string')
+      throw new CorruptRecordError(keyHex, 'an event detail is malformed');
     return { at: ev['at'], transition: ev['transition'] as EventTransition, detail };
   });
   return {

@@ -177,7 +177,10 @@ export function resolveConfig(layers: readonly { source: string; values: ConfigI
   const first = result.error.issues[0];
   if (!first) throw invalidArgument('config', 'invalid configuration');
   const { field, detail } = describeIssue(first);
-  const from = origin.get(field) ?? origin.get(/^[^.[]+(\.[^.[]+)?/.exec(field)?.[0] ?? '') ?? origin.get(field.split('.')[0] ?? '');
+  const from =
+    origin.get(field) ??
+    origin.get(/^[^.[]+(\.[^.[]+)?/.exec(field)?.[0] ?? '') ??
+    origin.get(field.split('.')[0] ?? '');
   throw invalidArgument(field, from ? `${detail} (from ${from})` : detail);
 }
 

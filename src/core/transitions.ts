@@ -212,7 +212,13 @@ export function reap(record: JobRecord, now: Micros, policy: RetryPolicy): JobRe
     record.events,
     event(now, 'reaped', `worker=${record.workerId ?? ''} generation=${record.leaseGeneration} attempt=${attempts}`),
   );
-  return retryOrDeadLetter({ ...leaveLease(record), attempts }, events, now, policy, 'lease expired on the last attempt');
+  return retryOrDeadLetter(
+    { ...leaveLease(record), attempts },
+    events,
+    now,
+    policy,
+    'lease expired on the last attempt',
+  );
 }
 
 /** retry (operator): Dead back to Pending with a fresh attempt budget. The generation keeps growing. */
@@ -260,7 +266,8 @@ function expectState(record: JobRecord, transition: string, expected: JobState):
 }
 
 function event(at: Micros, transition: EventTransition, detail: string | null): JobEvent {
-  const cut = detail !== null && detail.length > MAX_EVENT_DETAIL_CHARS ? `${detail.slice(0, MAX_EVENT_DETAIL_CHARS)}…` : detail;
+  const cut =
+    detail !== null && detail.length > MAX_EVENT_DETAIL_CHARS ? `${detail.slice(0, MAX_EVENT_DETAIL_CHARS)}…` : detail;
   return { at, transition, detail: cut };
 }
 

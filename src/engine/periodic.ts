@@ -31,7 +31,10 @@ export class PeriodicService {
   runOnce(): Promise<void> {
     this.running ??= this.pass()
       .catch((error: unknown) => {
-        this.logger.error({ service: this.name, err: error instanceof Error ? error.message : String(error) }, 'background pass failed');
+        this.logger.error(
+          { service: this.name, err: error instanceof Error ? error.message : String(error) },
+          'background pass failed',
+        );
       })
       .finally(() => {
         this.running = null;

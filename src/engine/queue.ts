@@ -191,7 +191,10 @@ export class Queue {
     if (jobs.length > MAX_BATCH_JOBS) throw invalidArgument('jobs', `at most ${MAX_BATCH_JOBS} jobs per batch`);
     const drafts = jobs.map((job, i) => this.draft(scope, job, now, jobs.length === 1 ? '' : `jobs[${i}].`));
     const outcomes = await this.store.insert(drafts, now);
-    this.announce(outcomes.filter((o) => o.created).map((o) => o.record), now);
+    this.announce(
+      outcomes.filter((o) => o.created).map((o) => o.record),
+      now,
+    );
     return outcomes.map(({ record, created }) => ({ job: record, created }));
   }
 
@@ -209,7 +212,9 @@ export class Queue {
       notBefore = delay > 0 ? now + delay * 1000 : null;
     }
     const maxAttempts =
-      job.maxAttempts === undefined ? null : checkIntegerInRange(`${prefix}max_attempts`, job.maxAttempts, 1, 1_000_000);
+      job.maxAttempts === undefined
+        ? null
+        : checkIntegerInRange(`${prefix}max_attempts`, job.maxAttempts, 1, 1_000_000);
     const idempotencyKey = checkIdempotencyKey(job.idempotencyKey, `${prefix}idempotency_key`);
     return { jobId: newJobId(), tenant, kind, payload, priority, notBefore, idempotencyKey, maxAttempts };
   }
@@ -306,7 +311,12 @@ export class Queue {
     return this.extend(jobId, fence, ANY_SCOPE);
   }
 
-  checkpoint(jobId: string, fence: LeaseFence, continuation: Uint8Array, scope: ScopeFilter = ANY_SCOPE): Promise<JobRecord> {
+  checkpoint(
+    jobId: string,
+    fence: LeaseFence,
+    continuation: Uint8Array,
+    scope: ScopeFilter = ANY_SCOPE,
+  ): Promise<JobRecord> {
     return this.checkpointAt(this.clock.now(), jobId, fence, continuation, scope);
   }
 
@@ -321,7 +331,12 @@ export class Queue {
     return this.fenced(jobId, fence, scope, now, (r, f) => transitions.checkpoint(r, f, bytes, now, this.policy));
   }
 
-  complete(jobId: string, fence: LeaseFence, options: CompleteOptions = {}, scope: ScopeFilter = ANY_SCOPE): Promise<CompleteResult> {
+  complete(
+    jobId: string,
+    fence: LeaseFence,
+    options: CompleteOptions = {},
+    scope: ScopeFilter = ANY_SCOPE,
+  ): Promise<CompleteResult> {
     return this.completeAt(this.clock.now(), jobId, fence, options, scope);
   }
 
@@ -347,13 +362,17 @@ export class Queue {
       id,
       (current) => {
         assertInScope(current, scope);
-        const successorScope: QueueScope = current.tenant === null ? SYSTEM_SCOPE : { type: 'tenant', tenant: current.tenant };
+        const successorScope: QueueScope =
+          current.tenant === null ? SYSTEM_SCOPE : { type: 'tenant', tenant: current.tenant };
         const successors = requested.map((job, i) => this.draft(successorScope, job, now, `successors[${i}].`));
         return { record: transitions.complete(current, checkedFence, now), successors };
       },
       now,
     );
-    this.announce(outcome.successors.filter((o) => o.created).map((o) => o.record), now);
+    this.announce(
+      outcome.successors.filter((o) => o.created).map((o) => o.record),
+      now,
+    );
     return {
       job: outcome.record,
       successors: outcome.successors.map(({ record, created }) => ({ job: record, created })),
@@ -378,7 +397,9 @@ export class Queue {
   ): Promise<JobRecord> {
     if (typeof options.error !== 'string') throw invalidArgument('error', 'must be a string');
     const request = { error: options.error, retryable: options.retryable ?? true };
-    const record = await this.fenced(jobId, fence, scope, now, (r, f) => transitions.fail(r, f, request, now, this.policy));
+    const record = await this.fenced(jobId, fence, scope, now, (r, f) =>
+      transitions.fail(r, f, request, now, this.policy),
+    );
     if (record.state === JobState.Dead) this.logDead(record, 'failed');
     this.announce([record], now);
     return record;
@@ -492,11 +513,16 @@ export class Queue {
       const results = await Promise.all(
         ids.map(async (id) => {
           try {
-            const update = await this.store.update(id, (current) => ({ record: transitions.reap(current, now, this.policy) }), now);
+            const update = await this.store.update(
+              id,
+              (current) => ({ record: transitions.reap(current, now, this.policy) }),
+              now,
+            );
             return update.record;
           } catch (error) {
             // Extended or finished since it was listed: nothing to reap.
-            if (isTelhaError(error, ErrorCode.FailedPrecondition) || isTelhaError(error, ErrorCode.NotFound)) return null;
+            if (isTelhaError(error, ErrorCode.FailedPrecondition) || isTelhaError(error, ErrorCode.NotFound))
+              return null;
             throw error;
           }
         }),
@@ -510,10 +536,16 @@ export class Queue {
           dead++;
           this.logDead(record, 'lease expired');
         } else {
-          this.logger.info({ jobId: record.jobId, kind: record.kind, tenant: record.tenant, attempts: record.attempts }, 'reaped an expired lease');
+          this.logger.info(
+            { jobId: record.jobId, kind: record.kind, tenant: record.tenant, attempts: record.attempts },
+            'reaped an expired lease',
+          );
         }
       }
-      this.announce(results.filter((r): r is JobRecord => r !== null), now);
+      this.announce(
+        results.filter((r): r is JobRecord => r !== null),
+        now,
+      );
       if (ids.length < REAP_BATCH || progressed === 0) return { reaped, dead };
     }
   }

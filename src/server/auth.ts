@@ -5,13 +5,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { TokenConfig } from '../core/config.ts';
 import { ErrorCode, TelhaError } from '../core/errors.ts';
-import {
-  ANY_SCOPE,
-  SYSTEM_SCOPE,
-  tenantScope,
-  type QueueScope,
-  type ScopeFilter,
-} from '../core/types.ts';
+import { ANY_SCOPE, SYSTEM_SCOPE, tenantScope, type QueueScope, type ScopeFilter } from '../core/types.ts';
 import { checkTenant } from '../core/validate.ts';
 
 export type Role = 'tenant' | 'worker' | 'operator';
@@ -34,7 +28,11 @@ export interface Principal {
 }
 
 /** With no tokens configured every caller is an operator; the server then listens on loopback only. */
-export const OPEN_ACCESS: Principal = Object.freeze({ role: 'operator', tenant: null, name: 'anonymous (no tokens configured)' });
+export const OPEN_ACCESS: Principal = Object.freeze({
+  role: 'operator',
+  tenant: null,
+  name: 'anonymous (no tokens configured)',
+});
 
 interface KnownToken {
   readonly digest: Buffer;
@@ -64,7 +62,8 @@ export class Authenticator {
   authenticate(authorization: string | null): Principal {
     if (this.open) return OPEN_ACCESS;
     const match = authorization === null ? null : /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-    if (!match?.[1]) throw new TelhaError(ErrorCode.Unauthenticated, 'missing bearer token (authorization: Bearer <token>)');
+    if (!match?.[1])
+      throw new TelhaError(ErrorCode.Unauthenticated, 'missing bearer token (authorization: Bearer <token>)');
     // Compare digests of equal length against every known token, without stopping early,
     // so neither the length nor the position of a match shows in the timing.
     const presented = digest(match[1]);
@@ -107,6 +106,7 @@ export function resolveScope(principal: Principal, requested: RequestedScope, al
 
 /** The single scope a write goes to; `any` is not a place to write. */
 export function writeScope(scope: ScopeFilter): QueueScope {
-  if (scope.type === 'any') throw new TelhaError(ErrorCode.InvalidArgument, 'scope: name a tenant or the system scope', { field: 'scope' });
+  if (scope.type === 'any')
+    throw new TelhaError(ErrorCode.InvalidArgument, 'scope: name a tenant or the system scope', { field: 'scope' });
   return scope;
 }

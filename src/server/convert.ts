@@ -1,7 +1,7 @@
 /** Engine records to wire messages and back. */
 import { create } from '@bufbuild/protobuf';
 import { invalidArgument } from '../core/errors.ts';
-import type { JobState as CoreState} from '../core/types.ts';
+import type { JobState as CoreState } from '../core/types.ts';
 import { type JobRecord } from '../core/types.ts';
 import type { EnqueueOptions, EnqueueResult } from '../engine/queue.ts';
 import {
@@ -44,7 +44,11 @@ export function jobToWire(record: JobRecord, defaultMaxAttempts: number): Job {
     ...(record.maxAttempts === null ? {} : { maxAttempts: record.maxAttempts }),
     ...(record.continuation === null ? {} : { continuation: record.continuation }),
     events: record.events.map((e) =>
-      create(JobEventSchema, { atUs: BigInt(e.at), transition: e.transition, ...(e.detail === null ? {} : { detail: e.detail }) }),
+      create(JobEventSchema, {
+        atUs: BigInt(e.at),
+        transition: e.transition,
+        ...(e.detail === null ? {} : { detail: e.detail }),
+      }),
     ),
   });
 }

@@ -15,7 +15,12 @@ export function createLogger(options: { level?: string; pretty?: boolean } = {})
         censor: '[redacted]',
       },
       ...(pretty
-        ? { transport: { target: 'pino-pretty', options: { destination: 2, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' } } }
+        ? {
+            transport: {
+              target: 'pino-pretty',
+              options: { destination: 2, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' },
+            },
+          }
         : {}),
     },
     pretty ? undefined : pino.destination({ fd: 2, sync: false }),

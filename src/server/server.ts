@@ -9,7 +9,15 @@ import type { TelhaConfig } from '../core/config.ts';
 import { invalidArgument } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Queue } from '../engine/queue.ts';
-import { FIELD_HEADER, JOB_HEADER, MAX_MESSAGE_BYTES, queueServiceDefinition, REASON_HEADER, responseOf, type MethodName } from '../wire/service.ts';
+import {
+  FIELD_HEADER,
+  JOB_HEADER,
+  MAX_MESSAGE_BYTES,
+  queueServiceDefinition,
+  REASON_HEADER,
+  responseOf,
+  type MethodName,
+} from '../wire/service.ts';
 import { Authenticator } from './auth.ts';
 import { CallFailed, createQueueService, type CallContext, type QueueServiceImpl } from './service.ts';
 import { describeError, type WireStatus } from './status.ts';
@@ -33,7 +41,11 @@ export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
-export async function startServer(options: { queue: Queue; config: TelhaConfig; logger: Logger }): Promise<RunningServer> {
+export async function startServer(options: {
+  queue: Queue;
+  config: TelhaConfig;
+  logger: Logger;
+}): Promise<RunningServer> {
   const { queue, config, logger } = options;
   const { host, port } = splitAddress(config.server.address);
   const auth = new Authenticator(config.server.tokens);
@@ -60,7 +72,9 @@ export async function startServer(options: { queue: Queue; config: TelhaConfig; 
 
   const credentials =
     certFile !== undefined && keyFile !== undefined
-      ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: readFileSync(certFile), private_key: readFileSync(keyFile) }])
+      ? grpc.ServerCredentials.createSsl(null, [
+          { cert_chain: readFileSync(certFile), private_key: readFileSync(keyFile) },
+        ])
       : grpc.ServerCredentials.createInsecure();
   const bindHost = host.includes(':') ? `[${host}]` : host;
   const boundPort = await new Promise<number>((resolve, reject) => {
@@ -83,7 +97,9 @@ export async function startServer(options: { queue: Queue; config: TelhaConfig; 
         // Parked long-polls return at once with no jobs; other calls run to completion.
         shutdown.abort();
         const drained = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
-        const grace = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), config.server.shutdown_grace_ms).unref());
+        const grace = new Promise<'timeout'>((resolve) =>
+          setTimeout(() => resolve('timeout'), config.server.shutdown_grace_ms).unref(),
+        );
         if ((await Promise.race([drained.then(() => 'drained' as const), grace])) === 'timeout') {
           logger.warn({}, 'grace period over: cutting remaining calls');
           server.forceShutdown();
@@ -111,7 +127,10 @@ function adaptService(service: QueueServiceImpl, logger: Logger): grpc.UntypedSe
       const abort = new AbortController();
       call.once('cancelled', () => abort.abort());
       const authorization = call.metadata.get('authorization')[0];
-      impl(call.request, { authorization: typeof authorization === 'string' ? authorization : null, signal: abort.signal }).then(
+      impl(call.request, {
+        authorization: typeof authorization === 'string' ? authorization : null,
+        signal: abort.signal,
+      }).then(
         (response) => callback(null, responseOf(name, response as never)),
         (error: unknown) => {
           const status = error instanceof CallFailed ? error.status : describeError(error, logger, { method: name });

@@ -18,7 +18,14 @@ import {
 } from '../gen/telha/v1/queue_pb.ts';
 import type { MethodName, RequestOf, ResponseInitOf } from '../wire/service.ts';
 import { stateToWire } from '../wire/states.ts';
-import { requirePermission, resolveScope, writeScope, type Authenticator, type Permission, type Principal } from './auth.ts';
+import {
+  requirePermission,
+  resolveScope,
+  writeScope,
+  type Authenticator,
+  type Permission,
+  type Principal,
+} from './auth.ts';
 import {
   enqueueResultToWire,
   jobToWire,
@@ -86,13 +93,18 @@ export function createQueueService(deps: ServiceDeps): QueueServiceImpl {
       inFlight++;
       try {
         if (inFlight > config.max_concurrent_calls) {
-          throw new TelhaError(ErrorCode.ResourceExhausted, `over ${config.max_concurrent_calls} calls in flight; retry later`);
+          throw new TelhaError(
+            ErrorCode.ResourceExhausted,
+            `over ${config.max_concurrent_calls} calls in flight; retry later`,
+          );
         }
         principal = auth.authenticate(ctx.authorization);
         requirePermission(principal, permission);
         return await run(req, { principal, ctx });
       } catch (error) {
-        throw new CallFailed(describeError(error, logger, { method, caller: principal?.name ?? null, tenant: principal?.tenant ?? null }));
+        throw new CallFailed(
+          describeError(error, logger, { method, caller: principal?.name ?? null, tenant: principal?.tenant ?? null }),
+        );
       } finally {
         inFlight--;
       }
@@ -173,7 +185,14 @@ export function createQueueService(deps: ServiceDeps): QueueServiceImpl {
       const { jobId, fence } = fenceFromWire(req.fence);
       const job = await queue.fail(jobId, fence, { error: req.error, retryable: !req.permanent }, workScope(principal));
       logger.info(
-        { jobId, kind: job.kind, tenant: job.tenant, workerId: fence.workerId, attempts: job.attempts, permanent: req.permanent },
+        {
+          jobId,
+          kind: job.kind,
+          tenant: job.tenant,
+          workerId: fence.workerId,
+          attempts: job.attempts,
+          permanent: req.permanent,
+        },
         'job failed',
       );
       return { job: toWire(job) };

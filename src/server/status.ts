@@ -44,6 +44,9 @@ export function describeError(error: unknown, logger: Logger, context: object): 
     };
   }
   // A bug or an I/O failure: log it whole, tell the caller little.
-  logger.error({ ...context, err: error instanceof Error ? (error.stack ?? error.message) : String(error) }, 'internal error');
+  logger.error(
+    { ...context, err: error instanceof Error ? (error.stack ?? error.message) : String(error) },
+    'internal error',
+  );
   return { code: Status.INTERNAL, message: 'internal error', reason: null, field: null, jobId: null };
 }

@@ -4,7 +4,14 @@
  * the client, messages (de)serialized by protobuf-es, so both sides stay
  * typed and the `.proto` files stay the single source of truth.
  */
-import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
+import {
+  create,
+  fromBinary,
+  toBinary,
+  type DescMessage,
+  type MessageInitShape,
+  type MessageShape,
+} from '@bufbuild/protobuf';
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import { QueueService } from '../gen/telha/v1/queue_pb.ts';
 
@@ -17,7 +24,9 @@ export type RequestInitOf<K extends MethodName> = MessageInitShape<Methods[K]['i
 export type ResponseOf<K extends MethodName> = MessageShape<Methods[K]['output']>;
 export type ResponseInitOf<K extends MethodName> = MessageInitShape<Methods[K]['output']>;
 
-function codec<D extends DescMessage>(schema: D): { serialize: (value: MessageShape<D>) => Buffer; deserialize: (bytes: Buffer) => MessageShape<D> } {
+function codec<D extends DescMessage>(
+  schema: D,
+): { serialize: (value: MessageShape<D>) => Buffer; deserialize: (bytes: Buffer) => MessageShape<D> } {
   return {
     serialize: (value) => {
       const bytes = toBinary(schema, value);

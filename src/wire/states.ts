@@ -11,7 +11,7 @@ const TO_WIRE: Readonly<Record<CoreState, JobState>> = {
 };
 
 const FROM_WIRE: ReadonlyMap<JobState, CoreState> = new Map(
-  (Object.entries(TO_WIRE)).map(([core, wire]) => [wire, Number(core) as CoreState]),
+  Object.entries(TO_WIRE).map(([core, wire]) => [wire, Number(core) as CoreState]),
 );
 
 export function stateToWire(state: CoreState): JobState {

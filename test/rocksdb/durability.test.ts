@@ -64,7 +64,9 @@ describe('rocksdb durability', () => {
         );
         const enqueued: string[] = [];
         const completed: string[] = [];
-        const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+        const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+          child.on('exit', (_code, signal) => resolve(signal)),
+        );
         for await (const line of createInterface({ input: child.stdout })) {
           const [what, id] = line.split(' ');
           if (what === 'enqueued' && id) enqueued.push(id);

@@ -58,7 +58,9 @@ describe('who may do what', () => {
     await globex.enqueue({ kind: 'doomed' });
     const [doomed] = await worker.lease({ workerId: 'fleet-1', kinds: ['doomed'] });
     assert.ok(doomed);
-    globexDead = (await worker.fail(doomed.jobId, { workerId: 'fleet-1', leaseGeneration: 1 }, 'x', { permanent: true })).jobId;
+    globexDead = (
+      await worker.fail(doomed.jobId, { workerId: 'fleet-1', leaseGeneration: 1 }, 'x', { permanent: true })
+    ).jobId;
     await acme.enqueue({ kind: 'mine' });
   });
   after(async () => {
@@ -67,10 +69,13 @@ describe('who may do what', () => {
 
   it('refuses a call without a token, or with an unknown one, as UNAUTHENTICATED', async () => {
     await rejectsWith(new TelhaClient({ address: server.address }).counts(), ErrorCode.Unauthenticated);
-    await rejectsWith(new TelhaClient({ address: server.address, token: 'not-a-real-token-at-all' }).counts(), ErrorCode.Unauthenticated);
+    await rejectsWith(
+      new TelhaClient({ address: server.address, token: 'not-a-real-token-at-all' }).counts(),
+      ErrorCode.Unauthenticated,
+    );
   });
 
-  it('keeps tenant A out of tenant B\'s jobs on every call', async () => {
+  it("keeps tenant A out of tenant B's jobs on every call", async () => {
     await rejectsWith(acme.show(globexJob), ErrorCode.NotFound);
     const listed = await acme.list();
     assert.ok(listed.jobs.every((j) => j.tenant === 'acme'));
@@ -85,7 +90,10 @@ describe('who may do what', () => {
     await rejectsWith(acme.complete(globexLeased.id, globexLeased.fence), ErrorCode.PermissionDenied);
     await rejectsWith(acme.fail(globexLeased.id, globexLeased.fence, 'x'), ErrorCode.PermissionDenied);
     await rejectsWith(acme.heartbeat(globexLeased.id, globexLeased.fence), ErrorCode.PermissionDenied);
-    await rejectsWith(acme.checkpoint(globexLeased.id, globexLeased.fence, Buffer.from('x')), ErrorCode.PermissionDenied);
+    await rejectsWith(
+      acme.checkpoint(globexLeased.id, globexLeased.fence, Buffer.from('x')),
+      ErrorCode.PermissionDenied,
+    );
     await rejectsWith(acme.retry(globexDead), ErrorCode.PermissionDenied);
     // Nothing of globex's changed.
     assert.equal((await operator.show(globexLeased.id)).state, JobState.Leased);
@@ -147,12 +155,16 @@ describe('who may do what', () => {
     try {
       const c = new TelhaClient({ address: running.address, token: TOKENS.operator });
       await c.enqueue({ kind: 'k' }, tenantScope('t'));
-      await rejectsWith(new TelhaClient({ address: running.address, token: TOKENS.acme }).counts(), ErrorCode.Unauthenticated);
+      await rejectsWith(
+        new TelhaClient({ address: running.address, token: TOKENS.acme }).counts(),
+        ErrorCode.Unauthenticated,
+      );
     } finally {
       await running.close();
       await queue.close();
     }
     assert.ok(lines.length > 0);
-    for (const token of Object.values(TOKENS)) assert.ok(!lines.some((l) => l.includes(token)), 'a token reached the log');
+    for (const token of Object.values(TOKENS))
+      assert.ok(!lines.some((l) => l.includes(token)), 'a token reached the log');
   });
 });

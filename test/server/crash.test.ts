@@ -172,7 +172,11 @@ describe('crashes', () => {
         assert.equal(job.state, JobState.Completed);
       }
       for (const job of all) {
-        assert.equal(job.events.filter((e) => e.transition === 'completed').length, 1, `job ${job.jobId} completed more than once`);
+        assert.equal(
+          job.events.filter((e) => e.transition === 'completed').length,
+          1,
+          `job ${job.jobId} completed more than once`,
+        );
       }
       assert.ok(acknowledged.size > 400);
     } finally {

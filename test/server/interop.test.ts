@@ -12,7 +12,11 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
-type Unary = (request: object, metadata: grpc.Metadata, callback: (error: grpc.ServiceError | null, response: any) => void) => void;
+type Unary = (
+  request: object,
+  metadata: grpc.Metadata,
+  callback: (error: grpc.ServiceError | null, response: any) => void,
+) => void;
 
 const definition = protoLoader.loadSync(fileURLToPath(new URL('../../proto/telha/v1/queue.proto', import.meta.url)), {
   keepCase: true,
@@ -27,7 +31,9 @@ describe('a plain grpc-js client loading the .proto files', () => {
   let stub: Record<string, Unary>;
   const call = (method: string, request: object): Promise<any> =>
     new Promise((resolve, reject) => {
-      (stub[method] as Unary).call(stub, request, new grpc.Metadata(), (error, response) => (error ? reject(error) : resolve(response)));
+      (stub[method] as Unary).call(stub, request, new grpc.Metadata(), (error, response) =>
+        error ? reject(error) : resolve(response),
+      );
     });
 
   before(async () => {
@@ -55,7 +61,9 @@ describe('a plain grpc-js client loading the .proto files', () => {
     const generation: string = leased.jobs[0].lease_generation;
     assert.equal(generation, '1');
 
-    const done = await call('Complete', { fence: { job_id: jobId, worker_id: 'grpc-js', lease_generation: generation } });
+    const done = await call('Complete', {
+      fence: { job_id: jobId, worker_id: 'grpc-js', lease_generation: generation },
+    });
     assert.equal(done.job.state, 'JOB_STATE_COMPLETED');
   });
 
@@ -63,18 +71,24 @@ describe('a plain grpc-js client loading the .proto files', () => {
     const enqueued = await call('Enqueue', { scope: { tenant: 'acme' }, job: { kind: 'stale' } });
     const jobId: string = enqueued.result.job.job_id;
     await call('Lease', { worker_id: 'a', kinds: ['stale'], max_jobs: 1 });
-    await assert.rejects(call('Complete', { fence: { job_id: jobId, worker_id: 'b', lease_generation: '1' } }), (error: grpc.ServiceError) => {
-      assert.equal(error.code, grpc.status.ABORTED);
-      assert.deepEqual(error.metadata.get('telha-reason'), ['worker_mismatch']);
-      return true;
-    });
+    await assert.rejects(
+      call('Complete', { fence: { job_id: jobId, worker_id: 'b', lease_generation: '1' } }),
+      (error: grpc.ServiceError) => {
+        assert.equal(error.code, grpc.status.ABORTED);
+        assert.deepEqual(error.metadata.get('telha-reason'), ['worker_mismatch']);
+        return true;
+      },
+    );
   });
 
   it('gets INVALID_ARGUMENT naming the field for bad input', async () => {
-    await assert.rejects(call('Enqueue', { scope: { tenant: 'acme' }, job: { kind: '', priority: 1 } }), (error: grpc.ServiceError) => {
-      assert.equal(error.code, grpc.status.INVALID_ARGUMENT);
-      assert.deepEqual(error.metadata.get('telha-field'), ['kind']);
-      return true;
-    });
+    await assert.rejects(
+      call('Enqueue', { scope: { tenant: 'acme' }, job: { kind: '', priority: 1 } }),
+      (error: grpc.ServiceError) => {
+        assert.equal(error.code, grpc.status.INVALID_ARGUMENT);
+        assert.deepEqual(error.metadata.get('telha-field'), ['kind']);
+        return true;
+      },
+    );
   });
 });

@@ -189,7 +189,9 @@ describe('batch settlement', () => {
       assert.ok(outcomes[2] instanceof Error);
       assert.equal((await client.show(a.jobId)).state, JobState.Completed);
       assert.equal((await client.show(b.jobId)).state, JobState.Leased);
-      const failed = await client.failBatch([{ jobId: b.jobId, fence: { workerId: 'w1', leaseGeneration: b.leaseGeneration }, error: 'x', permanent: true }]);
+      const failed = await client.failBatch([
+        { jobId: b.jobId, fence: { workerId: 'w1', leaseGeneration: b.leaseGeneration }, error: 'x', permanent: true },
+      ]);
       assert.deepEqual(failed, [null]);
       assert.equal((await client.show(b.jobId)).state, JobState.Dead);
     } finally {

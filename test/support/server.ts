@@ -21,7 +21,10 @@ export interface TestServer {
 }
 
 /** A real server on 127.0.0.1 (a free port) over a fresh RocksDB store, in this process. */
-export async function startTestServer(values: ConfigInput = {}, options: { services?: boolean } = {}): Promise<TestServer> {
+export async function startTestServer(
+  values: ConfigInput = {},
+  options: { services?: boolean } = {},
+): Promise<TestServer> {
   const dir = tempDir('telha-server-');
   const { jobs, server, retention } = values as { jobs?: object; server?: object; retention?: object };
   const config = makeConfig({
@@ -65,11 +68,17 @@ export interface ServerProcess {
 
 /** `telha serve` as a child process; resolves once it prints its address. */
 export async function spawnServer(dir: string, port: number, env: Record<string, string> = {}): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--data', dir, '--listen', `127.0.0.1:${port}`], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, TELHA_LOG_LEVEL: 'warn', ...env },
-  });
-  const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.on('exit', (code, signal) => resolve(signal ?? code)));
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', CLI, 'serve', '--data', dir, '--listen', `127.0.0.1:${port}`],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, TELHA_LOG_LEVEL: 'warn', ...env },
+    },
+  );
+  const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>
+    child.on('exit', (code, signal) => resolve(signal ?? code)),
+  );
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });

@@ -25,7 +25,11 @@ for (let i = 0; ; i++) {
   // Several writers at once, so acknowledged writes come from shared group commits.
   await Promise.all(
     [0, 1, 2, 3].map(async (w) => {
-      const { job } = await queue.enqueue(scope, { kind: 'crash', payload: Buffer.from(`${i}.${w}`), idempotencyKey: `k-${i}-${w}` });
+      const { job } = await queue.enqueue(scope, {
+        kind: 'crash',
+        payload: Buffer.from(`${i}.${w}`),
+        idempotencyKey: `k-${i}-${w}`,
+      });
       ack(`enqueued ${job.jobId}`);
       if (w === 0) {
         const leased = await queue.leaseNext(scope, { workerId: `child-${w}`, kinds: ['crash'] });

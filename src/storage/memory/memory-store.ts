@@ -43,7 +43,8 @@ export class MemoryJobStore implements JobStore {
     for (const draft of drafts) {
       const slot = draft.idempotencyKey === null ? null : idempotencySlot(draft.tenant, draft.idempotencyKey);
       const existingId = slot === null ? undefined : this.idempotency.get(slot);
-      const existing = existingId === undefined ? (slot === null ? undefined : staged.get(slot)) : this.jobs.get(existingId);
+      const existing =
+        existingId === undefined ? (slot === null ? undefined : staged.get(slot)) : this.jobs.get(existingId);
       if (existing !== undefined) {
         outcomes.push({ record: existing, created: false });
         continue;

@@ -171,7 +171,10 @@ export class RocksJobStore implements JobStore {
 
   private indexLive(key: Buffer, record: JobRecord, now: Micros): void {
     if (record.state === JobState.Pending) {
-      this.index.addPending({ jobId: record.jobId, key: latin1(key), kind: record.kind, notBefore: record.notBefore }, now);
+      this.index.addPending(
+        { jobId: record.jobId, key: latin1(key), kind: record.kind, notBefore: record.notBefore },
+        now,
+      );
     } else if (record.state === JobState.Leased) {
       this.index.addLeased({ jobId: record.jobId, key: latin1(key), deadline: record.leaseDeadline ?? 0 });
       this.leasedRecords.set(record.jobId, { key, record });
@@ -223,7 +226,11 @@ export class RocksJobStore implements JobStore {
         }
         const existingId = existingIds.get(slot);
         const existing =
-          existingId === undefined ? null : existingId === updated?.jobId ? updated : (this.load(existingId)?.record ?? null);
+          existingId === undefined
+            ? null
+            : existingId === updated?.jobId
+              ? updated
+              : (this.load(existingId)?.record ?? null);
         if (existing !== null) {
           outcomes.push({ record: existing, created: false });
           continue;
@@ -319,11 +326,19 @@ export class RocksJobStore implements JobStore {
     ops.push({ column: this.cf.jobs, key: nextKey, value: encodeRecord(after) });
     const wasFinished = finishedAt(before);
     if (wasFinished !== null) {
-      ops.push({ column: this.cf.finished, key: finishedIndexKey(before.state, wasFinished, before.jobId), value: null });
+      ops.push({
+        column: this.cf.finished,
+        key: finishedIndexKey(before.state, wasFinished, before.jobId),
+        value: null,
+      });
     }
     const isFinished = finishedAt(after);
     if (isFinished !== null) {
-      ops.push({ column: this.cf.finished, key: finishedIndexKey(after.state, isFinished, after.jobId), value: nextKey });
+      ops.push({
+        column: this.cf.finished,
+        key: finishedIndexKey(after.state, isFinished, after.jobId),
+        value: nextKey,
+      });
     }
     if (before.state !== after.state) {
       this.bumpCounter(before, -1);
@@ -543,6 +558,7 @@ export class RocksJobStore implements JobStore {
 
 function idempotencyLocks(drafts: readonly JobDraft[]): string[] {
   const keys: string[] = [];
-  for (const d of drafts) if (d.idempotencyKey !== null) keys.push(`idem:${idempotencySlot(d.tenant, d.idempotencyKey)}`);
+  for (const d of drafts)
+    if (d.idempotencyKey !== null) keys.push(`idem:${idempotencySlot(d.tenant, d.idempotencyKey)}`);
   return keys;
 }
