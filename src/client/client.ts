@@ -91,6 +91,9 @@ export class TelhaClient {
     this.stub = new Stub(options.address ?? DEFAULT_ADDRESS, credentials, {
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+      // Each client has its own connection: grpc-js otherwise shares one per address across
+      // clients, and a new client would inherit another's reconnect backoff after a server restart.
+      'grpc.use_local_subchannel_pool': 1,
       // Reconnect quickly when a restarted server comes back.
       'grpc.initial_reconnect_backoff_ms': 100,
       'grpc.max_reconnect_backoff_ms': 2_000,

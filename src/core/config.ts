@@ -177,10 +177,9 @@ export function resolveConfig(layers: readonly { source: string; values: ConfigI
   const first = result.error.issues[0];
   if (!first) throw invalidArgument('config', 'invalid configuration');
   const { field, detail } = describeIssue(first);
-  const from =
-    origin.get(field) ??
-    origin.get(/^[^.[]+(\.[^.[]+)?/.exec(field)?.[0] ?? '') ??
-    origin.get(field.split('.')[0] ?? '');
+  // The layer that set the key (`section.key`), else the one that named its section.
+  const [section, key] = field.split(/[.[]/);
+  const from = origin.get(`${section}.${key}`) ?? origin.get(section ?? '');
   throw invalidArgument(field, from ? `${detail} (from ${from})` : detail);
 }
 

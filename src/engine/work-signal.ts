@@ -43,6 +43,7 @@ export class WorkSignal {
     this.announced++;
     if (this.waiters.size === 0) return;
     for (const job of jobs) {
+      if (this.waiters.size === 0) return;
       const matching = [...this.waiters].filter((w) => inScope(job, w.scope) && kindMatches(job.kind, w.kinds));
       const toWake = isReady(job) ? matching.slice(0, 1) : matching;
       for (const waiter of toWake) {

@@ -111,20 +111,28 @@ export function createQueueService(deps: ServiceDeps): QueueServiceImpl {
     };
   }
 
-  /** One item of a batch call, run on its own: its error becomes its outcome, not the call's. */
-  async function settle(item: string, run: () => Promise<void>): Promise<ItemOutcome> {
-    try {
-      await run();
-      return create(ItemOutcomeSchema, { code: 0 });
-    } catch (error) {
-      const status = describeError(error, logger, { item });
-      return create(ItemOutcomeSchema, {
-        code: status.code,
-        message: status.message,
-        reason: status.reason ?? '',
-        field: status.field ?? '',
-      });
-    }
+  /**
+   * The items of a batch call, each run on its own, concurrently (group commit
+   * writes them together): an item's error becomes its outcome, not the call's.
+   */
+  async function settleEach<T>(items: readonly T[], run: (item: T) => Promise<void>): Promise<ItemOutcome[]> {
+    if (items.length > MAX_SETTLE_BATCH) throw invalidArgument('items', `at most ${MAX_SETTLE_BATCH} items per call`);
+    return Promise.all(
+      items.map(async (item, i) => {
+        try {
+          await run(item);
+          return create(ItemOutcomeSchema, { code: 0 });
+        } catch (error) {
+          const status = describeError(error, logger, { item: `items[${i}]` });
+          return create(ItemOutcomeSchema, {
+            code: status.code,
+            message: status.message,
+            reason: status.reason ?? '',
+            field: status.field ?? '',
+          });
+        }
+      }),
+    );
   }
 
   /** Workers and operators submit across scopes; a tenant could only ever reach its own. */
@@ -199,31 +207,21 @@ export function createQueueService(deps: ServiceDeps): QueueServiceImpl {
     }),
 
     completeBatch: handle('completeBatch', 'work', async (req, { principal }) => {
-      checkBatchSize(req.items.length);
       const scope = workScope(principal);
-      const outcomes = await Promise.all(
-        req.items.map((item, i) =>
-          settle(`items[${i}]`, async () => {
-            const { jobId, fence } = fenceFromWire(item.fence);
-            const successors = item.successors.map((job, j) => newJobFromWire(job, `successors[${j}]`));
-            await queue.complete(jobId, fence, { successors }, scope);
-          }),
-        ),
-      );
+      const outcomes = await settleEach(req.items, async (item) => {
+        const { jobId, fence } = fenceFromWire(item.fence);
+        const successors = item.successors.map((job, j) => newJobFromWire(job, `successors[${j}]`));
+        await queue.complete(jobId, fence, { successors }, scope);
+      });
       return { outcomes };
     }),
 
     failBatch: handle('failBatch', 'work', async (req, { principal }) => {
-      checkBatchSize(req.items.length);
       const scope = workScope(principal);
-      const outcomes = await Promise.all(
-        req.items.map((item, i) =>
-          settle(`items[${i}]`, async () => {
-            const { jobId, fence } = fenceFromWire(item.fence);
-            await queue.fail(jobId, fence, { error: item.error, retryable: !item.permanent }, scope);
-          }),
-        ),
-      );
+      const outcomes = await settleEach(req.items, async (item) => {
+        const { jobId, fence } = fenceFromWire(item.fence);
+        await queue.fail(jobId, fence, { error: item.error, retryable: !item.permanent }, scope);
+      });
       return { outcomes };
     }),
 
@@ -256,10 +254,6 @@ export function createQueueService(deps: ServiceDeps): QueueServiceImpl {
       return { job: toWire(job) };
     }),
   };
-}
-
-function checkBatchSize(items: number): void {
-  if (items > MAX_SETTLE_BATCH) throw invalidArgument('items', `at most ${MAX_SETTLE_BATCH} items per call`);
 }
 
 function optional<K extends string, V>(key: K, value: V | null): { [P in K]?: V } {
