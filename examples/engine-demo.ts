@@ -3,7 +3,7 @@
  * lease with fencing, a failure that backs off, a dead letter, a reaped
  * lease whose stale worker is rejected, and the final counts.
  *
- * Run: npm start   (until the server lands, `npm start` runs this)
+ * Run: node --import tsx examples/engine-demo.ts
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
