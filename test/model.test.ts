@@ -20,7 +20,7 @@
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { commandsArbitrary, type Command, type JobSpec } from './model/commands.ts';
-import { memoryBackend, rocksBackend, runCommands, type Coverage } from './model/harness.ts';
+import { memoryBackend, postgresBackend, rocksBackend, runCommands, type Coverage } from './model/harness.ts';
 
 const seed = process.env['MODEL_SEED'] === undefined ? undefined : Number(process.env['MODEL_SEED']);
 const scale = process.env['MODEL_RUNS'] === undefined ? 1 : Number(process.env['MODEL_RUNS']) / 100;
@@ -104,8 +104,19 @@ describe('queue vs. reference model', () => {
     report('rocksdb');
   });
 
+  it('PostgreSQL store agrees with the model (with restarts)', async () => {
+    await fc.assert(
+      fc.asyncProperty(commandsArbitrary({ restarts: true, maxCommands: MAX_COMMANDS }), async (commands) =>
+        runCommands(commands, postgresBackend(), coverage),
+      ),
+      parameters(15),
+    );
+    report('postgres');
+  });
+
   for (const { name, commands } of REGRESSIONS) {
     it(`regression (memory): ${name}`, () => runCommands(commands, memoryBackend()));
     it(`regression (rocksdb): ${name}`, async () => runCommands(commands, await rocksBackend()));
+    it(`regression (postgres): ${name}`, () => runCommands(commands, postgresBackend()));
   }
 });

@@ -23,7 +23,12 @@ export async function serve(options: ServeOptions): Promise<void> {
     await queue.close();
     throw error;
   }
-  logger.info({ path: config.storage.path, durability: config.storage.durability }, 'store open');
+  logger.info(
+    config.storage.kind === 'rocksdb'
+      ? { backend: 'rocksdb', path: config.storage.path, durability: config.storage.durability }
+      : { backend: 'postgres', schema: config.storage.schema },
+    'store open',
+  );
   // Tests and scripts wait for this line on stdout to know the port.
   process.stdout.write(`telha listening on ${server.address}\n`);
 

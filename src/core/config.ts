@@ -40,8 +40,16 @@ const positiveInt = z.number().int().positive();
 const nonNegativeInt = z.number().int().nonnegative();
 
 const storageSchema = z.strictObject({
-  kind: z.literal('rocksdb').default('rocksdb'),
+  /** `rocksdb` (embedded, one server) or `postgres` (several servers, one database). */
+  kind: z.enum(['rocksdb', 'postgres']).default('rocksdb'),
   path: z.string().min(1).default(DEFAULT_STORAGE_PATH),
+  /** For `postgres`: the connection URL, e.g. `postgres://user@host:5432/db`. Never logged. */
+  url: z.string().min(1).optional(),
+  /** For `postgres`: the schema holding Telha's tables. */
+  schema: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier')
+    .default('telha'),
   /**
    * `process` (default): an acknowledged write is in the OS page cache and survives the process
    * being killed. `fsync`: the WAL is synced before acknowledging, so it also survives an OS crash

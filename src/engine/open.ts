@@ -7,6 +7,7 @@ import { configFromEnv, DEFAULT_CONFIG, resolveConfig, type ConfigInput, type Te
 import { invalidArgument } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { MemoryJobStore } from '../storage/memory/memory-store.ts';
+import { PostgresJobStore } from '../storage/postgres/postgres-store.ts';
 import { RocksJobStore } from '../storage/rocksdb/rocks-store.ts';
 import type { JobStore } from '../storage/types.ts';
 import { Queue } from './queue.ts';
@@ -25,14 +26,7 @@ export interface OpenQueueOptions {
 /** Open the store the configuration names and a queue on it. */
 export async function openQueue(options: OpenQueueOptions = {}): Promise<Queue> {
   const config = options.config ?? DEFAULT_CONFIG;
-  const store: JobStore = options.inMemory
-    ? new MemoryJobStore()
-    : await RocksJobStore.open({
-        path: config.storage.path,
-        durability: config.storage.durability,
-        ...(options.logger ? { logger: options.logger } : {}),
-        ...(options.clock ? { clock: options.clock } : {}),
-      });
+  const store: JobStore = options.inMemory ? new MemoryJobStore() : await openStore(config, options);
   return new Queue({
     store,
     config,
@@ -41,6 +35,24 @@ export async function openQueue(options: OpenQueueOptions = {}): Promise<Queue> 
     ...(options.backoffByKind ? { backoffByKind: options.backoffByKind } : {}),
     ...(options.services === undefined ? {} : { services: options.services }),
   });
+}
+
+async function openStore(config: TelhaConfig, options: OpenQueueOptions): Promise<JobStore> {
+  const logger = options.logger ? { logger: options.logger } : {};
+  switch (config.storage.kind) {
+    case 'rocksdb':
+      return RocksJobStore.open({
+        path: config.storage.path,
+        durability: config.storage.durability,
+        ...logger,
+        ...(options.clock ? { clock: options.clock } : {}),
+      });
+    case 'postgres': {
+      const url = config.storage.url;
+      if (url === undefined) throw invalidArgument('storage.url', 'storage.kind = "postgres" needs storage.url');
+      return PostgresJobStore.open({ url, schema: config.storage.schema, ...logger });
+    }
+  }
 }
 
 /**

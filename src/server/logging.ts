@@ -11,7 +11,7 @@ export function createLogger(options: { level?: string; pretty?: boolean } = {})
       level: options.level ?? process.env['TELHA_LOG_LEVEL'] ?? 'info',
       base: { service: 'telha' },
       redact: {
-        paths: ['token', '*.token', 'authorization', '*.authorization', 'tokens', '*.tokens'],
+        paths: ['token', '*.token', 'authorization', '*.authorization', 'tokens', '*.tokens', 'url', '*.url'],
         censor: '[redacted]',
       },
       ...(pretty

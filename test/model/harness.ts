@@ -23,7 +23,9 @@ import {
   type QueueScope,
   type ScopeFilter,
 } from '../../src/core/types.ts';
+import pg from 'pg';
 import { openQueue } from '../../src/engine/open.ts';
+import { TEST_PG_URL } from '../support/backends.ts';
 import type { EnqueueOptions, Queue } from '../../src/engine/queue.ts';
 import {
   KIND_FILTERS,
@@ -91,6 +93,33 @@ export async function rocksBackend(): Promise<Backend> {
       return openQueue({ config, clock, services: false });
     },
     dispose: () => rm(dir, { recursive: true, force: true }),
+  };
+}
+
+/** A fresh schema in the test PostgreSQL per run, dropped afterwards. */
+export function postgresBackend(): Backend {
+  const schema = `telha_model_${process.pid}_${Math.floor(Math.random() * 1e9)}`;
+  const config: TelhaConfig = makeConfig({
+    storage: { kind: 'postgres', url: TEST_PG_URL, schema },
+    jobs: JOBS_CONFIG,
+    retention: { enabled: false },
+  });
+  return {
+    name: 'postgres',
+    open: (clock) => openQueue({ config, clock, services: false }),
+    reopen: async (queue, clock) => {
+      await queue.close();
+      return openQueue({ config, clock, services: false });
+    },
+    dispose: async () => {
+      const admin = new pg.Client({ connectionString: TEST_PG_URL });
+      await admin.connect();
+      try {
+        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      } finally {
+        await admin.end();
+      }
+    },
   };
 }
 

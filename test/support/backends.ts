@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock } from '../../src/core/clock.ts';
 import { openQueue } from '../../src/engine/open.ts';
-import type { Queue } from '../../src/engine/queue.ts';
+import pg from 'pg';
+import { Queue } from '../../src/engine/queue.ts';
+import { PostgresJobStore } from '../../src/storage/postgres/postgres-store.ts';
 import { testConfig, type Harness, type HarnessFactory, type HarnessOptions } from '../conformance/harness.ts';
 
 export const memoryHarness: HarnessFactory = async (options: HarnessOptions = {}): Promise<Harness> => {
@@ -61,4 +63,46 @@ export const rocksHarness: HarnessFactory = async (options: HarnessOptions = {})
     },
   };
   return harness;
+};
+
+/** The PostgreSQL the tests use: every machine here runs one on 127.0.0.1 (trust auth, database `test`). */
+export const TEST_PG_URL = process.env['TELHA_TEST_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+let schemaCount = 0;
+
+/** A fresh schema per harness, dropped on close, so runs never see each other's jobs. */
+export const postgresHarness: HarnessFactory = async (options: HarnessOptions = {}): Promise<Harness> => {
+  const clock = new ManualClock();
+  const schema = `telha_test_${process.pid}_${++schemaCount}_${Math.floor(Math.random() * 1e6)}`;
+  const config = testConfig(options.config);
+  const open = async (): Promise<Queue> =>
+    new Queue({
+      store: await PostgresJobStore.open({ url: TEST_PG_URL, schema, poolSize: 4 }),
+      config,
+      clock,
+      services: false,
+      ...(options.backoffByKind ? { backoffByKind: options.backoffByKind } : {}),
+    });
+  let queue = await open();
+  return {
+    get queue() {
+      return queue;
+    },
+    clock,
+    config,
+    async reopen() {
+      await queue.close();
+      queue = await open();
+      return queue;
+    },
+    async close() {
+      await queue.close();
+      const admin = new pg.Client({ connectionString: TEST_PG_URL });
+      await admin.connect();
+      try {
+        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      } finally {
+        await admin.end();
+      }
+    },
+  };
 };

@@ -1,0 +1,65 @@
+/**
+ * Numbered schema migrations, applied at open under an advisory lock, so
+ * several servers starting at once apply each migration exactly once and a
+ * server starting against a migrated database changes nothing.
+ */
+import type pg from 'pg';
+
+/** Each entry is one migration, applied in order; never edit one that has shipped, add the next. */
+export const MIGRATIONS: readonly ((schema: string) => string)[] = [
+  (s) => `
+    CREATE TABLE ${s}.jobs (
+      job_id          uuid     PRIMARY KEY,
+      scope           bytea    NOT NULL,   -- the 32-byte scope of the RocksDB key
+      tenant          text,                -- NULL for the system scope
+      state           smallint NOT NULL,
+      priority        smallint NOT NULL,
+      created_at      bigint   NOT NULL,
+      kind            text     NOT NULL,
+      not_before      bigint,
+      lease_deadline  bigint,
+      worker_id       text,
+      idempotency_key text,
+      finished_at     bigint,
+      record          bytea    NOT NULL    -- [VALUE_VERSION][msgpack JobRecord], the truth
+    );
+    -- Ready work in key order: (scope, state, priority, created_at, id).
+    CREATE INDEX jobs_key ON ${s}.jobs (scope, state, priority, created_at, job_id);
+    CREATE UNIQUE INDEX jobs_idempotency ON ${s}.jobs (scope, idempotency_key) WHERE idempotency_key IS NOT NULL;
+    CREATE INDEX jobs_leases ON ${s}.jobs (lease_deadline, job_id) WHERE state = 1;
+    CREATE INDEX jobs_gates ON ${s}.jobs (not_before) WHERE state = 0 AND not_before IS NOT NULL;
+    CREATE INDEX jobs_finished ON ${s}.jobs (state, finished_at, job_id) WHERE state IN (2, 4);
+    CREATE TABLE ${s}.meta (id int PRIMARY KEY, last_created_at bigint NOT NULL);
+    INSERT INTO ${s}.meta VALUES (1, 0);
+  `,
+];
+
+export async function migrate(pool: pg.Pool, schema: string): Promise<void> {
+  const s = `"${schema}"`;
+  const db = await pool.connect();
+  try {
+    await db.query('BEGIN');
+    // One migrator at a time across every server sharing the database.
+    await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`telha-migrate:${schema}`]);
+    await db.query(`CREATE SCHEMA IF NOT EXISTS ${s}`);
+    await db.query(
+      `CREATE TABLE IF NOT EXISTS ${s}.migrations (version int PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    const { rows } = await db.query<{ version: number }>(
+      `SELECT coalesce(max(version), 0) AS version FROM ${s}.migrations`,
+    );
+    const applied = rows[0]?.version ?? 0;
+    for (let version = applied + 1; version <= MIGRATIONS.length; version++) {
+      const sql = MIGRATIONS[version - 1];
+      if (sql === undefined) break;
+      await db.query(sql(s));
+      await db.query(`INSERT INTO ${s}.migrations (version) VALUES ($1)`, [version]);
+    }
+    await db.query('COMMIT');
+  } catch (error) {
+    await db.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    db.release();
+  }
+}

@@ -1,0 +1,4 @@
+import { postgresHarness } from '../support/backends.ts';
+import { conformanceSuite } from './suite.ts';
+
+conformanceSuite('postgres', postgresHarness);
