@@ -36,4 +36,7 @@ export type { TelhaConfig, JobsConfig, StorageConfig, RetentionConfig, ConfigInp
 export type { KindBackoff, BackoffByKind } from './core/backoff.ts';
 export type { Logger } from './core/logger.ts';
 export { RocksJobStore } from './storage/rocksdb/rocks-store.ts';
+export { PostgresJobStore } from './storage/postgres/postgres-store.ts';
+export { enqueueInTransaction } from './engine/transactional.ts';
+export type { TransactionalEnqueueOptions } from './engine/transactional.ts';
 export type { JobStore } from './storage/types.ts';

@@ -23,21 +23,19 @@ import {
 } from '../core/types.ts';
 import {
   checkBytes,
-  checkIdempotencyKey,
   checkIntegerInRange,
   checkJobId,
-  checkKind,
   checkKindPrefixes,
-  checkPriority,
   checkScope,
-  checkTimestamp,
   checkWorkerId,
 } from '../core/validate.ts';
 import { inScope } from '../storage/shared.ts';
-import type { CountRow, JobDraft, JobStore, ListPage, StoreStats } from '../storage/types.ts';
-import { newJobId } from './job-ids.ts';
+import type { CountRow, JobStore, ListPage, StoreStats } from '../storage/types.ts';
+import { asBuffer, DEFAULT_PRIORITY, draftJob } from './drafts.ts';
 import { PeriodicService } from './periodic.ts';
 import { WorkSignal, type WakeReason } from './work-signal.ts';
+
+export { DEFAULT_PRIORITY };
 
 /** What a producer asks for. Every field but `kind` is optional. */
 export interface EnqueueOptions {
@@ -112,7 +110,6 @@ export interface QueueOptions {
   readonly services?: boolean;
 }
 
-export const DEFAULT_PRIORITY = 128;
 export const MAINTENANCE_WORKER_ID = 'telha:maintenance';
 export const PRUNE_KIND = 'system:prune';
 const REAP_BATCH = 1_000;
@@ -189,34 +186,15 @@ export class Queue {
     checkScope(scope);
     if (jobs.length === 0) return [];
     if (jobs.length > MAX_BATCH_JOBS) throw invalidArgument('jobs', `at most ${MAX_BATCH_JOBS} jobs per batch`);
-    const drafts = jobs.map((job, i) => this.draft(scope, job, now, jobs.length === 1 ? '' : `jobs[${i}].`));
+    const drafts = jobs.map((job, i) =>
+      draftJob(scope, job, now, jobs.length === 1 ? '' : `jobs[${i}].`, this.config.jobs.max_payload_bytes),
+    );
     const outcomes = await this.store.insert(drafts, now);
     this.announce(
       outcomes.filter((o) => o.created).map((o) => o.record),
       now,
     );
     return outcomes.map(({ record, created }) => ({ job: record, created }));
-  }
-
-  /** Validate a request into a draft; throws `invalid_argument` naming the field, before anything is written. */
-  private draft(scope: QueueScope, job: EnqueueOptions, now: Micros, prefix: string): JobDraft {
-    const tenant = scope.type === 'tenant' ? scope.tenant : null;
-    const kind = checkKind(job.kind, scope, `${prefix}kind`);
-    const payload = asBuffer(checkBytes(`${prefix}payload`, job.payload ?? EMPTY, this.config.jobs.max_payload_bytes));
-    const priority = checkPriority(job.priority ?? DEFAULT_PRIORITY, `${prefix}priority`);
-    let notBefore: Micros | null = null;
-    if (job.notBefore !== undefined) {
-      notBefore = checkTimestamp(`${prefix}not_before`, job.notBefore);
-    } else if (job.delayMs !== undefined) {
-      const delay = checkIntegerInRange(`${prefix}delay_ms`, job.delayMs, 0, 10 * 365 * 24 * 3600 * 1000);
-      notBefore = delay > 0 ? now + delay * 1000 : null;
-    }
-    const maxAttempts =
-      job.maxAttempts === undefined
-        ? null
-        : checkIntegerInRange(`${prefix}max_attempts`, job.maxAttempts, 1, 1_000_000);
-    const idempotencyKey = checkIdempotencyKey(job.idempotencyKey, `${prefix}idempotency_key`);
-    return { jobId: newJobId(), tenant, kind, payload, priority, notBefore, idempotencyKey, maxAttempts };
   }
 
   // ---- leasing ----
@@ -364,7 +342,9 @@ export class Queue {
         assertInScope(current, scope);
         const successorScope: QueueScope =
           current.tenant === null ? SYSTEM_SCOPE : { type: 'tenant', tenant: current.tenant };
-        const successors = requested.map((job, i) => this.draft(successorScope, job, now, `successors[${i}].`));
+        const successors = requested.map((job, i) =>
+          draftJob(successorScope, job, now, `successors[${i}].`, this.config.jobs.max_payload_bytes),
+        );
         return { record: transitions.complete(current, checkedFence, now), successors };
       },
       now,
@@ -620,13 +600,6 @@ export class Queue {
   private assertOpen(): void {
     if (this.closed) throw new TelhaError(ErrorCode.Unavailable, 'the queue is closed');
   }
-}
-
-const EMPTY = Buffer.alloc(0);
-
-/** Records hold Buffers whichever backend produced them (decoded values are Buffers), so records compare equal. */
-function asBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 function checkFence(fence: LeaseFence): LeaseFence {

@@ -57,8 +57,7 @@ export class PostgresJobStore implements JobStore {
 
   static async open(options: PostgresStoreOptions): Promise<PostgresJobStore> {
     const schema = options.schema ?? 'telha';
-    if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema))
-      throw new Error(`storage.schema "${schema}" is not a plain identifier`);
+    const table = schemaTable(schema);
     const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
     try {
       await migrate(pool, schema);
@@ -66,7 +65,7 @@ export class PostgresJobStore implements JobStore {
       await pool.end();
       throw error;
     }
-    return new PostgresJobStore(pool, `"${schema}"`, options.logger ?? silentLogger);
+    return new PostgresJobStore(pool, table, options.logger ?? silentLogger);
   }
 
   /** Run `work` in one transaction; any throw rolls it back. */
@@ -96,24 +95,6 @@ export class PostgresJobStore implements JobStore {
     }
   }
 
-  private columns(record: JobRecord): unknown[] {
-    return [
-      record.jobId,
-      scopeOfTenant(record.tenant),
-      record.tenant,
-      record.state,
-      record.priority,
-      record.createdAt,
-      record.kind,
-      record.notBefore,
-      record.leaseDeadline,
-      record.workerId,
-      record.idempotencyKey,
-      finishedAt(record),
-      encodeRecord(record),
-    ];
-  }
-
   private async write(db: Db, record: JobRecord): Promise<void> {
     await db.query(
       `UPDATE ${this.t}.jobs SET state = $2, not_before = $3, lease_deadline = $4, worker_id = $5,
@@ -132,58 +113,7 @@ export class PostgresJobStore implements JobStore {
   }
 
   async insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
-    return this.tx((db) => this.insertIn(db, drafts, now));
-  }
-
-  /** Create jobs inside a transaction; `updated` is a job changed in the same transaction. */
-  private async insertIn(
-    db: Db,
-    drafts: readonly JobDraft[],
-    now: Micros,
-    updated?: JobRecord,
-  ): Promise<InsertOutcome[]> {
-    if (drafts.length === 0) return [];
-    // created_at is strictly increasing per store: reserve a block under the meta row's lock.
-    const { rows } = await db.query<{ last: string }>(
-      `UPDATE ${this.t}.meta SET last_created_at = GREATEST(last_created_at + $1, $2::bigint + $1 - 1)
-       WHERE id = 1 RETURNING last_created_at AS last`,
-      [drafts.length, now],
-    );
-    let next = Number(rows[0]?.last ?? 0) - drafts.length + 1;
-    const staged = new Map<string, JobRecord>();
-    const outcomes: InsertOutcome[] = [];
-    for (const draft of drafts) {
-      const slot = draft.idempotencyKey === null ? null : `${draft.tenant ?? ''}\u0000${draft.idempotencyKey}`;
-      const earlier = slot === null ? undefined : staged.get(slot);
-      if (earlier !== undefined) {
-        outcomes.push({ record: earlier, created: false });
-        continue;
-      }
-      const record = enqueue({ ...draft, createdAt: next++ }, now);
-      const inserted = await db.query(
-        `INSERT INTO ${this.t}.jobs (job_id, scope, tenant, state, priority, created_at, kind, not_before,
-           lease_deadline, worker_id, idempotency_key, finished_at, record)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-         ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
-        this.columns(record),
-      );
-      if (inserted.rowCount === 1) {
-        if (slot !== null) staged.set(slot, record);
-        outcomes.push({ record, created: true });
-        continue;
-      }
-      // Another job holds the key (possibly committed by another server a moment ago).
-      const existing = await db.query<{ job_id: string; record: Buffer }>(
-        `SELECT job_id, record FROM ${this.t}.jobs WHERE scope = $1 AND idempotency_key = $2`,
-        [scopeOfTenant(draft.tenant), draft.idempotencyKey],
-      );
-      const row = existing.rows[0];
-      const found = row === undefined ? null : row.job_id === updated?.jobId ? updated : this.decode(row);
-      if (found === null)
-        throw new Error(`idempotency key ${draft.idempotencyKey ?? ''} conflicted but its job is unreadable`);
-      outcomes.push({ record: found, created: false });
-    }
-    return outcomes;
+    return this.tx((db) => insertJobs(db, this.t, drafts, now));
   }
 
   async claim(params: ClaimParams): Promise<JobRecord[]> {
@@ -226,7 +156,7 @@ export class PostgresJobStore implements JobStore {
       const current = decodeRecord(row.record, `job ${jobId}`);
       const next = change(current);
       await this.write(db, next.record);
-      const successors = await this.insertIn(db, next.successors ?? [], now, next.record);
+      const successors = await insertJobs(db, this.t, next.successors ?? [], now, next.record);
       return { record: next.record, successors };
     });
   }
@@ -349,4 +279,86 @@ export class PostgresJobStore implements JobStore {
   async close(): Promise<void> {
     await this.pool.end();
   }
+}
+
+/** A job row's column values, in the order of the INSERT below. */
+function columns(record: JobRecord): unknown[] {
+  return [
+    record.jobId,
+    scopeOfTenant(record.tenant),
+    record.tenant,
+    record.state,
+    record.priority,
+    record.createdAt,
+    record.kind,
+    record.notBefore,
+    record.leaseDeadline,
+    record.workerId,
+    record.idempotencyKey,
+    finishedAt(record),
+    encodeRecord(record),
+  ];
+}
+
+/**
+ * Create jobs on a connection that is inside a transaction, the store's own
+ * or an application's (transactional enqueue): the jobs exist only if that
+ * transaction commits. `updated` is a job changed in the same transaction,
+ * which a draft naming its idempotency key must see as changed.
+ */
+export async function insertJobs(
+  db: pg.ClientBase,
+  table: string,
+  drafts: readonly JobDraft[],
+  now: Micros,
+  updated?: JobRecord,
+): Promise<InsertOutcome[]> {
+  if (drafts.length === 0) return [];
+  // created_at is strictly increasing per store: reserve a block under the meta row's lock.
+  const { rows } = await db.query<{ last: string }>(
+    `UPDATE ${table}.meta SET last_created_at = GREATEST(last_created_at + $1, $2::bigint + $1 - 1)
+     WHERE id = 1 RETURNING last_created_at AS last`,
+    [drafts.length, now],
+  );
+  let next = Number(rows[0]?.last ?? 0) - drafts.length + 1;
+  const staged = new Map<string, JobRecord>();
+  const outcomes: InsertOutcome[] = [];
+  for (const draft of drafts) {
+    const slot = draft.idempotencyKey === null ? null : `${draft.tenant ?? ''}\u0000${draft.idempotencyKey}`;
+    const earlier = slot === null ? undefined : staged.get(slot);
+    if (earlier !== undefined) {
+      outcomes.push({ record: earlier, created: false });
+      continue;
+    }
+    const record = enqueue({ ...draft, createdAt: next++ }, now);
+    const inserted = await db.query(
+      `INSERT INTO ${table}.jobs (job_id, scope, tenant, state, priority, created_at, kind, not_before,
+         lease_deadline, worker_id, idempotency_key, finished_at, record)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+       ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
+      columns(record),
+    );
+    if (inserted.rowCount === 1) {
+      if (slot !== null) staged.set(slot, record);
+      outcomes.push({ record, created: true });
+      continue;
+    }
+    // Another job holds the key (possibly committed by another server a moment ago).
+    const existing = await db.query<{ job_id: string; record: Buffer }>(
+      `SELECT job_id, record FROM ${table}.jobs WHERE scope = $1 AND idempotency_key = $2`,
+      [scopeOfTenant(draft.tenant), draft.idempotencyKey],
+    );
+    const row = existing.rows[0];
+    if (row === undefined)
+      throw new Error(`idempotency key ${draft.idempotencyKey ?? ''} conflicted but its job is gone`);
+    const found = row.job_id === updated?.jobId ? updated : decodeRecord(row.record, `job ${row.job_id}`);
+    outcomes.push({ record: found, created: false });
+  }
+  return outcomes;
+}
+
+/** The quoted schema name of a store, checked to be a plain identifier. */
+export function schemaTable(schema: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`storage.schema "${schema}" is not a plain identifier`);
+  return `"${schema}"`;
 }

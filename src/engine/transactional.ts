@@ -1,0 +1,47 @@
+/**
+ * Transactional enqueue, for applications that keep their own data in the
+ * same PostgreSQL database as Telha: the jobs are written through the
+ * application's connection, inside its transaction, so they exist only if
+ * that transaction commits.
+ */
+import type pg from 'pg';
+import { systemClock, type Clock } from '../core/clock.ts';
+import { DEFAULT_CONFIG, type TelhaConfig } from '../core/config.ts';
+import { invalidArgument } from '../core/errors.ts';
+import { MAX_BATCH_JOBS } from '../core/limits.ts';
+import type { QueueScope } from '../core/types.ts';
+import { checkScope } from '../core/validate.ts';
+import { insertJobs, schemaTable } from '../storage/postgres/postgres-store.ts';
+import { draftJob } from './drafts.ts';
+import type { EnqueueOptions, EnqueueResult } from './queue.ts';
+
+export interface TransactionalEnqueueOptions {
+  /** The schema a Telha server created (`storage.schema`). Default `telha`. */
+  readonly schema?: string;
+  /** For the payload cap; default the built-in defaults. */
+  readonly config?: TelhaConfig;
+  readonly clock?: Clock;
+}
+
+/**
+ * Enqueue `jobs` in `scope` through `tx`, a `pg` client inside a transaction
+ * the caller opened (`BEGIN`) and will commit or roll back. Validation and
+ * idempotency are those of `Queue.enqueueBatch`. The schema must have been
+ * created by a Telha server (it migrates at start). Servers find the jobs at
+ * their next lease attempt; a lease call already parked on a server is not
+ * woken early (cross-server wake-ups are still to come).
+ */
+export async function enqueueInTransaction(
+  tx: pg.ClientBase,
+  scope: QueueScope,
+  jobs: readonly EnqueueOptions[],
+  options: TransactionalEnqueueOptions = {},
+): Promise<EnqueueResult[]> {
+  checkScope(scope);
+  if (jobs.length > MAX_BATCH_JOBS) throw invalidArgument('jobs', `at most ${MAX_BATCH_JOBS} jobs per batch`);
+  const now = (options.clock ?? systemClock).now();
+  const maxPayload = (options.config ?? DEFAULT_CONFIG).jobs.max_payload_bytes;
+  const drafts = jobs.map((job, i) => draftJob(scope, job, now, jobs.length === 1 ? '' : `jobs[${i}].`, maxPayload));
+  const outcomes = await insertJobs(tx, schemaTable(options.schema ?? 'telha'), drafts, now);
+  return outcomes.map(({ record, created }) => ({ job: record, created }));
+}

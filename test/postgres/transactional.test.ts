@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import pg from 'pg';
+import { ManualClock } from '../../src/core/clock.ts';
+import { makeConfig } from '../../src/core/config.ts';
+import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
+import { JobState, tenantScope } from '../../src/core/types.ts';
+import { openQueue } from '../../src/engine/open.ts';
+import { enqueueInTransaction } from '../../src/engine/transactional.ts';
+import { TEST_PG_URL } from '../support/backends.ts';
+
+const acme = tenantScope('acme');
+
+describe('transactional enqueue', () => {
+  it("creates jobs only if the application's transaction commits", async () => {
+    const schema = `telha_tx_${process.pid}_${Math.floor(Math.random() * 1e6)}`;
+    const clock = new ManualClock();
+    const queue = await openQueue({
+      config: makeConfig({ storage: { kind: 'postgres', url: TEST_PG_URL, schema }, retention: { enabled: false } }),
+      clock,
+      services: false,
+    });
+    const app = new pg.Client({ connectionString: TEST_PG_URL });
+    await app.connect();
+    try {
+      await app.query('BEGIN');
+      const [rolledBack] = await enqueueInTransaction(app, acme, [{ kind: 'email', idempotencyKey: 'order-1' }], {
+        schema,
+        clock,
+      });
+      await app.query('ROLLBACK');
+      assert.ok(rolledBack);
+      await assert.rejects(
+        queue.show(rolledBack.job.jobId),
+        (e: unknown) => e instanceof TelhaError && e.code === ErrorCode.NotFound,
+      );
+
+      await app.query('BEGIN');
+      const [committed] = await enqueueInTransaction(app, acme, [{ kind: 'email', idempotencyKey: 'order-1' }], {
+        schema,
+        clock,
+      });
+      // Invisible to the queue until the application commits.
+      assert.equal(await queue.leaseNextAt(clock.now(), acme, { workerId: 'w1' }), null);
+      await app.query('COMMIT');
+      assert.ok(committed?.created);
+      assert.equal((await queue.show(committed.job.jobId)).state, JobState.Pending);
+      const leased = await queue.leaseNextAt(clock.now(), acme, { workerId: 'w1' });
+      assert.equal(leased?.jobId, committed.job.jobId);
+
+      // Same validation as the queue: bad input throws before anything is written.
+      await app.query('BEGIN');
+      await assert.rejects(
+        enqueueInTransaction(app, acme, [{ kind: '' }], { schema }),
+        (e: unknown) => e instanceof TelhaError && e.field === 'kind',
+      );
+      await app.query('ROLLBACK');
+    } finally {
+      await app.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await app.end();
+      await queue.close();
+    }
+  });
+});
