@@ -23,9 +23,8 @@ import {
   type QueueScope,
   type ScopeFilter,
 } from '../../src/core/types.ts';
-import pg from 'pg';
 import { openQueue } from '../../src/engine/open.ts';
-import { TEST_PG_URL } from '../support/backends.ts';
+import { dropTestSchema, TEST_PG_URL } from '../support/backends.ts';
 import type { EnqueueOptions, Queue } from '../../src/engine/queue.ts';
 import {
   KIND_FILTERS,
@@ -111,15 +110,7 @@ export function postgresBackend(): Backend {
       await queue.close();
       return openQueue({ config, clock, services: false });
     },
-    dispose: async () => {
-      const admin = new pg.Client({ connectionString: TEST_PG_URL });
-      await admin.connect();
-      try {
-        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      } finally {
-        await admin.end();
-      }
-    },
+    dispose: () => dropTestSchema(schema),
   };
 }
 

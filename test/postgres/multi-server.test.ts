@@ -5,11 +5,10 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import pg from 'pg';
 import { TelhaClient } from '../../src/client/client.ts';
 import { Worker } from '../../src/client/worker.ts';
 import { JobState, tenantScope, type JobRecord } from '../../src/core/types.ts';
-import { tempDir, TEST_PG_URL } from '../support/backends.ts';
+import { dropTestSchema, tempDir, TEST_PG_URL } from '../support/backends.ts';
 import { eventually, freePort, spawnServer, type ServerProcess } from '../support/server.ts';
 
 const acme = tenantScope('acme');
@@ -97,10 +96,7 @@ describe('several servers on one PostgreSQL store', () => {
         server.child.kill('SIGTERM');
         await server.exited;
       }
-      const admin = new pg.Client({ connectionString: TEST_PG_URL });
-      await admin.connect();
-      await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await admin.end();
+      await dropTestSchema(schema);
       rmSync(unused, { recursive: true, force: true });
     }
   });

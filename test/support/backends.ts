@@ -45,24 +45,7 @@ export const rocksHarness: HarnessFactory = async (options: HarnessOptions = {})
       services: false,
       ...(options.backoffByKind ? { backoffByKind: options.backoffByKind } : {}),
     });
-  let queue = await open();
-  const harness: Harness = {
-    get queue() {
-      return queue;
-    },
-    clock,
-    config,
-    async reopen() {
-      await queue.close();
-      queue = await open();
-      return queue;
-    },
-    async close() {
-      await queue.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-  return harness;
+  return reopenable(open, clock, config, () => rmSync(dir, { recursive: true, force: true }));
 };
 
 /** The PostgreSQL the tests use: every machine here runs one on 127.0.0.1 (trust auth, database `test`). */
@@ -82,6 +65,16 @@ export const postgresHarness: HarnessFactory = async (options: HarnessOptions = 
       services: false,
       ...(options.backoffByKind ? { backoffByKind: options.backoffByKind } : {}),
     });
+  return reopenable(open, clock, config, () => dropTestSchema(schema));
+};
+
+/** A harness over a store that survives a reopen; `cleanup` runs after the last close. */
+async function reopenable(
+  open: () => Promise<Queue>,
+  clock: ManualClock,
+  config: Harness['config'],
+  cleanup: () => void | Promise<void>,
+): Promise<Harness> {
   let queue = await open();
   return {
     get queue() {
@@ -96,13 +89,18 @@ export const postgresHarness: HarnessFactory = async (options: HarnessOptions = 
     },
     async close() {
       await queue.close();
-      const admin = new pg.Client({ connectionString: TEST_PG_URL });
-      await admin.connect();
-      try {
-        await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      } finally {
-        await admin.end();
-      }
+      await cleanup();
     },
   };
-};
+}
+
+/** Drop a test's schema, with whatever it holds. */
+export async function dropTestSchema(schema: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: TEST_PG_URL });
+  await admin.connect();
+  try {
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await admin.end();
+  }
+}

@@ -34,8 +34,14 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
   `,
 ];
 
+/** The quoted schema name of a store, checked to be a plain identifier. */
+export function schemaTable(schema: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`storage.schema "${schema}" is not a plain identifier`);
+  return `"${schema}"`;
+}
+
 export async function migrate(pool: pg.Pool, schema: string): Promise<void> {
-  const s = `"${schema}"`;
+  const s = schemaTable(schema);
   const db = await pool.connect();
   try {
     await db.query('BEGIN');

@@ -18,6 +18,7 @@ import { enqueue } from '../../core/transitions.ts';
 import { finishedAt, type JobRecord, type JobState, type Micros, type ScopeFilter } from '../../core/types.ts';
 import { decodeJobKey, jobKeyOf, scopeBytes, scopeOfTenant } from '../../codec/keys.ts';
 import { decodeRecord, encodeRecord } from '../../codec/value.ts';
+import { idempotencySlot } from '../shared.ts';
 import type {
   Change,
   ClaimParams,
@@ -31,7 +32,9 @@ import type {
   StoreStats,
   UpdateOutcome,
 } from '../types.ts';
-import { migrate } from './migrations.ts';
+import { migrate, schemaTable } from './migrations.ts';
+
+export { schemaTable };
 
 export interface PostgresStoreOptions {
   /** e.g. `postgres://postgres@127.0.0.1:5432/test` */
@@ -324,7 +327,7 @@ export async function insertJobs(
   const staged = new Map<string, JobRecord>();
   const outcomes: InsertOutcome[] = [];
   for (const draft of drafts) {
-    const slot = draft.idempotencyKey === null ? null : `${draft.tenant ?? ''}\u0000${draft.idempotencyKey}`;
+    const slot = draft.idempotencyKey === null ? null : idempotencySlot(draft.tenant, draft.idempotencyKey);
     const earlier = slot === null ? undefined : staged.get(slot);
     if (earlier !== undefined) {
       outcomes.push({ record: earlier, created: false });
@@ -355,10 +358,4 @@ export async function insertJobs(
     outcomes.push({ record: found, created: false });
   }
   return outcomes;
-}
-
-/** The quoted schema name of a store, checked to be a plain identifier. */
-export function schemaTable(schema: string): string {
-  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) throw new Error(`storage.schema "${schema}" is not a plain identifier`);
-  return `"${schema}"`;
 }
