@@ -18,11 +18,17 @@
  *  BENCH_REAP_REPEATS=3   reaper passes per point (the median is printed)
  *  BENCH_SECONDS=3        measured seconds per throughput run (raw baselines take 2/3 of it)
  *  BENCH_SECTIONS=1,2,3,4,5,6   which sections to run (4 needs 1's store and runs with it)
+ *  BENCH_BACKEND=postgres the same sections on the PostgreSQL backend (a schema per store in
+ *                         BENCH_PG_URL, default the local `test` database; dropped at the end).
+ *                         BENCH_SCALE defaults to 0.1 there: the background rows are written
+ *                         through the queue, and a million of them takes PostgreSQL minutes.
+ *                         Section 5 has no raw baseline on PostgreSQL.
  */
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import pg from 'pg';
 import { encodeJobKey } from '../src/codec/keys.ts';
 import { encodeRecord } from '../src/codec/value.ts';
 import { makeConfig } from '../src/core/config.ts';
@@ -41,7 +47,11 @@ function envNumber(name: string, fallback: number): number {
   return value;
 }
 
-const SCALE = envNumber('BENCH_SCALE', 1);
+const BACKEND = process.env['BENCH_BACKEND'] ?? 'rocksdb';
+if (BACKEND !== 'rocksdb' && BACKEND !== 'postgres') throw new Error(`BENCH_BACKEND must be rocksdb or postgres`);
+const ON_POSTGRES = BACKEND === 'postgres';
+const PG_URL = process.env['BENCH_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+const SCALE = envNumber('BENCH_SCALE', ON_POSTGRES ? 0.1 : 1);
 const scaled = (n: number): number => Math.round(n * SCALE);
 const LEASES = Math.max(10, Math.round(envNumber('BENCH_LEASES', 2_000)));
 const EXPIRED = Math.max(1, Math.round(envNumber('BENCH_EXPIRED', 1_000)));
@@ -152,11 +162,31 @@ async function newDir(name: string): Promise<string> {
   return dir;
 }
 
+/** PostgreSQL schemas this run created, dropped at the end. */
+const pgSchemas = new Set<string>();
+
+/** A store's PostgreSQL schema, named after its directory (which stays empty on that backend). */
+function pgSchemaOf(dir: string): string {
+  return `telha_bench_${process.pid}_${path.basename(dir).replace(/[^a-z0-9]/g, '_')}`;
+}
+
 function open(dir: string, durability: 'process' | 'fsync' = 'process'): Promise<Queue> {
-  return openQueue({
-    config: makeConfig({ storage: { path: dir, durability }, retention: { enabled: false } }),
-    services: false,
-  });
+  const storage = ON_POSTGRES
+    ? { kind: 'postgres' as const, url: PG_URL, schema: pgSchemaOf(dir), durability }
+    : { path: dir, durability };
+  if (ON_POSTGRES) pgSchemas.add(storage.schema as string);
+  return openQueue({ config: makeConfig({ storage, retention: { enabled: false } }), services: false });
+}
+
+async function dropPgSchemas(): Promise<void> {
+  if (pgSchemas.size === 0) return;
+  const db = new pg.Client({ connectionString: PG_URL });
+  await db.connect();
+  try {
+    for (const schema of pgSchemas) await db.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await db.end();
+  }
 }
 
 async function freshQueue(
@@ -843,6 +873,13 @@ async function throughput(durability: 'process' | 'fsync', concurrency: readonly
       await queue.close();
     }
   }
+  if (ON_POSTGRES) {
+    table(
+      CYCLE_HEADERS.slice(0, 4),
+      cycleRows.map((r) => cycleRow(r.label, r.point).slice(0, 4)),
+    );
+    return;
+  }
   const rawDb = await RocksDatabase.open(await newDir(`raw-${durability}`), ['jobs', 'ids', 'finished', 'counts']);
   let serial: RawPoint;
   try {
@@ -901,7 +938,7 @@ async function main(): Promise<void> {
   const started = performance.now();
   root = await mkdtemp(path.join(os.tmpdir(), 'telha-bench-'));
   const cpus = os.cpus();
-  out('Telha engine benchmark');
+  out(`Telha engine benchmark, ${ON_POSTGRES ? `PostgreSQL backend (${PG_URL})` : 'embedded RocksDB backend'}`);
   out(
     `  node ${process.version} (${process.platform}/${process.arch}), ${cpus.length} CPU(s): ${cpus[0]?.model.trim() ?? 'unknown'}`,
   );
@@ -921,6 +958,7 @@ async function main(): Promise<void> {
     if (SECTIONS.has('6')) await throughput('fsync', FSYNC_CONCURRENCY);
   } finally {
     await rm(root, { recursive: true, force: true });
+    await dropPgSchemas();
   }
   out();
   out(`total wall time: ${seconds(performance.now() - started)}; load average at end: ${loadAverage()}`);

@@ -53,9 +53,16 @@ const storageSchema = z.strictObject({
   /**
    * `process` (default): an acknowledged write is in the OS page cache and survives the process
    * being killed. `fsync`: the WAL is synced before acknowledging, so it also survives an OS crash
-   * or power loss; concurrent writers share one sync.
+   * or power loss; concurrent writers share one sync. On `postgres`, `process` turns
+   * `synchronous_commit` off for Telha's connections and `fsync` keeps it on (see the README).
    */
   durability: z.enum(['process', 'fsync']).default('process'),
+  /**
+   * For `postgres`: servers wake each other's lease waiters with LISTEN/NOTIFY; a waiter also
+   * looks again after this long, so a notification lost while the listener reconnects costs at
+   * most this much latency.
+   */
+  poll_interval_ms: positiveInt.default(1_000),
 });
 
 const jobsSchema = z.strictObject({

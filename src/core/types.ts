@@ -119,6 +119,34 @@ export interface JobRecord {
   readonly events: readonly JobEvent[];
 }
 
+/**
+ * News that Pending work appeared, enough to wake the right lease waiters:
+ * whose scope (`tenant`, `null` for the system scope) and kind it is, whether
+ * its gate is already open, and how many such jobs there are.
+ */
+export interface WorkNotice {
+  readonly tenant: string | null;
+  readonly kind: string;
+  readonly ready: boolean;
+  readonly count: number;
+}
+
+/** One notice per (tenant, kind, ready) group of `jobs`, which the caller knows to be Pending. */
+export function workNotices(
+  jobs: readonly Pick<JobRecord, 'tenant' | 'kind' | 'notBefore'>[],
+  now: Micros,
+): WorkNotice[] {
+  const groups = new Map<string, { tenant: string | null; kind: string; ready: boolean; count: number }>();
+  for (const job of jobs) {
+    const ready = job.notBefore === null || job.notBefore <= now;
+    const key = `${job.tenant === null ? '' : `t:${job.tenant}`}\u0000${job.kind}\u0000${ready ? 1 : 0}`;
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, { tenant: job.tenant, kind: job.kind, ready, count: 1 });
+    else group.count++;
+  }
+  return [...groups.values()];
+}
+
 /** What a worker proves it holds when it submits: the fencing pair granted at lease time. */
 export interface LeaseFence {
   readonly workerId: string;

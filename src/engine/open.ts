@@ -50,7 +50,13 @@ async function openStore(config: TelhaConfig, options: OpenQueueOptions): Promis
     case 'postgres': {
       const url = config.storage.url;
       if (url === undefined) throw invalidArgument('storage.url', 'storage.kind = "postgres" needs storage.url');
-      return PostgresJobStore.open({ url, schema: config.storage.schema, ...logger });
+      return PostgresJobStore.open({
+        url,
+        schema: config.storage.schema,
+        pollIntervalMs: config.storage.poll_interval_ms,
+        durability: config.storage.durability,
+        ...logger,
+      });
     }
   }
 }

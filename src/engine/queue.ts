@@ -20,6 +20,7 @@ import {
   type Micros,
   type QueueScope,
   type ScopeFilter,
+  workNotices,
 } from '../core/types.ts';
 import {
   checkBytes,
@@ -147,6 +148,8 @@ export class Queue {
       () => this.runMaintenanceAt(this.clock.now()),
       this.logger,
     );
+    // Work announced by other servers sharing the store, or by transactional enqueues.
+    this.store.watch?.((notices) => (notices === 'all' ? this.work.notifyAll() : this.work.notify(notices)));
     this.systemTasks.set(PRUNE_KIND, (_job, now) => this.pruneAt(now).then((n) => `pruned=${n}`));
     if (options.services ?? true) this.startServices();
   }
@@ -255,7 +258,10 @@ export class Queue {
       if (jobs.length > 0 || remaining <= 0 || signal?.aborted || this.closed) return jobs;
       const gate = await this.store.nextGateAt(scope, now);
       const untilGate = gate === null ? remaining : Math.max(1, Math.ceil((gate - now) / 1000));
-      const reason = await this.work.wait(scope, kinds, seen, Math.min(remaining, untilGate), signal);
+      // A shared store can gain work that no announcement reaches (a lost notification):
+      // look again after its poll interval at the latest.
+      const sleep = Math.min(remaining, untilGate, this.store.pollIntervalMs ?? Infinity);
+      const reason = await this.work.wait(scope, kinds, seen, sleep, signal);
       this.waitStats[reason]++;
     }
   }
@@ -269,8 +275,12 @@ export class Queue {
   }
 
   private announce(jobs: readonly JobRecord[], now: Micros): void {
-    const pending = jobs.filter((j) => j.state === JobState.Pending);
-    this.work.notify(pending, (j) => j.notBefore === null || j.notBefore <= now);
+    this.work.notify(
+      workNotices(
+        jobs.filter((j) => j.state === JobState.Pending),
+        now,
+      ),
+    );
   }
 
   // ---- fenced submissions ----

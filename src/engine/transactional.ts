@@ -11,7 +11,7 @@ import { invalidArgument } from '../core/errors.ts';
 import { MAX_BATCH_JOBS } from '../core/limits.ts';
 import type { QueueScope } from '../core/types.ts';
 import { checkScope } from '../core/validate.ts';
-import { insertJobs, schemaTable } from '../storage/postgres/postgres-store.ts';
+import { insertJobs, pgSchema } from '../storage/postgres/postgres-store.ts';
 import { draftJob } from './drafts.ts';
 import type { EnqueueOptions, EnqueueResult } from './queue.ts';
 
@@ -27,9 +27,8 @@ export interface TransactionalEnqueueOptions {
  * Enqueue `jobs` in `scope` through `tx`, a `pg` client inside a transaction
  * the caller opened (`BEGIN`) and will commit or roll back. Validation and
  * idempotency are those of `Queue.enqueueBatch`. The schema must have been
- * created by a Telha server (it migrates at start). Servers find the jobs at
- * their next lease attempt; a lease call already parked on a server is not
- * woken early (cross-server wake-ups are still to come).
+ * created by a Telha server (it migrates at start). When the transaction
+ * commits, its notification wakes lease calls parked on every server.
  */
 export async function enqueueInTransaction(
   tx: pg.ClientBase,
@@ -42,6 +41,6 @@ export async function enqueueInTransaction(
   const now = (options.clock ?? systemClock).now();
   const maxPayload = (options.config ?? DEFAULT_CONFIG).jobs.max_payload_bytes;
   const drafts = jobs.map((job, i) => draftJob(scope, job, now, jobs.length === 1 ? '' : `jobs[${i}].`, maxPayload));
-  const outcomes = await insertJobs(tx, schemaTable(options.schema ?? 'telha'), drafts, now);
+  const outcomes = await insertJobs(tx, pgSchema(options.schema ?? 'telha'), drafts, now);
   return outcomes.map(({ record, created }) => ({ job: record, created }));
 }

@@ -8,7 +8,7 @@
  * each can shorten its sleep to the new gate.
  */
 import { kindMatches } from '../core/transitions.ts';
-import type { JobRecord, ScopeFilter } from '../core/types.ts';
+import type { ScopeFilter, WorkNotice } from '../core/types.ts';
 import { inScope } from '../storage/shared.ts';
 
 /** Why a wait ended: a matching job was announced, the time ran out, or the caller gave up. */
@@ -37,20 +37,29 @@ export class WorkSignal {
     return this.waiters.size;
   }
 
-  /** Tell waiters about jobs that just became Pending. `ready` says whether their gate is already open. */
-  notify(jobs: readonly JobRecord[], isReady: (job: JobRecord) => boolean): void {
-    if (jobs.length === 0) return;
+  /**
+   * Tell waiters that Pending work appeared: each ready job wakes one matching
+   * waiter, a gated group wakes every matching waiter (to shorten its sleep).
+   */
+  notify(notices: readonly WorkNotice[]): void {
+    if (notices.length === 0) return;
     this.announced++;
-    if (this.waiters.size === 0) return;
-    for (const job of jobs) {
+    for (const notice of notices) {
       if (this.waiters.size === 0) return;
-      const matching = [...this.waiters].filter((w) => inScope(job, w.scope) && kindMatches(job.kind, w.kinds));
-      const toWake = isReady(job) ? matching.slice(0, 1) : matching;
-      for (const waiter of toWake) {
-        this.waiters.delete(waiter);
+      let budget = notice.ready ? notice.count : Infinity;
+      for (const waiter of this.waiters) {
+        if (budget === 0) break;
+        if (!inScope(notice, waiter.scope) || !kindMatches(notice.kind, waiter.kinds)) continue;
+        budget--;
         waiter.wake('woken');
       }
     }
+  }
+
+  /** Wake every waiter to look again: work of unknown shape may have appeared. */
+  notifyAll(): void {
+    this.announced++;
+    for (const waiter of [...this.waiters]) waiter.wake('woken');
   }
 
   /**

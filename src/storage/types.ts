@@ -6,7 +6,7 @@
  * backend cannot drift apart on semantics. The conformance suite in
  * `test/conformance/` runs against every implementation.
  */
-import type { JobRecord, JobState, Micros, ScopeFilter } from '../core/types.ts';
+import type { JobRecord, JobState, Micros, ScopeFilter, WorkNotice } from '../core/types.ts';
 import type { NewJobFields } from '../core/transitions.ts';
 
 /** A job to create; the store assigns `createdAt` (strictly increasing per store). */
@@ -114,6 +114,20 @@ export interface JobStore {
 
   /** The earliest `notBefore` after `now` among Pending jobs in scope, for a waiter to sleep until. */
   nextGateAt(scope: ScopeFilter, now: Micros): Promise<Micros | null>;
+
+  /**
+   * For a store shared by several processes: call `onWork` when another
+   * process (another server, an application's transactional enqueue) made
+   * Pending work; `'all'` when it cannot say what. Single-process stores leave
+   * this out: the queue announces its own writes.
+   */
+  watch?(onWork: (notices: readonly WorkNotice[] | 'all') => void): void;
+
+  /**
+   * For a shared store: the longest a lease waiter sleeps before looking
+   * again, so a lost notification delays work by at most this long.
+   */
+  readonly pollIntervalMs?: number;
 
   stats(): StoreStats;
   close(): Promise<void>;

@@ -32,6 +32,11 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
     CREATE TABLE ${s}.meta (id int PRIMARY KEY, last_created_at bigint NOT NULL);
     INSERT INTO ${s}.meta VALUES (1, 0);
   `,
+  // Ready work without gated rows in the way: from here on the not_before column holds a gate
+  // only while it is closed; claims open due gates (set it NULL) before they scan this index.
+  (s) => `
+    CREATE INDEX jobs_ready ON ${s}.jobs (scope, priority, created_at, job_id) WHERE state = 0 AND not_before IS NULL;
+  `,
 ];
 
 /** The quoted schema name of a store, checked to be a plain identifier. */

@@ -8,14 +8,29 @@
  * the core transition inside the transaction, so a stale submission through any
  * server is rejected. Idempotency is a unique index on (scope, key).
  *
+ * Ready work is a partial index over Pending rows whose gate is open. A gate
+ * that falls due is opened (its `not_before` column set NULL) by the next
+ * claim, in the claim's own transaction, so a claim never scans past rows
+ * still waiting for their gate. Writes that make Pending work NOTIFY the
+ * other servers, whose lease waiters wake as if the work were their own.
+ *
  * The record (bytea) is the truth; the other columns are copies of its fields
  * that the indexes need.
  */
+import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { CorruptRecordError, notFound } from '../../core/errors.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import { enqueue } from '../../core/transitions.ts';
-import { finishedAt, type JobRecord, type JobState, type Micros, type ScopeFilter } from '../../core/types.ts';
+import {
+  finishedAt,
+  JobState,
+  workNotices,
+  type JobRecord,
+  type Micros,
+  type ScopeFilter,
+  type WorkNotice,
+} from '../../core/types.ts';
 import { decodeJobKey, jobKeyOf, scopeBytes, scopeOfTenant } from '../../codec/keys.ts';
 import { decodeRecord, encodeRecord } from '../../codec/value.ts';
 import { idempotencySlot } from '../shared.ts';
@@ -34,8 +49,6 @@ import type {
 } from '../types.ts';
 import { migrate, schemaTable } from './migrations.ts';
 
-export { schemaTable };
-
 export interface PostgresStoreOptions {
   /** e.g. `postgres://postgres@127.0.0.1:5432/test` */
   readonly url: string;
@@ -44,31 +57,182 @@ export interface PostgresStoreOptions {
   readonly logger?: Logger;
   /** Connections in the pool. Default 10. */
   readonly poolSize?: number;
+  /** The longest a lease waiter sleeps before looking again (`storage.poll_interval_ms`). Default 1,000. */
+  readonly pollIntervalMs?: number;
+  /**
+   * `storage.durability`. `fsync` (default here) keeps PostgreSQL's synchronous commit: an
+   * acknowledged write is on the database's disk. `process` turns `synchronous_commit` off for
+   * this store's connections: a write survives any Telha server dying, and is lost only if the
+   * PostgreSQL server itself crashes within its WAL writer's delay (3 x `wal_writer_delay`, 0.6 s
+   * by default). Consistency is the same either way; only that window differs.
+   */
+  readonly durability?: 'process' | 'fsync';
 }
 
 type Db = pg.PoolClient;
 
+/** Due gates opened per claim; more wait for the next claim. */
+const OPEN_GATES_BATCH = 1_000;
+/** NOTIFY payloads must stay under 8,000 bytes; past this, say "look again" instead of what. */
+const MAX_NOTICE_CHARS = 7_000;
+
+/** Where a store's rows live and where its servers talk. */
+export interface PgSchema {
+  /** The quoted schema, e.g. `"telha"`, to prefix table names with. */
+  readonly table: string;
+  /** The LISTEN/NOTIFY channel of this schema. */
+  readonly channel: string;
+}
+
+export function pgSchema(schema: string): PgSchema {
+  // Channel names are identifiers of at most 63 bytes; a schema name may be that long already.
+  const digest = createHash('sha256').update(schema).digest('hex').slice(0, 24);
+  return { table: schemaTable(schema), channel: `telha_work_${digest}` };
+}
+
+/** The message a write sends to every server: who sent it (to skip its own) and what work appeared. */
+function noticePayload(origin: string, notices: readonly WorkNotice[]): string {
+  const text = JSON.stringify({ o: origin, w: notices.map((n) => [n.tenant, n.kind, n.ready ? 1 : 0, n.count]) });
+  return text.length <= MAX_NOTICE_CHARS ? text : JSON.stringify({ o: origin, w: 'all' });
+}
+
+function parseNotice(payload: string): { origin: string; work: WorkNotice[] | 'all' } | null {
+  try {
+    const parsed = JSON.parse(payload) as { o?: unknown; w?: unknown };
+    if (typeof parsed.o !== 'string') return null;
+    if (!Array.isArray(parsed.w)) return { origin: parsed.o, work: 'all' };
+    const work = (parsed.w as unknown[][]).map(([tenant, kind, ready, count]) => ({
+      tenant: typeof tenant === 'string' ? tenant : null,
+      kind: String(kind),
+      ready: ready === 1,
+      count: Number(count),
+    }));
+    return { origin: parsed.o, work };
+  } catch {
+    return null;
+  }
+}
+
+/** The `not_before` column: the gate while it is still closed at `now`, else NULL (ready, or not Pending). */
+function closedGate(record: JobRecord, now: Micros): Micros | null {
+  return record.state === JobState.Pending && record.notBefore !== null && record.notBefore > now
+    ? record.notBefore
+    : null;
+}
+
 export class PostgresJobStore implements JobStore {
   readonly backend = 'postgres';
+  readonly pollIntervalMs: number;
   private corruptRows = 0;
+  private readonly t: string;
+  /** Marks this store's own notifications, which its queue has announced already. */
+  private readonly origin = randomUUID();
+  private onWork: ((notices: readonly WorkNotice[] | 'all') => void) | null = null;
+  private listener: pg.Client | null = null;
+  private listenerBackendPid: number | null = null;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private closing = false;
 
   private constructor(
     private readonly pool: pg.Pool,
-    private readonly t: string,
+    /** The `storage.schema` this store's tables are in. */
+    readonly schemaName: string,
+    private readonly schema: PgSchema,
+    private readonly url: string,
     private readonly logger: Logger,
-  ) {}
+    pollIntervalMs: number,
+  ) {
+    this.t = schema.table;
+    this.pollIntervalMs = pollIntervalMs;
+  }
 
   static async open(options: PostgresStoreOptions): Promise<PostgresJobStore> {
-    const schema = options.schema ?? 'telha';
-    const table = schemaTable(schema);
-    const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
+    const schemaName = options.schema ?? 'telha';
+    const pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.poolSize ?? 10,
+      ...(options.durability === 'process' ? { options: '-c synchronous_commit=off' } : {}),
+    });
     try {
-      await migrate(pool, schema);
+      await migrate(pool, schemaName);
     } catch (error) {
       await pool.end();
       throw error;
     }
-    return new PostgresJobStore(pool, table, options.logger ?? silentLogger);
+    const store = new PostgresJobStore(
+      pool,
+      schemaName,
+      pgSchema(schemaName),
+      options.url,
+      options.logger ?? silentLogger,
+      options.pollIntervalMs ?? 1_000,
+    );
+    try {
+      await store.listen();
+    } catch (error) {
+      await store.close();
+      throw error;
+    }
+    return store;
+  }
+
+  watch(onWork: (notices: readonly WorkNotice[] | 'all') => void): void {
+    this.onWork = onWork;
+  }
+
+  /** Whether the LISTEN connection is up (while it is down, waiters fall back to polling). */
+  get listening(): boolean {
+    return this.listener !== null;
+  }
+
+  /** The backend process id of the LISTEN connection, for operators and tests. */
+  get listenerPid(): number | null {
+    return this.listener === null ? null : this.listenerBackendPid;
+  }
+
+  /** Connect the LISTEN connection; on loss, reconnect after the poll interval and tell waiters to look again. */
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url });
+    const lost = (error?: Error): void => {
+      if (this.listener !== client) return;
+      this.listener = null;
+      client.removeAllListeners('notification');
+      void client.end().catch(() => undefined);
+      if (this.closing) return;
+      this.logger.warn(
+        { err: error?.message ?? 'connection ended' },
+        'postgres listener lost; polling until it is back',
+      );
+      this.scheduleReconnect();
+    };
+    client.on('error', lost);
+    client.on('end', () => lost());
+    client.on('notification', (message) => {
+      const notice = message.payload === undefined ? null : parseNotice(message.payload);
+      if (notice === null || notice.origin === this.origin) return;
+      this.onWork?.(notice.work);
+    });
+    await client.connect();
+    await client.query(`LISTEN ${this.schema.channel}`);
+    const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    this.listenerBackendPid = rows[0]?.pid ?? null;
+    this.listener = client;
+  }
+
+  private scheduleReconnect(): void {
+    if (this.closing || this.reconnectTimer !== null) return;
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      this.listen().then(
+        // Work may have appeared while nobody listened.
+        () => this.onWork?.('all'),
+        (error: unknown) => {
+          this.logger.warn({ err: (error as Error).message }, 'postgres listener reconnect failed');
+          this.scheduleReconnect();
+        },
+      );
+    }, this.pollIntervalMs);
+    this.reconnectTimer.unref();
   }
 
   /** Run `work` in one transaction; any throw rolls it back. */
@@ -98,7 +262,7 @@ export class PostgresJobStore implements JobStore {
     }
   }
 
-  private async write(db: Db, record: JobRecord): Promise<void> {
+  private async write(db: Db, record: JobRecord, now: Micros): Promise<void> {
     await db.query(
       `UPDATE ${this.t}.jobs SET state = $2, not_before = $3, lease_deadline = $4, worker_id = $5,
          finished_at = $6, record = $7
@@ -106,7 +270,7 @@ export class PostgresJobStore implements JobStore {
       [
         record.jobId,
         record.state,
-        record.notBefore,
+        closedGate(record, now),
         record.leaseDeadline,
         record.workerId,
         finishedAt(record),
@@ -116,32 +280,26 @@ export class PostgresJobStore implements JobStore {
   }
 
   async insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
-    return this.tx((db) => insertJobs(db, this.t, drafts, now));
+    return this.tx((db) => insertJobs(db, this.schema, drafts, now, { origin: this.origin }));
   }
 
   async claim(params: ClaimParams): Promise<JobRecord[]> {
     return this.tx(async (db) => {
-      const args: unknown[] = [params.now, params.limit];
-      let where = `state = 0 AND (not_before IS NULL OR not_before <= $1)`;
-      if (params.scope.type !== 'any') {
-        args.push(scopeBytes(params.scope));
-        where += ` AND scope = $${args.length}`;
-      }
-      if (params.kinds !== null) {
-        args.push(params.kinds);
-        where += ` AND EXISTS (SELECT 1 FROM unnest($${args.length}::text[]) AS p WHERE starts_with(kind, p))`;
-      }
-      const { rows } = await db.query<{ job_id: string; record: Buffer }>(
-        `SELECT job_id, record FROM ${this.t}.jobs WHERE ${where}
-         ORDER BY scope, priority, created_at, job_id LIMIT $2 FOR UPDATE SKIP LOCKED`,
-        args,
+      // Open the gates that are due, so the ready index holds every eligible job.
+      await db.query(
+        `UPDATE ${this.t}.jobs SET not_before = NULL WHERE job_id IN (
+           SELECT job_id FROM ${this.t}.jobs WHERE state = 0 AND not_before <= $1
+           ORDER BY not_before LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+        [params.now, OPEN_GATES_BATCH],
       );
+      const query = claimQuery(this.t, params.scope, params.kinds);
+      const { rows } = await db.query<{ job_id: string; record: Buffer }>(query.text, [params.limit, ...query.values]);
       const leased: JobRecord[] = [];
       for (const row of rows) {
         const record = this.decode(row);
         if (record === null) continue;
         const next = params.lease(record);
-        await this.write(db, next);
+        await this.write(db, next, params.now);
         leased.push(next);
       }
       return leased;
@@ -158,8 +316,18 @@ export class PostgresJobStore implements JobStore {
       if (row === undefined) throw notFound(`job ${jobId}`);
       const current = decodeRecord(row.record, `job ${jobId}`);
       const next = change(current);
-      await this.write(db, next.record);
-      const successors = await insertJobs(db, this.t, next.successors ?? [], now, next.record);
+      await this.write(db, next.record, now);
+      if (next.record.state === JobState.Pending) {
+        // Retried, reaped or backing off: Pending again, which other servers' waiters want to hear.
+        await db.query('SELECT pg_notify($1, $2)', [
+          this.schema.channel,
+          noticePayload(this.origin, workNotices([next.record], now)),
+        ]);
+      }
+      const successors = await insertJobs(db, this.schema, next.successors ?? [], now, {
+        origin: this.origin,
+        updated: next.record,
+      });
       return { record: next.record, successors };
     });
   }
@@ -280,12 +448,44 @@ export class PostgresJobStore implements JobStore {
   }
 
   async close(): Promise<void> {
-    await this.pool.end();
+    this.closing = true;
+    if (this.reconnectTimer !== null) clearTimeout(this.reconnectTimer);
+    const listener = this.listener;
+    this.listener = null;
+    await Promise.all([listener?.end().catch(() => undefined), this.pool.end()]);
   }
 }
 
+/**
+ * The claim's scan: Pending rows with an open gate, in key order, through the
+ * `jobs_ready` partial index, skipping rows another transaction holds.
+ * `$1` is the limit; the scope and kind prefixes follow. Exported so a test
+ * can check the plan.
+ */
+export function claimQuery(
+  table: string,
+  scope: ScopeFilter,
+  kinds: readonly string[] | null,
+): { text: string; values: unknown[] } {
+  const values: unknown[] = [];
+  let where = 'state = 0 AND not_before IS NULL';
+  if (scope.type !== 'any') {
+    values.push(scopeBytes(scope));
+    where += ` AND scope = $${values.length + 1}`;
+  }
+  if (kinds !== null) {
+    values.push(kinds);
+    where += ` AND EXISTS (SELECT 1 FROM unnest($${values.length + 1}::text[]) AS p WHERE starts_with(kind, p))`;
+  }
+  return {
+    text: `SELECT job_id, record FROM ${table}.jobs WHERE ${where}
+           ORDER BY scope, priority, created_at, job_id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+    values,
+  };
+}
+
 /** A job row's column values, in the order of the INSERT below. */
-function columns(record: JobRecord): unknown[] {
+function columns(record: JobRecord, now: Micros): unknown[] {
   return [
     record.jobId,
     scopeOfTenant(record.tenant),
@@ -294,7 +494,7 @@ function columns(record: JobRecord): unknown[] {
     record.priority,
     record.createdAt,
     record.kind,
-    record.notBefore,
+    closedGate(record, now),
     record.leaseDeadline,
     record.workerId,
     record.idempotencyKey,
@@ -306,22 +506,28 @@ function columns(record: JobRecord): unknown[] {
 /**
  * Create jobs on a connection that is inside a transaction, the store's own
  * or an application's (transactional enqueue): the jobs exist only if that
- * transaction commits. `updated` is a job changed in the same transaction,
- * which a draft naming its idempotency key must see as changed.
+ * transaction commits, and so does the notification that wakes the servers'
+ * lease waiters. `origin` marks the notification as a store's own (its queue
+ * announces its writes itself); `updated` is a job changed in the same
+ * transaction, which a draft naming its idempotency key must see as changed.
  */
 export async function insertJobs(
   db: pg.ClientBase,
-  table: string,
+  schema: PgSchema,
   drafts: readonly JobDraft[],
   now: Micros,
-  updated?: JobRecord,
+  context: { readonly origin?: string; readonly updated?: JobRecord } = {},
 ): Promise<InsertOutcome[]> {
   if (drafts.length === 0) return [];
+  const table = schema.table;
+  const updated = context.updated;
   // created_at is strictly increasing per store: reserve a block under the meta row's lock.
+  // The notification rides on the same statement; a draft that turns out to be an idempotent
+  // repeat only costs a waiter one look.
   const { rows } = await db.query<{ last: string }>(
     `UPDATE ${table}.meta SET last_created_at = GREATEST(last_created_at + $1, $2::bigint + $1 - 1)
-     WHERE id = 1 RETURNING last_created_at AS last`,
-    [drafts.length, now],
+     WHERE id = 1 RETURNING last_created_at AS last, pg_notify($3, $4)`,
+    [drafts.length, now, schema.channel, noticePayload(context.origin ?? '', workNotices(drafts, now))],
   );
   let next = Number(rows[0]?.last ?? 0) - drafts.length + 1;
   const staged = new Map<string, JobRecord>();
@@ -339,7 +545,7 @@ export async function insertJobs(
          lease_deadline, worker_id, idempotency_key, finished_at, record)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
        ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
-      columns(record),
+      columns(record, now),
     );
     if (inserted.rowCount === 1) {
       if (slot !== null) staged.set(slot, record);

@@ -1,0 +1,318 @@
+/**
+ * Several queues (one per server, in real deployments) on one PostgreSQL
+ * schema, in one process so the test can see each queue's counters: wake-ups
+ * cross servers, the reaper and the pruner act once, idempotency keys hold,
+ * and a claim's scan never walks past gated rows.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import pg from 'pg';
+import { ManualClock, type Clock } from '../../src/core/clock.ts';
+import { JobState, tenantScope, type JobRecord } from '../../src/core/types.ts';
+import { Queue } from '../../src/engine/queue.ts';
+import { enqueueInTransaction } from '../../src/engine/transactional.ts';
+import { claimQuery, pgSchema, PostgresJobStore } from '../../src/storage/postgres/postgres-store.ts';
+import { testConfig } from '../conformance/harness.ts';
+import { dropTestSchema, TEST_PG_URL } from '../support/backends.ts';
+import { eventually } from '../support/server.ts';
+
+const acme = tenantScope('acme');
+/** Longer than any wait here, so a fallback poll cannot pass for a notification. */
+const NEVER_POLL_MS = 600_000;
+/** How long a parked lease call waits: a lost notification fails the test after this, it does not hang it. */
+const PARK_MS = 20_000;
+
+let schemaCount = 0;
+const newSchema = (): string => `telha_shared_${process.pid}_${++schemaCount}_${Math.floor(Math.random() * 1e6)}`;
+
+interface Servers {
+  readonly queues: Queue[];
+  readonly stores: PostgresJobStore[];
+  readonly close: () => Promise<void>;
+}
+
+/** `n` queues, each on its own store (pool and listener) over one schema. */
+async function servers(
+  n: number,
+  options: { clock?: Clock; pollIntervalMs?: number; config?: Parameters<typeof testConfig>[0] } = {},
+): Promise<Servers> {
+  const schema = newSchema();
+  const stores: PostgresJobStore[] = [];
+  const queues: Queue[] = [];
+  for (let i = 0; i < n; i++) {
+    const store = await PostgresJobStore.open({
+      url: TEST_PG_URL,
+      schema,
+      poolSize: 4,
+      pollIntervalMs: options.pollIntervalMs ?? NEVER_POLL_MS,
+    });
+    stores.push(store);
+    queues.push(
+      new Queue({
+        store,
+        config: testConfig(options.config),
+        services: false,
+        ...(options.clock ? { clock: options.clock } : {}),
+      }),
+    );
+  }
+  return {
+    queues,
+    stores,
+    close: async () => {
+      await Promise.all(queues.map((q) => q.close()));
+      await dropTestSchema(schema);
+    },
+  };
+}
+
+function only<T>(items: readonly T[]): T {
+  assert.equal(items.length, 1);
+  return items[0] as T;
+}
+
+describe('queues sharing one PostgreSQL schema', () => {
+  it('wakes a lease call parked on one server when another server enqueues', async () => {
+    const { queues, close } = await servers(2);
+    const [a, b] = queues as [Queue, Queue];
+    try {
+      const parked = a.leaseWait(acme, { workerId: 'wa' }, 1, PARK_MS);
+      await eventually(() => Promise.resolve(a.waitingLeases === 1), 'the lease call to park');
+      const { job } = await b.enqueue(acme, { kind: 'email' });
+      const leased = only(await parked);
+      assert.equal(leased.jobId, job.jobId);
+      assert.deepEqual(a.waitStats, { woken: 1, timeout: 0, aborted: 0 });
+    } finally {
+      await close();
+    }
+  });
+
+  it('wakes only waiters whose scope and kinds match, one per ready job', async () => {
+    const { queues, close } = await servers(2);
+    const [a, b] = queues as [Queue, Queue];
+    try {
+      const controller = new AbortController();
+      const otherTenant = a.leaseWait(tenantScope('other'), { workerId: 'w0' }, 1, PARK_MS, controller.signal);
+      const otherKind = a.leaseWait(acme, { workerId: 'w1', kinds: ['sms'] }, 1, PARK_MS, controller.signal);
+      const matching = [
+        a.leaseWait(acme, { workerId: 'w2', kinds: ['email'] }, 1, PARK_MS, controller.signal),
+        a.leaseWait(acme, { workerId: 'w3' }, 1, PARK_MS, controller.signal),
+      ];
+      await eventually(() => Promise.resolve(a.waitingLeases === 4), 'four lease calls to park');
+      await b.enqueue(acme, { kind: 'email' });
+      const woken = only(await Promise.race(matching));
+      assert.equal(woken.kind, 'email');
+      // One job woke one waiter: the other matching one is still parked.
+      assert.equal(a.waitingLeases, 3);
+      controller.abort();
+      const ended = await Promise.all([otherTenant, otherKind, ...matching]);
+      assert.deepEqual(ended.map((jobs) => jobs.length).sort(), [0, 0, 0, 1]);
+      assert.equal(a.waitStats.woken, 1);
+    } finally {
+      await close();
+    }
+  });
+
+  it("wakes parked lease calls when an application's transaction commits", async () => {
+    const { queues, stores, close } = await servers(1);
+    const queue = queues[0] as Queue;
+    const app = new pg.Client({ connectionString: TEST_PG_URL });
+    await app.connect();
+    try {
+      const parked = queue.leaseWait(acme, { workerId: 'w' }, 1, PARK_MS);
+      await eventually(() => Promise.resolve(queue.waitingLeases === 1), 'the lease call to park');
+      await app.query('BEGIN');
+      const [result] = await enqueueInTransaction(app, acme, [{ kind: 'invoice' }], { schema: schemaOf(stores[0]) });
+      await app.query('COMMIT');
+      assert.equal(only(await parked).jobId, result?.job.jobId);
+      assert.deepEqual(queue.waitStats, { woken: 1, timeout: 0, aborted: 0 });
+    } finally {
+      await app.end();
+      await close();
+    }
+  });
+
+  it('falls back to polling while its listener is down, and listens again', async () => {
+    const { queues, stores, close } = await servers(2, { pollIntervalMs: 200 });
+    const [a, b] = queues as [Queue, Queue];
+    const store = stores[0] as PostgresJobStore;
+    const admin = new pg.Client({ connectionString: TEST_PG_URL });
+    await admin.connect();
+    try {
+      const pid = store.listenerPid;
+      assert.ok(pid !== null);
+      await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      await eventually(() => Promise.resolve(!store.listening), 'the listener to notice');
+      // Nobody hears this notification; the waiter still finds the job by looking again.
+      const { job } = await b.enqueue(acme, { kind: 'during-outage' });
+      assert.equal(only(await a.leaseWait(acme, { workerId: 'w' }, 1, 60_000)).jobId, job.jobId);
+
+      await eventually(
+        () => Promise.resolve(store.listening && store.listenerPid !== pid),
+        'the listener to reconnect',
+      );
+      const before = a.waitStats.woken;
+      const parked = a.leaseWait(acme, { workerId: 'w' }, 1, 60_000);
+      const { job: next } = await b.enqueue(acme, { kind: 'after-outage' });
+      assert.equal(only(await parked).jobId, next.jobId);
+      assert.ok(a.waitStats.woken >= before, 'woken by the notification or the poll, never lost');
+    } finally {
+      await admin.end();
+      await close();
+    }
+  });
+
+  it('reaps an expired lease once, however many servers run the reaper at the same moment', async () => {
+    const clock = new ManualClock();
+    const { queues, close } = await servers(3, { clock, config: { jobs: { lease_ttl_secs: 10 } } });
+    const [a] = queues as [Queue];
+    try {
+      await a.enqueueBatch(
+        acme,
+        Array.from({ length: 150 }, (_, i) => ({ kind: 'work', payload: Buffer.from(String(i)) })),
+      );
+      const leased = await a.leaseBatchAt(clock.now(), acme, { workerId: 'doomed' }, 1_000);
+      assert.equal(leased.length, 150);
+      clock.advanceSeconds(11);
+      const passes = await Promise.all(queues.map((q) => q.reapExpiredAt(clock.now())));
+      assert.equal(
+        passes.reduce((sum, p) => sum + p.reaped, 0),
+        150,
+      );
+      for (const job of leased) {
+        const after = await a.show(job.jobId);
+        assert.equal(after.state, JobState.Pending);
+        assert.equal(after.attempts, 1, `attempts of ${job.jobId} moved once`);
+        assert.equal(after.events.filter((e) => e.transition === 'reaped').length, 1);
+      }
+    } finally {
+      await close();
+    }
+  });
+
+  it('prunes each finished job once when every server prunes at the same moment', async () => {
+    const clock = new ManualClock();
+    const { queues, close } = await servers(3, { clock, config: { retention: { completed_secs: 60 } } });
+    const [a] = queues as [Queue];
+    try {
+      await a.enqueueBatch(
+        acme,
+        Array.from({ length: 120 }, () => ({ kind: 'done' })),
+      );
+      for (const job of await a.leaseBatchAt(clock.now(), acme, { workerId: 'w' }, 1_000))
+        await a.completeAt(clock.now(), job.jobId, { workerId: 'w', leaseGeneration: job.leaseGeneration });
+      clock.advanceSeconds(61);
+      const pruned = await Promise.all(queues.map((q) => q.pruneAt(clock.now())));
+      assert.equal(
+        pruned.reduce((sum, n) => sum + n, 0),
+        120,
+      );
+      assert.deepEqual(await a.counts(acme), []);
+    } finally {
+      await close();
+    }
+  });
+
+  it('creates one job per idempotency key when servers race the same keys', async () => {
+    const { queues, close } = await servers(3);
+    try {
+      const keys = Array.from({ length: 30 }, (_, i) => `order-${i}`);
+      const results = await Promise.all(
+        queues.flatMap((q) => keys.map((key) => q.enqueue(acme, { kind: 'charge', idempotencyKey: key }))),
+      );
+      for (const key of keys) {
+        const forKey = results.filter((r) => r.job.idempotencyKey === key);
+        assert.equal(forKey.length, 3);
+        assert.equal(forKey.filter((r) => r.created).length, 1, `one created job for ${key}`);
+        assert.equal(new Set(forKey.map((r) => r.job.jobId)).size, 1, `one job id for ${key}`);
+      }
+      const counts = await (queues[0] as Queue).counts(acme);
+      assert.deepEqual(counts, [{ state: JobState.Pending, kind: 'charge', count: keys.length }]);
+    } finally {
+      await close();
+    }
+  });
+
+  describe('the claim scan', () => {
+    const clock = new ManualClock();
+    let shared: Servers;
+    let queue: Queue;
+    let ready: JobRecord;
+    const GATED = 3_000;
+
+    before(async () => {
+      shared = await servers(1, { clock });
+      queue = shared.queues[0] as Queue;
+      // Gated rows first, so they come before the ready job in key order.
+      for (let i = 0; i < GATED; i += 1_000)
+        await queue.enqueueBatch(
+          acme,
+          Array.from({ length: 1_000 }, () => ({ kind: 'later', delayMs: 3_600_000 })),
+        );
+      ready = only(await queue.enqueueBatch(acme, [{ kind: 'now' }])).job;
+    });
+    after(() => shared.close());
+
+    it('finds ready work through the ready index without reading a gated row', async () => {
+      const db = new pg.Client({ connectionString: TEST_PG_URL });
+      await db.connect();
+      try {
+        const { table } = pgSchema(schemaOf(shared.stores[0]));
+        await db.query(`ANALYZE ${table}.jobs`);
+        const query = claimQuery(table, acme, null);
+        await db.query('BEGIN');
+        const { rows } = await db.query<{ 'QUERY PLAN': PlanRoot[] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${query.text}`, [
+          1,
+          ...query.values,
+        ]);
+        await db.query('ROLLBACK');
+        const scans = planNodes(rows[0]?.['QUERY PLAN'][0]?.Plan).filter((n) => n['Relation Name'] === 'jobs');
+        assert.deepEqual(
+          scans.map((n) => [n['Index Name'], n['Actual Rows'], n['Rows Removed by Filter'] ?? 0]),
+          [['jobs_ready', 1, 0]],
+        );
+      } finally {
+        await db.end();
+      }
+      assert.equal((await queue.leaseNextAt(clock.now(), acme, { workerId: 'w' }))?.jobId, ready.jobId);
+    });
+
+    it('opens due gates at the next claim, oldest job first', async () => {
+      clock.advanceSeconds(3_601);
+      const leased = await queue.leaseBatchAt(clock.now(), acme, { workerId: 'w' }, 5);
+      const expected = (await queue.list({ scope: acme, state: JobState.Pending, limit: 5 })).jobs;
+      assert.equal(leased.length, 5);
+      assert.ok(leased.every((j) => j.kind === 'later'));
+      assert.ok(expected.every((j) => !leased.some((l) => l.jobId === j.jobId)));
+      const createdAt = leased.map((j) => j.createdAt);
+      assert.deepEqual(
+        createdAt,
+        [...createdAt].sort((x, y) => x - y),
+      );
+      assert.ok((expected[0]?.createdAt ?? Infinity) > (createdAt[4] ?? 0), 'FIFO: nothing older was skipped');
+    });
+  });
+});
+
+interface PlanNode {
+  readonly 'Node Type': string;
+  readonly 'Relation Name'?: string;
+  readonly 'Index Name'?: string;
+  readonly 'Actual Rows': number;
+  readonly 'Rows Removed by Filter'?: number;
+  readonly Plans?: readonly PlanNode[];
+}
+interface PlanRoot {
+  readonly Plan: PlanNode;
+}
+
+function planNodes(node: PlanNode | undefined): PlanNode[] {
+  if (node === undefined) return [];
+  return [node, ...(node.Plans ?? []).flatMap((child) => planNodes(child))];
+}
+
+/** The schema name a test store was opened with. */
+function schemaOf(store: PostgresJobStore | undefined): string {
+  assert.ok(store);
+  return store.schemaName;
+}
