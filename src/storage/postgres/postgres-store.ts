@@ -262,19 +262,24 @@ export class PostgresJobStore implements JobStore {
     }
   }
 
-  private async write(db: Db, record: JobRecord, now: Micros): Promise<void> {
+  /** Store new versions of rows this transaction holds, in one statement however many there are. */
+  private async write(db: Db, records: readonly JobRecord[], now: Micros): Promise<void> {
+    if (records.length === 0) return;
     await db.query(
-      `UPDATE ${this.t}.jobs SET state = $2, not_before = $3, lease_deadline = $4, worker_id = $5,
-         finished_at = $6, record = $7
-       WHERE job_id = $1`,
+      `UPDATE ${this.t}.jobs AS j SET state = u.state, not_before = u.not_before,
+         lease_deadline = u.lease_deadline, worker_id = u.worker_id, finished_at = u.finished_at,
+         record = u.record
+       FROM unnest($1::uuid[], $2::smallint[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::bytea[])
+         AS u(job_id, state, not_before, lease_deadline, worker_id, finished_at, record)
+       WHERE j.job_id = u.job_id`,
       [
-        record.jobId,
-        record.state,
-        closedGate(record, now),
-        record.leaseDeadline,
-        record.workerId,
-        finishedAt(record),
-        encodeRecord(record),
+        records.map((r) => r.jobId),
+        records.map((r) => r.state),
+        records.map((r) => closedGate(r, now)),
+        records.map((r) => r.leaseDeadline),
+        records.map((r) => r.workerId),
+        records.map((r) => finishedAt(r)),
+        records.map((r) => encodeRecord(r)),
       ],
     );
   }
@@ -297,11 +302,9 @@ export class PostgresJobStore implements JobStore {
       const leased: JobRecord[] = [];
       for (const row of rows) {
         const record = this.decode(row);
-        if (record === null) continue;
-        const next = params.lease(record);
-        await this.write(db, next, params.now);
-        leased.push(next);
+        if (record !== null) leased.push(params.lease(record));
       }
+      await this.write(db, leased, params.now);
       return leased;
     });
   }
@@ -316,7 +319,7 @@ export class PostgresJobStore implements JobStore {
       if (row === undefined) throw notFound(`job ${jobId}`);
       const current = decodeRecord(row.record, `job ${jobId}`);
       const next = change(current);
-      await this.write(db, next.record, now);
+      await this.write(db, [next.record], now);
       if (next.record.state === JobState.Pending) {
         // Retried, reaped or backing off: Pending again, which other servers' waiters want to hear.
         await db.query('SELECT pg_notify($1, $2)', [
@@ -530,38 +533,66 @@ export async function insertJobs(
     [drafts.length, now, schema.channel, noticePayload(context.origin ?? '', workNotices(drafts, now))],
   );
   let next = Number(rows[0]?.last ?? 0) - drafts.length + 1;
-  const staged = new Map<string, JobRecord>();
-  const outcomes: InsertOutcome[] = [];
-  for (const draft of drafts) {
+  // A draft repeating an earlier draft's key in this batch shares that draft's outcome.
+  const firstBySlot = new Map<string, number>();
+  const sameAs: (number | null)[] = [];
+  const records: JobRecord[] = [];
+  for (const [i, draft] of drafts.entries()) {
     const slot = draft.idempotencyKey === null ? null : idempotencySlot(draft.tenant, draft.idempotencyKey);
-    const earlier = slot === null ? undefined : staged.get(slot);
+    const earlier = slot === null ? undefined : firstBySlot.get(slot);
     if (earlier !== undefined) {
-      outcomes.push({ record: earlier, created: false });
+      sameAs.push(earlier);
       continue;
     }
-    const record = enqueue({ ...draft, createdAt: next++ }, now);
-    const inserted = await db.query(
-      `INSERT INTO ${table}.jobs (job_id, scope, tenant, state, priority, created_at, kind, not_before,
-         lease_deadline, worker_id, idempotency_key, finished_at, record)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-       ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING`,
-      columns(record, now),
+    if (slot !== null) firstBySlot.set(slot, i);
+    sameAs.push(null);
+    records.push(enqueue({ ...draft, createdAt: next++ }, now));
+  }
+  const rowsOf = records.map((record) => columns(record, now));
+  const column = (c: number): unknown[] => rowsOf.map((row) => row[c]);
+  const inserted = await db.query<{ job_id: string }>(
+    `INSERT INTO ${table}.jobs (job_id, scope, tenant, state, priority, created_at, kind, not_before,
+       lease_deadline, worker_id, idempotency_key, finished_at, record)
+     SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::text[], $4::smallint[], $5::smallint[], $6::bigint[],
+       $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::bytea[])
+     ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+     RETURNING job_id`,
+    Array.from({ length: 13 }, (_, c) => column(c)),
+  );
+  const created = new Set(inserted.rows.map((r) => r.job_id));
+  // Keys another job already holds (possibly committed by another server a moment ago).
+  const refused = records.filter((r) => !created.has(r.jobId));
+  const holders = new Map<string, JobRecord>();
+  if (refused.length > 0) {
+    const existing = await db.query<{ job_id: string; tenant: string | null; idempotency_key: string; record: Buffer }>(
+      `SELECT j.job_id, j.tenant, j.idempotency_key, j.record FROM ${table}.jobs j
+       JOIN unnest($1::bytea[], $2::text[]) AS k(scope, idempotency_key)
+         ON j.scope = k.scope AND j.idempotency_key = k.idempotency_key`,
+      [refused.map((r) => scopeOfTenant(r.tenant)), refused.map((r) => r.idempotencyKey)],
     );
-    if (inserted.rowCount === 1) {
-      if (slot !== null) staged.set(slot, record);
+    for (const row of existing.rows) {
+      const holder = row.job_id === updated?.jobId ? updated : decodeRecord(row.record, `job ${row.job_id}`);
+      holders.set(idempotencySlot(row.tenant, row.idempotency_key), holder);
+    }
+  }
+  const outcomes: InsertOutcome[] = [];
+  let r = 0;
+  for (const earlier of sameAs) {
+    if (earlier !== null) {
+      const first = outcomes[earlier];
+      if (first === undefined) throw new Error('a repeated idempotency key precedes its first use');
+      outcomes.push({ record: first.record, created: false });
+      continue;
+    }
+    const record = records[r++] as JobRecord;
+    if (created.has(record.jobId)) {
       outcomes.push({ record, created: true });
       continue;
     }
-    // Another job holds the key (possibly committed by another server a moment ago).
-    const existing = await db.query<{ job_id: string; record: Buffer }>(
-      `SELECT job_id, record FROM ${table}.jobs WHERE scope = $1 AND idempotency_key = $2`,
-      [scopeOfTenant(draft.tenant), draft.idempotencyKey],
-    );
-    const row = existing.rows[0];
-    if (row === undefined)
-      throw new Error(`idempotency key ${draft.idempotencyKey ?? ''} conflicted but its job is gone`);
-    const found = row.job_id === updated?.jobId ? updated : decodeRecord(row.record, `job ${row.job_id}`);
-    outcomes.push({ record: found, created: false });
+    const holder = holders.get(idempotencySlot(record.tenant, record.idempotencyKey ?? ''));
+    if (holder === undefined)
+      throw new Error(`idempotency key ${record.idempotencyKey ?? ''} conflicted but its job is gone`);
+    outcomes.push({ record: holder, created: false });
   }
   return outcomes;
 }
