@@ -81,7 +81,10 @@ export class Worker {
   readonly client: TelhaClient;
   private readonly options: WorkerOptions;
   private readonly concurrency: number;
+  /** Jobs whose handler is running: each holds one of the `concurrency` slots. */
   private readonly running = new Map<string, { done: Promise<void>; abort: AbortController }>();
+  /** Every job from lease until its result is settled (handler running, or result on its way). */
+  private readonly inFlight = new Set<Promise<void>>();
   private readonly stopLeasing = new AbortController();
   private loop: Promise<void> | null = null;
   private readonly settler: Settler;
@@ -114,7 +117,7 @@ export class Worker {
     this.stopLeasing.abort();
     this.slotFreed?.();
     await this.loop;
-    const all = Promise.all([...this.running.values()].map((r) => r.done));
+    const all = Promise.all([...this.inFlight]);
     const timedOut = await Promise.race([
       all.then(() => false),
       new Promise<boolean>((resolve) => setTimeout(() => resolve(true), timeoutMs).unref()),
@@ -133,8 +136,11 @@ export class Worker {
   private async leaseLoop(): Promise<void> {
     let backoff = RECONNECT_MIN_MS;
     while (!this.stopLeasing.signal.aborted) {
-      const free = this.concurrency - this.running.size;
-      if (free === 0) {
+      // A slot frees when its handler returns, so the next lease overlaps the result's
+      // round trip; only a backlog of more than `concurrency` unsettled results holds leasing back.
+      const settling = this.inFlight.size - this.running.size;
+      const free = this.concurrency - this.running.size - Math.max(0, settling - this.concurrency);
+      if (free <= 0) {
         await new Promise<void>((resolve) => (this.slotFreed = resolve));
         this.slotFreed = null;
         continue;
@@ -163,14 +169,24 @@ export class Worker {
 
   private run(job: JobRecord): void {
     const abort = new AbortController();
-    const done = this.execute(job, abort).finally(() => {
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
       this.running.delete(job.jobId);
+      this.slotFreed?.();
+    };
+    const done: Promise<void> = this.execute(job, abort, release).finally(() => {
+      release();
+      this.inFlight.delete(done);
       this.slotFreed?.();
     });
     this.running.set(job.jobId, { done, abort });
+    this.inFlight.add(done);
   }
 
-  private async execute(job: JobRecord, abort: AbortController): Promise<void> {
+  /** Run the handler, `release` its slot, then settle the result. */
+  private async execute(job: JobRecord, abort: AbortController, release: () => void): Promise<void> {
     const fence: LeaseFence = { workerId: this.workerId, leaseGeneration: job.leaseGeneration };
     const log = { jobId: job.jobId, kind: job.kind, tenant: job.tenant, workerId: this.workerId };
     const lost = (error: unknown): boolean => {
@@ -233,6 +249,7 @@ export class Worker {
         outcome = { ok: false, error };
       }
       if (timer !== null) clearTimeout(timer);
+      release();
       if (abort.signal.aborted && abort.signal.reason instanceof LeaseConflictError) return;
       if (outcome.ok) {
         await this.settler.settle({ type: 'complete', jobId: job.jobId, fence, successors });
