@@ -12,8 +12,12 @@ import { MAX_BATCH_JOBS } from '../core/limits.ts';
 import type { QueueScope } from '../core/types.ts';
 import { checkScope } from '../core/validate.ts';
 import { insertJobs, pgSchema } from '../storage/postgres/postgres-store.ts';
+import { CreatedAtSequence } from '../storage/shared.ts';
 import { draftJob } from './drafts.ts';
 import type { EnqueueOptions, EnqueueResult } from './queue.ts';
+
+/** This process's created_at for jobs enqueued through applications' transactions: follows the clock. */
+const createdAt = new CreatedAtSequence(0);
 
 export interface TransactionalEnqueueOptions {
   /** The schema a Telha server created (`storage.schema`). Default `telha`. */
@@ -41,6 +45,6 @@ export async function enqueueInTransaction(
   const now = (options.clock ?? systemClock).now();
   const maxPayload = (options.config ?? DEFAULT_CONFIG).jobs.max_payload_bytes;
   const drafts = jobs.map((job, i) => draftJob(scope, job, now, jobs.length === 1 ? '' : `jobs[${i}].`, maxPayload));
-  const outcomes = await insertJobs(tx, pgSchema(options.schema ?? 'telha'), drafts, now);
+  const outcomes = await insertJobs(tx, pgSchema(options.schema ?? 'telha'), drafts, now, { createdAt });
   return outcomes.map(({ record, created }) => ({ job: record, created }));
 }

@@ -33,7 +33,7 @@ import {
 } from '../../core/types.ts';
 import { decodeJobKey, jobKeyOf, scopeBytes, scopeOfTenant } from '../../codec/keys.ts';
 import { decodeRecord, encodeRecord } from '../../codec/value.ts';
-import { idempotencySlot } from '../shared.ts';
+import { CreatedAtSequence, idempotencySlot } from '../shared.ts';
 import type {
   Change,
   ClaimParams,
@@ -132,6 +132,15 @@ export class PostgresJobStore implements JobStore {
   private listenerBackendPid: number | null = null;
   private reconnectTimer: NodeJS.Timeout | null = null;
   private closing = false;
+  /**
+   * created_at of this server's jobs: strictly increasing per server, following the clock, so
+   * no enqueue waits on a row shared by every server. Jobs of different servers order by their
+   * servers' clocks, ties by id. Its high-water mark is saved in the meta row (every second and
+   * at close) so a restart with a clock behind it still continues above it.
+   */
+  private readonly createdAt: CreatedAtSequence;
+  private savedCreatedAt: Micros;
+  private readonly saveTimer: NodeJS.Timeout;
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -141,9 +150,23 @@ export class PostgresJobStore implements JobStore {
     private readonly url: string,
     private readonly logger: Logger,
     pollIntervalMs: number,
+    lastCreatedAt: Micros,
   ) {
     this.t = schema.table;
     this.pollIntervalMs = pollIntervalMs;
+    this.createdAt = new CreatedAtSequence(lastCreatedAt);
+    this.savedCreatedAt = lastCreatedAt;
+    this.saveTimer = setInterval(() => void this.saveCreatedAt().catch(() => undefined), 1_000);
+    this.saveTimer.unref();
+  }
+
+  private async saveCreatedAt(): Promise<void> {
+    const last = this.createdAt.current;
+    if (last <= this.savedCreatedAt) return;
+    await this.pool.query(`UPDATE ${this.t}.meta SET last_created_at = GREATEST(last_created_at, $1) WHERE id = 1`, [
+      last,
+    ]);
+    this.savedCreatedAt = Math.max(this.savedCreatedAt, last);
   }
 
   static async open(options: PostgresStoreOptions): Promise<PostgresJobStore> {
@@ -153,8 +176,13 @@ export class PostgresJobStore implements JobStore {
       max: options.poolSize ?? 10,
       ...(options.durability === 'process' ? { options: '-c synchronous_commit=off' } : {}),
     });
+    let lastCreatedAt: Micros;
     try {
       await migrate(pool, schemaName);
+      const { rows } = await pool.query<{ last: string }>(
+        `SELECT last_created_at AS last FROM ${schemaTable(schemaName)}.meta WHERE id = 1`,
+      );
+      lastCreatedAt = Number(rows[0]?.last ?? 0);
     } catch (error) {
       await pool.end();
       throw error;
@@ -166,6 +194,7 @@ export class PostgresJobStore implements JobStore {
       options.url,
       options.logger ?? silentLogger,
       options.pollIntervalMs ?? 1_000,
+      lastCreatedAt,
     );
     try {
       await store.listen();
@@ -285,7 +314,8 @@ export class PostgresJobStore implements JobStore {
   }
 
   async insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
-    return this.tx((db) => insertJobs(db, this.schema, drafts, now, { origin: this.origin }));
+    // One INSERT statement is atomic by itself: no transaction round trips needed.
+    return insertJobs(this.pool, this.schema, drafts, now, { origin: this.origin, createdAt: this.createdAt });
   }
 
   async claim(params: ClaimParams): Promise<JobRecord[]> {
@@ -329,6 +359,7 @@ export class PostgresJobStore implements JobStore {
       }
       const successors = await insertJobs(db, this.schema, next.successors ?? [], now, {
         origin: this.origin,
+        createdAt: this.createdAt,
         updated: next.record,
       });
       return { record: next.record, successors };
@@ -451,10 +482,15 @@ export class PostgresJobStore implements JobStore {
   }
 
   async close(): Promise<void> {
+    if (this.closing) return;
     this.closing = true;
+    clearInterval(this.saveTimer);
     if (this.reconnectTimer !== null) clearTimeout(this.reconnectTimer);
     const listener = this.listener;
     this.listener = null;
+    await this.saveCreatedAt().catch((error: unknown) =>
+      this.logger.warn({ err: (error as Error).message }, 'could not save the created_at high-water mark'),
+    );
     await Promise.all([listener?.end().catch(() => undefined), this.pool.end()]);
   }
 }
@@ -515,24 +551,15 @@ function columns(record: JobRecord, now: Micros): unknown[] {
  * transaction, which a draft naming its idempotency key must see as changed.
  */
 export async function insertJobs(
-  db: pg.ClientBase,
+  db: Pick<pg.ClientBase, 'query'>,
   schema: PgSchema,
   drafts: readonly JobDraft[],
   now: Micros,
-  context: { readonly origin?: string; readonly updated?: JobRecord } = {},
+  context: { readonly origin?: string; readonly updated?: JobRecord; readonly createdAt: CreatedAtSequence },
 ): Promise<InsertOutcome[]> {
   if (drafts.length === 0) return [];
   const table = schema.table;
   const updated = context.updated;
-  // created_at is strictly increasing per store: reserve a block under the meta row's lock.
-  // The notification rides on the same statement; a draft that turns out to be an idempotent
-  // repeat only costs a waiter one look.
-  const { rows } = await db.query<{ last: string }>(
-    `UPDATE ${table}.meta SET last_created_at = GREATEST(last_created_at + $1, $2::bigint + $1 - 1)
-     WHERE id = 1 RETURNING last_created_at AS last, pg_notify($3, $4)`,
-    [drafts.length, now, schema.channel, noticePayload(context.origin ?? '', workNotices(drafts, now))],
-  );
-  let next = Number(rows[0]?.last ?? 0) - drafts.length + 1;
   // A draft repeating an earlier draft's key in this batch shares that draft's outcome.
   const firstBySlot = new Map<string, number>();
   const sameAs: (number | null)[] = [];
@@ -546,18 +573,25 @@ export async function insertJobs(
     }
     if (slot !== null) firstBySlot.set(slot, i);
     sameAs.push(null);
-    records.push(enqueue({ ...draft, createdAt: next++ }, now));
+    records.push(enqueue({ ...draft, createdAt: context.createdAt.next(now) }, now));
   }
   const rowsOf = records.map((record) => columns(record, now));
   const column = (c: number): unknown[] => rowsOf.map((row) => row[c]);
+  // The notification rides on the same statement (PostgreSQL delivers one per transaction for
+  // identical payloads) and only when it commits; it names the drafts, so an idempotent repeat
+  // costs a waiter one look.
   const inserted = await db.query<{ job_id: string }>(
     `INSERT INTO ${table}.jobs (job_id, scope, tenant, state, priority, created_at, kind, not_before,
        lease_deadline, worker_id, idempotency_key, finished_at, record)
      SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::text[], $4::smallint[], $5::smallint[], $6::bigint[],
        $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::bytea[])
      ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-     RETURNING job_id`,
-    Array.from({ length: 13 }, (_, c) => column(c)),
+     RETURNING job_id, pg_notify($14, $15)`,
+    [
+      ...Array.from({ length: 13 }, (_, c) => column(c)),
+      schema.channel,
+      noticePayload(context.origin ?? '', workNotices(drafts, now)),
+    ],
   );
   const created = new Set(inserted.rows.map((r) => r.job_id));
   // Keys another job already holds (possibly committed by another server a moment ago).
