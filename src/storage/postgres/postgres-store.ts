@@ -340,6 +340,42 @@ export class PostgresJobStore implements JobStore {
   }
 
   async update(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
+    // Most changes (heartbeat, complete, fail, reap) touch one row: read it, apply the change,
+    // and write it back only if the row is still what was read (compare-and-set on the
+    // record), two round trips instead of a transaction's four. A change that creates jobs,
+    // or a lost race, takes the locked transaction.
+    const [row] = (
+      await this.pool.query<{ record: Buffer }>(`SELECT record FROM ${this.t}.jobs WHERE job_id = $1`, [jobId])
+    ).rows;
+    if (row === undefined) throw notFound(`job ${jobId}`);
+    const next = change(decodeRecord(row.record, `job ${jobId}`));
+    if ((next.successors ?? []).length === 0) {
+      const record = next.record;
+      const pending = record.state === JobState.Pending;
+      const { rowCount } = await this.pool.query(
+        `UPDATE ${this.t}.jobs SET state = $3, not_before = $4, lease_deadline = $5, worker_id = $6,
+           finished_at = $7, record = $8
+         WHERE job_id = $1 AND record = $2
+         RETURNING ${pending ? 'pg_notify($9, $10)' : '1'}`,
+        [
+          jobId,
+          row.record,
+          record.state,
+          closedGate(record, now),
+          record.leaseDeadline,
+          record.workerId,
+          finishedAt(record),
+          encodeRecord(record),
+          // Retried, reaped or backing off: Pending again, which other servers' waiters want to hear.
+          ...(pending ? [this.schema.channel, noticePayload(this.origin, workNotices([record], now))] : []),
+        ],
+      );
+      if (rowCount === 1) return { record, successors: [] };
+    }
+    return this.lockedUpdate(jobId, change, now);
+  }
+
+  private lockedUpdate(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
     return this.tx(async (db) => {
       const { rows } = await db.query<{ job_id: string; record: Buffer }>(
         `SELECT job_id, record FROM ${this.t}.jobs WHERE job_id = $1 FOR UPDATE`,
@@ -351,7 +387,6 @@ export class PostgresJobStore implements JobStore {
       const next = change(current);
       await this.write(db, [next.record], now);
       if (next.record.state === JobState.Pending) {
-        // Retried, reaped or backing off: Pending again, which other servers' waiters want to hear.
         await db.query('SELECT pg_notify($1, $2)', [
           this.schema.channel,
           noticePayload(this.origin, workNotices([next.record], now)),
