@@ -265,10 +265,10 @@ export class PostgresJobStore implements JobStore {
   }
 
   /** Run `work` in one transaction; any throw rolls it back. */
-  private async tx<T>(work: (db: Db) => Promise<T>): Promise<T> {
+  private async tx<T>(work: (db: Db) => Promise<T>, begin = 'BEGIN'): Promise<T> {
     const db = await this.pool.connect();
     try {
-      await db.query('BEGIN');
+      await db.query(begin);
       const result = await work(db);
       await db.query('COMMIT');
       return result;
@@ -319,14 +319,13 @@ export class PostgresJobStore implements JobStore {
   }
 
   async claim(params: ClaimParams): Promise<JobRecord[]> {
+    if (!Number.isSafeInteger(params.now)) throw new Error(`claim: now ${params.now} is not an integer`);
+    // Open the gates that are due, so the ready index holds every eligible job. Sent with BEGIN
+    // as one simple-protocol round trip, which takes no parameters: `now` is a checked integer.
+    const begin = `BEGIN; UPDATE ${this.t}.jobs SET not_before = NULL WHERE job_id IN (
+      SELECT job_id FROM ${this.t}.jobs WHERE state = 0 AND not_before <= ${params.now}
+      ORDER BY not_before LIMIT ${OPEN_GATES_BATCH} FOR UPDATE SKIP LOCKED)`;
     return this.tx(async (db) => {
-      // Open the gates that are due, so the ready index holds every eligible job.
-      await db.query(
-        `UPDATE ${this.t}.jobs SET not_before = NULL WHERE job_id IN (
-           SELECT job_id FROM ${this.t}.jobs WHERE state = 0 AND not_before <= $1
-           ORDER BY not_before LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-        [params.now, OPEN_GATES_BATCH],
-      );
       const query = claimQuery(this.t, params.scope, params.kinds);
       const { rows } = await db.query<{ job_id: string; record: Buffer }>(query.text, [params.limit, ...query.values]);
       const leased: JobRecord[] = [];
@@ -336,7 +335,7 @@ export class PostgresJobStore implements JobStore {
       }
       await this.write(db, leased, params.now);
       return leased;
-    });
+    }, begin);
   }
 
   async update(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
