@@ -36,16 +36,9 @@ import { ANY_SCOPE, JobState, tenantScope, type JobRecord, type Micros, type Que
 import { openQueue } from '../src/engine/open.ts';
 import type { EnqueueOptions, Queue } from '../src/engine/queue.ts';
 import { RocksDatabase, type WriteOp } from '../src/storage/rocksdb/database.ts';
+import { count, envNumber, fmt, percentile, sleep } from './support.ts';
 
 // ---------------------------------------------------------------- settings
-
-function envNumber(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got ${raw}`);
-  return value;
-}
 
 const BACKEND = process.env['BENCH_BACKEND'] ?? 'rocksdb';
 if (BACKEND !== 'rocksdb' && BACKEND !== 'postgres') throw new Error(`BENCH_BACKEND must be rocksdb or postgres`);
@@ -82,17 +75,6 @@ const out = (line = ''): void => {
   process.stdout.write(`${line}\n`);
 };
 
-function fmt(value: number, digits = 0): string {
-  if (!Number.isFinite(value)) return '-';
-  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
-}
-
-function count(n: number): string {
-  if (n >= 1_000_000 && n % 100_000 === 0) return `${n / 1_000_000}M`;
-  if (n >= 1_000 && n % 1_000 === 0) return `${n / 1_000}k`;
-  return fmt(n);
-}
-
 function ratio(a: number, b: number): string {
   return b > 0 ? `${fmt(a / b, 2)}x` : '-';
 }
@@ -110,12 +92,6 @@ function table(headers: readonly string[], rows: readonly (readonly string[])[])
 function section(title: string): void {
   out();
   out(`== ${title}`);
-}
-
-function percentile(sorted: readonly number[], q: number): number {
-  if (sorted.length === 0) return NaN;
-  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
-  return sorted[index] ?? NaN;
 }
 
 interface Summary {
@@ -532,10 +508,6 @@ async function measureCycles(queue: Queue, workers: number, durationS: number, w
     units: after.units - before.units,
     misses,
   };
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 interface RawPoint {

@@ -14,50 +14,18 @@
  * Env: BENCH_E2E_JOBS (default 20000), BENCH_RATE (500), BENCH_LATENCY_SECONDS (10).
  * Prints numbers only; nothing here asserts on time.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { TelhaClient, Worker, tenantScope } from '../src/client/index.ts';
 import { makeConfig } from '../src/core/config.ts';
 import { openQueue } from '../src/engine/open.ts';
+import { envNumber, fmt, percentile, startServer } from './support.ts';
 
-const E2E_JOBS = Number(process.env['BENCH_E2E_JOBS'] ?? 20_000);
-const RATE = Number(process.env['BENCH_RATE'] ?? 500);
-const LATENCY_SECONDS = Number(process.env['BENCH_LATENCY_SECONDS'] ?? 10);
-const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
+const E2E_JOBS = envNumber('BENCH_E2E_JOBS', 20_000);
+const RATE = envNumber('BENCH_RATE', 500);
+const LATENCY_SECONDS = envNumber('BENCH_LATENCY_SECONDS', 10);
 const scope = tenantScope('bench');
-
-function fmt(n: number, digits = 0): string {
-  return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-}
-
-function percentile(sorted: readonly number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-}
-
-async function startServer(dir: string): Promise<{ address: string; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--data', dir, '--listen', '127.0.0.1:0'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, TELHA_LOG_LEVEL: 'warn', TELHA_RETENTION__ENABLED: 'false' },
-  });
-  const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
-  for await (const line of createInterface({ input: child.stdout })) {
-    const match = /^telha listening on (\S+)$/.exec(line);
-    if (match?.[1]) {
-      return {
-        address: match[1],
-        stop: async () => {
-          child.kill('SIGTERM');
-          await exited;
-        },
-      };
-    }
-  }
-  throw new Error('telha serve exited before listening');
-}
 
 async function endToEnd(address: string, concurrency: number, jobs: number): Promise<number> {
   const producer = new TelhaClient({ address });
@@ -121,8 +89,8 @@ async function latency(address: string): Promise<{ p50: number; p99: number; max
   await worker.close();
   const sorted = [...samples].sort((a, b) => a - b);
   return {
-    p50: percentile(sorted, 50),
-    p99: percentile(sorted, 99),
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
     max: sorted[sorted.length - 1] ?? NaN,
     n: sorted.length,
   };

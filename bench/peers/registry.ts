@@ -1,0 +1,28 @@
+/**
+ * Every system the comparative benchmark knows, by id, in the order the
+ * tables list them (Telha first). Adding a system: one adapter file exporting
+ * a SystemFactory, one line here.
+ */
+import { bullmq } from './bullmq.ts';
+import { graphileDefaults, graphileTuned } from './graphile-worker.ts';
+import { pgBossDefaults, pgBossTuned } from './pg-boss.ts';
+import { telhaEmbedded } from './telha-embedded.ts';
+import { telhaServerPostgres, telhaServerRocks } from './telha-server.ts';
+import type { SystemFactory } from './types.ts';
+
+export const FACTORIES: Readonly<Record<string, SystemFactory>> = {
+  'telha-embedded': telhaEmbedded,
+  'telha-server': telhaServerRocks,
+  'telha-server-pg': telhaServerPostgres,
+  bullmq,
+  'graphile-worker': graphileDefaults,
+  'graphile-worker-tuned': graphileTuned,
+  'pg-boss': pgBossDefaults,
+  'pg-boss-tuned': pgBossTuned,
+};
+
+export function factory(id: string): SystemFactory {
+  const found = FACTORIES[id];
+  if (!found) throw new Error(`unknown system ${id}; known: ${Object.keys(FACTORIES).join(', ')}`);
+  return found;
+}

@@ -1,0 +1,184 @@
+/**
+ * Telha as a library in the benchmark's own process: `openQueue` on a fresh
+ * RocksDB directory, one dispatcher leasing a batch per `leaseWait` (long
+ * poll) → handlers → `complete`. No network hop at all, so this row is the
+ * engine's ceiling rather than a like-for-like peer of a client/server queue.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { makeConfig } from '../../src/core/config.ts';
+import { openQueue } from '../../src/engine/open.ts';
+import type { JobRecord } from '../../src/core/types.ts';
+import type { Queue } from '../../src/engine/queue.ts';
+import { KIND, recoveryJobsConfig, SCOPE, telhaJob } from './telha-common.ts';
+import { settlesWithin } from '../support.ts';
+import { loadRocksRetained } from './telha-fill.ts';
+import {
+  CompletionCounter,
+  type Environment,
+  type JobHandler,
+  type OpenOptions,
+  type RunningWorkers,
+  type System,
+  type SystemFactory,
+  type Tier,
+} from './types.ts';
+
+/** How long an idle worker loop parks in one leaseWait before looking at its stop flag again. */
+const LEASE_WAIT_MS = 1_000;
+
+class TelhaEmbedded implements System {
+  readonly id = 'telha-embedded';
+  readonly label = 'Telha embedded (rocksdb)';
+  readonly isTelha = true;
+  readonly settings: string[];
+  readonly notApplicable = {};
+  readonly fillMethod =
+    'public API in-process (enqueueBatch 10k, leaseBatch 1k, complete) into a template store built once per run, copied in (the first Telha rocksdb system pays the build)';
+  private queue: Queue | null = null;
+  private dir: string | null = null;
+  private options: OpenOptions = {};
+  /** False in the recovery child, which uses the parent's store and must not delete it. */
+  private readonly owned: boolean;
+
+  constructor(
+    private readonly tier: Tier,
+    private readonly env: Environment,
+    attachedDir?: string,
+  ) {
+    this.dir = attachedDir ?? null;
+    this.owned = attachedDir === undefined;
+    this.settings = [
+      `storage.durability = ${this.durability}${tier.id === 'process' ? ' (the default)' : ''}, services (reaper, maintenance) on`,
+    ];
+  }
+
+  private get durability(): 'process' | 'fsync' {
+    return this.tier.id === 'fsync' ? 'fsync' : 'process';
+  }
+
+  private async openStore(): Promise<Queue> {
+    if (this.dir === null) throw new Error('telha-embedded: no store directory');
+    return openQueue({
+      config: makeConfig({
+        storage: { path: this.dir, durability: this.durability },
+        jobs: recoveryJobsConfig(this.options),
+      }),
+    });
+  }
+
+  private get open_(): Queue {
+    if (this.queue === null) throw new Error('telha-embedded: not open');
+    return this.queue;
+  }
+
+  async open(options: OpenOptions = {}): Promise<void> {
+    this.options = options;
+    this.dir = await mkdtemp(join(this.env.tmpRoot, 'telha-embedded-'));
+    this.queue = await this.openStore();
+  }
+
+  /** Open an existing store (the recovery child). */
+  async attachTo(options: OpenOptions): Promise<void> {
+    this.options = options;
+    this.queue = await this.openStore();
+  }
+
+  async close(): Promise<void> {
+    await this.queue?.close();
+    this.queue = null;
+    if (this.owned && this.dir !== null) await rm(this.dir, { recursive: true, force: true });
+    this.dir = null;
+  }
+
+  async enqueueBulk(tags: readonly string[], delayMs?: number): Promise<void> {
+    await this.open_.enqueueBatch(
+      SCOPE,
+      tags.map((tag) => telhaJob(tag, delayMs)),
+    );
+  }
+
+  async enqueueOne(tag: string): Promise<void> {
+    await this.open_.enqueue(SCOPE, telhaJob(tag));
+  }
+
+  /**
+   * One dispatcher leases as many jobs as there are free handler slots in one
+   * `leaseWait` (as the SDK Worker does over the wire) and runs each handler
+   * with its `complete` concurrently; group commit writes the completions
+   * that finish in one event-loop turn as one batch.
+   */
+  startWorkers(concurrency: number, handler: JobHandler): Promise<RunningWorkers> {
+    const queue = this.open_;
+    const completed = new CompletionCounter();
+    const stop = new AbortController();
+    const workerId = 'bench-worker';
+    let running = 0;
+    let slotFreed: (() => void) | null = null;
+    const runOne = async (job: JobRecord): Promise<void> => {
+      try {
+        await handler(Buffer.from(job.payload).toString());
+        await queue.complete(job.jobId, { workerId, leaseGeneration: job.leaseGeneration });
+        completed.add();
+      } finally {
+        running--;
+        slotFreed?.();
+      }
+    };
+    const dispatch = async (): Promise<void> => {
+      while (!stop.signal.aborted) {
+        const free = concurrency - running;
+        if (free === 0) {
+          await new Promise<void>((resolve) => (slotFreed = resolve));
+          slotFreed = null;
+          continue;
+        }
+        const jobs = await queue.leaseWait(SCOPE, { workerId, kinds: [KIND] }, free, LEASE_WAIT_MS, stop.signal);
+        running += jobs.length;
+        for (const job of jobs) void runOne(job);
+      }
+    };
+    const dispatcher = dispatch();
+    return Promise.resolve({
+      waitCompleted: (n, deadline) => completed.wait(n, deadline),
+      close: async () => {
+        stop.abort();
+        slotFreed?.();
+        // A handler that never returns (the recovery child) is simply left behind.
+        await settlesWithin(dispatcher, 2_000);
+      },
+    });
+  }
+
+  async fillCompleted(n: number, progress: (done: number) => void): Promise<void> {
+    if (this.dir === null) throw new Error('telha-embedded: not open');
+    await this.queue?.close();
+    this.queue = null;
+    await loadRocksRetained(this.env.tmpRoot, this.dir, n, progress);
+    this.queue = await this.openStore();
+  }
+
+  attachInfo(): Record<string, string> {
+    return { dir: this.dir ?? '' };
+  }
+
+  /** RocksDB takes a lock on its directory: the recovery child can open it only while this process has it closed. */
+  readonly handOver = {
+    release: async (): Promise<void> => {
+      await this.queue?.close();
+      this.queue = null;
+    },
+    reacquire: async (): Promise<void> => {
+      this.queue = await this.openStore();
+    },
+  };
+}
+
+export const telhaEmbedded: SystemFactory = {
+  create: (tier, env) => new TelhaEmbedded(tier, env),
+  attach: async (tier, env, info, options) => {
+    const system = new TelhaEmbedded(tier, env, info['dir']);
+    await system.attachTo(options);
+    return system;
+  },
+};

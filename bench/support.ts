@@ -1,0 +1,134 @@
+/**
+ * Helpers shared by the benchmarks that run the server or compare against
+ * other queues (bench/server.ts, bench/peers.ts, bench/peers/*): number
+ * formatting, percentiles, aligned tables, env knobs, and starting
+ * `telha serve` as a child process.
+ */
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+/** The CLI entry point, run through tsx like `npm start` does. */
+export const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
+
+/** A non-negative number from the environment, or the fallback when unset or empty. */
+export function envNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${name} must be a non-negative number, got ${raw}`);
+  return value;
+}
+
+/** `1,234.5`; `-` for NaN and infinities, so a missing number never prints as a real one. */
+export function fmt(value: number, digits = 0): string {
+  if (!Number.isFinite(value)) return '-';
+  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+/** Job counts as people say them: 1M, 100k, 2,500. */
+export function count(n: number): string {
+  if (n >= 1_000_000 && n % 100_000 === 0) return `${n / 1_000_000}M`;
+  if (n >= 1_000 && n % 1_000 === 0) return `${n / 1_000}k`;
+  return fmt(n);
+}
+
+/** Nearest-rank percentile of an ascending array, `q` in [0, 1]; NaN when empty. */
+export function percentile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return NaN;
+  const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[index] ?? NaN;
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Wait for `promise` at most `ms`; true if it settled in time. The timer never outlives the wait. */
+export async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), ms)));
+  try {
+    return await Promise.race([
+      promise.then(
+        () => true,
+        () => true,
+      ),
+      timedOut,
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** An aligned plain-text table: the first column left-aligned, the others right-aligned. */
+export function formatTable(headers: readonly string[], rows: readonly (readonly string[])[], indent = '  '): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [
+    `${indent}${line(headers)}`,
+    `${indent}${widths.map((w) => '-'.repeat(w)).join('  ')}`,
+    ...rows.map((row) => `${indent}${line(row)}`),
+  ].join('\n');
+}
+
+export interface RunningServer {
+  /** `host:port` it listens on. */
+  readonly address: string;
+  /** The child's pid, e.g. to report it. */
+  readonly pid: number;
+  /** SIGTERM, then wait for the process to exit (graceful shutdown closes the store). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Spawn `telha serve` on `dir` listening on an ephemeral loopback port and
+ * wait for its "telha listening on" line. `env` adds configuration
+ * (`TELHA_<SECTION>__<KEY>`); retention is off unless `env` turns it on, so
+ * no maintenance job runs during a measurement.
+ */
+export async function startServer(
+  dir: string,
+  env: Readonly<Record<string, string>> = {},
+  startTimeoutMs = 60_000,
+): Promise<RunningServer> {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--data', dir, '--listen', '127.0.0.1:0'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, TELHA_LOG_LEVEL: 'warn', TELHA_RETENTION__ENABLED: 'false', ...env },
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // A server that neither listens nor exits (stuck opening its store) must not hang the benchmark.
+  const lines = createInterface({ input: child.stdout });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    lines.close();
+    child.kill('SIGKILL');
+  }, startTimeoutMs);
+  try {
+    for await (const line of lines) {
+      const match = /^telha listening on (\S+)$/.exec(line);
+      if (match?.[1]) {
+        // Keep draining stdout so a chatty server never blocks on a full pipe.
+        child.stdout.resume();
+        return {
+          address: match[1],
+          pid: child.pid ?? -1,
+          stop: async () => {
+            if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+            await exited;
+          },
+        };
+      }
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  throw new Error(
+    timedOut ? `telha serve did not listen within ${startTimeoutMs / 1000} s` : 'telha serve exited before listening',
+  );
+}
