@@ -2,11 +2,14 @@
  * The PostgreSQL backend: the same seam, the same core transitions, the same
  * `[version][msgpack]` record, so several servers can share one store.
  *
- * Each seam operation is one transaction. Claims take rows with
- * `FOR UPDATE SKIP LOCKED`, so two servers never lease the same job and never
- * wait on each other; every fenced update reads its row `FOR UPDATE` and applies
- * the core transition inside the transaction, so a stale submission through any
- * server is rejected. Idempotency is a unique index on (scope, key).
+ * Each seam operation is atomic. Claims take rows with `FOR UPDATE SKIP
+ * LOCKED` in one transaction, so two servers never lease the same job and
+ * never wait on each other. A fenced update applies the core transition to the
+ * row as read and writes it back only if the stored record is still that one
+ * (one UPDATE, compare-and-set on the whole record: state, worker, generation
+ * and all), or, when it creates jobs too, under a row lock in one transaction;
+ * either way a stale submission through any server is rejected. Enqueue is one
+ * INSERT; idempotency is a unique index on (scope, key).
  *
  * Ready work is a partial index over Pending rows whose gate is open. A gate
  * that falls due is opened (its `not_before` column set NULL) by the next
@@ -74,7 +77,7 @@ type Db = pg.PoolClient;
 /** Due gates opened per claim; more wait for the next claim. */
 const OPEN_GATES_BATCH = 1_000;
 /** NOTIFY payloads must stay under 8,000 bytes; past this, say "look again" instead of what. */
-const MAX_NOTICE_CHARS = 7_000;
+const MAX_NOTICE_BYTES = 7_000;
 
 /** Where a store's rows live and where its servers talk. */
 export interface PgSchema {
@@ -93,7 +96,7 @@ export function pgSchema(schema: string): PgSchema {
 /** The message a write sends to every server: who sent it (to skip its own) and what work appeared. */
 function noticePayload(origin: string, notices: readonly WorkNotice[]): string {
   const text = JSON.stringify({ o: origin, w: notices.map((n) => [n.tenant, n.kind, n.ready ? 1 : 0, n.count]) });
-  return text.length <= MAX_NOTICE_CHARS ? text : JSON.stringify({ o: origin, w: 'all' });
+  return Buffer.byteLength(text) <= MAX_NOTICE_BYTES ? text : JSON.stringify({ o: origin, w: 'all' });
 }
 
 function parseNotice(payload: string): { origin: string; work: WorkNotice[] | 'all' } | null {
