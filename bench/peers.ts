@@ -25,6 +25,7 @@
  * BENCH_PEERS_LEASE_SECONDS, BENCH_PEERS_CHECK_SECONDS, BENCH_PEERS_WARM_UP_JOBS; services:
  * BENCH_PEERS_PG_URL / _PG_ADMIN_URL / _PG_DATABASE, BENCH_PEERS_REDIS_HOST / _PORT.
  */
+import { rmSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -364,7 +365,10 @@ async function main(): Promise<void> {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
       log(`${signal}: restoring Redis persistence and exiting`);
-      void restore().finally(() => process.exit(130));
+      void restore().finally(() => {
+        rmSync(tmpRoot, { recursive: true, force: true });
+        process.exit(130);
+      });
     });
   }
   const tiers: TierRun[] = [];
