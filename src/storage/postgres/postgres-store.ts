@@ -174,6 +174,7 @@ export class PostgresJobStore implements JobStore {
 
   static async open(options: PostgresStoreOptions): Promise<PostgresJobStore> {
     const schemaName = options.schema ?? 'telha';
+    const schema = pgSchema(schemaName);
     const pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
@@ -183,7 +184,7 @@ export class PostgresJobStore implements JobStore {
     try {
       await migrate(pool, schemaName);
       const { rows } = await pool.query<{ last: string }>(
-        `SELECT last_created_at AS last FROM ${schemaTable(schemaName)}.meta WHERE id = 1`,
+        `SELECT last_created_at AS last FROM ${schema.table}.meta WHERE id = 1`,
       );
       lastCreatedAt = Number(rows[0]?.last ?? 0);
     } catch (error) {
@@ -193,7 +194,7 @@ export class PostgresJobStore implements JobStore {
     const store = new PostgresJobStore(
       pool,
       schemaName,
-      pgSchema(schemaName),
+      schema,
       options.url,
       options.logger ?? silentLogger,
       options.pollIntervalMs ?? 1_000,
@@ -351,49 +352,22 @@ export class PostgresJobStore implements JobStore {
     ).rows;
     if (row === undefined) throw notFound(`job ${jobId}`);
     const next = change(decodeRecord(row.record, `job ${jobId}`));
-    if ((next.successors ?? []).length === 0) {
-      const record = next.record;
-      const pending = record.state === JobState.Pending;
-      const { rowCount } = await this.pool.query(
-        `UPDATE ${this.t}.jobs SET state = $3, not_before = $4, lease_deadline = $5, worker_id = $6,
-           finished_at = $7, record = $8
-         WHERE job_id = $1 AND record = $2
-         RETURNING ${pending ? 'pg_notify($9, $10)' : '1'}`,
-        [
-          jobId,
-          row.record,
-          record.state,
-          closedGate(record, now),
-          record.leaseDeadline,
-          record.workerId,
-          finishedAt(record),
-          encodeRecord(record),
-          // Retried, reaped or backing off: Pending again, which other servers' waiters want to hear.
-          ...(pending ? [this.schema.channel, noticePayload(this.origin, workNotices([record], now))] : []),
-        ],
-      );
-      if (rowCount === 1) return { record, successors: [] };
-    }
+    if ((next.successors ?? []).length === 0 && (await this.writeIfUnchanged(this.pool, row.record, next.record, now)))
+      return { record: next.record, successors: [] };
     return this.lockedUpdate(jobId, change, now);
   }
 
   private lockedUpdate(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
     return this.tx(async (db) => {
-      const { rows } = await db.query<{ job_id: string; record: Buffer }>(
-        `SELECT job_id, record FROM ${this.t}.jobs WHERE job_id = $1 FOR UPDATE`,
+      const { rows } = await db.query<{ record: Buffer }>(
+        `SELECT record FROM ${this.t}.jobs WHERE job_id = $1 FOR UPDATE`,
         [jobId],
       );
       const row = rows[0];
       if (row === undefined) throw notFound(`job ${jobId}`);
-      const current = decodeRecord(row.record, `job ${jobId}`);
-      const next = change(current);
-      await this.write(db, [next.record], now);
-      if (next.record.state === JobState.Pending) {
-        await db.query('SELECT pg_notify($1, $2)', [
-          this.schema.channel,
-          noticePayload(this.origin, workNotices([next.record], now)),
-        ]);
-      }
+      const next = change(decodeRecord(row.record, `job ${jobId}`));
+      // The row is locked, so the compare always holds.
+      await this.writeIfUnchanged(db, row.record, next.record, now);
       const successors = await insertJobs(db, this.schema, next.successors ?? [], now, {
         origin: this.origin,
         createdAt: this.createdAt,
@@ -401,6 +375,38 @@ export class PostgresJobStore implements JobStore {
       });
       return { record: next.record, successors };
     });
+  }
+
+  /**
+   * Write one job's new version if its stored record is still `expected`; `false` if another
+   * write came first. A job that is Pending again (retried, reaped, backing off) also notifies
+   * other servers' waiters, in the same statement.
+   */
+  private async writeIfUnchanged(
+    db: Pick<pg.ClientBase, 'query'>,
+    expected: Buffer,
+    record: JobRecord,
+    now: Micros,
+  ): Promise<boolean> {
+    const pending = record.state === JobState.Pending;
+    const { rowCount } = await db.query(
+      `UPDATE ${this.t}.jobs SET state = $3, not_before = $4, lease_deadline = $5, worker_id = $6,
+         finished_at = $7, record = $8
+       WHERE job_id = $1 AND record = $2
+       RETURNING ${pending ? 'pg_notify($9, $10)' : '1'}`,
+      [
+        record.jobId,
+        expected,
+        record.state,
+        closedGate(record, now),
+        record.leaseDeadline,
+        record.workerId,
+        finishedAt(record),
+        encodeRecord(record),
+        ...(pending ? [this.schema.channel, noticePayload(this.origin, workNotices([record], now))] : []),
+      ],
+    );
+    return rowCount === 1;
   }
 
   async expiredLeases(now: Micros, limit: number): Promise<string[]> {
