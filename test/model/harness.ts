@@ -24,7 +24,7 @@ import {
   type ScopeFilter,
 } from '../../src/core/types.ts';
 import { openQueue } from '../../src/engine/open.ts';
-import { dropTestSchema, TEST_PG_URL } from '../support/backends.ts';
+import { dropTestSchema, TEST_PG_URL, uniqueSchema } from '../support/backends.ts';
 import type { EnqueueOptions, Queue } from '../../src/engine/queue.ts';
 import {
   KIND_FILTERS,
@@ -97,7 +97,7 @@ export async function rocksBackend(): Promise<Backend> {
 
 /** A fresh schema in the test PostgreSQL per run, dropped afterwards. */
 export function postgresBackend(): Backend {
-  const schema = `telha_model_${process.pid}_${Math.floor(Math.random() * 1e9)}`;
+  const schema = uniqueSchema('model');
   const config: TelhaConfig = makeConfig({
     storage: { kind: 'postgres', url: TEST_PG_URL, schema },
     jobs: JOBS_CONFIG,

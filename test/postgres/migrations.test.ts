@@ -3,11 +3,11 @@ import { describe, it } from 'node:test';
 import pg from 'pg';
 import { MIGRATIONS } from '../../src/storage/postgres/migrations.ts';
 import { PostgresJobStore } from '../../src/storage/postgres/postgres-store.ts';
-import { TEST_PG_URL } from '../support/backends.ts';
+import { TEST_PG_URL, uniqueSchema } from '../support/backends.ts';
 
 describe('postgres migrations', () => {
   it('applies each migration once when several servers start at once, and a later start changes nothing', async () => {
-    const schema = `telha_migrate_${process.pid}_${Math.floor(Math.random() * 1e6)}`;
+    const schema = uniqueSchema('migrate');
     const admin = new pg.Client({ connectionString: TEST_PG_URL });
     await admin.connect();
     try {

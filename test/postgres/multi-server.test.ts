@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import { TelhaClient } from '../../src/client/client.ts';
 import { Worker } from '../../src/client/worker.ts';
 import { JobState, tenantScope, type JobRecord } from '../../src/core/types.ts';
-import { dropTestSchema, tempDir, TEST_PG_URL } from '../support/backends.ts';
+import { dropTestSchema, tempDir, TEST_PG_URL, uniqueSchema } from '../support/backends.ts';
 import { eventually, freePort, spawnServer, type ServerProcess } from '../support/server.ts';
 
 const acme = tenantScope('acme');
@@ -16,7 +16,7 @@ const JOBS = 5_000;
 
 describe('several servers on one PostgreSQL store', () => {
   it('completes every job exactly once with one of three servers SIGKILLed mid-run', async () => {
-    const schema = `telha_multi_${process.pid}_${Math.floor(Math.random() * 1e6)}`;
+    const schema = uniqueSchema('multi');
     const env = {
       TELHA_STORAGE__KIND: 'postgres',
       TELHA_STORAGE__URL: TEST_PG_URL,

@@ -13,7 +13,7 @@ import { Queue } from '../../src/engine/queue.ts';
 import { enqueueInTransaction } from '../../src/engine/transactional.ts';
 import { claimQuery, pgSchema, PostgresJobStore } from '../../src/storage/postgres/postgres-store.ts';
 import { testConfig } from '../conformance/harness.ts';
-import { dropTestSchema, TEST_PG_URL } from '../support/backends.ts';
+import { dropTestSchema, TEST_PG_URL, uniqueSchema } from '../support/backends.ts';
 import { eventually } from '../support/server.ts';
 
 const acme = tenantScope('acme');
@@ -21,9 +21,6 @@ const acme = tenantScope('acme');
 const NEVER_POLL_MS = 600_000;
 /** How long a parked lease call waits: a lost notification fails the test after this, it does not hang it. */
 const PARK_MS = 20_000;
-
-let schemaCount = 0;
-const newSchema = (): string => `telha_shared_${process.pid}_${++schemaCount}_${Math.floor(Math.random() * 1e6)}`;
 
 interface Servers {
   readonly queues: Queue[];
@@ -36,7 +33,7 @@ async function servers(
   n: number,
   options: { clock?: Clock; pollIntervalMs?: number; config?: Parameters<typeof testConfig>[0] } = {},
 ): Promise<Servers> {
-  const schema = newSchema();
+  const schema = uniqueSchema('shared');
   const stores: PostgresJobStore[] = [];
   const queues: Queue[] = [];
   for (let i = 0; i < n; i++) {

@@ -7,13 +7,13 @@ import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
 import { JobState, tenantScope } from '../../src/core/types.ts';
 import { openQueue } from '../../src/engine/open.ts';
 import { enqueueInTransaction } from '../../src/engine/transactional.ts';
-import { TEST_PG_URL } from '../support/backends.ts';
+import { TEST_PG_URL, uniqueSchema } from '../support/backends.ts';
 
 const acme = tenantScope('acme');
 
 describe('transactional enqueue', () => {
   it("creates jobs only if the application's transaction commits", async () => {
-    const schema = `telha_tx_${process.pid}_${Math.floor(Math.random() * 1e6)}`;
+    const schema = uniqueSchema('tx');
     const clock = new ManualClock();
     const queue = await openQueue({
       config: makeConfig({ storage: { kind: 'postgres', url: TEST_PG_URL, schema }, retention: { enabled: false } }),

@@ -52,10 +52,15 @@ export const rocksHarness: HarnessFactory = async (options: HarnessOptions = {})
 export const TEST_PG_URL = process.env['TELHA_TEST_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 let schemaCount = 0;
 
+/** A schema name no other test run or test in this run uses, e.g. `telha_tx_4242_3_118273`. */
+export function uniqueSchema(prefix: string): string {
+  return `telha_${prefix}_${process.pid}_${++schemaCount}_${Math.floor(Math.random() * 1e6)}`;
+}
+
 /** A fresh schema per harness, dropped on close, so runs never see each other's jobs. */
 export const postgresHarness: HarnessFactory = async (options: HarnessOptions = {}): Promise<Harness> => {
   const clock = new ManualClock();
-  const schema = `telha_test_${process.pid}_${++schemaCount}_${Math.floor(Math.random() * 1e6)}`;
+  const schema = uniqueSchema('test');
   const config = testConfig(options.config);
   const open = async (): Promise<Queue> =>
     new Queue({
