@@ -35,7 +35,6 @@ async function endToEnd(address: string, concurrency: number, jobs: number): Pro
   const worker = new Worker({
     address,
     concurrency,
-    leaseWaitMs: 1_000,
     handler: () => Promise.resolve(),
     onCompleted: () => {
       if (++completed === jobs) finish();
@@ -63,7 +62,6 @@ async function latency(address: string): Promise<{ p50: number; p99: number; max
     address,
     concurrency: 10,
     kinds: ['latency'],
-    leaseWaitMs: 30_000,
     handler: (job) => {
       const t = sentAt.get(Buffer.from(job.payload).toString());
       if (t !== undefined) samples.push(performance.now() - t);

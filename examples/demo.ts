@@ -81,7 +81,6 @@ const workers = Array.from({ length: 4 }, (_, w) =>
     address: server.address,
     concurrency: 25,
     workerId: `demo-${w}`,
-    leaseWaitMs: 1_000,
     handler: async (job) => {
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 4));
       if (job.kind === 'email.bounce') {

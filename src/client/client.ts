@@ -5,20 +5,19 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { JobState as JobStateCore, type JobState, type LeaseFence, type QueueScope } from '../core/types.ts';
-import type { ItemOutcome } from '../gen/telha/v1/queue_pb.ts';
+import { create } from '@bufbuild/protobuf';
+import { WorkOpenSchema, type WorkRequest, type WorkResponse } from '../gen/telha/v1/queue_pb.ts';
 import {
-  FIELD_HEADER,
-  JOB_HEADER,
   MAX_MESSAGE_BYTES,
   queueServiceDefinition,
-  REASON_HEADER,
   requestOf,
   type MethodName,
   type RequestInitOf,
   type ResponseOf,
 } from '../wire/service.ts';
-import { fromWireError, WireError } from './errors.ts';
-import { jobFromWire, newJobToWire, scopeToWire, type NewJobInput, type RemoteJob } from './convert.ts';
+import { fromWireError, outcomeToError, WireError } from './errors.ts';
+import { jobFromWire, newJobToWire, scopeToWire, wireFence, type NewJobInput, type RemoteJob } from './convert.ts';
+import { WorkChannel, type WorkChannelEvents } from './work-channel.ts';
 import { stateFromWire, stateToWire } from '../wire/states.ts';
 
 export interface ClientOptions {
@@ -204,6 +203,24 @@ export class TelhaClient {
     return res.jobs.map(jobFromWire);
   }
 
+  /**
+   * Open a Work stream: the server pushes leased jobs up to the credit granted
+   * and answers results sent on it. What {@link Worker} runs on.
+   */
+  work(params: Omit<LeaseParams, 'maxJobs' | 'waitMs' | 'signal'>, events: WorkChannelEvents): WorkChannel {
+    const open = create(WorkOpenSchema, {
+      workerId: params.workerId,
+      kinds: [...(params.kinds ?? [])],
+      scope: scopeToWire(params.scope),
+    });
+    const call = (
+      this.stub as unknown as {
+        work(metadata: grpc.Metadata): grpc.ClientDuplexStream<WorkRequest, WorkResponse>;
+      }
+    ).work(this.metadata);
+    return new WorkChannel(call, open, events);
+  }
+
   /** Extend a lease; returns the new deadline (µs). */
   async heartbeat(jobId: string, fence: LeaseFence): Promise<number> {
     const res = await this.rpc('heartbeat', { fence: wireFence(jobId, fence) });
@@ -275,20 +292,6 @@ export class TelhaClient {
     });
     return jobFromWire(requireJob(res.job));
   }
-}
-
-/** A batch item's outcome as the error its single call would have thrown, or `null` when accepted. */
-function outcomeToError(outcome: ItemOutcome, jobId: string): Error | null {
-  if (outcome.code === 0) return null;
-  const metadata = new grpc.Metadata();
-  metadata.set(JOB_HEADER, jobId);
-  if (outcome.reason !== '') metadata.set(REASON_HEADER, outcome.reason);
-  if (outcome.field !== '') metadata.set(FIELD_HEADER, outcome.field);
-  return fromWireError(new WireError(outcome.code, outcome.message, metadata));
-}
-
-function wireFence(jobId: string, fence: LeaseFence): { jobId: string; workerId: string; leaseGeneration: bigint } {
-  return { jobId, workerId: fence.workerId, leaseGeneration: BigInt(fence.leaseGeneration) };
 }
 
 function requireJob<T>(job: T | undefined): T {

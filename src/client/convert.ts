@@ -1,6 +1,12 @@
 /** Wire messages to the engine's record type, so SDK users get the same `JobRecord`. */
 import { create } from '@bufbuild/protobuf';
-import { JobState as CoreState, type EventTransition, type JobRecord, type QueueScope } from '../core/types.ts';
+import {
+  JobState as CoreState,
+  type EventTransition,
+  type JobRecord,
+  type LeaseFence,
+  type QueueScope,
+} from '../core/types.ts';
 import { stateFromWire } from '../wire/states.ts';
 import { NewJobSchema, ScopeSchema, type Job, type NewJob, type Scope } from '../gen/telha/v1/queue_pb.ts';
 
@@ -62,4 +68,12 @@ export function scopeToWire(scope: QueueScope | undefined): Scope | undefined {
   return create(ScopeSchema, {
     target: scope.type === 'system' ? { case: 'system', value: true } : { case: 'tenant', value: scope.tenant },
   });
+}
+
+/** The proof of a lease as the wire carries it. */
+export function wireFence(
+  jobId: string,
+  fence: LeaseFence,
+): { jobId: string; workerId: string; leaseGeneration: bigint } {
+  return { jobId, workerId: fence.workerId, leaseGeneration: BigInt(fence.leaseGeneration) };
 }

@@ -2,7 +2,8 @@
  * Wire status back to Telha's error codes, so a client sees the same
  * `TelhaError` / `LeaseConflictError` the engine throws in-process.
  */
-import type { Metadata } from '@grpc/grpc-js';
+import * as grpc from '@grpc/grpc-js';
+import type { ItemOutcome } from '../gen/telha/v1/queue_pb.ts';
 import { ErrorCode, LeaseConflictError, TelhaError } from '../core/errors.ts';
 import { FIELD_HEADER, JOB_HEADER, REASON_HEADER, Status } from '../wire/service.ts';
 
@@ -11,7 +12,7 @@ export class WireError extends Error {
   constructor(
     readonly code: number,
     readonly details: string,
-    readonly metadata: Metadata,
+    readonly metadata: grpc.Metadata,
   ) {
     super(details);
   }
@@ -31,7 +32,7 @@ const FROM_CODE: Partial<Record<number, ErrorCode>> = {
   [Status.CANCELLED]: ErrorCode.Unavailable,
 };
 
-function header(metadata: Metadata, key: string): string | null {
+function header(metadata: grpc.Metadata, key: string): string | null {
   const value = metadata.get(key)[0];
   return typeof value === 'string' ? value : null;
 }
@@ -58,4 +59,14 @@ export function isTransient(error: unknown): boolean {
       error.code === ErrorCode.ResourceExhausted ||
       error.code === ErrorCode.Internal)
   );
+}
+
+/** A batch item's outcome as the error its single call would have thrown, or `null` when accepted. */
+export function outcomeToError(outcome: ItemOutcome, jobId: string): Error | null {
+  if (outcome.code === 0) return null;
+  const metadata = new grpc.Metadata();
+  metadata.set(JOB_HEADER, jobId);
+  if (outcome.reason !== '') metadata.set(REASON_HEADER, outcome.reason);
+  if (outcome.field !== '') metadata.set(FIELD_HEADER, outcome.field);
+  return fromWireError(new WireError(outcome.code, outcome.message, metadata));
 }

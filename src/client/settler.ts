@@ -9,7 +9,8 @@ import type { LeaseFence } from '../core/types.ts';
 import type { TelhaClient } from './client.ts';
 import type { NewJobInput } from './convert.ts';
 
-type Item =
+/** A finished job's result, on its way to the server. */
+export type SettleItem =
   | {
       readonly type: 'complete';
       readonly jobId: string;
@@ -25,7 +26,7 @@ type Item =
     };
 
 interface Entry {
-  readonly item: Item;
+  readonly item: SettleItem;
   resolve(): void;
   reject(error: Error): void;
 }
@@ -37,7 +38,7 @@ export class Settler {
   constructor(private readonly client: TelhaClient) {}
 
   /** Resolves once the server accepted this result; rejects with the error it gave this item. */
-  settle(item: Item): Promise<void> {
+  settle(item: SettleItem): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.queued.push({ item, resolve, reject });
       if (!this.flushing) {

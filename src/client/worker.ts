@@ -1,7 +1,8 @@
 /**
- * The worker SDK: lease jobs (long-poll) for a list of kind prefixes, run an
- * async handler per job under a concurrency limit, heartbeat well before the
- * lease expires, and submit the result with the lease's fencing token.
+ * The worker SDK: on one Work stream, the server pushes jobs of the worker's
+ * kind prefixes as slots free up; the worker runs an async handler per job
+ * under a concurrency limit, heartbeats well before the lease expires, and
+ * sends each result, with the lease's fencing token, back on the stream.
  *
  * - Handler resolves: the job is completed.
  * - Handler throws: the job fails and is retried with backoff.
@@ -18,7 +19,8 @@ import type { JobRecord, LeaseFence } from '../core/types.ts';
 import { TelhaClient, type ClientOptions } from './client.ts';
 import type { NewJobInput } from './convert.ts';
 import { isTransient } from './errors.ts';
-import { Settler } from './settler.ts';
+import { Settler, type SettleItem } from './settler.ts';
+import type { WorkChannel } from './work-channel.ts';
 
 /** Throw this from a handler to dead-letter the job at once, whatever attempts remain. */
 export class PermanentError extends Error {
@@ -58,8 +60,6 @@ export interface WorkerOptions extends ClientOptions {
   /** Identifies this worker in fencing and events. Default `worker-<uuid>`. */
   readonly workerId?: string;
   readonly handler: JobHandler;
-  /** Long-poll wait per lease call. Default 30 s. */
-  readonly leaseWaitMs?: number;
   /**
    * Heartbeat after this fraction of the remaining lease has passed. Default 1/3:
    * a 30 s lease is extended every 10 s, so two lost beats still leave time.
@@ -87,8 +87,11 @@ export class Worker {
   private readonly inFlight = new Set<Promise<void>>();
   private readonly stopLeasing = new AbortController();
   private loop: Promise<void> | null = null;
+  /** The open work stream, if any; results go through {@link settler} calls when there is none. */
+  private channel: WorkChannel | null = null;
+  /** Credit granted on the current stream and not yet used by the server. */
+  private granted = 0;
   private readonly settler: Settler;
-  private slotFreed: (() => void) | null = null;
   /** Completions and failures the server accepted, and leases lost, since start. */
   readonly stats = { completed: 0, failed: 0, leaseLost: 0 };
 
@@ -104,7 +107,7 @@ export class Worker {
 
   /** Start leasing. Idempotent. */
   start(): this {
-    this.loop ??= this.leaseLoop();
+    this.loop ??= this.sessionLoop();
     return this;
   }
 
@@ -114,15 +117,18 @@ export class Worker {
    * left to expire and the reaper hands the jobs to another worker.
    */
   async close(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    // Half-closes the work stream: the server stops leasing, answers the results it has, and ends it.
     this.stopLeasing.abort();
-    this.slotFreed?.();
+    const timedOut = (promise: Promise<unknown>): Promise<boolean> =>
+      Promise.race([
+        promise.then(() => false),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(true), deadline - Date.now()).unref()),
+      ]);
+    if (this.loop !== null && (await timedOut(this.loop))) this.channel?.cancel();
     await this.loop;
     const all = Promise.all([...this.inFlight]);
-    const timedOut = await Promise.race([
-      all.then(() => false),
-      new Promise<boolean>((resolve) => setTimeout(() => resolve(true), timeoutMs).unref()),
-    ]);
-    if (timedOut) {
+    if (await timedOut(all)) {
       for (const { abort } of this.running.values()) abort.abort(new Error('worker shutting down'));
       await all;
     }
@@ -133,38 +139,64 @@ export class Worker {
     return this.running.size;
   }
 
-  private async leaseLoop(): Promise<void> {
+  /** One work stream after another, reconnecting with jittered backoff while the server is away. */
+  private async sessionLoop(): Promise<void> {
     let backoff = RECONNECT_MIN_MS;
     while (!this.stopLeasing.signal.aborted) {
-      // A slot frees when its handler returns, so the next lease overlaps the result's
-      // round trip; only a backlog of more than `concurrency` unsettled results holds leasing back.
-      const settling = this.inFlight.size - this.running.size;
-      const free = this.concurrency - this.running.size - Math.max(0, settling - this.concurrency);
-      if (free <= 0) {
-        await new Promise<void>((resolve) => (this.slotFreed = resolve));
-        this.slotFreed = null;
-        continue;
+      const started = Date.now();
+      const { error, received } = await this.session();
+      if (this.stopLeasing.signal.aborted) return;
+      if (received || Date.now() - started >= RECONNECT_MAX_MS) backoff = RECONNECT_MIN_MS;
+      if (error !== null && !isTransient(error)) {
+        this.options.logger?.error({ workerId: this.workerId, err: String(error) }, 'work stream failed');
       }
-      try {
-        const jobs = await this.client.lease({
-          workerId: this.workerId,
-          ...(this.options.kinds ? { kinds: this.options.kinds } : {}),
-          maxJobs: free,
-          waitMs: this.options.leaseWaitMs ?? 30_000,
-          signal: this.stopLeasing.signal,
-        });
-        backoff = RECONNECT_MIN_MS;
-        for (const job of jobs) this.run(job);
-      } catch (error) {
-        if (this.stopLeasing.signal.aborted) return;
-        if (!isTransient(error)) {
-          this.options.logger?.error({ workerId: this.workerId, err: String(error) }, 'lease failed');
-        }
-        // The server is away or restarting: wait with jittered exponential backoff, then try again.
-        await sleep(backoff * (0.5 + Math.random() / 2), this.stopLeasing.signal);
-        backoff = Math.min(RECONNECT_MAX_MS, backoff * 2);
-      }
+      // The server is away, restarting or shutting down: wait, then open a new stream.
+      await sleep(backoff * (0.5 + Math.random() / 2), this.stopLeasing.signal);
+      backoff = Math.min(RECONNECT_MAX_MS, backoff * 2);
     }
+  }
+
+  /** One work stream, until it ends: jobs pushed as credit allows, results settled on it. */
+  private session(): Promise<{ error: Error | null; received: boolean }> {
+    return new Promise((resolve) => {
+      let received = false;
+      const stop = (): void => channel.end();
+      const channel = this.client.work(
+        { workerId: this.workerId, ...(this.options.kinds ? { kinds: this.options.kinds } : {}) },
+        {
+          onJobs: (jobs) => {
+            received = true;
+            this.granted = Math.max(0, this.granted - jobs.length);
+            for (const job of jobs) this.run(job);
+          },
+          onEnd: (error) => {
+            this.stopLeasing.signal.removeEventListener('abort', stop);
+            this.channel = null;
+            this.granted = 0;
+            resolve({ error, received });
+          },
+        },
+      );
+      this.channel = channel;
+      this.granted = 0;
+      this.stopLeasing.signal.addEventListener('abort', stop, { once: true });
+      this.grantFreeSlots();
+    });
+  }
+
+  /**
+   * Tell the server how many more jobs it may push. A slot frees when its handler
+   * returns, so the next job overlaps the result's round trip; only a backlog of
+   * more than `concurrency` unsettled results holds leasing back.
+   */
+  private grantFreeSlots(): void {
+    const channel = this.channel;
+    if (channel === null || !channel.writable) return;
+    const settling = this.inFlight.size - this.running.size;
+    const free = this.concurrency - this.running.size - Math.max(0, settling - this.concurrency) - this.granted;
+    if (free <= 0) return;
+    this.granted += free;
+    channel.grant(free);
   }
 
   private run(job: JobRecord): void {
@@ -174,15 +206,21 @@ export class Worker {
       if (released) return;
       released = true;
       this.running.delete(job.jobId);
-      this.slotFreed?.();
+      this.grantFreeSlots();
     };
     const done: Promise<void> = this.execute(job, abort, release).finally(() => {
       release();
       this.inFlight.delete(done);
-      this.slotFreed?.();
+      this.grantFreeSlots();
     });
     this.running.set(job.jobId, { done, abort });
     this.inFlight.add(done);
+  }
+
+  /** A result goes on the work stream while it is open, else in its own call. */
+  private settle(item: SettleItem): Promise<void> {
+    const channel = this.channel;
+    return channel !== null && channel.writable ? channel.settle(item) : this.settler.settle(item);
   }
 
   /** Run the handler, `release` its slot, then settle the result. */
@@ -252,13 +290,13 @@ export class Worker {
       release();
       if (abort.signal.aborted && abort.signal.reason instanceof LeaseConflictError) return;
       if (outcome.ok) {
-        await this.settler.settle({ type: 'complete', jobId: job.jobId, fence, successors });
+        await this.settle({ type: 'complete', jobId: job.jobId, fence, successors });
         this.stats.completed++;
         this.options.onCompleted?.(job);
       } else {
         const permanent = outcome.error instanceof PermanentError;
         const message = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
-        await this.settler.settle({ type: 'fail', jobId: job.jobId, fence, error: message, permanent });
+        await this.settle({ type: 'fail', jobId: job.jobId, fence, error: message, permanent });
         this.stats.failed++;
         this.options.logger?.info({ ...log, permanent, err: message }, 'handler failed');
       }

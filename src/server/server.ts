@@ -19,7 +19,9 @@ import {
   type MethodName,
 } from '../wire/service.ts';
 import { Authenticator } from './auth.ts';
-import { CallFailed, createQueueService, type CallContext, type QueueServiceImpl } from './service.ts';
+import { create } from '@bufbuild/protobuf';
+import { WorkResponseSchema, type WorkRequest, type WorkResponse } from '../gen/telha/v1/queue_pb.ts';
+import { CallFailed, createQueueService, type CallContext, type QueueServiceHandlers } from './service.ts';
 import { describeError, type WireStatus } from './status.ts';
 
 export interface RunningServer {
@@ -118,11 +120,11 @@ function serviceError(status: WireStatus): Partial<grpc.StatusObject> {
   return { code: status.code, details: status.message, metadata };
 }
 
-/** The transport-agnostic handlers as grpc-js unary handlers. */
-function adaptService(service: QueueServiceImpl, logger: Logger): grpc.UntypedServiceImplementation {
-  const handlers: grpc.UntypedServiceImplementation = {};
-  for (const name of Object.keys(service) as MethodName[]) {
-    const impl = service[name] as (req: unknown, ctx: CallContext) => Promise<object>;
+/** The transport-agnostic handlers as grpc-js handlers. */
+function adaptService(service: QueueServiceHandlers, logger: Logger): grpc.UntypedServiceImplementation {
+  const handlers: grpc.UntypedServiceImplementation = { work: adaptWork(service) };
+  for (const name of Object.keys(service.unary) as MethodName[]) {
+    const impl = service.unary[name] as (req: unknown, ctx: CallContext) => Promise<object>;
     handlers[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
       const abort = new AbortController();
       call.once('cancelled', () => abort.abort());
@@ -140,4 +142,23 @@ function adaptService(service: QueueServiceImpl, logger: Logger): grpc.UntypedSe
     };
   }
   return handlers;
+}
+
+/** The Work stream: grpc-js's duplex stream feeding a transport-agnostic session. */
+function adaptWork(service: QueueServiceHandlers): grpc.handleBidiStreamingCall<WorkRequest, WorkResponse> {
+  return (call) => {
+    const abort = new AbortController();
+    call.once('cancelled', () => abort.abort());
+    const authorization = call.metadata.get('authorization')[0];
+    const session = service.openWork({
+      authorization: typeof authorization === 'string' ? authorization : null,
+      signal: abort.signal,
+      send: (message) => call.write(create(WorkResponseSchema, message)),
+      end: () => call.end(),
+      // grpc-js ends the call with this status (its documented way for streaming handlers).
+      fail: (status) => call.emit('error', serviceError(status)),
+    });
+    call.on('data', (message: WorkRequest) => session.receive(message));
+    call.on('end', () => session.finish());
+  };
 }

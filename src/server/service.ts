@@ -11,7 +11,9 @@ import type { EnqueueResult, Queue } from '../engine/queue.ts';
 import { create } from '@bufbuild/protobuf';
 import {
   ItemOutcomeSchema,
+  type CompleteRequest,
   type EnqueueResult as WireEnqueueResult,
+  type FailRequest,
   type Fence,
   type ItemOutcome,
   type Job,
@@ -35,6 +37,7 @@ import {
   toSafeNumber,
 } from './convert.ts';
 import { describeError, type WireStatus } from './status.ts';
+import { openWorkSession, type WorkSession, type WorkStream } from './work-session.ts';
 
 export interface ServiceDeps {
   readonly queue: Queue;
@@ -75,12 +78,34 @@ function fenceFromWire(fence: Fence | undefined): { jobId: string; fence: LeaseF
   };
 }
 
-export function createQueueService(deps: ServiceDeps): QueueServiceImpl {
+/** The unary handlers, and the Work stream's sessions. */
+export interface QueueServiceHandlers {
+  readonly unary: QueueServiceImpl;
+  openWork(stream: WorkStream): WorkSession;
+}
+
+export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
   const { queue, auth, config, logger } = deps;
   const maxAttempts = queue.config.jobs.max_attempts;
   const toWire = (job: JobRecord): Job => jobToWire(job, maxAttempts);
   const resultToWire = (result: EnqueueResult): WireEnqueueResult => enqueueResultToWire(result, maxAttempts);
   let inFlight = 0;
+
+  /** Count a call (or a Work stream) in flight; refuse it over `server.max_concurrent_calls`. Returns its release. */
+  function admit(): () => void {
+    if (inFlight >= config.max_concurrent_calls) {
+      throw new TelhaError(
+        ErrorCode.ResourceExhausted,
+        `over ${config.max_concurrent_calls} calls in flight; retry later`,
+      );
+    }
+    inFlight++;
+    let released = false;
+    return () => {
+      if (!released) inFlight--;
+      released = true;
+    };
+  }
 
   /** Every handler runs through here: admission, authentication, authorization, one error mapping. */
   function handle<K extends MethodName>(
@@ -90,14 +115,9 @@ export function createQueueService(deps: ServiceDeps): QueueServiceImpl {
   ): (req: RequestOf<K>, ctx: CallContext) => Promise<ResponseInitOf<K>> {
     return async (req, ctx) => {
       let principal: Principal | null = null;
-      inFlight++;
+      let release: (() => void) | null = null;
       try {
-        if (inFlight > config.max_concurrent_calls) {
-          throw new TelhaError(
-            ErrorCode.ResourceExhausted,
-            `over ${config.max_concurrent_calls} calls in flight; retry later`,
-          );
-        }
+        release = admit();
         principal = auth.authenticate(ctx.authorization);
         requirePermission(principal, permission);
         return await run(req, { principal, ctx });
@@ -106,7 +126,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceImpl {
           describeError(error, logger, { method, caller: principal?.name ?? null, tenant: principal?.tenant ?? null }),
         );
       } finally {
-        inFlight--;
+        release?.();
       }
     };
   }
@@ -135,11 +155,24 @@ export function createQueueService(deps: ServiceDeps): QueueServiceImpl {
     );
   }
 
+  const completeEach = (items: readonly CompleteRequest[], scope: ScopeFilter): Promise<ItemOutcome[]> =>
+    settleEach(items, async (item) => {
+      const { jobId, fence } = fenceFromWire(item.fence);
+      const successors = item.successors.map((job, j) => newJobFromWire(job, `successors[${j}]`));
+      await queue.complete(jobId, fence, { successors }, scope);
+    });
+
+  const failEach = (items: readonly FailRequest[], scope: ScopeFilter): Promise<ItemOutcome[]> =>
+    settleEach(items, async (item) => {
+      const { jobId, fence } = fenceFromWire(item.fence);
+      await queue.fail(jobId, fence, { error: item.error, retryable: !item.permanent }, scope);
+    });
+
   /** Workers and operators submit across scopes; a tenant could only ever reach its own. */
   const workScope = (principal: Principal): ScopeFilter =>
     principal.role === 'tenant' ? resolveScope(principal, null, false) : ANY_SCOPE;
 
-  return {
+  const unary: QueueServiceImpl = {
     enqueue: handle('enqueue', 'enqueue', async (req, { principal }) => {
       const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
       const result = await queue.enqueue(scope, newJobFromWire(req.job, 'job'));
@@ -206,24 +239,13 @@ export function createQueueService(deps: ServiceDeps): QueueServiceImpl {
       return { job: toWire(job) };
     }),
 
-    completeBatch: handle('completeBatch', 'work', async (req, { principal }) => {
-      const scope = workScope(principal);
-      const outcomes = await settleEach(req.items, async (item) => {
-        const { jobId, fence } = fenceFromWire(item.fence);
-        const successors = item.successors.map((job, j) => newJobFromWire(job, `successors[${j}]`));
-        await queue.complete(jobId, fence, { successors }, scope);
-      });
-      return { outcomes };
-    }),
+    completeBatch: handle('completeBatch', 'work', async (req, { principal }) => ({
+      outcomes: await completeEach(req.items, workScope(principal)),
+    })),
 
-    failBatch: handle('failBatch', 'work', async (req, { principal }) => {
-      const scope = workScope(principal);
-      const outcomes = await settleEach(req.items, async (item) => {
-        const { jobId, fence } = fenceFromWire(item.fence);
-        await queue.fail(jobId, fence, { error: item.error, retryable: !item.permanent }, scope);
-      });
-      return { outcomes };
-    }),
+    failBatch: handle('failBatch', 'work', async (req, { principal }) => ({
+      outcomes: await failEach(req.items, workScope(principal)),
+    })),
 
     show: handle('show', 'read', async (req, { principal }) => {
       const job = await queue.show(req.jobId, resolveScope(principal, null, true));
@@ -253,6 +275,22 @@ export function createQueueService(deps: ServiceDeps): QueueServiceImpl {
       logger.info({ jobId: job.jobId, kind: job.kind, tenant: job.tenant, operator: principal.name }, 'operator retry');
       return { job: toWire(job) };
     }),
+  };
+
+  return {
+    unary,
+    openWork: (stream) =>
+      openWorkSession(stream, {
+        queue,
+        auth,
+        logger,
+        maxLeaseWaitMs: config.max_lease_wait_ms,
+        shutdown: deps.shutdown,
+        admit,
+        toWire,
+        completeEach,
+        failEach,
+      }),
   };
 }
 

@@ -18,7 +18,8 @@ import { QueueService } from '../gen/telha/v1/queue_pb.ts';
 export { QueueService };
 
 type Methods = typeof QueueService.method;
-export type MethodName = keyof Methods;
+/** The request/response calls (every method but the Work stream). */
+export type MethodName = Exclude<keyof Methods, 'work'>;
 export type RequestOf<K extends MethodName> = MessageShape<Methods[K]['input']>;
 export type RequestInitOf<K extends MethodName> = MessageInitShape<Methods[K]['input']>;
 export type ResponseOf<K extends MethodName> = MessageShape<Methods[K]['output']>;
@@ -45,8 +46,8 @@ export const queueServiceDefinition: ServiceDefinition = Object.fromEntries(
       method.localName,
       {
         path: `/${QueueService.typeName}/${method.name}`,
-        requestStream: false,
-        responseStream: false,
+        requestStream: method.methodKind === 'bidi_streaming' || method.methodKind === 'client_streaming',
+        responseStream: method.methodKind === 'bidi_streaming' || method.methodKind === 'server_streaming',
         requestSerialize: input.serialize,
         requestDeserialize: input.deserialize,
         responseSerialize: output.serialize,

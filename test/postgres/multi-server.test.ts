@@ -49,7 +49,6 @@ describe('several servers on one PostgreSQL store', () => {
             address: servers[w % 3]!.address,
             kinds: ['multi'],
             concurrency: 10,
-            leaseWaitMs: 500,
             timeoutMs: 2_000,
             workerId: `w${w}`,
             handler: () => new Promise((resolve) => setTimeout(resolve, 1)),

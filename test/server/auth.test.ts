@@ -8,6 +8,7 @@ import { JobState, SYSTEM_SCOPE, tenantScope, type LeaseFence } from '../../src/
 import { openQueue } from '../../src/engine/open.ts';
 import { startServer } from '../../src/server/server.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { openWork } from '../support/work-stream.ts';
 
 const TOKENS = {
   acme: 'acme-token-0123456789',
@@ -22,6 +23,14 @@ async function rejectsWith(promise: Promise<unknown>, code: ErrorCode): Promise<
     assert.equal(error.code, code, error.message);
     return true;
   });
+}
+
+/** Open a Work stream and reject with the error it ends with. */
+async function workStreamEnd(client: TelhaClient): Promise<void> {
+  const work = openWork(client, { workerId: 'probe' });
+  work.channel.grant(1);
+  const error = await work.ended;
+  if (error !== null) throw error;
 }
 
 describe('who may do what', () => {
@@ -73,6 +82,7 @@ describe('who may do what', () => {
       new TelhaClient({ address: server.address, token: 'not-a-real-token-at-all' }).counts(),
       ErrorCode.Unauthenticated,
     );
+    await rejectsWith(workStreamEnd(new TelhaClient({ address: server.address })), ErrorCode.Unauthenticated);
   });
 
   it("keeps tenant A out of tenant B's jobs on every call", async () => {
@@ -87,6 +97,7 @@ describe('who may do what', () => {
     await rejectsWith(acme.enqueue({ kind: 'x' }, tenantScope('globex')), ErrorCode.PermissionDenied);
     await rejectsWith(acme.enqueue({ kind: 'system:x' }, SYSTEM_SCOPE), ErrorCode.PermissionDenied);
     await rejectsWith(acme.lease({ workerId: 'sneaky' }), ErrorCode.PermissionDenied);
+    await rejectsWith(workStreamEnd(acme), ErrorCode.PermissionDenied);
     await rejectsWith(acme.complete(globexLeased.id, globexLeased.fence), ErrorCode.PermissionDenied);
     await rejectsWith(acme.fail(globexLeased.id, globexLeased.fence, 'x'), ErrorCode.PermissionDenied);
     await rejectsWith(acme.heartbeat(globexLeased.id, globexLeased.fence), ErrorCode.PermissionDenied);
@@ -107,6 +118,12 @@ describe('who may do what', () => {
 
   it('gives the worker fleet leasing and fenced submissions across tenants, and nothing else', async () => {
     await worker.heartbeat(globexLeased.id, globexLeased.fence);
+    const { job } = await globex.enqueue({ kind: 'streamed' });
+    const work = openWork(worker, { workerId: 'fleet-2', kinds: ['streamed'] });
+    work.channel.grant(1);
+    assert.equal((await work.received(1))[0]?.jobId, job.jobId);
+    work.channel.end();
+    assert.equal(await work.ended, null);
     await rejectsWith(worker.retry(globexDead), ErrorCode.PermissionDenied);
     await rejectsWith(worker.enqueue({ kind: 'x' }, tenantScope('acme')), ErrorCode.PermissionDenied);
     await rejectsWith(worker.show(globexJob), ErrorCode.PermissionDenied);

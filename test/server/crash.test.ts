@@ -49,7 +49,6 @@ describe('crashes', () => {
         const survivor = new Worker({
           address: server.address,
           kinds: ['fragile'],
-          leaseWaitMs: 2_000,
           workerId: 'survivor',
           handler: async () => {},
           onCompleted: (record) => {
@@ -113,7 +112,6 @@ describe('crashes', () => {
             address: server.address,
             kinds: ['load'],
             concurrency: 10,
-            leaseWaitMs: 1_000,
             timeoutMs: 2_000,
             workerId: `w${w}`,
             handler: async (job) => {

@@ -36,7 +36,6 @@ describe('the SDK against a live server', () => {
       address: server.address,
       kinds: ['email'],
       concurrency: 2,
-      leaseWaitMs: 1_000,
       heartbeatFraction: 0.001, // beat as often as allowed, to see heartbeats on the record
       onCompleted: () => completed.resolve(),
       handler: async (ctx) => {
@@ -69,7 +68,6 @@ describe('the SDK against a live server', () => {
     let seen = 0;
     const worker = new Worker({
       address: server.address,
-      leaseWaitMs: 1_000,
       handler: (ctx) => {
         if (++seen === 2) setImmediate(() => failures.resolve());
         return Promise.reject(ctx.kind === 'broken' ? new PermanentError('bad input') : new Error('try again'));
@@ -91,7 +89,6 @@ describe('the SDK against a live server', () => {
     const worker = new Worker({
       address: server.address,
       kinds: ['sync:page'],
-      leaseWaitMs: 1_000,
       onCompleted: () => completed.resolve(),
       handler: async (ctx) => {
         assert.equal(ctx.continuation, null);
@@ -147,7 +144,6 @@ describe('the SDK against a live server', () => {
     const started = deferred();
     const worker = new Worker({
       address: server.address,
-      leaseWaitMs: 1_000,
       heartbeatFraction: 0.999, // beat only at the very end of the lease
       onLeaseLost: (_id, error) => lost.resolve(error),
       handler: async (ctx) => {

@@ -11,7 +11,6 @@ const worker = new Worker({
   address,
   kinds: [kind],
   concurrency: 1,
-  leaseWaitMs: 5_000,
   workerId: `doomed-${process.pid}`,
   // Heartbeat rarely: the parent kills this process long before the lease runs out.
   heartbeatFraction: 0.9,

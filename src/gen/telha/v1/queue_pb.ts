@@ -1,7 +1,7 @@
 // Telha's wire API: the single source of truth for every client.
 //
-// Served as gRPC (and gRPC-Web and Connect) by `telha serve`. Any gRPC client
-// in any language can use it. Errors are gRPC status codes:
+// Served as gRPC by `telha serve`. Any gRPC client in any language can use
+// it. Errors are gRPC status codes:
 //   ABORTED             a fenced submission from a worker that no longer holds
 //                       the lease; metadata `telha-reason` is `worker_mismatch`
 //                       or `generation_superseded`. Nothing was written.
@@ -33,7 +33,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file telha/v1/queue.proto.
  */
 export const file_telha_v1_queue: GenFile = /*@__PURE__*/
-  fileDesc("ChR0ZWxoYS92MS9xdWV1ZS5wcm90bxIIdGVsaGEudjEiNQoFU2NvcGUSEAoGdGVuYW50GAEgASgJSAASEAoGc3lzdGVtGAIgASgISABCCAoGdGFyZ2V0Ik0KCEpvYkV2ZW50Eg0KBWF0X3VzGAEgASgDEhIKCnRyYW5zaXRpb24YAiABKAkSEwoGZGV0YWlsGAMgASgJSACIAQFCCQoHX2RldGFpbCKUBAoDSm9iEg4KBmpvYl9pZBgBIAEoCRIOCgZ0ZW5hbnQYAiABKAkSDAoEa2luZBgDIAEoCRIPCgdwYXlsb2FkGAQgASgMEhAKCHByaW9yaXR5GAUgASgNEhUKDWNyZWF0ZWRfYXRfdXMYBiABKAMSIQoFc3RhdGUYByABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRIQCghhdHRlbXB0cxgIIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAkgASgEEhYKCXdvcmtlcl9pZBgKIAEoCUgAiAEBEh4KEWxlYXNlX2RlYWRsaW5lX3VzGAsgASgDSAGIAQESGgoNbm90X2JlZm9yZV91cxgMIAEoA0gCiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgNIAEoCUgDiAEBEhkKDG1heF9hdHRlbXB0cxgOIAEoDUgEiAEBEhkKDGNvbnRpbnVhdGlvbhgPIAEoDEgFiAEBEiIKBmV2ZW50cxgQIAMoCzISLnRlbGhhLnYxLkpvYkV2ZW50Eh4KFmVmZmVjdGl2ZV9tYXhfYXR0ZW1wdHMYESABKA1CDAoKX3dvcmtlcl9pZEIUChJfbGVhc2VfZGVhZGxpbmVfdXNCEAoOX25vdF9iZWZvcmVfdXNCEgoQX2lkZW1wb3RlbmN5X2tleUIPCg1fbWF4X2F0dGVtcHRzQg8KDV9jb250aW51YXRpb24i+wEKBk5ld0pvYhIMCgRraW5kGAEgASgJEg8KB3BheWxvYWQYAiABKAwSFQoIcHJpb3JpdHkYAyABKA1IAIgBARIVCghkZWxheV9tcxgEIAEoA0gBiAEBEhoKDW5vdF9iZWZvcmVfdXMYBSABKANIAogBARIZCgxtYXhfYXR0ZW1wdHMYBiABKA1IA4gBARIcCg9pZGVtcG90ZW5jeV9rZXkYByABKAlIBIgBAUILCglfcHJpb3JpdHlCCwoJX2RlbGF5X21zQhAKDl9ub3RfYmVmb3JlX3VzQg8KDV9tYXhfYXR0ZW1wdHNCEgoQX2lkZW1wb3RlbmN5X2tleSI8Cg1FbnF1ZXVlUmVzdWx0EhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYhIPCgdjcmVhdGVkGAIgASgIIk8KDkVucXVldWVSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSHQoDam9iGAIgASgLMhAudGVsaGEudjEuTmV3Sm9iIjoKD0VucXVldWVSZXNwb25zZRInCgZyZXN1bHQYASABKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0IlUKE0VucXVldWVCYXRjaFJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIeCgRqb2JzGAIgAygLMhAudGVsaGEudjEuTmV3Sm9iIkAKFEVucXVldWVCYXRjaFJlc3BvbnNlEigKB3Jlc3VsdHMYASADKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0InMKDExlYXNlUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDQoFa2luZHMYAiADKAkSEAoIbWF4X2pvYnMYAyABKA0SDwoHd2FpdF9tcxgEIAEoDRIeCgVzY29wZRgFIAEoCzIPLnRlbGhhLnYxLlNjb3BlIiwKDUxlYXNlUmVzcG9uc2USGwoEam9icxgBIAMoCzINLnRlbGhhLnYxLkpvYiJECgVGZW5jZRIOCgZqb2JfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAyABKAQiMgoQSGVhcnRiZWF0UmVxdWVzdBIeCgVmZW5jZRgBIAEoCzIPLnRlbGhhLnYxLkZlbmNlIi4KEUhlYXJ0YmVhdFJlc3BvbnNlEhkKEWxlYXNlX2RlYWRsaW5lX3VzGAEgASgDIkkKEUNoZWNrcG9pbnRSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2USFAoMY29udGludWF0aW9uGAIgASgMIi8KEkNoZWNrcG9pbnRSZXNwb25zZRIZChFsZWFzZV9kZWFkbGluZV91cxgBIAEoAyJXCg9Db21wbGV0ZVJlcXVlc3QSHgoFZmVuY2UYASABKAsyDy50ZWxoYS52MS5GZW5jZRIkCgpzdWNjZXNzb3JzGAIgAygLMhAudGVsaGEudjEuTmV3Sm9iIlsKEENvbXBsZXRlUmVzcG9uc2USGgoDam9iGAEgASgLMg0udGVsaGEudjEuSm9iEisKCnN1Y2Nlc3NvcnMYAiADKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0Ik8KC0ZhaWxSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2USDQoFZXJyb3IYAiABKAkSEQoJcGVybWFuZW50GAMgASgIIioKDEZhaWxSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2IiSwoLSXRlbU91dGNvbWUSDAoEY29kZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRINCgVmaWVsZBgEIAEoCSJAChRDb21wbGV0ZUJhdGNoUmVxdWVzdBIoCgVpdGVtcxgBIAMoCzIZLnRlbGhhLnYxLkNvbXBsZXRlUmVxdWVzdCJAChVDb21wbGV0ZUJhdGNoUmVzcG9uc2USJwoIb3V0Y29tZXMYASADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZSI4ChBGYWlsQmF0Y2hSZXF1ZXN0EiQKBWl0ZW1zGAEgAygLMhUudGVsaGEudjEuRmFpbFJlcXVlc3QiPAoRRmFpbEJhdGNoUmVzcG9uc2USJwoIb3V0Y29tZXMYASADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZSIdCgtTaG93UmVxdWVzdBIOCgZqb2JfaWQYASABKAkiKgoMU2hvd1Jlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYiKIAQoLTGlzdFJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIhCgVzdGF0ZRgCIAEoDjISLnRlbGhhLnYxLkpvYlN0YXRlEhMKC2tpbmRfcHJlZml4GAMgASgJEg0KBWxpbWl0GAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiRAoMTGlzdFJlc3BvbnNlEhsKBGpvYnMYASADKAsyDS50ZWxoYS52MS5Kb2ISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIi8KDUNvdW50c1JlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZSJKCghDb3VudFJvdxIhCgVzdGF0ZRgBIAEoDjISLnRlbGhhLnYxLkpvYlN0YXRlEgwKBGtpbmQYAiABKAkSDQoFY291bnQYAyABKAQiMgoOQ291bnRzUmVzcG9uc2USIAoEcm93cxgBIAMoCzISLnRlbGhhLnYxLkNvdW50Um93Ih4KDFJldHJ5UmVxdWVzdBIOCgZqb2JfaWQYASABKAkiKwoNUmV0cnlSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2IqlQEKCEpvYlN0YXRlEhkKFUpPQl9TVEFURV9VTlNQRUNJRklFRBAAEhUKEUpPQl9TVEFURV9QRU5ESU5HEAESFAoQSk9CX1NUQVRFX0xFQVNFRBACEhcKE0pPQl9TVEFURV9DT01QTEVURUQQAxIUChBKT0JfU1RBVEVfRkFJTEVEEAQSEgoOSk9CX1NUQVRFX0RFQUQQBTLdBgoMUXVldWVTZXJ2aWNlEj4KB0VucXVldWUSGC50ZWxoYS52MS5FbnF1ZXVlUmVxdWVzdBoZLnRlbGhhLnYxLkVucXVldWVSZXNwb25zZRJNCgxFbnF1ZXVlQmF0Y2gSHS50ZWxoYS52MS5FbnF1ZXVlQmF0Y2hSZXF1ZXN0Gh4udGVsaGEudjEuRW5xdWV1ZUJhdGNoUmVzcG9uc2USOAoFTGVhc2USFi50ZWxoYS52MS5MZWFzZVJlcXVlc3QaFy50ZWxoYS52MS5MZWFzZVJlc3BvbnNlEkQKCUhlYXJ0YmVhdBIaLnRlbGhhLnYxLkhlYXJ0YmVhdFJlcXVlc3QaGy50ZWxoYS52MS5IZWFydGJlYXRSZXNwb25zZRJHCgpDaGVja3BvaW50EhsudGVsaGEudjEuQ2hlY2twb2ludFJlcXVlc3QaHC50ZWxoYS52MS5DaGVja3BvaW50UmVzcG9uc2USQQoIQ29tcGxldGUSGS50ZWxoYS52MS5Db21wbGV0ZVJlcXVlc3QaGi50ZWxoYS52MS5Db21wbGV0ZVJlc3BvbnNlEjUKBEZhaWwSFS50ZWxoYS52MS5GYWlsUmVxdWVzdBoWLnRlbGhhLnYxLkZhaWxSZXNwb25zZRJQCg1Db21wbGV0ZUJhdGNoEh4udGVsaGEudjEuQ29tcGxldGVCYXRjaFJlcXVlc3QaHy50ZWxoYS52MS5Db21wbGV0ZUJhdGNoUmVzcG9uc2USRAoJRmFpbEJhdGNoEhoudGVsaGEudjEuRmFpbEJhdGNoUmVxdWVzdBobLnRlbGhhLnYxLkZhaWxCYXRjaFJlc3BvbnNlEjUKBFNob3cSFS50ZWxoYS52MS5TaG93UmVxdWVzdBoWLnRlbGhhLnYxLlNob3dSZXNwb25zZRI1CgRMaXN0EhUudGVsaGEudjEuTGlzdFJlcXVlc3QaFi50ZWxoYS52MS5MaXN0UmVzcG9uc2USOwoGQ291bnRzEhcudGVsaGEudjEuQ291bnRzUmVxdWVzdBoYLnRlbGhhLnYxLkNvdW50c1Jlc3BvbnNlEjgKBVJldHJ5EhYudGVsaGEudjEuUmV0cnlSZXF1ZXN0GhcudGVsaGEudjEuUmV0cnlSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("ChR0ZWxoYS92MS9xdWV1ZS5wcm90bxIIdGVsaGEudjEiNQoFU2NvcGUSEAoGdGVuYW50GAEgASgJSAASEAoGc3lzdGVtGAIgASgISABCCAoGdGFyZ2V0Ik0KCEpvYkV2ZW50Eg0KBWF0X3VzGAEgASgDEhIKCnRyYW5zaXRpb24YAiABKAkSEwoGZGV0YWlsGAMgASgJSACIAQFCCQoHX2RldGFpbCKUBAoDSm9iEg4KBmpvYl9pZBgBIAEoCRIOCgZ0ZW5hbnQYAiABKAkSDAoEa2luZBgDIAEoCRIPCgdwYXlsb2FkGAQgASgMEhAKCHByaW9yaXR5GAUgASgNEhUKDWNyZWF0ZWRfYXRfdXMYBiABKAMSIQoFc3RhdGUYByABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRIQCghhdHRlbXB0cxgIIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAkgASgEEhYKCXdvcmtlcl9pZBgKIAEoCUgAiAEBEh4KEWxlYXNlX2RlYWRsaW5lX3VzGAsgASgDSAGIAQESGgoNbm90X2JlZm9yZV91cxgMIAEoA0gCiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgNIAEoCUgDiAEBEhkKDG1heF9hdHRlbXB0cxgOIAEoDUgEiAEBEhkKDGNvbnRpbnVhdGlvbhgPIAEoDEgFiAEBEiIKBmV2ZW50cxgQIAMoCzISLnRlbGhhLnYxLkpvYkV2ZW50Eh4KFmVmZmVjdGl2ZV9tYXhfYXR0ZW1wdHMYESABKA1CDAoKX3dvcmtlcl9pZEIUChJfbGVhc2VfZGVhZGxpbmVfdXNCEAoOX25vdF9iZWZvcmVfdXNCEgoQX2lkZW1wb3RlbmN5X2tleUIPCg1fbWF4X2F0dGVtcHRzQg8KDV9jb250aW51YXRpb24i+wEKBk5ld0pvYhIMCgRraW5kGAEgASgJEg8KB3BheWxvYWQYAiABKAwSFQoIcHJpb3JpdHkYAyABKA1IAIgBARIVCghkZWxheV9tcxgEIAEoA0gBiAEBEhoKDW5vdF9iZWZvcmVfdXMYBSABKANIAogBARIZCgxtYXhfYXR0ZW1wdHMYBiABKA1IA4gBARIcCg9pZGVtcG90ZW5jeV9rZXkYByABKAlIBIgBAUILCglfcHJpb3JpdHlCCwoJX2RlbGF5X21zQhAKDl9ub3RfYmVmb3JlX3VzQg8KDV9tYXhfYXR0ZW1wdHNCEgoQX2lkZW1wb3RlbmN5X2tleSI8Cg1FbnF1ZXVlUmVzdWx0EhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYhIPCgdjcmVhdGVkGAIgASgIIk8KDkVucXVldWVSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSHQoDam9iGAIgASgLMhAudGVsaGEudjEuTmV3Sm9iIjoKD0VucXVldWVSZXNwb25zZRInCgZyZXN1bHQYASABKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0IlUKE0VucXVldWVCYXRjaFJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIeCgRqb2JzGAIgAygLMhAudGVsaGEudjEuTmV3Sm9iIkAKFEVucXVldWVCYXRjaFJlc3BvbnNlEigKB3Jlc3VsdHMYASADKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0InMKDExlYXNlUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDQoFa2luZHMYAiADKAkSEAoIbWF4X2pvYnMYAyABKA0SDwoHd2FpdF9tcxgEIAEoDRIeCgVzY29wZRgFIAEoCzIPLnRlbGhhLnYxLlNjb3BlIiwKDUxlYXNlUmVzcG9uc2USGwoEam9icxgBIAMoCzINLnRlbGhhLnYxLkpvYiJECgVGZW5jZRIOCgZqb2JfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAyABKAQiMgoQSGVhcnRiZWF0UmVxdWVzdBIeCgVmZW5jZRgBIAEoCzIPLnRlbGhhLnYxLkZlbmNlIi4KEUhlYXJ0YmVhdFJlc3BvbnNlEhkKEWxlYXNlX2RlYWRsaW5lX3VzGAEgASgDIkkKEUNoZWNrcG9pbnRSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2USFAoMY29udGludWF0aW9uGAIgASgMIi8KEkNoZWNrcG9pbnRSZXNwb25zZRIZChFsZWFzZV9kZWFkbGluZV91cxgBIAEoAyJXCg9Db21wbGV0ZVJlcXVlc3QSHgoFZmVuY2UYASABKAsyDy50ZWxoYS52MS5GZW5jZRIkCgpzdWNjZXNzb3JzGAIgAygLMhAudGVsaGEudjEuTmV3Sm9iIlsKEENvbXBsZXRlUmVzcG9uc2USGgoDam9iGAEgASgLMg0udGVsaGEudjEuSm9iEisKCnN1Y2Nlc3NvcnMYAiADKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0Ik8KC0ZhaWxSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2USDQoFZXJyb3IYAiABKAkSEQoJcGVybWFuZW50GAMgASgIIioKDEZhaWxSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2IiSwoLSXRlbU91dGNvbWUSDAoEY29kZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRINCgVmaWVsZBgEIAEoCSJAChRDb21wbGV0ZUJhdGNoUmVxdWVzdBIoCgVpdGVtcxgBIAMoCzIZLnRlbGhhLnYxLkNvbXBsZXRlUmVxdWVzdCJAChVDb21wbGV0ZUJhdGNoUmVzcG9uc2USJwoIb3V0Y29tZXMYASADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZSI4ChBGYWlsQmF0Y2hSZXF1ZXN0EiQKBWl0ZW1zGAEgAygLMhUudGVsaGEudjEuRmFpbFJlcXVlc3QiPAoRRmFpbEJhdGNoUmVzcG9uc2USJwoIb3V0Y29tZXMYASADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZSKmAQoLV29ya1JlcXVlc3QSIAoEb3BlbhgBIAEoCzISLnRlbGhhLnYxLldvcmtPcGVuEg4KBmNyZWRpdBgCIAEoDRIRCglzZXR0bGVfaWQYAyABKAQSLAoJY29tcGxldGVzGAQgAygLMhkudGVsaGEudjEuQ29tcGxldGVSZXF1ZXN0EiQKBWZhaWxzGAUgAygLMhUudGVsaGEudjEuRmFpbFJlcXVlc3QiTAoIV29ya09wZW4SEQoJd29ya2VyX2lkGAEgASgJEg0KBWtpbmRzGAIgAygJEh4KBXNjb3BlGAMgASgLMg8udGVsaGEudjEuU2NvcGUingEKDFdvcmtSZXNwb25zZRIbCgRqb2JzGAEgAygLMg0udGVsaGEudjEuSm9iEhEKCXNldHRsZV9pZBgCIAEoBBIwChFjb21wbGV0ZV9vdXRjb21lcxgDIAMoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lEiwKDWZhaWxfb3V0Y29tZXMYBCADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZSIdCgtTaG93UmVxdWVzdBIOCgZqb2JfaWQYASABKAkiKgoMU2hvd1Jlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYiKIAQoLTGlzdFJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIhCgVzdGF0ZRgCIAEoDjISLnRlbGhhLnYxLkpvYlN0YXRlEhMKC2tpbmRfcHJlZml4GAMgASgJEg0KBWxpbWl0GAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiRAoMTGlzdFJlc3BvbnNlEhsKBGpvYnMYASADKAsyDS50ZWxoYS52MS5Kb2ISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIi8KDUNvdW50c1JlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZSJKCghDb3VudFJvdxIhCgVzdGF0ZRgBIAEoDjISLnRlbGhhLnYxLkpvYlN0YXRlEgwKBGtpbmQYAiABKAkSDQoFY291bnQYAyABKAQiMgoOQ291bnRzUmVzcG9uc2USIAoEcm93cxgBIAMoCzISLnRlbGhhLnYxLkNvdW50Um93Ih4KDFJldHJ5UmVxdWVzdBIOCgZqb2JfaWQYASABKAkiKwoNUmV0cnlSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2IqlQEKCEpvYlN0YXRlEhkKFUpPQl9TVEFURV9VTlNQRUNJRklFRBAAEhUKEUpPQl9TVEFURV9QRU5ESU5HEAESFAoQSk9CX1NUQVRFX0xFQVNFRBACEhcKE0pPQl9TVEFURV9DT01QTEVURUQQAxIUChBKT0JfU1RBVEVfRkFJTEVEEAQSEgoOSk9CX1NUQVRFX0RFQUQQBTKYBwoMUXVldWVTZXJ2aWNlEj4KB0VucXVldWUSGC50ZWxoYS52MS5FbnF1ZXVlUmVxdWVzdBoZLnRlbGhhLnYxLkVucXVldWVSZXNwb25zZRJNCgxFbnF1ZXVlQmF0Y2gSHS50ZWxoYS52MS5FbnF1ZXVlQmF0Y2hSZXF1ZXN0Gh4udGVsaGEudjEuRW5xdWV1ZUJhdGNoUmVzcG9uc2USOAoFTGVhc2USFi50ZWxoYS52MS5MZWFzZVJlcXVlc3QaFy50ZWxoYS52MS5MZWFzZVJlc3BvbnNlEkQKCUhlYXJ0YmVhdBIaLnRlbGhhLnYxLkhlYXJ0YmVhdFJlcXVlc3QaGy50ZWxoYS52MS5IZWFydGJlYXRSZXNwb25zZRJHCgpDaGVja3BvaW50EhsudGVsaGEudjEuQ2hlY2twb2ludFJlcXVlc3QaHC50ZWxoYS52MS5DaGVja3BvaW50UmVzcG9uc2USQQoIQ29tcGxldGUSGS50ZWxoYS52MS5Db21wbGV0ZVJlcXVlc3QaGi50ZWxoYS52MS5Db21wbGV0ZVJlc3BvbnNlEjUKBEZhaWwSFS50ZWxoYS52MS5GYWlsUmVxdWVzdBoWLnRlbGhhLnYxLkZhaWxSZXNwb25zZRJQCg1Db21wbGV0ZUJhdGNoEh4udGVsaGEudjEuQ29tcGxldGVCYXRjaFJlcXVlc3QaHy50ZWxoYS52MS5Db21wbGV0ZUJhdGNoUmVzcG9uc2USRAoJRmFpbEJhdGNoEhoudGVsaGEudjEuRmFpbEJhdGNoUmVxdWVzdBobLnRlbGhhLnYxLkZhaWxCYXRjaFJlc3BvbnNlEjkKBFdvcmsSFS50ZWxoYS52MS5Xb3JrUmVxdWVzdBoWLnRlbGhhLnYxLldvcmtSZXNwb25zZSgBMAESNQoEU2hvdxIVLnRlbGhhLnYxLlNob3dSZXF1ZXN0GhYudGVsaGEudjEuU2hvd1Jlc3BvbnNlEjUKBExpc3QSFS50ZWxoYS52MS5MaXN0UmVxdWVzdBoWLnRlbGhhLnYxLkxpc3RSZXNwb25zZRI7CgZDb3VudHMSFy50ZWxoYS52MS5Db3VudHNSZXF1ZXN0GhgudGVsaGEudjEuQ291bnRzUmVzcG9uc2USOAoFUmV0cnkSFi50ZWxoYS52MS5SZXRyeVJlcXVlc3QaFy50ZWxoYS52MS5SZXRyeVJlc3BvbnNlYgZwcm90bzM");
 
 /**
  * Which namespace a call addresses. Tenant tokens are bound to their tenant
@@ -737,6 +737,123 @@ export const FailBatchResponseSchema: GenMessage<FailBatchResponse> = /*@__PURE_
   messageDesc(file_telha_v1_queue, 24);
 
 /**
+ * The first message of a Work stream must carry `open`; every message may
+ * grant credit and carry results.
+ *
+ * @generated from message telha.v1.WorkRequest
+ */
+export type WorkRequest = Message<"telha.v1.WorkRequest"> & {
+  /**
+   * Who is working and on what; only in the first message.
+   *
+   * @generated from field: telha.v1.WorkOpen open = 1;
+   */
+  open?: WorkOpen | undefined;
+
+  /**
+   * More jobs the server may push: the worker's newly freed slots. The
+   * credit outstanding (granted, not yet used) is at most 10,000.
+   *
+   * @generated from field: uint32 credit = 2;
+   */
+  credit: number;
+
+  /**
+   * Results, each applied exactly as CompleteBatch / FailBatch would; at most
+   * 1000 of each per message. Answered by a WorkResponse with the same
+   * settle_id (set it when sending results).
+   *
+   * @generated from field: uint64 settle_id = 3;
+   */
+  settleId: bigint;
+
+  /**
+   * @generated from field: repeated telha.v1.CompleteRequest completes = 4;
+   */
+  completes: CompleteRequest[];
+
+  /**
+   * @generated from field: repeated telha.v1.FailRequest fails = 5;
+   */
+  fails: FailRequest[];
+};
+
+/**
+ * Describes the message telha.v1.WorkRequest.
+ * Use `create(WorkRequestSchema)` to create a new message.
+ */
+export const WorkRequestSchema: GenMessage<WorkRequest> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 25);
+
+/**
+ * @generated from message telha.v1.WorkOpen
+ */
+export type WorkOpen = Message<"telha.v1.WorkOpen"> & {
+  /**
+   * As LeaseRequest: the worker's id, kind prefixes, and scope.
+   *
+   * @generated from field: string worker_id = 1;
+   */
+  workerId: string;
+
+  /**
+   * @generated from field: repeated string kinds = 2;
+   */
+  kinds: string[];
+
+  /**
+   * @generated from field: telha.v1.Scope scope = 3;
+   */
+  scope?: Scope | undefined;
+};
+
+/**
+ * Describes the message telha.v1.WorkOpen.
+ * Use `create(WorkOpenSchema)` to create a new message.
+ */
+export const WorkOpenSchema: GenMessage<WorkOpen> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 26);
+
+/**
+ * Either leased jobs or the outcomes of one WorkRequest's results.
+ *
+ * @generated from message telha.v1.WorkResponse
+ */
+export type WorkResponse = Message<"telha.v1.WorkResponse"> & {
+  /**
+   * Jobs leased to this worker (never more than the credit outstanding).
+   *
+   * @generated from field: repeated telha.v1.Job jobs = 1;
+   */
+  jobs: Job[];
+
+  /**
+   * Nonzero: this message answers the results sent with this settle_id, in
+   * the order they were sent.
+   *
+   * @generated from field: uint64 settle_id = 2;
+   */
+  settleId: bigint;
+
+  /**
+   * @generated from field: repeated telha.v1.ItemOutcome complete_outcomes = 3;
+   */
+  completeOutcomes: ItemOutcome[];
+
+  /**
+   * @generated from field: repeated telha.v1.ItemOutcome fail_outcomes = 4;
+   */
+  failOutcomes: ItemOutcome[];
+};
+
+/**
+ * Describes the message telha.v1.WorkResponse.
+ * Use `create(WorkResponseSchema)` to create a new message.
+ */
+export const WorkResponseSchema: GenMessage<WorkResponse> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 27);
+
+/**
  * @generated from message telha.v1.ShowRequest
  */
 export type ShowRequest = Message<"telha.v1.ShowRequest"> & {
@@ -751,7 +868,7 @@ export type ShowRequest = Message<"telha.v1.ShowRequest"> & {
  * Use `create(ShowRequestSchema)` to create a new message.
  */
 export const ShowRequestSchema: GenMessage<ShowRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 25);
+  messageDesc(file_telha_v1_queue, 28);
 
 /**
  * @generated from message telha.v1.ShowResponse
@@ -768,7 +885,7 @@ export type ShowResponse = Message<"telha.v1.ShowResponse"> & {
  * Use `create(ShowResponseSchema)` to create a new message.
  */
 export const ShowResponseSchema: GenMessage<ShowResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 26);
+  messageDesc(file_telha_v1_queue, 29);
 
 /**
  * @generated from message telha.v1.ListRequest
@@ -809,7 +926,7 @@ export type ListRequest = Message<"telha.v1.ListRequest"> & {
  * Use `create(ListRequestSchema)` to create a new message.
  */
 export const ListRequestSchema: GenMessage<ListRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 27);
+  messageDesc(file_telha_v1_queue, 30);
 
 /**
  * @generated from message telha.v1.ListResponse
@@ -833,7 +950,7 @@ export type ListResponse = Message<"telha.v1.ListResponse"> & {
  * Use `create(ListResponseSchema)` to create a new message.
  */
 export const ListResponseSchema: GenMessage<ListResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 28);
+  messageDesc(file_telha_v1_queue, 31);
 
 /**
  * @generated from message telha.v1.CountsRequest
@@ -850,7 +967,7 @@ export type CountsRequest = Message<"telha.v1.CountsRequest"> & {
  * Use `create(CountsRequestSchema)` to create a new message.
  */
 export const CountsRequestSchema: GenMessage<CountsRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 29);
+  messageDesc(file_telha_v1_queue, 32);
 
 /**
  * @generated from message telha.v1.CountRow
@@ -877,7 +994,7 @@ export type CountRow = Message<"telha.v1.CountRow"> & {
  * Use `create(CountRowSchema)` to create a new message.
  */
 export const CountRowSchema: GenMessage<CountRow> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 30);
+  messageDesc(file_telha_v1_queue, 33);
 
 /**
  * @generated from message telha.v1.CountsResponse
@@ -894,7 +1011,7 @@ export type CountsResponse = Message<"telha.v1.CountsResponse"> & {
  * Use `create(CountsResponseSchema)` to create a new message.
  */
 export const CountsResponseSchema: GenMessage<CountsResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 31);
+  messageDesc(file_telha_v1_queue, 34);
 
 /**
  * @generated from message telha.v1.RetryRequest
@@ -911,7 +1028,7 @@ export type RetryRequest = Message<"telha.v1.RetryRequest"> & {
  * Use `create(RetryRequestSchema)` to create a new message.
  */
 export const RetryRequestSchema: GenMessage<RetryRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 32);
+  messageDesc(file_telha_v1_queue, 35);
 
 /**
  * @generated from message telha.v1.RetryResponse
@@ -928,7 +1045,7 @@ export type RetryResponse = Message<"telha.v1.RetryResponse"> & {
  * Use `create(RetryResponseSchema)` to create a new message.
  */
 export const RetryResponseSchema: GenMessage<RetryResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 33);
+  messageDesc(file_telha_v1_queue, 36);
 
 /**
  * @generated from enum telha.v1.JobState
@@ -1071,6 +1188,21 @@ export const QueueService: GenService<{
     methodKind: "unary";
     input: typeof FailBatchRequestSchema;
     output: typeof FailBatchResponseSchema;
+  },
+  /**
+   * A worker's session on one stream: the worker grants credit (free slots)
+   * and sends results; the server pushes leased jobs as they become ready,
+   * never more than the credit granted, and answers each batch of results.
+   * Leasing and settling over one stream saves a round trip per batch, and a
+   * job is pushed the moment it is enqueued, with no call to re-arm. What the
+   * unary Lease / CompleteBatch / FailBatch calls do, item for item.
+   *
+   * @generated from rpc telha.v1.QueueService.Work
+   */
+  work: {
+    methodKind: "bidi_streaming";
+    input: typeof WorkRequestSchema;
+    output: typeof WorkResponseSchema;
   },
   /**
    * The whole record of one job, with its events.

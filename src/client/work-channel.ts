@@ -1,0 +1,185 @@
+/**
+ * The client end of a Work stream: grant credit, receive leased jobs, send
+ * results and get each one's outcome. Everything the worker has to say in
+ * one event-loop turn (freed slots and finished results) goes out as one
+ * message; results are pipelined, several batches may await answers at once.
+ */
+import * as grpc from '@grpc/grpc-js';
+import { create } from '@bufbuild/protobuf';
+import { ErrorCode, TelhaError } from '../core/errors.ts';
+import { MAX_SETTLE_BATCH } from '../core/limits.ts';
+import {
+  CompleteRequestSchema,
+  FailRequestSchema,
+  WorkRequestSchema,
+  type CompleteRequest,
+  type FailRequest,
+  type WorkOpen,
+  type WorkRequest,
+  type WorkResponse,
+} from '../gen/telha/v1/queue_pb.ts';
+import { jobFromWire, newJobToWire, wireFence, type RemoteJob } from './convert.ts';
+import { fromWireError, outcomeToError, WireError } from './errors.ts';
+import type { SettleItem } from './settler.ts';
+
+export interface WorkChannelEvents {
+  /** Jobs leased to this worker, each counted against the credit granted. */
+  onJobs(jobs: RemoteJob[]): void;
+  /** The stream is over: `null` when the server ended it cleanly, else why it failed. */
+  onEnd(error: Error | null): void;
+}
+
+interface Pending {
+  readonly item: SettleItem;
+  resolve(): void;
+  reject(error: Error): void;
+}
+
+export class WorkChannel {
+  private credit = 0;
+  private queued: Pending[] = [];
+  private flushScheduled = false;
+  private opening: WorkOpen | null;
+  private nextSettleId = 1n;
+  private readonly awaiting = new Map<bigint, { completes: Pending[]; fails: Pending[] }>();
+  private halfClosed = false;
+  private ended = false;
+
+  constructor(
+    private readonly call: grpc.ClientDuplexStream<WorkRequest, WorkResponse>,
+    open: WorkOpen,
+    private readonly events: WorkChannelEvents,
+  ) {
+    this.opening = open;
+    call.on('data', (message: WorkResponse) => this.receive(message));
+    // The status follows the last message; 'error' repeats a failed status (and must have a listener).
+    call.on('error', () => {});
+    call.on('status', (status: grpc.StatusObject) => {
+      const error =
+        status.code === grpc.status.OK
+          ? null
+          : fromWireError(new WireError(status.code, status.details, status.metadata));
+      // Let messages already received be delivered first.
+      setImmediate(() => this.finish(error));
+    });
+    this.schedule();
+  }
+
+  /** Whether results and credit can still be sent (not half-closed, not ended). */
+  get writable(): boolean {
+    return !this.halfClosed && !this.ended;
+  }
+
+  /** Allow the server to push `n` more jobs. */
+  grant(n: number): void {
+    if (!this.writable || n <= 0) return;
+    this.credit += n;
+    this.schedule();
+  }
+
+  /** Resolves when the server accepted the result; rejects with this item's error, or Unavailable if the stream ended first. */
+  settle(item: SettleItem): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (!this.writable) {
+        reject(new TelhaError(ErrorCode.Unavailable, 'the work stream is closed'));
+        return;
+      }
+      this.queued.push({ item, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /** Send what is queued, then half-close: the server answers the results it has and ends the stream. */
+  end(): void {
+    if (!this.writable) return;
+    this.flush();
+    this.halfClosed = true;
+    this.call.end();
+  }
+
+  /** Drop the stream at once (results awaiting answers are rejected). */
+  cancel(): void {
+    this.call.cancel();
+  }
+
+  private schedule(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    // Everything that happens in this turn (finished handlers, freed slots) joins one message.
+    setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    if (!this.writable) return;
+    if (this.queued.length === 0 && this.credit === 0 && this.opening === null) return;
+    do {
+      const batch = this.queued.splice(0, MAX_SETTLE_BATCH);
+      const completes: Pending[] = [];
+      const fails: Pending[] = [];
+      for (const entry of batch) (entry.item.type === 'complete' ? completes : fails).push(entry);
+      const settleId = batch.length > 0 ? this.nextSettleId++ : 0n;
+      if (batch.length > 0) this.awaiting.set(settleId, { completes, fails });
+      const message = create(WorkRequestSchema, {
+        ...(this.opening === null ? {} : { open: this.opening }),
+        credit: this.credit,
+        settleId,
+        completes: completes.map(({ item }) => toCompleteRequest(item)),
+        fails: fails.map(({ item }) => toFailRequest(item)),
+      });
+      this.opening = null;
+      this.credit = 0;
+      this.call.write(message);
+    } while (this.queued.length > 0);
+  }
+
+  private receive(message: WorkResponse): void {
+    if (message.jobs.length > 0) this.events.onJobs(message.jobs.map(jobFromWire));
+    if (message.settleId === 0n) return;
+    const batch = this.awaiting.get(message.settleId);
+    if (batch === undefined) return;
+    this.awaiting.delete(message.settleId);
+    answer(batch.completes, message.completeOutcomes);
+    answer(batch.fails, message.failOutcomes);
+  }
+
+  private finish(error: Error | null): void {
+    if (this.ended) return;
+    this.ended = true;
+    const reason = error ?? new TelhaError(ErrorCode.Unavailable, 'the work stream ended before answering');
+    for (const { completes, fails } of this.awaiting.values()) {
+      for (const entry of [...completes, ...fails]) entry.reject(reason);
+    }
+    this.awaiting.clear();
+    for (const entry of this.queued.splice(0)) entry.reject(reason);
+    this.events.onEnd(error);
+  }
+}
+
+function answer(entries: readonly Pending[], outcomes: readonly WorkResponse['completeOutcomes'][number][]): void {
+  entries.forEach((entry, i) => {
+    const outcome = outcomes[i];
+    if (outcome === undefined) {
+      entry.reject(new Error('server answered fewer items than were sent'));
+      return;
+    }
+    const error = outcomeToError(outcome, entry.item.jobId);
+    if (error === null) entry.resolve();
+    else entry.reject(error);
+  });
+}
+
+function toCompleteRequest(item: SettleItem): CompleteRequest {
+  return create(CompleteRequestSchema, {
+    fence: wireFence(item.jobId, item.fence),
+    successors: item.type === 'complete' ? item.successors.map(newJobToWire) : [],
+  });
+}
+
+function toFailRequest(item: SettleItem): FailRequest {
+  return create(FailRequestSchema, {
+    fence: wireFence(item.jobId, item.fence),
+    error: item.type === 'fail' ? item.error : '',
+    permanent: item.type === 'fail' && item.permanent,
+  });
+}

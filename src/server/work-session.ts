@@ -1,0 +1,187 @@
+/**
+ * A worker's Work stream on the server: credit and results come in, leased
+ * jobs and the results' outcomes go out, on one stream for as long as the
+ * worker runs. Leasing here is the unary Lease call's long-poll, re-armed by
+ * the server itself whenever credit remains, so a job enqueued while the
+ * worker waits is pushed at once; results are applied exactly as
+ * CompleteBatch / FailBatch apply them.
+ *
+ * Jobs pushed into a stream that breaks before the worker reads them stay
+ * leased to it until their lease expires, and the reaper hands them on: the
+ * same as a unary Lease response lost on the way.
+ */
+import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
+import { MAX_LEASE_BATCH } from '../core/limits.ts';
+import { ANY_SCOPE, type JobRecord, type ScopeFilter } from '../core/types.ts';
+import { checkKindPrefixes, checkWorkerId } from '../core/validate.ts';
+import type { LeaseOptions, Queue } from '../engine/queue.ts';
+import type {
+  CompleteRequest,
+  FailRequest,
+  ItemOutcome,
+  Job,
+  WorkRequest,
+  WorkResponse,
+} from '../gen/telha/v1/queue_pb.ts';
+import type { MessageInitShape } from '@bufbuild/protobuf';
+import type { WorkResponseSchema } from '../gen/telha/v1/queue_pb.ts';
+import { requirePermission, resolveScope, type Authenticator, type Principal } from './auth.ts';
+import { scopeFromWire } from './convert.ts';
+import { describeError, type WireStatus } from './status.ts';
+
+/** Credit a worker may hold unused at once: far above any sane concurrency, low enough to bound a stream's pushes. */
+export const MAX_WORK_CREDIT = 10_000;
+
+/** What the session needs from the transport. */
+export interface WorkStream {
+  readonly authorization: string | null;
+  /** Aborts when the worker cancels the stream or the connection drops. */
+  readonly signal: AbortSignal;
+  send(message: MessageInitShape<typeof WorkResponseSchema> & Partial<Pick<WorkResponse, 'settleId'>>): void;
+  /** End the stream with OK. */
+  end(): void;
+  /** End the stream with an error status. */
+  fail(status: WireStatus): void;
+}
+
+/** What the transport feeds the session. */
+export interface WorkSession {
+  receive(message: WorkRequest): void;
+  /** The worker half-closed: apply and answer the results it sent, then end. */
+  finish(): void;
+}
+
+export interface WorkDeps {
+  readonly queue: Queue;
+  readonly auth: Authenticator;
+  readonly logger: Logger;
+  readonly maxLeaseWaitMs: number;
+  /** Aborts every session when the server shuts down: each ends with OK once its results are answered. */
+  readonly shutdown: AbortSignal;
+  /** Counts the stream as one call in flight; throws RESOURCE_EXHAUSTED over the limit. Returns the release. */
+  admit(): () => void;
+  toWire(job: JobRecord): Job;
+  completeEach(items: readonly CompleteRequest[], scope: ScopeFilter): Promise<ItemOutcome[]>;
+  failEach(items: readonly FailRequest[], scope: ScopeFilter): Promise<ItemOutcome[]>;
+}
+
+interface Opened {
+  readonly principal: Principal;
+  readonly leaseScope: ScopeFilter;
+  /** Where fenced results may land: a worker or operator settles across scopes (the fence decides). */
+  readonly settleScope: ScopeFilter;
+  readonly lease: LeaseOptions;
+}
+
+export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession {
+  const stop = new AbortController();
+  const signal = AbortSignal.any([stream.signal, deps.shutdown, stop.signal]);
+  let opened: Opened | null = null;
+  let release: (() => void) | null = null;
+  let credit = 0;
+  let creditArrived: (() => void) | null = null;
+  const settling = new Set<Promise<void>>();
+  let closed = false;
+  signal.addEventListener('abort', () => creditArrived?.(), { once: true });
+
+  const describe = (error: unknown): WireStatus =>
+    describeError(error, deps.logger, {
+      method: 'work',
+      caller: opened?.principal.name ?? null,
+      workerId: opened?.lease.workerId ?? null,
+    });
+
+  /** Stop leasing; answer the results already received; then end the stream (OK, or `status`). */
+  function close(status: WireStatus | null): void {
+    if (closed) return;
+    closed = true;
+    stop.abort();
+    void Promise.all(settling).then(() => {
+      release?.();
+      if (stream.signal.aborted) return;
+      if (status === null) stream.end();
+      else stream.fail(status);
+    });
+  }
+
+  async function pump(session: Opened): Promise<void> {
+    try {
+      while (!signal.aborted) {
+        if (credit === 0) {
+          await new Promise<void>((resolve) => (creditArrived = resolve));
+          creditArrived = null;
+          continue;
+        }
+        const limit = Math.min(credit, MAX_LEASE_BATCH);
+        const jobs = await deps.queue.leaseWait(session.leaseScope, session.lease, limit, deps.maxLeaseWaitMs, signal);
+        if (jobs.length === 0) continue;
+        credit -= jobs.length;
+        // Sent even when the stream was just cancelled: grpc drops it, and the leases expire as described above.
+        stream.send({ jobs: jobs.map((job) => deps.toWire(job)) });
+      }
+      close(null);
+    } catch (error) {
+      close(describe(error));
+    }
+  }
+
+  function open(message: WorkRequest): Opened {
+    if (message.open === undefined) throw invalidArgument('open', 'the first message of a Work stream must carry open');
+    release = deps.admit();
+    const principal = deps.auth.authenticate(stream.authorization);
+    requirePermission(principal, 'work');
+    const leaseScope = resolveScope(principal, scopeFromWire(message.open.scope), true);
+    const lease: LeaseOptions = {
+      workerId: checkWorkerId(message.open.workerId, 'open.worker_id'),
+      kinds: checkKindPrefixes(message.open.kinds, 'open.kinds') ?? [],
+    };
+    const settleScope = principal.role === 'tenant' ? leaseScope : ANY_SCOPE;
+    const session: Opened = { principal, leaseScope, settleScope, lease };
+    deps.logger.debug({ workerId: lease.workerId, caller: principal.name }, 'work stream opened');
+    void pump(session);
+    return session;
+  }
+
+  function settle(settleId: bigint, completes: readonly CompleteRequest[], fails: readonly FailRequest[]): void {
+    const scope = (opened as Opened).settleScope;
+    const done = Promise.all([deps.completeEach(completes, scope), deps.failEach(fails, scope)]).then(
+      ([completeOutcomes, failOutcomes]) => {
+        if (!stream.signal.aborted) stream.send({ settleId, completeOutcomes, failOutcomes });
+      },
+      (error: unknown) => close(describe(error)),
+    );
+    settling.add(done);
+    void done.finally(() => settling.delete(done));
+  }
+
+  return {
+    receive(message) {
+      if (closed) return;
+      try {
+        if (opened === null) opened = open(message);
+        else if (message.open !== undefined) throw invalidArgument('open', 'only the first message may carry open');
+        if (message.credit > 0) {
+          credit += message.credit;
+          if (credit > MAX_WORK_CREDIT) {
+            throw invalidArgument('credit', `at most ${MAX_WORK_CREDIT} may be outstanding; ${credit} would be`);
+          }
+          creditArrived?.();
+        }
+        if (message.completes.length > 0 || message.fails.length > 0) {
+          if (message.settleId === 0n) throw invalidArgument('settle_id', 'must be set on a message carrying results');
+          settle(message.settleId, message.completes, message.fails);
+        }
+      } catch (error) {
+        close(describe(error));
+      }
+    },
+    finish() {
+      close(
+        opened === null
+          ? describe(new TelhaError(ErrorCode.InvalidArgument, 'the stream ended before it was opened'))
+          : null,
+      );
+    },
+  };
+}

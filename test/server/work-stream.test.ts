@@ -1,0 +1,169 @@
+/**
+ * The Work stream: jobs pushed within the credit granted and as soon as they
+ * are enqueued, results answered item by item, protocol errors refused with
+ * their status, and a clean end when the server shuts down.
+ */
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { create } from '@bufbuild/protobuf';
+import * as grpc from '@grpc/grpc-js';
+import { TelhaClient } from '../../src/client/client.ts';
+import { ErrorCode, LeaseConflictError, TelhaError } from '../../src/core/errors.ts';
+import { JobState, tenantScope } from '../../src/core/types.ts';
+import { WorkRequestSchema, type WorkRequest, type WorkResponse } from '../../src/gen/telha/v1/queue_pb.ts';
+import { FIELD_HEADER, queueServiceDefinition, Status } from '../../src/wire/service.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { openWork } from '../support/work-stream.ts';
+
+const acme = tenantScope('acme');
+const UNKNOWN_JOB = '00000000-0000-4000-8000-000000000000';
+const Stub = grpc.makeGenericClientConstructor(queueServiceDefinition, 'QueueService');
+
+/** Send raw WorkRequests on a new stream and return the status it ends with. */
+function rawStream(address: string, messages: Parameters<typeof create<typeof WorkRequestSchema>>[1][]) {
+  const stub = new Stub(address, grpc.credentials.createInsecure());
+  const call = (
+    stub as unknown as { work(metadata: grpc.Metadata): grpc.ClientDuplexStream<WorkRequest, WorkResponse> }
+  ).work(new grpc.Metadata());
+  const status = new Promise<grpc.StatusObject>((resolve) => call.on('status', resolve));
+  call.on('error', () => {});
+  call.on('data', () => {});
+  for (const message of messages) call.write(create(WorkRequestSchema, message));
+  return status.finally(() => stub.close());
+}
+
+describe('the Work stream', () => {
+  let server: TestServer;
+  let client: TelhaClient;
+
+  beforeEach(async () => {
+    server = await startTestServer();
+    client = new TelhaClient({ address: server.address });
+  });
+  afterEach(async () => {
+    client.close();
+    await server.close();
+  });
+
+  it('pushes no more jobs than the credit granted, and more as credit arrives', async () => {
+    const ids = (
+      await client.enqueueBatch(
+        Array.from({ length: 5 }, () => ({ kind: 'credit' })),
+        acme,
+      )
+    ).map((r) => r.job.jobId);
+    const work = openWork(client, { workerId: 'w1', kinds: ['credit'] });
+    work.channel.grant(2);
+    const first = await work.received(2);
+    // A result's answer comes after the server has handled every earlier message: by then it
+    // had the chance to push more, and must not have.
+    const [one] = first;
+    assert.ok(one);
+    await work.channel.settle({
+      type: 'complete',
+      jobId: one.jobId,
+      fence: { workerId: 'w1', leaseGeneration: one.leaseGeneration },
+      successors: [],
+    });
+    assert.equal(work.jobs.length, 2);
+    const counts = await client.counts(acme);
+    assert.equal(counts.find((c) => c.state === JobState.Pending)?.count, 3);
+
+    work.channel.grant(3);
+    const all = await work.received(5);
+    assert.deepEqual(all.map((j) => j.jobId).sort(), [...ids].sort());
+    assert.ok(all.every((j) => j.state === JobState.Leased && j.workerId === 'w1'));
+    work.channel.end();
+    assert.equal(await work.ended, null);
+  });
+
+  it('pushes a job the moment it is enqueued to a worker that holds credit', async () => {
+    const work = openWork(client, { workerId: 'w1' });
+    work.channel.grant(1);
+    const woken = server.queue.waitStats.woken;
+    // Wait until the server has parked the stream's lease, so the enqueue must wake it.
+    while (server.queue.waitingLeases === 0) await new Promise((resolve) => setImmediate(resolve));
+    const { job } = await client.enqueue({ kind: 'late' }, acme);
+    const [pushed] = await work.received(1);
+    assert.equal(pushed?.jobId, job.jobId);
+    assert.equal(server.queue.waitStats.woken, woken + 1);
+    work.channel.end();
+    await work.ended;
+  });
+
+  it('answers each result on its own: accepted, stale fence, unknown job, failure', async () => {
+    await client.enqueueBatch(
+      Array.from({ length: 3 }, () => ({ kind: 'settle' })),
+      acme,
+    );
+    const work = openWork(client, { workerId: 'w1' });
+    work.channel.grant(3);
+    const [a, b, c] = await work.received(3);
+    assert.ok(a && b && c);
+    const fence = (job: typeof a, workerId = 'w1') => ({ workerId, leaseGeneration: job.leaseGeneration });
+    const outcomes = await Promise.allSettled([
+      work.channel.settle({ type: 'complete', jobId: a.jobId, fence: fence(a), successors: [{ kind: 'next' }] }),
+      work.channel.settle({ type: 'complete', jobId: b.jobId, fence: fence(b, 'someone-else'), successors: [] }),
+      work.channel.settle({ type: 'complete', jobId: UNKNOWN_JOB, fence: fence(b), successors: [] }),
+      work.channel.settle({ type: 'fail', jobId: c.jobId, fence: fence(c), error: 'boom', permanent: true }),
+    ]);
+    assert.equal(outcomes[0].status, 'fulfilled');
+    assert.equal(outcomes[1].status, 'rejected');
+    assert.ok(outcomes[1].reason instanceof LeaseConflictError);
+    assert.equal(outcomes[1].reason.reason, 'worker_mismatch');
+    assert.equal(outcomes[2].status, 'rejected');
+    assert.ok(outcomes[2].reason instanceof TelhaError);
+    assert.equal(outcomes[2].reason.code, ErrorCode.NotFound, outcomes[2].reason.message);
+    assert.equal(outcomes[3].status, 'fulfilled');
+
+    assert.equal((await client.show(a.jobId)).state, JobState.Completed);
+    assert.equal((await client.show(b.jobId)).state, JobState.Leased);
+    assert.equal((await client.show(c.jobId)).state, JobState.Dead);
+    assert.equal((await client.list({ scope: acme, kindPrefix: 'next' })).jobs.length, 1);
+    work.channel.end();
+    await work.ended;
+  });
+
+  it('ends cleanly when the server shuts down, after answering the results it has', async () => {
+    await client.enqueue({ kind: 'last' }, acme);
+    const work = openWork(client, { workerId: 'w1' });
+    work.channel.grant(5);
+    const [job] = await work.received(1);
+    assert.ok(job);
+    const settled = work.channel.settle({
+      type: 'complete',
+      jobId: job.jobId,
+      fence: { workerId: 'w1', leaseGeneration: job.leaseGeneration },
+      successors: [],
+    });
+    await settled;
+    const closing = server.close();
+    assert.equal(await work.ended, null);
+    await closing;
+    // Re-open a server for afterEach to close.
+    server = await startTestServer();
+  });
+
+  it('refuses a stream whose first message does not open it, naming the field', async () => {
+    const status = await rawStream(server.address, [{ credit: 1 }]);
+    assert.equal(status.code, Status.INVALID_ARGUMENT);
+    assert.equal(status.metadata.get(FIELD_HEADER)[0], 'open');
+  });
+
+  it('refuses credit beyond 10,000 outstanding, and results without a settle id', async () => {
+    const tooMuch = await rawStream(server.address, [{ open: { workerId: 'w1' }, credit: 10_001 }]);
+    assert.equal(tooMuch.code, Status.INVALID_ARGUMENT);
+    assert.equal(tooMuch.metadata.get(FIELD_HEADER)[0], 'credit');
+
+    const fence = { jobId: UNKNOWN_JOB, workerId: 'w1', leaseGeneration: 1n };
+    const noId = await rawStream(server.address, [{ open: { workerId: 'w1' }, completes: [{ fence }] }]);
+    assert.equal(noId.code, Status.INVALID_ARGUMENT);
+    assert.equal(noId.metadata.get(FIELD_HEADER)[0], 'settle_id');
+  });
+
+  it('refuses an invalid worker id when the stream opens', async () => {
+    const status = await rawStream(server.address, [{ open: { workerId: '' }, credit: 1 }]);
+    assert.equal(status.code, Status.INVALID_ARGUMENT);
+    assert.equal(status.metadata.get(FIELD_HEADER)[0], 'open.worker_id');
+  });
+});
