@@ -6,11 +6,13 @@ import {
   encodeJobKey,
   JOB_KEY_BYTES,
   jobIdToBytes,
+  jobKeyOf,
   prefixUpperBound,
   rekey,
   SYSTEM_SCOPE_BYTES,
   tenantScopeBytes,
 } from '../src/codec/keys.ts';
+import { parse as parseUuid } from 'uuid';
 import { decodeRecord, encodeRecord, VALUE_VERSION } from '../src/codec/value.ts';
 import { CorruptRecordError } from '../src/core/errors.ts';
 import { JobState, type JobRecord } from '../src/core/types.ts';
@@ -83,6 +85,8 @@ describe('key codec', () => {
     });
     assert.equal(key.length, JOB_KEY_BYTES);
     assert.equal(key.toString('hex'), GOLDEN_KEY_HEX);
+    // The same bytes straight from a record (its state byte patched back to Pending).
+    assert.equal(rekey(jobKeyOf(GOLDEN_RECORD), JobState.Pending).toString('hex'), GOLDEN_KEY_HEX);
     const decoded = decodeJobKey(key);
     assert.equal(decoded.scope.toString('hex'), ACME_SCOPE_HEX);
     assert.equal(decoded.state, JobState.Pending);
@@ -142,6 +146,18 @@ describe('key codec', () => {
     assert.ok(moved.subarray(0, 32).equals(key.subarray(0, 32)));
     assert.ok(moved.subarray(33).equals(key.subarray(33)));
     assert.equal(key[32], JobState.Pending, 'the original is untouched');
+  });
+
+  it('writes any UUID as the same 16 bytes as the uuid package parses, in either case', () => {
+    fc.assert(
+      fc.property(fc.uuid(), fc.boolean(), (id, upper) => {
+        const text = upper ? id.toUpperCase() : id;
+        assert.deepEqual([...jobIdToBytes(text)], [...parseUuid(text)]);
+        const key = jobKeyOf({ ...GOLDEN_RECORD, jobId: text });
+        assert.equal(decodeJobKey(key).jobId, id.toLowerCase());
+      }),
+    );
+    assert.throws(() => jobIdToBytes('not-a-uuid'));
   });
 
   it('bounds a prefix range from above', () => {

@@ -57,6 +57,16 @@ export interface WorkerOptions extends ClientOptions {
   readonly kinds?: readonly string[];
   /** Jobs run at once. Default 10. */
   readonly concurrency?: number;
+  /**
+   * Jobs leased ahead of free slots, waiting in this worker for one (their
+   * leases heartbeated like running jobs), so the server leases the next jobs
+   * while this worker runs the current ones. A number fixes it; 0 leases only
+   * for free slots. Default `'auto'`: up to `concurrency` while handlers are
+   * short (a running average under 25 ms), where the round trip for the next
+   * job would otherwise idle the slot; none while they are long, so a slow
+   * worker never sits on jobs that another worker could start.
+   */
+  readonly prefetch?: number | 'auto';
   /** Identifies this worker in fencing and events. Default `worker-<uuid>`. */
   readonly workerId?: string;
   readonly handler: JobHandler;
@@ -73,6 +83,10 @@ export interface WorkerOptions extends ClientOptions {
 }
 
 const MIN_HEARTBEAT_MS = 50;
+/** `prefetch: 'auto'` leases ahead only while handlers average less than this. */
+const AUTO_PREFETCH_HANDLER_MS = 25;
+/** Weight of the newest handler time in the running average. */
+const HANDLER_MS_WEIGHT = 0.2;
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
 
@@ -81,8 +95,13 @@ export class Worker {
   readonly client: TelhaClient;
   private readonly options: WorkerOptions;
   private readonly concurrency: number;
+  private readonly prefetch: number | 'auto';
+  /** Running average of handler time (ms), for `prefetch: 'auto'`; `null` before the first handler returns. */
+  private handlerMs: number | null = null;
   /** Jobs whose handler is running: each holds one of the `concurrency` slots. */
-  private readonly running = new Map<string, { done: Promise<void>; abort: AbortController }>();
+  private readonly running = new Map<string, AbortController>();
+  /** Leased jobs waiting for a slot (prefetched), in lease order. */
+  private readonly waiting: { readonly abort: AbortController; start(run: boolean): void }[] = [];
   /** Every job from lease until its result is settled (handler running, or result on its way). */
   private readonly inFlight = new Set<Promise<void>>();
   private readonly stopLeasing = new AbortController();
@@ -101,6 +120,9 @@ export class Worker {
     this.concurrency = options.concurrency ?? 10;
     if (!Number.isInteger(this.concurrency) || this.concurrency < 1)
       throw new RangeError('concurrency must be a positive integer');
+    this.prefetch = options.prefetch ?? 'auto';
+    if (this.prefetch !== 'auto' && (!Number.isInteger(this.prefetch) || this.prefetch < 0))
+      throw new RangeError("prefetch must be a non-negative integer or 'auto'");
     this.client = new TelhaClient(options);
     this.settler = new Settler(this.client);
   }
@@ -112,9 +134,10 @@ export class Worker {
   }
 
   /**
-   * Stop leasing, then wait for running handlers up to `timeoutMs` (default 30 s).
-   * Handlers still running after that see their signal abort; their leases are
-   * left to expire and the reaper hands the jobs to another worker.
+   * Stop leasing, then wait for running and prefetched jobs up to `timeoutMs`
+   * (default 30 s). Handlers still running after that see their signal abort,
+   * and prefetched jobs not started by then are not; their leases are left to
+   * expire and the reaper hands the jobs to another worker.
    */
   async close(timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
@@ -129,7 +152,9 @@ export class Worker {
     await this.loop;
     const all = Promise.all([...this.inFlight]);
     if (await timedOut(all)) {
-      for (const { abort } of this.running.values()) abort.abort(new Error('worker shutting down'));
+      const reason = new Error('worker shutting down');
+      for (const abort of this.running.values()) abort.abort(reason);
+      for (const { abort } of this.waiting) abort.abort(reason);
       await all;
     }
     this.client.close();
@@ -192,8 +217,9 @@ export class Worker {
   private grantFreeSlots(): void {
     const channel = this.channel;
     if (channel === null || !channel.writable) return;
-    const settling = this.inFlight.size - this.running.size;
-    const free = this.concurrency - this.running.size - Math.max(0, settling - this.concurrency) - this.granted;
+    const held = this.running.size + this.waiting.length;
+    const settling = this.inFlight.size - held;
+    const free = this.concurrency + this.prefetchNow() - held - Math.max(0, settling - this.concurrency) - this.granted;
     if (free <= 0) return;
     this.granted += free;
     channel.grant(free);
@@ -205,7 +231,7 @@ export class Worker {
     const release = (): void => {
       if (released) return;
       released = true;
-      this.running.delete(job.jobId);
+      if (this.running.delete(job.jobId)) this.startWaiting();
       this.grantFreeSlots();
     };
     const done: Promise<void> = this.execute(job, abort, release).finally(() => {
@@ -213,8 +239,46 @@ export class Worker {
       this.inFlight.delete(done);
       this.grantFreeSlots();
     });
-    this.running.set(job.jobId, { done, abort });
     this.inFlight.add(done);
+  }
+
+  private prefetchNow(): number {
+    if (this.prefetch !== 'auto') return this.prefetch;
+    return this.handlerMs !== null && this.handlerMs < AUTO_PREFETCH_HANDLER_MS ? this.concurrency : 0;
+  }
+
+  /** Take a slot for a job: at once if one is free, else when one frees up; `false` if the job was aborted first. */
+  private takeSlot(jobId: string, abort: AbortController): Promise<boolean> {
+    if (this.running.size < this.concurrency && this.waiting.length === 0) {
+      this.running.set(jobId, abort);
+      return Promise.resolve(true);
+    }
+    return new Promise<boolean>((resolve) => {
+      const entry = {
+        abort,
+        start: (run: boolean): void => {
+          abort.signal.removeEventListener('abort', dropped);
+          if (run) this.running.set(jobId, abort);
+          resolve(run);
+        },
+      };
+      const dropped = (): void => {
+        const at = this.waiting.indexOf(entry);
+        if (at >= 0) this.waiting.splice(at, 1);
+        resolve(false);
+      };
+      abort.signal.addEventListener('abort', dropped, { once: true });
+      this.waiting.push(entry);
+    });
+  }
+
+  /** Hand freed slots to prefetched jobs, oldest lease first. */
+  private startWaiting(): void {
+    while (this.running.size < this.concurrency) {
+      const next = this.waiting.shift();
+      if (next === undefined) return;
+      next.start(true);
+    }
   }
 
   /** A result goes on the work stream while it is open, else in its own call. */
@@ -223,7 +287,7 @@ export class Worker {
     return channel !== null && channel.writable ? channel.settle(item) : this.settler.settle(item);
   }
 
-  /** Run the handler, `release` its slot, then settle the result. */
+  /** Heartbeat the lease, wait for a slot, run the handler, `release` its slot, then settle the result. */
   private async execute(job: JobRecord, abort: AbortController, release: () => void): Promise<void> {
     const fence: LeaseFence = { workerId: this.workerId, leaseGeneration: job.leaseGeneration };
     const log = { jobId: job.jobId, kind: job.kind, tenant: job.tenant, workerId: this.workerId };
@@ -252,7 +316,12 @@ export class Worker {
       }
       if (!abort.signal.aborted) scheduleHeartbeat();
     };
+    // From the lease on, whether the job runs at once or waits for a slot.
     scheduleHeartbeat();
+    if (!(await this.takeSlot(job.jobId, abort))) {
+      if (timer !== null) clearTimeout(timer);
+      return;
+    }
 
     const successors: NewJobInput[] = [];
     const context: JobContext = {
@@ -280,12 +349,15 @@ export class Worker {
 
     try {
       let outcome: { ok: true } | { ok: false; error: unknown };
+      const started = performance.now();
       try {
         await this.options.handler(context);
         outcome = { ok: true };
       } catch (error) {
         outcome = { ok: false, error };
       }
+      const took = performance.now() - started;
+      this.handlerMs = this.handlerMs === null ? took : this.handlerMs + HANDLER_MS_WEIGHT * (took - this.handlerMs);
       if (timer !== null) clearTimeout(timer);
       release();
       if (abort.signal.aborted && abort.signal.reason instanceof LeaseConflictError) return;

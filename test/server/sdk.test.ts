@@ -5,7 +5,7 @@ import { JobState } from '../../src/core/types.ts';
 import { TelhaClient } from '../../src/client/client.ts';
 import { PermanentError, Worker, type JobContext } from '../../src/client/worker.ts';
 import { tenantScope } from '../../src/core/types.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { eventually, startTestServer, type TestServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 
@@ -133,6 +133,79 @@ describe('the SDK against a live server', () => {
     await client.enqueueBatch([{ kind: 'k' }, { kind: 'k' }, { kind: 'k' }], acme);
     const jobs = await client.lease({ workerId: 'w1', maxJobs: 10 });
     assert.equal(jobs.length, 3);
+  });
+
+  /** A worker of concurrency 1 whose handlers wait for `gate`, recording the order they start in. */
+  function gatedWorker(options: { prefetch?: number | 'auto'; heartbeatFraction?: number }) {
+    const gate = deferred();
+    const started: string[] = [];
+    const worker = new Worker({
+      address: server.address,
+      concurrency: 1,
+      ...options,
+      handler: async (ctx) => {
+        started.push(ctx.id);
+        await gate.promise;
+      },
+    }).start();
+    return { worker, started, open: () => gate.resolve() };
+  }
+
+  const countOf = async (state: JobState): Promise<number> =>
+    (await client.counts(acme)).filter((r) => r.state === state).reduce((n, r) => n + r.count, 0);
+
+  it('prefetches jobs ahead of its slots, heartbeats them while they wait, and runs them in lease order', async () => {
+    const ids = (
+      await client.enqueueBatch(
+        Array.from({ length: 4 }, () => ({ kind: 'pre' })),
+        acme,
+      )
+    ).map((r) => r.job.jobId);
+    const { worker, started, open } = gatedWorker({ prefetch: 2, heartbeatFraction: 0.001 });
+    await eventually(async () => (await countOf(JobState.Leased)) === 3, 'one running and two prefetched jobs');
+    assert.equal(await countOf(JobState.Pending), 1);
+    assert.equal(worker.active, 1);
+    assert.deepEqual(started, [ids[0]]);
+    // A prefetched job's lease is kept alive like a running one's.
+    const waitingId = ids[2] as string;
+    await eventually(
+      async () => (await client.show(waitingId)).events.some((e) => e.transition === 'extended'),
+      'a heartbeat for a job still waiting for its slot',
+    );
+    open();
+    await eventually(async () => (await countOf(JobState.Completed)) === 4, 'every job completed');
+    assert.deepEqual(started, ids);
+    await worker.close();
+  });
+
+  it("leases only for free slots while handlers are slow, with prefetch 'auto'", async () => {
+    await client.enqueueBatch(
+      Array.from({ length: 3 }, () => ({ kind: 'slow' })),
+      acme,
+    );
+    const { worker, started, open } = gatedWorker({ prefetch: 'auto' });
+    await eventually(() => Promise.resolve(started.length === 1), 'the first handler started');
+    // Give a wrongly granted credit the time of two round trips to show up as a lease.
+    await client.counts(acme);
+    assert.equal(await countOf(JobState.Leased), 1);
+    assert.equal(await countOf(JobState.Pending), 2);
+    open();
+    await eventually(async () => (await countOf(JobState.Completed)) === 3, 'every job completed');
+    await worker.close();
+  });
+
+  it('runs its prefetched jobs before close() returns', async () => {
+    await client.enqueueBatch(
+      Array.from({ length: 3 }, () => ({ kind: 'drain' })),
+      acme,
+    );
+    const { worker, started, open } = gatedWorker({ prefetch: 2 });
+    await eventually(async () => (await countOf(JobState.Leased)) === 3, 'one running and two prefetched jobs');
+    const closed = worker.close();
+    open();
+    await closed;
+    assert.equal(started.length, 3);
+    assert.equal(await countOf(JobState.Completed), 3);
   });
 
   it('aborts the handler signal when the lease is lost, and does not submit its result', async () => {
