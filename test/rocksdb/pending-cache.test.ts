@@ -1,8 +1,8 @@
 /**
  * The RocksDB store keeps recently written Pending records in memory so a
- * claim need not read them back. With a budget small enough to evict, claims
+ * claim need not read them back. With a budget too small for every job, claims
  * must hand out exactly the records a store without the cache would: cached,
- * evicted and never-cached (too large) alike, across a reopen too.
+ * left out (cache full) and never cached (too large) alike, across a reopen too.
  */
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
@@ -22,7 +22,7 @@ const JOBS = 200;
 const payloadOf = (i: number): Buffer => Buffer.alloc(i % 10 === 0 ? 2048 : 8, i);
 
 describe('rocksdb pending-record cache', () => {
-  it('claims the right records whether cached, evicted or too large to cache, and stays within its budget', async () => {
+  it('claims the right records whether cached, left out of a full cache or too large to cache, and stays within its budget', async () => {
     const dir = tempDir();
     try {
       let store = await RocksJobStore.open({ path: dir, pendingCacheBytes: BUDGET });

@@ -66,7 +66,7 @@ export interface RocksStoreOptions {
   readonly logger?: Logger;
   /** Decides, at open, which Pending jobs are still behind their backoff gate. */
   readonly clock?: Clock;
-  /** Memory for cached Pending records (default 64 MiB); tests shrink it to exercise eviction. */
+  /** Memory for cached Pending records (default 64 MiB); tests shrink it to fill it. */
   readonly pendingCacheBytes?: number;
 }
 
@@ -107,7 +107,8 @@ export class RocksJobStore implements JobStore {
   /**
    * Records of Pending jobs written by this process, so a claim of recent work
    * neither reads nor decodes its rows (a lease cost ~6 µs less per job).
-   * Bounded by an estimate of their bytes; oldest dropped first. A miss reads the row.
+   * Bounded by an estimate of their bytes; when full, newer records are not
+   * cached (claims take the oldest first, and those are here). A miss reads the row.
    */
   private readonly pendingRecords = new Map<string, Loaded & { readonly bytes: number }>();
   private pendingBytes = 0;
@@ -202,16 +203,12 @@ export class RocksJobStore implements JobStore {
   }
 
   private rememberPending(key: Buffer, record: JobRecord): void {
-    const bytes = record.payload.byteLength + (record.continuation?.byteLength ?? 0) + PENDING_RECORD_OVERHEAD;
-    if (bytes > this.pendingCacheBytes / 64) return;
     this.forgetPending(record.jobId);
+    const bytes = record.payload.byteLength + (record.continuation?.byteLength ?? 0) + PENDING_RECORD_OVERHEAD;
+    // Full: keep what is cached. Claims take the oldest work first, and that is what is here.
+    if (this.pendingBytes + bytes > this.pendingCacheBytes || bytes > this.pendingCacheBytes / 64) return;
     this.pendingRecords.set(record.jobId, { key, record, bytes });
     this.pendingBytes += bytes;
-    while (this.pendingBytes > this.pendingCacheBytes) {
-      const oldest = this.pendingRecords.keys().next();
-      if (oldest.done === true) break;
-      this.forgetPending(oldest.value);
-    }
   }
 
   private forgetPending(jobId: string): void {
