@@ -73,6 +73,20 @@ export default tseslint.config(
     'engine/ may not import the server, client or CLI.',
   ),
   layer(
+    ['src/worker/**'],
+    [
+      '**/codec/**',
+      '**/storage/**',
+      '**/engine/**',
+      '**/server/**',
+      '**/client/**',
+      '**/cli/**',
+      '**/wire/**',
+      '**/gen/**',
+    ],
+    'worker/ is the transport-free worker loop: it imports only core/.',
+  ),
+  layer(
     ['src/client/**'],
     ['**/engine/**', '**/storage/**', '**/codec/**', '**/server/**'],
     'the client speaks only the wire protocol.',

@@ -1,15 +1,16 @@
 /**
  * Telha as a library in the benchmark's own process: `openQueue` on a fresh
- * RocksDB directory, one dispatcher leasing a batch per `leaseWait` (long
- * poll) → handlers → `complete`. No network hop at all, so this row is the
- * engine's ceiling rather than a like-for-like peer of a client/server queue.
+ * RocksDB directory, worked by `LocalWorker` (the SDK's worker loop, leasing
+ * from and completing to the queue directly). No network hop at all, so this
+ * row is the engine's ceiling rather than a like-for-like peer of a
+ * client/server queue.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { makeConfig } from '../../src/core/config.ts';
 import { openQueue } from '../../src/engine/open.ts';
-import type { JobRecord } from '../../src/core/types.ts';
 import type { Queue } from '../../src/engine/queue.ts';
+import { LocalWorker } from '../../src/engine/worker.ts';
 import { KIND, recoveryJobsConfig, SCOPE, telhaJob } from './telha-common.ts';
 import { settlesWithin } from '../support.ts';
 import { loadRocksRetained } from './telha-fill.ts';
@@ -23,9 +24,6 @@ import {
   type SystemFactory,
   type Tier,
 } from './types.ts';
-
-/** How long an idle worker loop parks in one leaseWait before looking at its stop flag again. */
-const LEASE_WAIT_MS = 1_000;
 
 class TelhaEmbedded implements System {
   readonly id = 'telha-embedded';
@@ -103,50 +101,24 @@ class TelhaEmbedded implements System {
   }
 
   /**
-   * One dispatcher leases as many jobs as there are free handler slots in one
-   * `leaseWait` (as the SDK Worker does over the wire) and runs each handler
-   * with its `complete` concurrently; group commit writes the completions
-   * that finish in one event-loop turn as one batch.
+   * Telha's own in-process worker, `LocalWorker` (the SDK Worker's loop on the
+   * queue directly), at its defaults apart from concurrency: leases pushed as
+   * slots free up, prefetch 'auto', results settled as handlers finish.
    */
   startWorkers(concurrency: number, handler: JobHandler): Promise<RunningWorkers> {
-    const queue = this.open_;
     const completed = new CompletionCounter();
-    const stop = new AbortController();
-    const workerId = 'bench-worker';
-    let running = 0;
-    let slotFreed: (() => void) | null = null;
-    const runOne = async (job: JobRecord): Promise<void> => {
-      try {
-        await handler(Buffer.from(job.payload).toString());
-        await queue.complete(job.jobId, { workerId, leaseGeneration: job.leaseGeneration });
-        completed.add();
-      } finally {
-        running--;
-        slotFreed?.();
-      }
-    };
-    const dispatch = async (): Promise<void> => {
-      while (!stop.signal.aborted) {
-        const free = concurrency - running;
-        if (free === 0) {
-          await new Promise<void>((resolve) => (slotFreed = resolve));
-          slotFreed = null;
-          continue;
-        }
-        const jobs = await queue.leaseWait(SCOPE, { workerId, kinds: [KIND] }, free, LEASE_WAIT_MS, stop.signal);
-        running += jobs.length;
-        for (const job of jobs) void runOne(job);
-      }
-    };
-    const dispatcher = dispatch();
+    const worker = new LocalWorker(this.open_, {
+      workerId: 'bench-worker',
+      scope: SCOPE,
+      kinds: [KIND],
+      concurrency,
+      handler: (job) => handler(Buffer.from(job.payload).toString()),
+      onCompleted: () => completed.add(),
+    }).start();
     return Promise.resolve({
       waitCompleted: (n, deadline) => completed.wait(n, deadline),
-      close: async () => {
-        stop.abort();
-        slotFreed?.();
-        // A handler that never returns (the recovery child) is simply left behind.
-        await settlesWithin(dispatcher, 2_000);
-      },
+      // A handler that never returns (the recovery child) is simply left behind.
+      close: async () => void (await settlesWithin(worker.close(1_000), 2_000)),
     });
   }
 

@@ -17,7 +17,8 @@ import {
 } from '../wire/service.ts';
 import { fromWireError, outcomeToError, WireError } from './errors.ts';
 import { jobFromWire, newJobToWire, scopeToWire, wireFence, type NewJobInput, type RemoteJob } from './convert.ts';
-import { WorkChannel, type WorkChannelEvents } from './work-channel.ts';
+import type { WorkSessionEvents } from '../worker/source.ts';
+import { WorkChannel } from './work-channel.ts';
 import { stateFromWire, stateToWire } from '../wire/states.ts';
 
 export interface ClientOptions {
@@ -207,7 +208,7 @@ export class TelhaClient {
    * Open a Work stream: the server pushes leased jobs up to the credit granted
    * and answers results sent on it. What {@link Worker} runs on.
    */
-  work(params: Omit<LeaseParams, 'maxJobs' | 'waitMs' | 'signal'>, events: WorkChannelEvents): WorkChannel {
+  work(params: Omit<LeaseParams, 'maxJobs' | 'waitMs' | 'signal'>, events: WorkSessionEvents<RemoteJob>): WorkChannel {
     const open = create(WorkOpenSchema, {
       workerId: params.workerId,
       kinds: [...(params.kinds ?? [])],

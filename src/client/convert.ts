@@ -40,15 +40,9 @@ export function jobFromWire(job: Job): RemoteJob {
 }
 
 /** What a producer sends: the engine's `EnqueueOptions` shape, payload as bytes or a string. */
-export interface NewJobInput {
-  readonly kind: string;
-  readonly payload?: Uint8Array | string;
-  readonly priority?: number;
-  readonly delayMs?: number;
-  readonly notBefore?: number;
-  readonly maxAttempts?: number;
-  readonly idempotencyKey?: string;
-}
+export type { NewJobInput } from '../worker/source.ts';
+
+import type { NewJobInput } from '../worker/source.ts';
 
 export function newJobToWire(job: NewJobInput): NewJob {
   return create(NewJobSchema, {

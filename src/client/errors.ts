@@ -51,16 +51,6 @@ export function fromWireError(error: unknown): Error {
   return new TelhaError(code, error.details, { ...(field === null ? {} : { field }), cause: error });
 }
 
-/** Errors worth retrying after a pause: the server is away, restarting or overloaded. */
-export function isTransient(error: unknown): boolean {
-  return (
-    error instanceof TelhaError &&
-    (error.code === ErrorCode.Unavailable ||
-      error.code === ErrorCode.ResourceExhausted ||
-      error.code === ErrorCode.Internal)
-  );
-}
-
 /** A batch item's outcome as the error its single call would have thrown, or `null` when accepted. */
 export function outcomeToError(outcome: ItemOutcome, jobId: string): Error | null {
   if (outcome.code === 0) return null;

@@ -5,25 +5,8 @@
  * when the line is idle). Each job still gets its own answer.
  */
 import { MAX_SETTLE_BATCH } from '../core/limits.ts';
-import type { LeaseFence } from '../core/types.ts';
 import type { TelhaClient } from './client.ts';
-import type { NewJobInput } from './convert.ts';
-
-/** A finished job's result, on its way to the server. */
-export type SettleItem =
-  | {
-      readonly type: 'complete';
-      readonly jobId: string;
-      readonly fence: LeaseFence;
-      readonly successors: readonly NewJobInput[];
-    }
-  | {
-      readonly type: 'fail';
-      readonly jobId: string;
-      readonly fence: LeaseFence;
-      readonly error: string;
-      readonly permanent: boolean;
-    };
+import type { SettleItem } from '../worker/source.ts';
 
 interface Entry {
   readonly item: SettleItem;

@@ -20,14 +20,7 @@ import {
 } from '../gen/telha/v1/queue_pb.ts';
 import { jobFromWire, newJobToWire, wireFence, type RemoteJob } from './convert.ts';
 import { fromWireError, outcomeToError, WireError } from './errors.ts';
-import type { SettleItem } from './settler.ts';
-
-export interface WorkChannelEvents {
-  /** Jobs leased to this worker, each counted against the credit granted. */
-  onJobs(jobs: RemoteJob[]): void;
-  /** The stream is over: `null` when the server ended it cleanly, else why it failed. */
-  onEnd(error: Error | null): void;
-}
+import type { SettleItem, WorkSession, WorkSessionEvents } from '../worker/source.ts';
 
 interface Pending {
   readonly item: SettleItem;
@@ -35,7 +28,8 @@ interface Pending {
   reject(error: Error): void;
 }
 
-export class WorkChannel {
+/** A Work stream as the runner's {@link WorkSession}. */
+export class WorkChannel implements WorkSession {
   private credit = 0;
   private queued: Pending[] = [];
   private flushScheduled = false;
@@ -48,7 +42,7 @@ export class WorkChannel {
   constructor(
     private readonly call: grpc.ClientDuplexStream<WorkRequest, WorkResponse>,
     open: WorkOpen,
-    private readonly events: WorkChannelEvents,
+    private readonly events: WorkSessionEvents<RemoteJob>,
   ) {
     this.opening = open;
     call.on('data', (message: WorkResponse) => this.receive(message));

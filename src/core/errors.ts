@@ -74,3 +74,13 @@ export function notFound(what: string): TelhaError {
 export function isTelhaError(error: unknown, code?: ErrorCode): error is TelhaError {
   return error instanceof TelhaError && (code === undefined || error.code === code);
 }
+
+/** Errors worth retrying after a pause: the store or server is away, restarting or overloaded. */
+export function isTransient(error: unknown): boolean {
+  return (
+    error instanceof TelhaError &&
+    (error.code === ErrorCode.Unavailable ||
+      error.code === ErrorCode.ResourceExhausted ||
+      error.code === ErrorCode.Internal)
+  );
+}

@@ -1,9 +1,10 @@
 /**
  * Any gRPC client must be able to use the API: here a plain @grpc/grpc-js
  * client that loads the .proto files at run time, with no generated code and
- * none of the SDK, enqueues, leases and completes a job.
+ * none of the SDK, enqueues, leases and completes a job, by unary calls and
+ * over the Work stream.
  */
-/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-call --
+/* eslint-disable @typescript-eslint/no-explicit-any, @typescript-eslint/no-unsafe-call, @typescript-eslint/no-unsafe-return --
    proto-loader builds the client from the .proto file at run time: untyped by design, which is the point here. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -65,6 +66,47 @@ describe('a plain grpc-js client loading the .proto files', () => {
       fence: { job_id: jobId, worker_id: 'grpc-js', lease_generation: generation },
     });
     assert.equal(done.job.state, 'JOB_STATE_COMPLETED');
+  });
+
+  it('works a job over the Work stream: open with credit, receive the job, complete it, get its outcome', async () => {
+    const enqueued = await call('Enqueue', { scope: { tenant: 'acme' }, job: { kind: 'streamed' } });
+    const jobId: string = enqueued.result.job.job_id;
+    const work = (stub as unknown as Record<string, (metadata: grpc.Metadata) => grpc.ClientDuplexStream<any, any>>)[
+      'Work'
+    ] as (metadata: grpc.Metadata) => grpc.ClientDuplexStream<any, any>;
+    const stream = work.call(stub, new grpc.Metadata());
+    const inbox: any[] = [];
+    let arrived: (() => void) | null = null;
+    stream.on('data', (message: any) => {
+      inbox.push(message);
+      arrived?.();
+    });
+    const next = async (): Promise<any> => {
+      while (inbox.length === 0) await new Promise<void>((resolve) => (arrived = resolve));
+      return inbox.shift();
+    };
+    const status = new Promise<grpc.StatusObject>((resolve) => stream.on('status', resolve));
+    stream.on('error', () => {});
+
+    stream.write({ open: { worker_id: 'grpc-js', kinds: ['streamed'] }, credit: 1 });
+    const pushed = await next();
+    assert.equal(pushed.jobs.length, 1);
+    assert.equal(pushed.jobs[0].job_id, jobId);
+    assert.equal(pushed.jobs[0].state, 'JOB_STATE_LEASED');
+
+    const fence = { job_id: jobId, worker_id: 'grpc-js', lease_generation: pushed.jobs[0].lease_generation };
+    stream.write({ settle_id: '7', completes: [{ fence }, { fence: { ...fence, worker_id: 'intruder' } }] });
+    const answered = await next();
+    assert.equal(answered.settle_id, '7');
+    assert.deepEqual(
+      answered.complete_outcomes.map((o: any) => o.code),
+      [grpc.status.OK, grpc.status.ABORTED],
+    );
+    assert.equal(answered.complete_outcomes[1].reason, 'worker_mismatch');
+    stream.end();
+    assert.equal((await status).code, grpc.status.OK);
+    const shown = await call('Show', { job_id: jobId });
+    assert.equal(shown.job.state, 'JOB_STATE_COMPLETED');
   });
 
   it('gets ABORTED with the reason in metadata for a stale submission', async () => {

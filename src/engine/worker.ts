@@ -1,0 +1,137 @@
+/**
+ * The worker loop in the engine's own process: the same runner as the SDK's
+ * `Worker` (concurrency, prefetch, heartbeats, aborts on lease loss, graceful
+ * close), leasing from and settling to a `Queue` directly, with no server in
+ * between. The session is the Work stream's server side without the wire:
+ * the lease long-poll re-armed while credit remains, results applied as they
+ * come.
+ */
+import { MAX_LEASE_BATCH } from '../core/limits.ts';
+import { ANY_SCOPE, type JobRecord, type ScopeFilter } from '../core/types.ts';
+import { WorkerRunner, type RunnerOptions } from '../worker/runner.ts';
+import type { NewJobInput, SettleItem, WorkSession, WorkSessionEvents, WorkSource } from '../worker/source.ts';
+import type { EnqueueOptions, LeaseOptions, Queue } from './queue.ts';
+
+export interface LocalWorkerOptions extends RunnerOptions {
+  /** Lease from one tenant or the system scope; default: every scope, system jobs first. */
+  readonly scope?: ScopeFilter;
+}
+
+/**
+ * A worker on a queue in this process. `close()` waits for its jobs; it does
+ * not close the queue, which stays the caller's.
+ */
+export class LocalWorker extends WorkerRunner {
+  constructor(
+    readonly queue: Queue,
+    options: LocalWorkerOptions,
+  ) {
+    super(localSource(queue, options.scope ?? ANY_SCOPE), options);
+  }
+}
+
+/** How long one lease call parks; new work wakes it long before. */
+const LEASE_WAIT_MS = 30_000;
+
+function localSource(queue: Queue, scope: ScopeFilter): WorkSource {
+  const settle = async (item: SettleItem): Promise<void> => {
+    if (item.type === 'complete') {
+      await queue.complete(item.jobId, item.fence, { successors: item.successors.map(toEnqueueOptions) }, scope);
+    } else {
+      await queue.fail(item.jobId, item.fence, { error: item.error, retryable: !item.permanent }, scope);
+    }
+  };
+  return {
+    open: (params, events) =>
+      new LocalSession(queue, scope, { workerId: params.workerId, kinds: params.kinds ?? [] }, events, settle),
+    heartbeat: async (jobId, fence) => (await queue.extend(jobId, fence, scope)).leaseDeadline ?? 0,
+    checkpoint: async (jobId, fence, continuation) =>
+      (await queue.checkpoint(jobId, fence, continuation, scope)).leaseDeadline ?? 0,
+    settle,
+    close: () => {},
+  };
+}
+
+class LocalSession implements WorkSession {
+  private credit = 0;
+  private creditArrived: (() => void) | null = null;
+  private readonly stop = new AbortController();
+  private readonly settling = new Set<Promise<void>>();
+
+  constructor(
+    private readonly queue: Queue,
+    private readonly scope: ScopeFilter,
+    private readonly lease: LeaseOptions,
+    private readonly events: WorkSessionEvents,
+    private readonly apply: (item: SettleItem) => Promise<void>,
+  ) {
+    void this.pump();
+  }
+
+  get writable(): boolean {
+    return !this.stop.signal.aborted;
+  }
+
+  grant(n: number): void {
+    if (!this.writable || n <= 0) return;
+    this.credit += n;
+    this.creditArrived?.();
+  }
+
+  settle(item: SettleItem): Promise<void> {
+    const done = this.apply(item);
+    const tracked = done.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.settling.add(tracked);
+    void tracked.then(() => this.settling.delete(tracked));
+    return done;
+  }
+
+  end(): void {
+    this.stop.abort();
+    this.creditArrived?.();
+  }
+
+  cancel(): void {
+    this.end();
+  }
+
+  private async pump(): Promise<void> {
+    let error: Error | null = null;
+    try {
+      while (!this.stop.signal.aborted) {
+        if (this.credit === 0) {
+          await new Promise<void>((resolve) => (this.creditArrived = resolve));
+          this.creditArrived = null;
+          continue;
+        }
+        const limit = Math.min(this.credit, MAX_LEASE_BATCH);
+        const jobs: JobRecord[] = await this.queue.leaseWait(
+          this.scope,
+          this.lease,
+          limit,
+          LEASE_WAIT_MS,
+          this.stop.signal,
+        );
+        if (jobs.length === 0) continue;
+        // Delivered even when the session is ending: they are leased to this worker, which runs them.
+        this.credit -= jobs.length;
+        this.events.onJobs(jobs);
+      }
+    } catch (caught) {
+      error = caught instanceof Error ? caught : new Error(String(caught));
+    }
+    await Promise.all(this.settling);
+    this.events.onEnd(error);
+  }
+}
+
+function toEnqueueOptions(job: NewJobInput): EnqueueOptions {
+  const { payload, ...rest } = job;
+  return {
+    ...rest,
+    ...(payload === undefined ? {} : { payload: typeof payload === 'string' ? Buffer.from(payload, 'utf8') : payload }),
+  };
+}

@@ -1,0 +1,442 @@
+/**
+ * The worker loop: on one work session the source pushes jobs of the
+ * worker's kind prefixes as slots free up; the worker runs an async handler
+ * per job under a concurrency limit, heartbeats well before the lease
+ * expires, and sends each result, with the lease's fencing token, back on
+ * the session. Through the server the session is the gRPC Work stream; in
+ * process it calls the queue directly.
+ *
+ * - Handler resolves: the job is completed.
+ * - Handler throws: the job fails and is retried with backoff.
+ * - Handler throws {@link PermanentError}: the job fails permanently (Dead).
+ * - The handler's `signal` aborts when the lease is lost (a heartbeat or
+ *   checkpoint came back ABORTED) or when the worker shuts down; a late
+ *   result is then not submitted as if the lease were still held: the store
+ *   would reject it anyway.
+ */
+import { randomUUID } from 'node:crypto';
+import { ErrorCode, isTelhaError, isTransient, LeaseConflictError } from '../core/errors.ts';
+import type { Logger } from '../core/logger.ts';
+import type { JobRecord, LeaseFence } from '../core/types.ts';
+import type { NewJobInput, SettleItem, WorkSession, WorkSource } from './source.ts';
+
+/** Throw this from a handler to dead-letter the job at once, whatever attempts remain. */
+export class PermanentError extends Error {
+  override readonly name = 'PermanentError';
+}
+
+/** What a handler gets for one job. */
+export interface JobContext {
+  readonly id: string;
+  readonly kind: string;
+  /** `null` for system-scope jobs. */
+  readonly tenant: string | null;
+  readonly payload: Uint8Array;
+  /** Attempts consumed before this one. */
+  readonly attempts: number;
+  /** The last checkpoint of *this* lease; always `null` on a fresh lease. */
+  readonly continuation: Uint8Array | null;
+  /** The fencing token: pass it to downstream stores so they can refuse a stale writer. */
+  readonly leaseGeneration: number;
+  /** Aborts when the lease is lost or the worker shuts down. */
+  readonly signal: AbortSignal;
+  /** Store progress and extend the lease in one call; throws `LeaseConflictError` if the lease is gone. */
+  checkpoint(continuation: Uint8Array): Promise<void>;
+  /** Jobs to enqueue in the same write as this job's completion (chained enqueue). */
+  chain(...successors: NewJobInput[]): void;
+  /** The whole record as leased. */
+  readonly record: JobRecord;
+}
+
+export type JobHandler = (job: JobContext) => Promise<void>;
+
+/** What a worker does, whichever source it works from. */
+export interface RunnerOptions {
+  /** Kind prefixes to lease; empty or omitted takes every kind. */
+  readonly kinds?: readonly string[];
+  /** Jobs run at once. Default 10. */
+  readonly concurrency?: number;
+  /**
+   * Jobs leased ahead of free slots, waiting in this worker for one (their
+   * leases heartbeated like running jobs), so the server leases the next jobs
+   * while this worker runs the current ones. A number fixes it; 0 leases only
+   * for free slots. Default `'auto'`: up to `concurrency` while handlers are
+   * short (a running average under 25 ms), where the round trip for the next
+   * job would otherwise idle the slot; none while they are long, so a slow
+   * worker never sits on jobs that another worker could start.
+   */
+  readonly prefetch?: number | 'auto';
+  /** Identifies this worker in fencing and events. Default `worker-<uuid>`. */
+  readonly workerId?: string;
+  readonly handler: JobHandler;
+  /**
+   * Heartbeat after this fraction of the remaining lease has passed. Default 1/3:
+   * a 30 s lease is extended every 10 s, so two lost beats still leave time.
+   */
+  readonly heartbeatFraction?: number;
+  readonly logger?: Logger;
+  /** Called when a job's lease was lost (for metrics or tests). */
+  readonly onLeaseLost?: (jobId: string, error: LeaseConflictError) => void;
+  /** Called after the store accepted a job's completion. */
+  readonly onCompleted?: (job: JobRecord) => void;
+}
+
+const MIN_HEARTBEAT_MS = 50;
+/** `prefetch: 'auto'` leases ahead only while handlers average less than this. */
+const AUTO_PREFETCH_HANDLER_MS = 25;
+/** Weight of the newest handler time in the running average. */
+const HANDLER_MS_WEIGHT = 0.2;
+const RECONNECT_MIN_MS = 100;
+const RECONNECT_MAX_MS = 5_000;
+
+/**
+ * The worker loop over any {@link WorkSource}: the SDK's `Worker` (gRPC to
+ * `telha serve`) and the embedded `LocalWorker` (a `Queue` in this process)
+ * are this class with their source.
+ */
+export class WorkerRunner {
+  readonly workerId: string;
+  private readonly options: RunnerOptions;
+  private readonly concurrency: number;
+  private readonly prefetch: number | 'auto';
+  /** Running average of handler time (ms), for `prefetch: 'auto'`; `null` before the first handler returns. */
+  private handlerMs: number | null = null;
+  /** Jobs whose handler is running: each holds one of the `concurrency` slots. */
+  private readonly running = new Map<string, JobAbort>();
+  /** Leased jobs waiting for a slot (prefetched), in lease order. */
+  private readonly waiting: { readonly abort: JobAbort; start(run: boolean): void }[] = [];
+  /** Every job from lease until its result is settled (handler running, or result on its way). */
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly stopLeasing = new AbortController();
+  private loop: Promise<void> | null = null;
+  /** The open work session, if any; results go through the source's own calls when there is none. */
+  private channel: WorkSession | null = null;
+  /** Credit granted on the current session and not yet used by the source. */
+  private granted = 0;
+  /** Completions and failures the store accepted, and leases lost, since start. */
+  readonly stats = { completed: 0, failed: 0, leaseLost: 0 };
+
+  constructor(
+    private readonly source: WorkSource,
+    options: RunnerOptions,
+  ) {
+    this.options = options;
+    this.workerId = options.workerId ?? `worker-${randomUUID()}`;
+    this.concurrency = options.concurrency ?? 10;
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1)
+      throw new RangeError('concurrency must be a positive integer');
+    this.prefetch = options.prefetch ?? 'auto';
+    if (this.prefetch !== 'auto' && (!Number.isInteger(this.prefetch) || this.prefetch < 0))
+      throw new RangeError("prefetch must be a non-negative integer or 'auto'");
+  }
+
+  /** Start leasing. Idempotent. */
+  start(): this {
+    this.loop ??= this.sessionLoop();
+    return this;
+  }
+
+  /**
+   * Stop leasing, then wait for running and prefetched jobs up to `timeoutMs`
+   * (default 30 s). Handlers still running after that see their signal abort,
+   * and prefetched jobs not started by then are not; their leases are left to
+   * expire and the reaper hands the jobs to another worker.
+   */
+  async close(timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    // Ends the work session: the source stops leasing, answers the results it has, and ends it.
+    this.stopLeasing.abort();
+    const timedOut = (promise: Promise<unknown>): Promise<boolean> =>
+      Promise.race([
+        promise.then(() => false),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(true), deadline - Date.now()).unref()),
+      ]);
+    if (this.loop !== null && (await timedOut(this.loop))) this.channel?.cancel();
+    await this.loop;
+    const all = Promise.all([...this.inFlight]);
+    if (await timedOut(all)) {
+      const reason = new Error('worker shutting down');
+      for (const abort of this.running.values()) abort.abort(reason);
+      for (const { abort } of this.waiting) abort.abort(reason);
+      await all;
+    }
+    this.source.close();
+  }
+
+  get active(): number {
+    return this.running.size;
+  }
+
+  /** One work session after another, reconnecting with jittered backoff while the source is away. */
+  private async sessionLoop(): Promise<void> {
+    let backoff = RECONNECT_MIN_MS;
+    while (!this.stopLeasing.signal.aborted) {
+      const started = Date.now();
+      const { error, received } = await this.session();
+      if (this.stopLeasing.signal.aborted) return;
+      if (received || Date.now() - started >= RECONNECT_MAX_MS) backoff = RECONNECT_MIN_MS;
+      if (error !== null && !isTransient(error)) {
+        this.options.logger?.error({ workerId: this.workerId, err: String(error) }, 'work session failed');
+      }
+      // The server is away, restarting or shutting down: wait, then open a new session.
+      await sleep(backoff * (0.5 + Math.random() / 2), this.stopLeasing.signal);
+      backoff = Math.min(RECONNECT_MAX_MS, backoff * 2);
+    }
+  }
+
+  /** One work session, until it ends: jobs pushed as credit allows, results settled on it. */
+  private session(): Promise<{ error: Error | null; received: boolean }> {
+    return new Promise((resolve) => {
+      let received = false;
+      const stop = (): void => channel.end();
+      const channel = this.source.open(
+        { workerId: this.workerId, ...(this.options.kinds ? { kinds: this.options.kinds } : {}) },
+        {
+          onJobs: (jobs) => {
+            received = true;
+            this.granted = Math.max(0, this.granted - jobs.length);
+            for (const job of jobs) this.run(job);
+          },
+          onEnd: (error) => {
+            this.stopLeasing.signal.removeEventListener('abort', stop);
+            this.channel = null;
+            this.granted = 0;
+            resolve({ error, received });
+          },
+        },
+      );
+      this.channel = channel;
+      this.granted = 0;
+      this.stopLeasing.signal.addEventListener('abort', stop, { once: true });
+      this.grantFreeSlots();
+    });
+  }
+
+  /**
+   * Tell the source how many more jobs it may push. A slot frees when its handler
+   * returns, so the next job overlaps the result's round trip; only a backlog of
+   * more than `concurrency` unsettled results holds leasing back.
+   */
+  private grantFreeSlots(): void {
+    const channel = this.channel;
+    if (channel === null || !channel.writable) return;
+    const held = this.running.size + this.waiting.length;
+    const settling = this.inFlight.size - held;
+    const free = this.concurrency + this.prefetchNow() - held - Math.max(0, settling - this.concurrency) - this.granted;
+    if (free <= 0) return;
+    this.granted += free;
+    channel.grant(free);
+  }
+
+  private run(job: JobRecord): void {
+    const abort = new JobAbort();
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      if (this.running.delete(job.jobId)) this.startWaiting();
+      this.grantFreeSlots();
+    };
+    const done: Promise<void> = this.execute(job, abort, release).finally(() => {
+      release();
+      this.inFlight.delete(done);
+      this.grantFreeSlots();
+    });
+    this.inFlight.add(done);
+  }
+
+  private prefetchNow(): number {
+    if (this.prefetch !== 'auto') return this.prefetch;
+    return this.handlerMs !== null && this.handlerMs < AUTO_PREFETCH_HANDLER_MS ? this.concurrency : 0;
+  }
+
+  /** Take a slot for a job: at once if one is free, else when one frees up; `false` if the job was aborted first. */
+  private takeSlot(jobId: string, abort: JobAbort): Promise<boolean> {
+    if (this.running.size < this.concurrency && this.waiting.length === 0) {
+      this.running.set(jobId, abort);
+      return Promise.resolve(true);
+    }
+    return new Promise<boolean>((resolve) => {
+      const entry = {
+        abort,
+        start: (run: boolean): void => {
+          abort.offAbort(dropped);
+          if (run) this.running.set(jobId, abort);
+          resolve(run);
+        },
+      };
+      const dropped = (): void => {
+        const at = this.waiting.indexOf(entry);
+        if (at >= 0) this.waiting.splice(at, 1);
+        resolve(false);
+      };
+      abort.onAbort(dropped);
+      this.waiting.push(entry);
+    });
+  }
+
+  /** Hand freed slots to prefetched jobs, oldest lease first. */
+  private startWaiting(): void {
+    while (this.running.size < this.concurrency) {
+      const next = this.waiting.shift();
+      if (next === undefined) return;
+      next.start(true);
+    }
+  }
+
+  /** A result goes on the work session while it is open, else through the source's own call. */
+  private settle(item: SettleItem): Promise<void> {
+    const channel = this.channel;
+    return channel !== null && channel.writable ? channel.settle(item) : this.source.settle(item);
+  }
+
+  /** Heartbeat the lease, wait for a slot, run the handler, `release` its slot, then settle the result. */
+  private async execute(job: JobRecord, abort: JobAbort, release: () => void): Promise<void> {
+    const fence: LeaseFence = { workerId: this.workerId, leaseGeneration: job.leaseGeneration };
+    const log = { jobId: job.jobId, kind: job.kind, tenant: job.tenant, workerId: this.workerId };
+    const lost = (error: unknown): boolean => {
+      if (!(error instanceof LeaseConflictError)) return false;
+      this.stats.leaseLost++;
+      this.options.onLeaseLost?.(job.jobId, error);
+      this.options.logger?.warn({ ...log, reason: error.reason }, 'lease lost');
+      abort.abort(error);
+      return true;
+    };
+    let deadline = job.leaseDeadline ?? Date.now() * 1000;
+    let timer: NodeJS.Timeout | null = null;
+    const fraction = this.options.heartbeatFraction ?? 1 / 3;
+    const scheduleHeartbeat = (): void => {
+      const remainingMs = deadline / 1000 - Date.now();
+      timer = setTimeout(() => void beat(), Math.max(MIN_HEARTBEAT_MS, remainingMs * fraction));
+    };
+    const beat = async (): Promise<void> => {
+      if (abort.aborted) return;
+      try {
+        deadline = await this.source.heartbeat(job.jobId, fence);
+      } catch (error) {
+        if (lost(error)) return;
+        // A transient failure: try again soon, well before the deadline.
+      }
+      if (!abort.aborted) scheduleHeartbeat();
+    };
+    // From the lease on, whether the job runs at once or waits for a slot.
+    scheduleHeartbeat();
+    if (!(await this.takeSlot(job.jobId, abort))) {
+      if (timer !== null) clearTimeout(timer);
+      return;
+    }
+
+    const successors: NewJobInput[] = [];
+    const context: JobContext = {
+      id: job.jobId,
+      kind: job.kind,
+      tenant: job.tenant,
+      payload: job.payload,
+      attempts: job.attempts,
+      continuation: job.continuation,
+      leaseGeneration: job.leaseGeneration,
+      get signal() {
+        return abort.signal;
+      },
+      record: job,
+      checkpoint: async (continuation) => {
+        try {
+          deadline = await this.source.checkpoint(job.jobId, fence, continuation);
+        } catch (error) {
+          lost(error);
+          throw error;
+        }
+      },
+      chain: (...next) => {
+        successors.push(...next);
+      },
+    };
+
+    try {
+      let outcome: { ok: true } | { ok: false; error: unknown };
+      const started = performance.now();
+      try {
+        await this.options.handler(context);
+        outcome = { ok: true };
+      } catch (error) {
+        outcome = { ok: false, error };
+      }
+      const took = performance.now() - started;
+      this.handlerMs = this.handlerMs === null ? took : this.handlerMs + HANDLER_MS_WEIGHT * (took - this.handlerMs);
+      if (timer !== null) clearTimeout(timer);
+      release();
+      if (abort.aborted && abort.reason instanceof LeaseConflictError) return;
+      if (outcome.ok) {
+        await this.settle({ type: 'complete', jobId: job.jobId, fence, successors });
+        this.stats.completed++;
+        this.options.onCompleted?.(job);
+      } else {
+        const permanent = outcome.error instanceof PermanentError;
+        const message = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
+        await this.settle({ type: 'fail', jobId: job.jobId, fence, error: message, permanent });
+        this.stats.failed++;
+        this.options.logger?.info({ ...log, permanent, err: message }, 'handler failed');
+      }
+    } catch (error) {
+      if (lost(error)) return;
+      if (isTelhaError(error, ErrorCode.Unavailable) || isTransient(error)) {
+        // The result could not be delivered; the lease will expire and the job run again.
+        this.options.logger?.warn({ ...log, err: String(error) }, 'could not submit result; the job will be retried');
+        return;
+      }
+      this.options.logger?.error({ ...log, err: String(error) }, 'submitting the result failed');
+    } finally {
+      if (timer !== null) clearTimeout(timer);
+    }
+  }
+}
+
+/**
+ * A job's abort. The AbortController behind `signal` is made only when a
+ * handler reads it: most never do, and one per job was a measurable share of
+ * an in-process no-op job's cost.
+ */
+class JobAbort {
+  private controller: AbortController | null = null;
+  private listeners: (() => void)[] = [];
+  aborted = false;
+  reason: unknown = undefined;
+
+  get signal(): AbortSignal {
+    if (this.controller === null) {
+      this.controller = new AbortController();
+      if (this.aborted) this.controller.abort(this.reason);
+    }
+    return this.controller.signal;
+  }
+
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    this.controller?.abort(reason);
+    for (const listener of this.listeners.splice(0)) listener();
+  }
+
+  onAbort(listener: () => void): void {
+    if (this.aborted) listener();
+    else this.listeners.push(listener);
+  }
+
+  offAbort(listener: () => void): void {
+    this.listeners = this.listeners.filter((l) => l !== listener);
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,71 @@
+/**
+ * Where a worker's jobs come from and its results go: the seam between the
+ * worker runner (`runner.ts`) and a transport. The SDK's source speaks gRPC
+ * to `telha serve` (`src/client/`); the embedded one calls a `Queue` in the
+ * same process (`src/engine/`). Both give the runner the same session shape:
+ * credit in, leased jobs pushed, each result answered on its own.
+ */
+import type { JobRecord, LeaseFence } from '../core/types.ts';
+
+/** A job to enqueue, as a producer (or a chaining handler) writes it. */
+export interface NewJobInput {
+  readonly kind: string;
+  readonly payload?: Uint8Array | string;
+  readonly priority?: number;
+  readonly delayMs?: number;
+  readonly notBefore?: number;
+  readonly maxAttempts?: number;
+  readonly idempotencyKey?: string;
+}
+
+/** A finished job's result, on its way to the store. */
+export type SettleItem =
+  | {
+      readonly type: 'complete';
+      readonly jobId: string;
+      readonly fence: LeaseFence;
+      readonly successors: readonly NewJobInput[];
+    }
+  | {
+      readonly type: 'fail';
+      readonly jobId: string;
+      readonly fence: LeaseFence;
+      readonly error: string;
+      readonly permanent: boolean;
+    };
+
+export interface WorkSessionEvents<Job extends JobRecord = JobRecord> {
+  /** Jobs leased to this worker, each counted against the credit granted. */
+  onJobs(jobs: Job[]): void;
+  /** The session is over: `null` when it ended cleanly, else why it failed. */
+  onEnd(error: Error | null): void;
+}
+
+/** One open session: the runner grants credit and settles results on it. */
+export interface WorkSession {
+  /** Whether credit and results can still be sent. */
+  readonly writable: boolean;
+  /** Allow `n` more jobs to be pushed. */
+  grant(n: number): void;
+  /** Resolves when the store accepted the result; rejects with this item's error. */
+  settle(item: SettleItem): Promise<void>;
+  /** Stop leasing; answer the results already sent; then end (`onEnd(null)`). */
+  end(): void;
+  /** Drop the session at once. */
+  cancel(): void;
+}
+
+export interface WorkSource {
+  open(
+    params: { readonly workerId: string; readonly kinds?: readonly string[] },
+    events: WorkSessionEvents,
+  ): WorkSession;
+  /** Extend a lease; the new deadline (µs). */
+  heartbeat(jobId: string, fence: LeaseFence): Promise<number>;
+  /** Store a continuation and extend the lease; the new deadline (µs). */
+  checkpoint(jobId: string, fence: LeaseFence, continuation: Uint8Array): Promise<number>;
+  /** Settle a result while no session is open. */
+  settle(item: SettleItem): Promise<void>;
+  /** Release what the source holds (connections); called once by the runner's close(). */
+  close(): void;
+}

@@ -1,0 +1,176 @@
+/**
+ * LocalWorker: the SDK's worker loop on a queue in the same process. The
+ * loop itself is the one the gRPC Worker runs (tested over real sockets in
+ * test/server/); here, what the in-process source must get right: every job
+ * run once and settled with its fence, failures and dead-letters, chained
+ * successors, the scope it leases from, a lost lease, and close().
+ */
+import assert from 'node:assert/strict';
+import { rmSync } from 'node:fs';
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import { makeConfig } from '../src/core/config.ts';
+import type { LeaseConflictError } from '../src/core/errors.ts';
+import { JobState, tenantScope, type JobRecord } from '../src/core/types.ts';
+import { openQueue } from '../src/engine/open.ts';
+import type { Queue } from '../src/engine/queue.ts';
+import { LocalWorker, type LocalWorkerOptions } from '../src/engine/worker.ts';
+import { PermanentError } from '../src/worker/runner.ts';
+import { tempDir } from './support/backends.ts';
+import { eventually } from './support/server.ts';
+
+const acme = tenantScope('acme');
+const globex = tenantScope('globex');
+
+function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+for (const backend of ['memory', 'rocksdb'] as const) {
+  describe(`LocalWorker on ${backend}`, () => {
+    let queue: Queue;
+    let dir: string | null = null;
+    const workers: LocalWorker[] = [];
+    const start = (options: LocalWorkerOptions): LocalWorker => {
+      const worker = new LocalWorker(queue, options).start();
+      workers.push(worker);
+      return worker;
+    };
+    const states = async (scope = acme): Promise<JobState[]> =>
+      (await queue.list({ scope, limit: 1000 })).jobs.map((j) => j.state);
+
+    beforeEach(async () => {
+      dir = backend === 'rocksdb' ? tempDir() : null;
+      const config = makeConfig({
+        ...(dir === null ? {} : { storage: { path: dir } }),
+        jobs: { backoff_base_secs: 60 },
+        retention: { enabled: false },
+      });
+      queue = await openQueue({ config, services: false, ...(dir === null ? { inMemory: true } : {}) });
+    });
+    afterEach(async () => {
+      await Promise.all(workers.splice(0).map((w) => w.close(1_000)));
+      await queue.close();
+      if (dir !== null) rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('runs every job once, with its payload and fence, and completes it', async () => {
+      await queue.enqueueBatch(
+        acme,
+        Array.from({ length: 40 }, (_, i) => ({ kind: 'email', payload: Buffer.from(`m${i}`) })),
+      );
+      const seen: JobRecord[] = [];
+      const worker = start({
+        workerId: 'local-1',
+        concurrency: 4,
+        handler: (job) => {
+          seen.push(job.record);
+          return Promise.resolve();
+        },
+      });
+      await eventually(async () => (await states()).every((s) => s === JobState.Completed), 'all 40 completed');
+      assert.equal(worker.stats.completed, 40);
+      assert.equal(new Set(seen.map((j) => j.jobId)).size, 40);
+      assert.deepEqual(
+        new Set(seen.map((j) => Buffer.from(j.payload).toString())),
+        new Set(Array.from({ length: 40 }, (_, i) => `m${i}`)),
+      );
+      for (const job of seen) {
+        assert.equal(job.workerId, 'local-1');
+        const record = await queue.show(job.jobId);
+        assert.deepEqual(
+          record.events.map((e) => e.transition),
+          ['enqueued', 'leased', 'completed'],
+        );
+      }
+    });
+
+    it('retries a throwing handler with backoff and dead-letters a PermanentError', async () => {
+      const retried = (await queue.enqueue(acme, { kind: 'flaky' })).job.jobId;
+      const doomed = (await queue.enqueue(acme, { kind: 'doomed' })).job.jobId;
+      start({
+        handler: (job) => Promise.reject(job.kind === 'doomed' ? new PermanentError('bad input') : new Error('later')),
+      });
+      await eventually(async () => (await queue.show(doomed)).state === JobState.Dead, 'doomed is dead');
+      await eventually(async () => (await queue.show(retried)).attempts === 1, 'flaky failed once');
+      const flaky = await queue.show(retried);
+      assert.equal(flaky.state, JobState.Pending);
+      assert.ok((flaky.notBefore ?? 0) > Date.now() * 1000, 'gated by its backoff');
+    });
+
+    it('enqueues chained successors in the completed job’s scope', async () => {
+      await queue.enqueue(acme, { kind: 'parent' });
+      start({
+        kinds: ['parent'],
+        handler: (job) => {
+          job.chain({ kind: 'child', payload: 'from parent' });
+          return Promise.resolve();
+        },
+      });
+      await eventually(async () => (await queue.list({ scope: acme, kindPrefix: 'child' })).jobs.length === 1, 'child');
+      const [child] = (await queue.list({ scope: acme, kindPrefix: 'child' })).jobs;
+      assert.equal(Buffer.from(child?.payload ?? []).toString(), 'from parent');
+      assert.equal(child?.state, JobState.Pending);
+    });
+
+    it('leases only from its scope', async () => {
+      await queue.enqueue(globex, { kind: 'theirs' });
+      const mine = (await queue.enqueue(acme, { kind: 'mine' })).job.jobId;
+      const ran: string[] = [];
+      start({
+        scope: acme,
+        handler: (job) => {
+          ran.push(job.id);
+          return Promise.resolve();
+        },
+      });
+      await eventually(async () => (await queue.show(mine)).state === JobState.Completed, 'own job done');
+      assert.deepEqual(ran, [mine]);
+      assert.deepEqual(await states(globex), [JobState.Pending]);
+    });
+
+    it('aborts the handler when its lease is lost and does not submit the result', async () => {
+      const { job } = await queue.enqueue(acme, { kind: 'slow' });
+      const started = deferred();
+      const lost = deferred<LeaseConflictError>();
+      start({
+        workerId: 'loser',
+        heartbeatFraction: 0.001,
+        onLeaseLost: (_id, error) => lost.resolve(error),
+        handler: async (ctx) => {
+          started.resolve();
+          await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+        },
+      });
+      await started.promise;
+      const later = Date.now() * 1000 + 3_600_000_000;
+      await queue.reapExpiredAt(later);
+      // Past the reaped job's backoff gate too.
+      const thief = await queue.leaseNextAt(later + 7_200_000_000, acme, { workerId: 'thief' });
+      assert.equal(thief?.jobId, job.jobId);
+      assert.equal((await lost.promise).reason, 'worker_mismatch');
+      const record = await queue.show(job.jobId);
+      assert.equal(record.state, JobState.Leased);
+      assert.equal(record.workerId, 'thief');
+    });
+
+    it('waits in close() for its running job, leaving the queue open', async () => {
+      await queue.enqueue(acme, { kind: 'k' });
+      const started = deferred();
+      const release = deferred();
+      const worker = start({
+        handler: async () => {
+          started.resolve();
+          await release.promise;
+        },
+      });
+      await started.promise;
+      const closed = worker.close();
+      release.resolve();
+      await closed;
+      assert.deepEqual(await states(), [JobState.Completed]);
+      await queue.enqueue(acme, { kind: 'after' });
+    });
+  });
+}
