@@ -60,10 +60,12 @@ export interface RunnerOptions {
    * Jobs leased ahead of free slots, waiting in this worker for one (their
    * leases heartbeated like running jobs), so the server leases the next jobs
    * while this worker runs the current ones. A number fixes it; 0 leases only
-   * for free slots. Default `'auto'`: up to `concurrency` while handlers are
-   * short (a running average under 25 ms), where the round trip for the next
-   * job would otherwise idle the slot; none while they are long, so a slow
-   * worker never sits on jobs that another worker could start.
+   * for free slots. Default `'auto'`: as many as keep every slot busy for
+   * about 25 ms at the handlers' running average time (at most
+   * max(concurrency, 100)), so short handlers never idle a slot for a round
+   * trip, and none before the first handler returns or while handlers take
+   * longer than 25 ms × concurrency: a prefetched job waits ~25 ms, and a
+   * slow worker never sits on jobs that another worker could start.
    */
   readonly prefetch?: number | 'auto';
   /** Identifies this worker in fencing and events. Default `worker-<uuid>`. */
@@ -82,8 +84,10 @@ export interface RunnerOptions {
 }
 
 const MIN_HEARTBEAT_MS = 50;
-/** `prefetch: 'auto'` leases ahead only while handlers average less than this. */
-const AUTO_PREFETCH_HANDLER_MS = 25;
+/** `prefetch: 'auto'` leases about this much work (ms of handler time per slot) ahead. */
+const AUTO_PREFETCH_AHEAD_MS = 25;
+/** ... and never more than this many jobs (or `concurrency`, if larger). */
+const AUTO_PREFETCH_MAX = 100;
 /** Weight of the newest handler time in the running average. */
 const HANDLER_MS_WEIGHT = 0.2;
 const RECONNECT_MIN_MS = 100;
@@ -247,7 +251,9 @@ export class WorkerRunner {
 
   private prefetchNow(): number {
     if (this.prefetch !== 'auto') return this.prefetch;
-    return this.handlerMs !== null && this.handlerMs < AUTO_PREFETCH_HANDLER_MS ? this.concurrency : 0;
+    if (this.handlerMs === null) return 0;
+    const ahead = Math.floor((this.concurrency * AUTO_PREFETCH_AHEAD_MS) / Math.max(this.handlerMs, 0.001));
+    return Math.min(ahead, Math.max(this.concurrency, AUTO_PREFETCH_MAX));
   }
 
   /** Take a slot for a job: at once if one is free, else when one frees up; `false` if the job was aborted first. */
