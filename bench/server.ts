@@ -8,7 +8,7 @@
  *     SDK Worker with a no-op handler drains them, at concurrency 1, 10, 100;
  *     the clock runs from the first enqueue to the last accepted completion;
  *  2. enqueue-to-handler-start latency, p50/p99, with jobs arriving one by one
- *     at a steady rate while the workers wait in long-poll;
+ *     at a steady rate while the workers wait on their Work streams;
  *  3. the engine's in-process cycle rate at 100 workers, for the ratio the issue asks for.
  *
  * Env: BENCH_E2E_JOBS (default 20000), BENCH_RATE (500), BENCH_LATENCY_SECONDS (10).
@@ -68,7 +68,7 @@ async function latency(address: string): Promise<{ p50: number; p99: number; max
       return Promise.resolve();
     },
   }).start();
-  // Let the workers park in long-poll before the first job arrives.
+  // Let the workers open their Work streams and wait before the first job arrives.
   await new Promise((resolve) => setTimeout(resolve, 300));
   const total = Math.round(RATE * LATENCY_SECONDS);
   const interval = 1000 / RATE;
@@ -139,7 +139,7 @@ try {
   }
 
   console.log(
-    `\n2. enqueue-to-handler-start latency at a steady ${RATE} jobs/s for ${LATENCY_SECONDS} s, 10 workers parked in long-poll`,
+    `\n2. enqueue-to-handler-start latency at a steady ${RATE} jobs/s for ${LATENCY_SECONDS} s, 10 workers waiting on their Work streams`,
   );
   const l = await latency(server.address);
   console.log(

@@ -59,7 +59,7 @@ class TelhaServer implements System {
             ? 'synchronous_commit=off on its connections (libpq options in storage.url)'
             : 'PostgreSQL defaults (synchronous_commit=on)');
     this.settings = [
-      `telha serve in a child process, a fresh one per measurement, first warmed with up to 2,000 jobs in another tenant scope; ${store}; SDK Worker defaults (30 s long poll)`,
+      `telha serve in a child process, a fresh one per measurement, first warmed with up to 2,000 jobs in another tenant scope; ${store}; SDK Worker defaults (one Work stream, prefetch 'auto')`,
     ];
     this.fillMethod =
       backend === 'rocksdb'
