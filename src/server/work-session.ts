@@ -16,16 +16,15 @@ import { MAX_LEASE_BATCH } from '../core/limits.ts';
 import { ANY_SCOPE, type JobRecord, type ScopeFilter } from '../core/types.ts';
 import { checkKindPrefixes, checkWorkerId } from '../core/validate.ts';
 import type { LeaseOptions, Queue } from '../engine/queue.ts';
+import type { MessageInitShape } from '@bufbuild/protobuf';
 import type {
   CompleteRequest,
   FailRequest,
   ItemOutcome,
   Job,
   WorkRequest,
-  WorkResponse,
+  WorkResponseSchema,
 } from '../gen/telha/v1/queue_pb.ts';
-import type { MessageInitShape } from '@bufbuild/protobuf';
-import type { WorkResponseSchema } from '../gen/telha/v1/queue_pb.ts';
 import { requirePermission, resolveScope, type Authenticator, type Principal } from './auth.ts';
 import { scopeFromWire } from './convert.ts';
 import { describeError, type WireStatus } from './status.ts';
@@ -38,7 +37,7 @@ export interface WorkStream {
   readonly authorization: string | null;
   /** Aborts when the worker cancels the stream or the connection drops. */
   readonly signal: AbortSignal;
-  send(message: MessageInitShape<typeof WorkResponseSchema> & Partial<Pick<WorkResponse, 'settleId'>>): void;
+  send(message: MessageInitShape<typeof WorkResponseSchema>): void;
   /** End the stream with OK. */
   end(): void;
   /** End the stream with an error status. */
