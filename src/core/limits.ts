@@ -26,6 +26,8 @@ export const MAX_BATCH_JOBS = 10_000;
 export const MAX_LEASE_BATCH = 1_000;
 /** Items in one CompleteBatch or FailBatch call. */
 export const MAX_SETTLE_BATCH = 1_000;
+/** Credit a worker may hold unused on a work session: far above any sane concurrency, low enough to bound a session's pushes. */
+export const MAX_WORK_CREDIT = 10_000;
 /** Rows one list call may return. */
 export const MAX_LIST_LIMIT = 1_000;
 /** The prefix every system-scope kind carries, and no tenant kind may. */

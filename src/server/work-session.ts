@@ -12,7 +12,7 @@
  */
 import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
-import { MAX_LEASE_BATCH } from '../core/limits.ts';
+import { MAX_LEASE_BATCH, MAX_WORK_CREDIT } from '../core/limits.ts';
 import { ANY_SCOPE, type JobRecord, type ScopeFilter } from '../core/types.ts';
 import { checkKindPrefixes, checkWorkerId } from '../core/validate.ts';
 import type { LeaseOptions, Queue } from '../engine/queue.ts';
@@ -28,9 +28,6 @@ import type {
 import { requirePermission, resolveScope, type Authenticator, type Principal } from './auth.ts';
 import { scopeFromWire } from './convert.ts';
 import { describeError, type WireStatus } from './status.ts';
-
-/** Credit a worker may hold unused at once: far above any sane concurrency, low enough to bound a stream's pushes. */
-export const MAX_WORK_CREDIT = 10_000;
 
 /** What the session needs from the transport. */
 export interface WorkStream {

@@ -16,6 +16,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, isTelhaError, isTransient, LeaseConflictError } from '../core/errors.ts';
+import { MAX_WORK_CREDIT } from '../core/limits.ts';
 import type { Logger } from '../core/logger.ts';
 import type { JobRecord, LeaseFence } from '../core/types.ts';
 import type { NewJobInput, SettleItem, WorkSession, WorkSource } from './source.ts';
@@ -226,7 +227,9 @@ export class WorkerRunner {
     if (channel === null || !channel.writable) return;
     const held = this.running.size + this.waiting.length;
     const settling = this.inFlight.size - held;
-    const free = this.concurrency + this.prefetchNow() - held - Math.max(0, settling - this.concurrency) - this.granted;
+    const wanted = this.concurrency + this.prefetchNow() - held - Math.max(0, settling - this.concurrency);
+    // A worker of huge concurrency still never holds more unused credit than a session allows.
+    const free = Math.min(wanted, MAX_WORK_CREDIT) - this.granted;
     if (free <= 0) return;
     this.granted += free;
     channel.grant(free);

@@ -194,6 +194,20 @@ describe('the SDK against a live server', () => {
     await worker.close();
   });
 
+  it('works with a concurrency above the credit a session allows, granting no more than 10,000', async () => {
+    await client.enqueueBatch(
+      Array.from({ length: 3 }, () => ({ kind: 'wide' })),
+      acme,
+    );
+    const worker = new Worker({
+      address: server.address,
+      concurrency: 12_000,
+      handler: () => Promise.resolve(),
+    }).start();
+    await eventually(async () => (await countOf(JobState.Completed)) === 3, 'every job completed');
+    await worker.close();
+  });
+
   it('runs its prefetched jobs before close() returns', async () => {
     await client.enqueueBatch(
       Array.from({ length: 3 }, () => ({ kind: 'drain' })),
