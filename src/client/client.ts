@@ -15,8 +15,17 @@ import {
   type RequestInitOf,
   type ResponseOf,
 } from '../wire/service.ts';
-import { fromWireError, outcomeToError, WireError } from './errors.ts';
-import { jobFromWire, newJobToWire, scopeToWire, wireFence, type NewJobInput, type RemoteJob } from './convert.ts';
+import { fromWireError, outcomesToErrors, WireError } from './errors.ts';
+import {
+  completeToWire,
+  failToWire,
+  jobFromWire,
+  newJobToWire,
+  scopeToWire,
+  wireFence,
+  type NewJobInput,
+  type RemoteJob,
+} from './convert.ts';
 import type { WorkSessionEvents } from '../worker/source.ts';
 import { WorkChannel } from './work-channel.ts';
 import { stateFromWire, stateToWire } from '../wire/states.ts';
@@ -239,10 +248,7 @@ export class TelhaClient {
     fence: LeaseFence,
     successors: readonly NewJobInput[] = [],
   ): Promise<{ job: RemoteJob; successors: EnqueueOutcome[] }> {
-    const res = await this.rpc('complete', {
-      fence: wireFence(jobId, fence),
-      successors: successors.map(newJobToWire),
-    });
+    const res = await this.rpc('complete', completeToWire({ jobId, fence, successors }));
     return {
       job: jobFromWire(requireJob(res.job)),
       successors: res.successors.map((r) => ({ job: jobFromWire(requireJob(r.job)), created: r.created })),
@@ -257,27 +263,16 @@ export class TelhaClient {
   async completeBatch(
     items: readonly { jobId: string; fence: LeaseFence; successors?: readonly NewJobInput[] }[],
   ): Promise<(Error | null)[]> {
-    const res = await this.rpc('completeBatch', {
-      items: items.map((i) => ({
-        fence: wireFence(i.jobId, i.fence),
-        successors: (i.successors ?? []).map(newJobToWire),
-      })),
-    });
-    return res.outcomes.map((o, i) => outcomeToError(o, items[i]?.jobId ?? ''));
+    const res = await this.rpc('completeBatch', { items: items.map(completeToWire) });
+    return outcomesToErrors(res.outcomes, items);
   }
 
   /** Fail many leased jobs in one round trip, item by item like {@link completeBatch}. */
   async failBatch(
     items: readonly { jobId: string; fence: LeaseFence; error: string; permanent?: boolean }[],
   ): Promise<(Error | null)[]> {
-    const res = await this.rpc('failBatch', {
-      items: items.map((i) => ({
-        fence: wireFence(i.jobId, i.fence),
-        error: i.error,
-        permanent: i.permanent ?? false,
-      })),
-    });
-    return res.outcomes.map((o, i) => outcomeToError(o, items[i]?.jobId ?? ''));
+    const res = await this.rpc('failBatch', { items: items.map(failToWire) });
+    return outcomesToErrors(res.outcomes, items);
   }
 
   async fail(
@@ -286,11 +281,7 @@ export class TelhaClient {
     error: string,
     options: { permanent?: boolean } = {},
   ): Promise<RemoteJob> {
-    const res = await this.rpc('fail', {
-      fence: wireFence(jobId, fence),
-      error,
-      permanent: options.permanent ?? false,
-    });
+    const res = await this.rpc('fail', failToWire({ jobId, fence, error, ...options }));
     return jobFromWire(requireJob(res.job));
   }
 }

@@ -8,7 +8,17 @@ import {
   type QueueScope,
 } from '../core/types.ts';
 import { stateFromWire } from '../wire/states.ts';
-import { NewJobSchema, ScopeSchema, type Job, type NewJob, type Scope } from '../gen/telha/v1/queue_pb.ts';
+import {
+  CompleteRequestSchema,
+  FailRequestSchema,
+  NewJobSchema,
+  ScopeSchema,
+  type CompleteRequest,
+  type FailRequest,
+  type Job,
+  type NewJob,
+  type Scope,
+} from '../gen/telha/v1/queue_pb.ts';
 
 /** A job as the SDK returns it: the engine's record, plus the attempt ceiling that applies to it. */
 export type RemoteJob = JobRecord & { readonly effectiveMaxAttempts: number };
@@ -70,4 +80,30 @@ export function wireFence(
   fence: LeaseFence,
 ): { jobId: string; workerId: string; leaseGeneration: bigint } {
   return { jobId, workerId: fence.workerId, leaseGeneration: BigInt(fence.leaseGeneration) };
+}
+
+/** A completion as the wire carries it: the unary Complete, a CompleteBatch item, a Work stream result. */
+export function completeToWire(item: {
+  readonly jobId: string;
+  readonly fence: LeaseFence;
+  readonly successors?: readonly NewJobInput[];
+}): CompleteRequest {
+  return create(CompleteRequestSchema, {
+    fence: wireFence(item.jobId, item.fence),
+    successors: (item.successors ?? []).map(newJobToWire),
+  });
+}
+
+/** A failure as the wire carries it: the unary Fail, a FailBatch item, a Work stream result. */
+export function failToWire(item: {
+  readonly jobId: string;
+  readonly fence: LeaseFence;
+  readonly error: string;
+  readonly permanent?: boolean;
+}): FailRequest {
+  return create(FailRequestSchema, {
+    fence: wireFence(item.jobId, item.fence),
+    error: item.error,
+    permanent: item.permanent ?? false,
+  });
 }

@@ -52,11 +52,19 @@ export function fromWireError(error: unknown): Error {
 }
 
 /** A batch item's outcome as the error its single call would have thrown, or `null` when accepted. */
-export function outcomeToError(outcome: ItemOutcome, jobId: string): Error | null {
+function outcomeToError(outcome: ItemOutcome, jobId: string): Error | null {
   if (outcome.code === 0) return null;
   const metadata = new grpc.Metadata();
   metadata.set(JOB_HEADER, jobId);
   if (outcome.reason !== '') metadata.set(REASON_HEADER, outcome.reason);
   if (outcome.field !== '') metadata.set(FIELD_HEADER, outcome.field);
   return fromWireError(new WireError(outcome.code, outcome.message, metadata));
+}
+
+/** A batch's outcomes as the errors their single calls would have thrown, in item order. */
+export function outcomesToErrors(
+  outcomes: readonly ItemOutcome[],
+  items: readonly { readonly jobId: string }[],
+): (Error | null)[] {
+  return outcomes.map((outcome, i) => outcomeToError(outcome, items[i]?.jobId ?? ''));
 }

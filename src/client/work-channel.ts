@@ -8,34 +8,20 @@ import * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
 import { ErrorCode, TelhaError } from '../core/errors.ts';
 import { MAX_SETTLE_BATCH } from '../core/limits.ts';
-import {
-  CompleteRequestSchema,
-  FailRequestSchema,
-  WorkRequestSchema,
-  type CompleteRequest,
-  type FailRequest,
-  type WorkOpen,
-  type WorkRequest,
-  type WorkResponse,
-} from '../gen/telha/v1/queue_pb.ts';
-import { jobFromWire, newJobToWire, wireFence, type RemoteJob } from './convert.ts';
-import { fromWireError, outcomeToError, WireError } from './errors.ts';
+import { WorkRequestSchema, type WorkOpen, type WorkRequest, type WorkResponse } from '../gen/telha/v1/queue_pb.ts';
 import type { SettleItem, WorkSession, WorkSessionEvents } from '../worker/source.ts';
-
-interface Pending {
-  readonly item: SettleItem;
-  resolve(): void;
-  reject(error: Error): void;
-}
+import { completeToWire, failToWire, jobFromWire, type RemoteJob } from './convert.ts';
+import { fromWireError, outcomesToErrors, WireError } from './errors.ts';
+import { answerEach, splitByType, type PendingResult } from './settler.ts';
 
 /** A Work stream as the runner's {@link WorkSession}. */
 export class WorkChannel implements WorkSession {
   private credit = 0;
-  private queued: Pending[] = [];
+  private queued: PendingResult[] = [];
   private flushScheduled = false;
   private opening: WorkOpen | null;
   private nextSettleId = 1n;
-  private readonly awaiting = new Map<bigint, { completes: Pending[]; fails: Pending[] }>();
+  private readonly awaiting = new Map<bigint, { completes: PendingResult[]; fails: PendingResult[] }>();
   private halfClosed = false;
   private ended = false;
 
@@ -109,17 +95,15 @@ export class WorkChannel implements WorkSession {
     if (this.queued.length === 0 && this.credit === 0 && this.opening === null) return;
     do {
       const batch = this.queued.splice(0, MAX_SETTLE_BATCH);
-      const completes: Pending[] = [];
-      const fails: Pending[] = [];
-      for (const entry of batch) (entry.item.type === 'complete' ? completes : fails).push(entry);
+      const { completes, fails } = splitByType(batch);
       const settleId = batch.length > 0 ? this.nextSettleId++ : 0n;
       if (batch.length > 0) this.awaiting.set(settleId, { completes, fails });
       const message = create(WorkRequestSchema, {
         ...(this.opening === null ? {} : { open: this.opening }),
         credit: this.credit,
         settleId,
-        completes: completes.map(({ item }) => toCompleteRequest(item)),
-        fails: fails.map(({ item }) => toFailRequest(item)),
+        completes: completes.map(({ item }) => completeToWire(item)),
+        fails: fails.map(({ item }) => failToWire(item)),
       });
       this.opening = null;
       this.credit = 0;
@@ -133,8 +117,20 @@ export class WorkChannel implements WorkSession {
     const batch = this.awaiting.get(message.settleId);
     if (batch === undefined) return;
     this.awaiting.delete(message.settleId);
-    answer(batch.completes, message.completeOutcomes);
-    answer(batch.fails, message.failOutcomes);
+    answerEach(
+      batch.completes,
+      outcomesToErrors(
+        message.completeOutcomes,
+        batch.completes.map((e) => e.item),
+      ),
+    );
+    answerEach(
+      batch.fails,
+      outcomesToErrors(
+        message.failOutcomes,
+        batch.fails.map((e) => e.item),
+      ),
+    );
   }
 
   private finish(error: Error | null): void {
@@ -148,32 +144,4 @@ export class WorkChannel implements WorkSession {
     for (const entry of this.queued.splice(0)) entry.reject(reason);
     this.events.onEnd(error);
   }
-}
-
-function answer(entries: readonly Pending[], outcomes: readonly WorkResponse['completeOutcomes'][number][]): void {
-  entries.forEach((entry, i) => {
-    const outcome = outcomes[i];
-    if (outcome === undefined) {
-      entry.reject(new Error('server answered fewer items than were sent'));
-      return;
-    }
-    const error = outcomeToError(outcome, entry.item.jobId);
-    if (error === null) entry.resolve();
-    else entry.reject(error);
-  });
-}
-
-function toCompleteRequest(item: SettleItem): CompleteRequest {
-  return create(CompleteRequestSchema, {
-    fence: wireFence(item.jobId, item.fence),
-    successors: item.type === 'complete' ? item.successors.map(newJobToWire) : [],
-  });
-}
-
-function toFailRequest(item: SettleItem): FailRequest {
-  return create(FailRequestSchema, {
-    fence: wireFence(item.jobId, item.fence),
-    error: item.type === 'fail' ? item.error : '',
-    permanent: item.type === 'fail' && item.permanent,
-  });
 }

@@ -6,10 +6,10 @@
  * the lease long-poll re-armed while credit remains, results applied as they
  * come.
  */
-import { MAX_LEASE_BATCH } from '../core/limits.ts';
-import { ANY_SCOPE, type JobRecord, type ScopeFilter } from '../core/types.ts';
+import { ANY_SCOPE, type ScopeFilter } from '../core/types.ts';
 import { WorkerRunner, type RunnerOptions } from '../worker/runner.ts';
 import type { NewJobInput, SettleItem, WorkSession, WorkSessionEvents, WorkSource } from '../worker/source.ts';
+import { LeasePump } from './lease-pump.ts';
 import type { EnqueueOptions, LeaseOptions, Queue } from './queue.ts';
 
 export interface LocalWorkerOptions extends RunnerOptions {
@@ -53,19 +53,27 @@ function localSource(queue: Queue, scope: ScopeFilter): WorkSource {
 }
 
 class LocalSession implements WorkSession {
-  private credit = 0;
-  private creditArrived: (() => void) | null = null;
   private readonly stop = new AbortController();
+  private readonly pump: LeasePump;
   private readonly settling = new Set<Promise<void>>();
 
   constructor(
-    private readonly queue: Queue,
-    private readonly scope: ScopeFilter,
-    private readonly lease: LeaseOptions,
-    private readonly events: WorkSessionEvents,
+    queue: Queue,
+    scope: ScopeFilter,
+    lease: LeaseOptions,
+    events: WorkSessionEvents,
     private readonly apply: (item: SettleItem) => Promise<void>,
   ) {
-    void this.pump();
+    this.pump = new LeasePump(queue, scope, lease, LEASE_WAIT_MS, this.stop.signal, (jobs) => events.onJobs(jobs));
+    void this.pump.done
+      .then(
+        () => null,
+        (caught: unknown) => (caught instanceof Error ? caught : new Error(String(caught))),
+      )
+      .then(async (error) => {
+        await Promise.all(this.settling);
+        events.onEnd(error);
+      });
   }
 
   get writable(): boolean {
@@ -73,9 +81,7 @@ class LocalSession implements WorkSession {
   }
 
   grant(n: number): void {
-    if (!this.writable || n <= 0) return;
-    this.credit += n;
-    this.creditArrived?.();
+    if (this.writable) this.pump.grant(n);
   }
 
   settle(item: SettleItem): Promise<void> {
@@ -91,40 +97,10 @@ class LocalSession implements WorkSession {
 
   end(): void {
     this.stop.abort();
-    this.creditArrived?.();
   }
 
   cancel(): void {
     this.end();
-  }
-
-  private async pump(): Promise<void> {
-    let error: Error | null = null;
-    try {
-      while (!this.stop.signal.aborted) {
-        if (this.credit === 0) {
-          await new Promise<void>((resolve) => (this.creditArrived = resolve));
-          this.creditArrived = null;
-          continue;
-        }
-        const limit = Math.min(this.credit, MAX_LEASE_BATCH);
-        const jobs: JobRecord[] = await this.queue.leaseWait(
-          this.scope,
-          this.lease,
-          limit,
-          LEASE_WAIT_MS,
-          this.stop.signal,
-        );
-        if (jobs.length === 0) continue;
-        // Delivered even when the session is ending: they are leased to this worker, which runs them.
-        this.credit -= jobs.length;
-        this.events.onJobs(jobs);
-      }
-    } catch (caught) {
-      error = caught instanceof Error ? caught : new Error(String(caught));
-    }
-    await Promise.all(this.settling);
-    this.events.onEnd(error);
   }
 }
 

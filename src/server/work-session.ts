@@ -12,9 +12,10 @@
  */
 import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
-import { MAX_LEASE_BATCH, MAX_WORK_CREDIT } from '../core/limits.ts';
+import { MAX_WORK_CREDIT } from '../core/limits.ts';
 import { ANY_SCOPE, type JobRecord, type ScopeFilter } from '../core/types.ts';
 import { checkKindPrefixes, checkWorkerId } from '../core/validate.ts';
+import { LeasePump } from '../engine/lease-pump.ts';
 import type { LeaseOptions, Queue } from '../engine/queue.ts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type {
@@ -68,6 +69,7 @@ interface Opened {
   /** Where fenced results may land: a worker or operator settles across scopes (the fence decides). */
   readonly settleScope: ScopeFilter;
   readonly lease: LeaseOptions;
+  readonly pump: LeasePump;
 }
 
 export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession {
@@ -75,11 +77,8 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
   const signal = AbortSignal.any([stream.signal, deps.shutdown, stop.signal]);
   let opened: Opened | null = null;
   let release: (() => void) | null = null;
-  let credit = 0;
-  let creditArrived: (() => void) | null = null;
   const settling = new Set<Promise<void>>();
   let closed = false;
-  signal.addEventListener('abort', () => creditArrived?.(), { once: true });
 
   const describe = (error: unknown): WireStatus =>
     describeError(error, deps.logger, {
@@ -101,27 +100,6 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
     });
   }
 
-  async function pump(session: Opened): Promise<void> {
-    try {
-      while (!signal.aborted) {
-        if (credit === 0) {
-          await new Promise<void>((resolve) => (creditArrived = resolve));
-          creditArrived = null;
-          continue;
-        }
-        const limit = Math.min(credit, MAX_LEASE_BATCH);
-        const jobs = await deps.queue.leaseWait(session.leaseScope, session.lease, limit, deps.maxLeaseWaitMs, signal);
-        if (jobs.length === 0) continue;
-        credit -= jobs.length;
-        // Sent even when the stream was just cancelled: grpc drops it, and the leases expire as described above.
-        stream.send({ jobs: jobs.map((job) => deps.toWire(job)) });
-      }
-      close(null);
-    } catch (error) {
-      close(describe(error));
-    }
-  }
-
   function open(message: WorkRequest): Opened {
     if (message.open === undefined) throw invalidArgument('open', 'the first message of a Work stream must carry open');
     release = deps.admit();
@@ -133,10 +111,16 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
       kinds: checkKindPrefixes(message.open.kinds, 'open.kinds') ?? [],
     };
     const settleScope = principal.role === 'tenant' ? leaseScope : ANY_SCOPE;
-    const session: Opened = { principal, leaseScope, settleScope, lease };
+    // Jobs are sent even when the stream was just cancelled: grpc drops them, and the leases expire as described above.
+    const pump = new LeasePump(deps.queue, leaseScope, lease, deps.maxLeaseWaitMs, signal, (jobs) =>
+      stream.send({ jobs: jobs.map((job) => deps.toWire(job)) }),
+    );
+    pump.done.then(
+      () => close(null),
+      (error: unknown) => close(describe(error)),
+    );
     deps.logger.debug({ workerId: lease.workerId, caller: principal.name }, 'work stream opened');
-    void pump(session);
-    return session;
+    return { principal, leaseScope, settleScope, lease, pump };
   }
 
   function settle(settleId: bigint, completes: readonly CompleteRequest[], fails: readonly FailRequest[]): void {
@@ -158,11 +142,11 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
         if (opened === null) opened = open(message);
         else if (message.open !== undefined) throw invalidArgument('open', 'only the first message may carry open');
         if (message.credit > 0) {
-          credit += message.credit;
+          const credit = opened.pump.outstanding + message.credit;
           if (credit > MAX_WORK_CREDIT) {
             throw invalidArgument('credit', `at most ${MAX_WORK_CREDIT} may be outstanding; ${credit} would be`);
           }
-          creditArrived?.();
+          opened.pump.grant(message.credit);
         }
         if (message.completes.length > 0 || message.fails.length > 0) {
           if (message.settleId === 0n) throw invalidArgument('settle_id', 'must be set on a message carrying results');

@@ -34,6 +34,9 @@ export type SettleItem =
       readonly permanent: boolean;
     };
 
+export type CompleteItem = Extract<SettleItem, { readonly type: 'complete' }>;
+export type FailItem = Extract<SettleItem, { readonly type: 'fail' }>;
+
 export interface WorkSessionEvents<Job extends JobRecord = JobRecord> {
   /** Jobs leased to this worker, each counted against the credit granted. */
   onJobs(jobs: Job[]): void;
