@@ -159,3 +159,14 @@ export function finishedAt(record: JobRecord): Micros | null {
   const last = record.events[record.events.length - 1];
   return last ? last.at : record.createdAt;
 }
+
+/** One item's answer in a batch whose items succeed or fail on their own. */
+export type ItemResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: Error };
+
+export function itemOk<T>(value: T): ItemResult<T> {
+  return { ok: true, value };
+}
+
+export function itemFailed<T>(error: unknown): ItemResult<T> {
+  return { ok: false, error: error instanceof Error ? error : new Error(String(error)) };
+}

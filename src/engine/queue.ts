@@ -13,8 +13,11 @@ import { MAX_BATCH_JOBS, MAX_LEASE_BATCH, MAX_LIST_LIMIT } from '../core/limits.
 import * as transitions from '../core/transitions.ts';
 import {
   ANY_SCOPE,
+  itemFailed,
+  itemOk,
   JobState,
   SYSTEM_SCOPE,
+  type ItemResult,
   type JobRecord,
   type LeaseFence,
   type Micros,
@@ -31,7 +34,7 @@ import {
   checkWorkerId,
 } from '../core/validate.ts';
 import { inScope } from '../storage/shared.ts';
-import type { CountRow, JobStore, ListPage, StoreStats } from '../storage/types.ts';
+import type { CountRow, JobStore, ListPage, StoreStats, UpdateItem } from '../storage/types.ts';
 import { asBuffer, DEFAULT_PRIORITY, draftJob } from './drafts.ts';
 import { PeriodicService } from './periodic.ts';
 import { WorkSignal, type WakeReason } from './work-signal.ts';
@@ -81,6 +84,18 @@ export interface FailOptions {
   readonly error: string;
   /** Default `true`. `false` dead-letters at once. */
   readonly retryable?: boolean;
+}
+
+/** One completion in {@link Queue.completeBatch}. */
+export interface Completion extends CompleteOptions {
+  readonly jobId: string;
+  readonly fence: LeaseFence;
+}
+
+/** One failure in {@link Queue.failBatch}. */
+export interface Failure extends FailOptions {
+  readonly jobId: string;
+  readonly fence: LeaseFence;
 }
 
 export interface ListOptions {
@@ -393,6 +408,114 @@ export class Queue {
     if (record.state === JobState.Dead) this.logDead(record, 'failed');
     this.announce([record], now);
     return record;
+  }
+
+  /**
+   * Complete many leased jobs at once, as a worker's results arrive together:
+   * each item is fenced, applied and answered on its own, exactly as
+   * `complete` would, but the store does them in one pass (RocksDB: one lock
+   * round and one write; PostgreSQL: two statements for the whole batch).
+   */
+  completeBatch(items: readonly Completion[], scope: ScopeFilter = ANY_SCOPE): Promise<ItemResult<CompleteResult>[]> {
+    return this.completeBatchAt(this.clock.now(), items, scope);
+  }
+
+  async completeBatchAt(
+    now: Micros,
+    items: readonly Completion[],
+    scope: ScopeFilter = ANY_SCOPE,
+  ): Promise<ItemResult<CompleteResult>[]> {
+    this.checkBatch(items);
+    const results = new Array<ItemResult<CompleteResult>>(items.length);
+    // A completion that enqueues successors takes the single path, which also creates them.
+    const chained = items.map(async (item, i) => {
+      if ((item.successors ?? []).length === 0) return;
+      results[i] = await this.completeAt(now, item.jobId, item.fence, item, scope).then(itemOk, (error: unknown) =>
+        itemFailed<CompleteResult>(error),
+      );
+    });
+    const plain = items.flatMap((item, index) => ((item.successors ?? []).length === 0 ? [{ item, index }] : []));
+    const applied = await this.fencedBatch(
+      plain.map(({ item }) => item),
+      scope,
+      now,
+      (record, fence) => transitions.complete(record, fence, now),
+    );
+    applied.forEach((result, k) => {
+      results[(plain[k] as { index: number }).index] = result.ok
+        ? itemOk({ job: result.value, successors: [] })
+        : result;
+    });
+    await Promise.all(chained);
+    return results;
+  }
+
+  /** Fail many leased jobs at once; each item as `fail` would, in one pass of the store (see `completeBatch`). */
+  failBatch(items: readonly Failure[], scope: ScopeFilter = ANY_SCOPE): Promise<ItemResult<JobRecord>[]> {
+    return this.failBatchAt(this.clock.now(), items, scope);
+  }
+
+  async failBatchAt(
+    now: Micros,
+    items: readonly Failure[],
+    scope: ScopeFilter = ANY_SCOPE,
+  ): Promise<ItemResult<JobRecord>[]> {
+    const results = await this.fencedBatch(
+      items,
+      scope,
+      now,
+      (record, fence, item) =>
+        transitions.fail(record, fence, { error: item.error, retryable: item.retryable ?? true }, now, this.policy),
+      (item) => {
+        if (typeof item.error !== 'string') throw invalidArgument('error', 'must be a string');
+      },
+    );
+    const records = results.flatMap((result) => (result.ok ? [result.value] : []));
+    for (const record of records) if (record.state === JobState.Dead) this.logDead(record, 'failed');
+    this.announce(records, now);
+    return results;
+  }
+
+  /** Each item's fenced change, validated on its own, then all applied in one `updateMany`. */
+  private async fencedBatch<T extends { readonly jobId: string; readonly fence: LeaseFence }>(
+    items: readonly T[],
+    scope: ScopeFilter,
+    now: Micros,
+    apply: (record: JobRecord, fence: LeaseFence, item: T) => JobRecord,
+    check?: (item: T) => void,
+  ): Promise<ItemResult<JobRecord>[]> {
+    this.checkBatch(items);
+    const results = new Array<ItemResult<JobRecord>>(items.length);
+    const valid: { readonly index: number; readonly update: UpdateItem }[] = [];
+    for (const [index, item] of items.entries()) {
+      try {
+        const jobId = checkJobId(item.jobId);
+        const fence = checkFence(item.fence);
+        check?.(item);
+        const change = (current: JobRecord): { record: JobRecord } => {
+          assertInScope(current, scope);
+          return { record: apply(current, fence, item) };
+        };
+        valid.push({ index, update: { jobId, change } });
+      } catch (error) {
+        results[index] = itemFailed(error);
+      }
+    }
+    if (valid.length > 0) {
+      const applied = await this.store.updateMany(
+        valid.map((v) => v.update),
+        now,
+      );
+      applied.forEach((result, k) => {
+        results[(valid[k] as { index: number }).index] = result;
+      });
+    }
+    return results;
+  }
+
+  private checkBatch(items: readonly unknown[]): void {
+    this.assertOpen();
+    if (items.length > MAX_BATCH_JOBS) throw invalidArgument('items', `at most ${MAX_BATCH_JOBS} per batch`);
   }
 
   private async fenced(

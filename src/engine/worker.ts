@@ -6,7 +6,7 @@
  * the lease long-poll re-armed while credit remains, results applied as they
  * come.
  */
-import { ANY_SCOPE, type ScopeFilter } from '../core/types.ts';
+import { ANY_SCOPE, type ItemResult, type ScopeFilter } from '../core/types.ts';
 import { WorkerRunner, type RunnerOptions } from '../worker/runner.ts';
 import type { NewJobInput, SettleItem, WorkSession, WorkSessionEvents, WorkSource } from '../worker/source.ts';
 import { LeasePump } from './lease-pump.ts';
@@ -42,8 +42,12 @@ function localSource(queue: Queue, scope: ScopeFilter): WorkSource {
     }
   };
   return {
-    open: (params, events) =>
-      new LocalSession(queue, scope, { workerId: params.workerId, kinds: params.kinds ?? [] }, events, settle),
+    open: (params, events) => {
+      const batcher = new SettleBatcher(queue, scope);
+      return new LocalSession(queue, scope, { workerId: params.workerId, kinds: params.kinds ?? [] }, events, (item) =>
+        batcher.settle(item),
+      );
+    },
     heartbeat: async (jobId, fence) => (await queue.extend(jobId, fence, scope)).leaseDeadline ?? 0,
     checkpoint: async (jobId, fence, continuation) =>
       (await queue.checkpoint(jobId, fence, continuation, scope)).leaseDeadline ?? 0,
@@ -101,6 +105,75 @@ class LocalSession implements WorkSession {
 
   cancel(): void {
     this.end();
+  }
+}
+
+/**
+ * Results of one event-loop turn go to the queue together, as the Work
+ * stream's do through the server: one `completeBatch` and one `failBatch`,
+ * so the store locks and writes them in one pass.
+ */
+class SettleBatcher {
+  private queued: { readonly item: SettleItem; resolve(): void; reject(error: Error): void }[] = [];
+
+  constructor(
+    private readonly queue: Queue,
+    private readonly scope: ScopeFilter,
+  ) {}
+
+  settle(item: SettleItem): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.queued.length === 0) setImmediate(() => void this.flush());
+      this.queued.push({ item, resolve, reject });
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.queued;
+    this.queued = [];
+    const completes = batch.filter((entry) => entry.item.type === 'complete');
+    const fails = batch.filter((entry) => entry.item.type === 'fail');
+    const answer = (entries: typeof batch, results: readonly ItemResult<unknown>[]): void => {
+      results.forEach((result, i) => {
+        const entry = entries[i];
+        if (entry === undefined) return;
+        if (result.ok) entry.resolve();
+        else entry.reject(result.error);
+      });
+    };
+    try {
+      await Promise.all([
+        completes.length === 0
+          ? null
+          : this.queue
+              .completeBatch(
+                completes.map(({ item }) => ({
+                  jobId: item.jobId,
+                  fence: item.fence,
+                  successors: item.type === 'complete' ? item.successors.map(toEnqueueOptions) : [],
+                })),
+                this.scope,
+              )
+              .then((results) => answer(completes, results)),
+        fails.length === 0
+          ? null
+          : this.queue
+              .failBatch(
+                fails.map(({ item }) => ({
+                  jobId: item.jobId,
+                  fence: item.fence,
+                  error: item.type === 'fail' ? item.error : '',
+                  retryable: item.type === 'fail' ? !item.permanent : true,
+                })),
+                this.scope,
+              )
+              .then((results) => answer(fails, results)),
+      ]);
+    } catch (error) {
+      // The store failed (or the queue closed): every result of this turn is unanswered.
+      const failure = error instanceof Error ? error : new Error(String(error));
+      for (const entry of batch) entry.reject(failure);
+    }
   }
 }
 

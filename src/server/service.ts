@@ -6,8 +6,8 @@ import type { ServerConfig } from '../core/config.ts';
 import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { MAX_LEASE_BATCH, MAX_SETTLE_BATCH } from '../core/limits.ts';
-import { ANY_SCOPE, type JobRecord, type LeaseFence, type ScopeFilter } from '../core/types.ts';
-import type { EnqueueResult, Queue } from '../engine/queue.ts';
+import { ANY_SCOPE, type ItemResult, type JobRecord, type LeaseFence, type ScopeFilter } from '../core/types.ts';
+import type { Completion, EnqueueResult, Failure, Queue } from '../engine/queue.ts';
 import { create } from '@bufbuild/protobuf';
 import {
   ItemOutcomeSchema,
@@ -132,41 +132,60 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
   }
 
   /**
-   * The items of a batch call, each run on its own, concurrently (group commit
-   * writes them together): an item's error becomes its outcome, not the call's.
+   * The items of a batch call (CompleteBatch, FailBatch, a Work message's
+   * results), each answered on its own: an item's error becomes its outcome,
+   * not the call's. Items that do not even convert fail here; the rest go to
+   * the queue as one batch.
    */
-  async function settleEach<T>(items: readonly T[], run: (item: T) => Promise<void>): Promise<ItemOutcome[]> {
+  async function settleEach<T, R>(
+    items: readonly T[],
+    convert: (item: T) => R,
+    apply: (converted: readonly R[]) => Promise<ItemResult<unknown>[]>,
+  ): Promise<ItemOutcome[]> {
     if (items.length > MAX_SETTLE_BATCH) throw invalidArgument('items', `at most ${MAX_SETTLE_BATCH} items per call`);
-    return Promise.all(
-      items.map(async (item, i) => {
-        try {
-          await run(item);
-          return create(ItemOutcomeSchema, { code: 0 });
-        } catch (error) {
-          const status = describeError(error, logger, { item: `items[${i}]` });
-          return create(ItemOutcomeSchema, {
-            code: status.code,
-            message: status.message,
-            reason: status.reason ?? '',
-            field: status.field ?? '',
-          });
-        }
-      }),
-    );
+    const outcomes = new Array<ItemOutcome>(items.length);
+    const valid: { readonly index: number; readonly converted: R }[] = [];
+    const fail = (index: number, error: unknown): void => {
+      const status = describeError(error, logger, { item: `items[${index}]` });
+      outcomes[index] = create(ItemOutcomeSchema, {
+        code: status.code,
+        message: status.message,
+        reason: status.reason ?? '',
+        field: status.field ?? '',
+      });
+    };
+    for (const [index, item] of items.entries()) {
+      try {
+        valid.push({ index, converted: convert(item) });
+      } catch (error) {
+        fail(index, error);
+      }
+    }
+    const results = await apply(valid.map((v) => v.converted));
+    results.forEach((result, k) => {
+      const { index } = valid[k] as { index: number };
+      if (result.ok) outcomes[index] = create(ItemOutcomeSchema, { code: 0 });
+      else fail(index, result.error);
+    });
+    return outcomes;
   }
 
   const completeEach = (items: readonly CompleteRequest[], scope: ScopeFilter): Promise<ItemOutcome[]> =>
-    settleEach(items, async (item) => {
-      const { jobId, fence } = fenceFromWire(item.fence);
-      const successors = item.successors.map((job, j) => newJobFromWire(job, `successors[${j}]`));
-      await queue.complete(jobId, fence, { successors }, scope);
-    });
+    settleEach(
+      items,
+      (item): Completion => ({
+        ...fenceFromWire(item.fence),
+        successors: item.successors.map((job, j) => newJobFromWire(job, `successors[${j}]`)),
+      }),
+      (completions) => queue.completeBatch(completions, scope),
+    );
 
   const failEach = (items: readonly FailRequest[], scope: ScopeFilter): Promise<ItemOutcome[]> =>
-    settleEach(items, async (item) => {
-      const { jobId, fence } = fenceFromWire(item.fence);
-      await queue.fail(jobId, fence, { error: item.error, retryable: !item.permanent }, scope);
-    });
+    settleEach(
+      items,
+      (item): Failure => ({ ...fenceFromWire(item.fence), error: item.error, retryable: !item.permanent }),
+      (failures) => queue.failBatch(failures, scope),
+    );
 
   /** Workers and operators submit across scopes; a tenant could only ever reach its own. */
   const workScope = (principal: Principal): ScopeFilter =>

@@ -6,7 +6,7 @@
  * backend cannot drift apart on semantics. The conformance suite in
  * `test/conformance/` runs against every implementation.
  */
-import type { JobRecord, JobState, Micros, ScopeFilter, WorkNotice } from '../core/types.ts';
+import type { ItemResult, JobRecord, JobState, Micros, ScopeFilter, WorkNotice } from '../core/types.ts';
 import type { NewJobFields } from '../core/transitions.ts';
 
 /** A job to create; the store assigns `createdAt` (strictly increasing per store). */
@@ -33,6 +33,12 @@ export interface Change {
   readonly record: JobRecord;
   /** Jobs to create in the same atomic write (chained enqueue). */
   readonly successors?: readonly JobDraft[];
+}
+
+/** One job's change in {@link JobStore.updateMany}: no successors, so it creates nothing. */
+export interface UpdateItem {
+  readonly jobId: string;
+  readonly change: (current: JobRecord) => { readonly record: JobRecord };
 }
 
 export interface UpdateOutcome {
@@ -98,6 +104,16 @@ export interface JobStore {
    * Throws `not_found` for an unknown id.
    */
   update(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome>;
+
+  /**
+   * Many independent read-check-writes in one pass (one lock round, one write
+   * or statement), for the results a worker sends together. Each item is
+   * atomic on its own and answered on its own: a change that throws, or an
+   * unknown id, fails that item and writes nothing for it. Items naming the
+   * same job apply in order, each seeing the one before. Rejects only when
+   * the store itself fails.
+   */
+  updateMany(items: readonly UpdateItem[], now: Micros): Promise<ItemResult<JobRecord>[]>;
 
   /** Ids of Leased jobs whose deadline is at or before `now`, earliest deadline first. */
   expiredLeases(now: Micros, limit: number): Promise<string[]>;

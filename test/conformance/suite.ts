@@ -6,12 +6,13 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { ErrorCode, LeaseConflictError, TelhaError } from '../../src/core/errors.ts';
-import { MAX_EVENTS } from '../../src/core/limits.ts';
+import { MAX_BATCH_JOBS, MAX_EVENTS } from '../../src/core/limits.ts';
 import {
   ANY_SCOPE,
   JobState,
   SYSTEM_SCOPE,
   tenantScope,
+  type ItemResult,
   type JobRecord,
   type QueueScope,
 } from '../../src/core/types.ts';
@@ -559,6 +560,129 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
         await q.extendAt(now(), job.jobId, fenceOf(job));
         h.clock.advanceSeconds(h.config.jobs.lease_ttl_secs - 1);
         assert.deepEqual(await q.reapExpiredAt(now()), { reaped: 0, dead: 0 });
+        assert.equal((await q.show(job.jobId)).state, JobState.Leased);
+      });
+    });
+
+    describe('batch completion and failure', () => {
+      /** The error of a failed item, checked to be a TelhaError with `code`. */
+      function failedWith(result: ItemResult<unknown> | undefined, code: ErrorCode): TelhaError {
+        assert.ok(result !== undefined && !result.ok, 'expected the item to fail');
+        assert.ok(result.error instanceof TelhaError, `expected a TelhaError, got ${String(result.error)}`);
+        assert.equal(result.error.code, code, result.error.message);
+        return result.error;
+      }
+
+      it('answers each item on its own: the valid ones are applied, the rest change nothing', async () => {
+        const good = [await jobIn(h, acme, 'leased'), await jobIn(h, acme, 'leased')];
+        const stale = await jobIn(h, acme, 'leased');
+        const foreign = await jobIn(h, globex, 'leased');
+        const results = await q.completeBatchAt(
+          now(),
+          [
+            { jobId: good[0]!.jobId, fence: fenceOf(good[0]!) },
+            { jobId: stale.jobId, fence: { ...fenceOf(stale), leaseGeneration: stale.leaseGeneration + 1 } },
+            { jobId: '0190a0a0-0000-7000-8000-000000000000', fence: fenceOf(good[1]!) },
+            { jobId: 'not-a-uuid', fence: fenceOf(good[1]!) },
+            { jobId: foreign.jobId, fence: fenceOf(foreign) },
+            { jobId: good[1]!.jobId, fence: fenceOf(good[1]!) },
+          ],
+          acme,
+        );
+        assert.equal(results.length, 6);
+        for (const i of [0, 5]) {
+          const result = results[i];
+          assert.ok(result?.ok);
+          assert.equal(result.value.job.state, JobState.Completed);
+          assert.deepEqual(await q.show(result.value.job.jobId), result.value.job);
+        }
+        const conflictError = failedWith(results[1], ErrorCode.LeaseConflict);
+        assert.ok(conflictError instanceof LeaseConflictError);
+        assert.equal(conflictError.reason, 'generation_superseded');
+        failedWith(results[2], ErrorCode.NotFound);
+        assert.equal(failedWith(results[3], ErrorCode.InvalidArgument).field, 'job_id');
+        // Another tenant's job reads as unknown, and stays leased.
+        failedWith(results[4], ErrorCode.NotFound);
+        assert.deepEqual(await q.show(stale.jobId), stale);
+        assert.deepEqual(await q.show(foreign.jobId), foreign);
+      });
+
+      it("rejects a zombie's batch after its lease was reaped and re-leased, and accepts the live worker's", async () => {
+        const { job } = await q.enqueueAt(now(), acme, { kind: 'k' });
+        const a = await lease(acme, 'worker-a');
+        h.clock.advanceSeconds(h.config.jobs.lease_ttl_secs + 1);
+        await q.reapExpiredAt(now());
+        h.clock.advanceSeconds(3_600);
+        const b = await lease(acme, 'worker-a');
+        const [late] = await q.completeBatchAt(now(), [{ jobId: job.jobId, fence: fenceOf(a) }]);
+        assert.equal((failedWith(late, ErrorCode.LeaseConflict) as LeaseConflictError).reason, 'generation_superseded');
+        const [lateFail] = await q.failBatchAt(now(), [{ jobId: job.jobId, fence: fenceOf(a), error: 'late' }]);
+        failedWith(lateFail, ErrorCode.LeaseConflict);
+        assert.equal((await q.show(job.jobId)).leaseGeneration, b.leaseGeneration);
+        const [live] = await q.completeBatchAt(now(), [{ jobId: job.jobId, fence: fenceOf(b) }]);
+        assert.ok(live?.ok);
+        assert.equal((await q.show(job.jobId)).state, JobState.Completed);
+      });
+
+      it('applies items naming the same job in order, each seeing the one before', async () => {
+        const job = await jobIn(h, acme, 'leased');
+        const results = await q.completeBatchAt(now(), [
+          { jobId: job.jobId, fence: fenceOf(job) },
+          { jobId: job.jobId, fence: fenceOf(job) },
+        ]);
+        assert.ok(results[0]?.ok);
+        failedWith(results[1], ErrorCode.LeaseConflict);
+        const stored = await q.show(job.jobId);
+        assert.equal(stored.state, JobState.Completed);
+        assert.deepEqual(
+          stored.events.map((e) => e.transition),
+          ['enqueued', 'leased', 'completed'],
+        );
+        assert.deepEqual(await countsOf(q), { [JobState.Completed]: 1 });
+      });
+
+      it('runs a completion with successors beside the plain ones, creating them in its own write', async () => {
+        const plain = await jobIn(h, acme, 'leased');
+        const chained = await jobIn(h, acme, 'leased');
+        const results = await q.completeBatchAt(now(), [
+          { jobId: plain.jobId, fence: fenceOf(plain) },
+          { jobId: chained.jobId, fence: fenceOf(chained), successors: [{ kind: 'next', idempotencyKey: 'n-1' }] },
+        ]);
+        assert.ok(results[0]?.ok && results[1]?.ok);
+        assert.deepEqual(results[0].value.successors, []);
+        const [successor] = results[1].value.successors;
+        assert.ok(successor?.created);
+        assert.equal(successor.job.tenant, 'acme');
+        assert.equal((await q.show(successor.job.jobId)).state, JobState.Pending);
+        assert.deepEqual(await countsOf(q), { [JobState.Pending]: 1, [JobState.Completed]: 2 });
+      });
+
+      it('fails each item as fail would: retry with backoff, dead-letter, and a bad error field for its item only', async () => {
+        const retry = await jobIn(h, acme, 'leased');
+        const permanent = await jobIn(h, acme, 'leased');
+        const malformed = await jobIn(h, acme, 'leased');
+        const results = await q.failBatchAt(now(), [
+          { jobId: retry.jobId, fence: fenceOf(retry), error: 'timeout' },
+          { jobId: permanent.jobId, fence: fenceOf(permanent), error: 'bad input', retryable: false },
+          { jobId: malformed.jobId, fence: fenceOf(malformed), error: 42 as unknown as string },
+        ]);
+        assert.ok(results[0]?.ok && results[1]?.ok);
+        assert.equal(results[0].value.state, JobState.Pending);
+        assert.equal(results[0].value.attempts, 1);
+        assert.equal(results[0].value.notBefore, now() + 10 * SECOND);
+        assert.equal(results[1].value.state, JobState.Dead);
+        assert.equal(failedWith(results[2], ErrorCode.InvalidArgument).field, 'error');
+        assert.deepEqual(await q.show(retry.jobId), results[0].value);
+        assert.deepEqual(await q.show(malformed.jobId), malformed);
+        // The retried job is leasable again once its gate opens.
+        h.clock.advanceSeconds(10);
+        assert.equal((await lease(acme, 'w2')).jobId, retry.jobId);
+      });
+
+      it('refuses a batch above the limit as a whole', async () => {
+        const job = await jobIn(h, acme, 'leased');
+        const items = Array.from({ length: MAX_BATCH_JOBS + 1 }, () => ({ jobId: job.jobId, fence: fenceOf(job) }));
+        await rejects(q.completeBatchAt(now(), items), ErrorCode.InvalidArgument);
         assert.equal((await q.show(job.jobId)).state, JobState.Leased);
       });
     });

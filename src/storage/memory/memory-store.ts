@@ -6,7 +6,16 @@
  */
 import { notFound } from '../../core/errors.ts';
 import { enqueue, isLeasable, isLeaseExpired, kindMatches } from '../../core/transitions.ts';
-import { finishedAt, JobState, type JobRecord, type Micros, type ScopeFilter } from '../../core/types.ts';
+import {
+  finishedAt,
+  itemFailed,
+  itemOk,
+  JobState,
+  type ItemResult,
+  type JobRecord,
+  type Micros,
+  type ScopeFilter,
+} from '../../core/types.ts';
 import { jobKeyOf } from '../../codec/keys.ts';
 import { CreatedAtSequence, idempotencySlot, inScope } from '../shared.ts';
 import type {
@@ -20,6 +29,7 @@ import type {
   ListQuery,
   PruneParams,
   StoreStats,
+  UpdateItem,
   UpdateOutcome,
 } from '../types.ts';
 
@@ -88,6 +98,22 @@ export class MemoryJobStore implements JobStore {
     } catch (error) {
       return Promise.reject(error instanceof Error ? error : new Error(String(error)));
     }
+  }
+
+  updateMany(items: readonly UpdateItem[]): Promise<ItemResult<JobRecord>[]> {
+    return Promise.resolve(
+      items.map((item) => {
+        try {
+          const current = this.jobs.get(item.jobId);
+          if (current === undefined) throw notFound(`job ${item.jobId}`);
+          const { record } = item.change(current);
+          this.jobs.set(item.jobId, record);
+          return itemOk(record);
+        } catch (error) {
+          return itemFailed<JobRecord>(error);
+        }
+      }),
+    );
   }
 
   expiredLeases(now: Micros, limit: number): Promise<string[]> {

@@ -8,7 +8,8 @@
  * row as read and writes it back only if the stored record is still that one
  * (one UPDATE, compare-and-set on the whole record: state, worker, generation
  * and all), or, when it creates jobs too, under a row lock in one transaction;
- * either way a stale submission through any server is rejected. Enqueue is one
+ * either way a stale submission through any server is rejected. A worker's batch
+ * of results is one SELECT and one such UPDATE for all of them. Enqueue is one
  * INSERT; idempotency is a unique index on (scope, key).
  *
  * Ready work is a partial index over Pending rows whose gate is open. A gate
@@ -27,8 +28,11 @@ import { silentLogger, type Logger } from '../../core/logger.ts';
 import { enqueue } from '../../core/transitions.ts';
 import {
   finishedAt,
+  itemFailed,
+  itemOk,
   JobState,
   workNotices,
+  type ItemResult,
   type JobRecord,
   type Micros,
   type ScopeFilter,
@@ -48,6 +52,7 @@ import type {
   ListQuery,
   PruneParams,
   StoreStats,
+  UpdateItem,
   UpdateOutcome,
 } from '../types.ts';
 import { migrate, schemaTable } from './migrations.ts';
@@ -295,28 +300,6 @@ export class PostgresJobStore implements JobStore {
     }
   }
 
-  /** Store new versions of rows this transaction holds, in one statement however many there are. */
-  private async write(db: Db, records: readonly JobRecord[], now: Micros): Promise<void> {
-    if (records.length === 0) return;
-    await db.query(
-      `UPDATE ${this.t}.jobs AS j SET state = u.state, not_before = u.not_before,
-         lease_deadline = u.lease_deadline, worker_id = u.worker_id, finished_at = u.finished_at,
-         record = u.record
-       FROM unnest($1::uuid[], $2::smallint[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::bytea[])
-         AS u(job_id, state, not_before, lease_deadline, worker_id, finished_at, record)
-       WHERE j.job_id = u.job_id`,
-      [
-        records.map((r) => r.jobId),
-        records.map((r) => r.state),
-        records.map((r) => closedGate(r, now)),
-        records.map((r) => r.leaseDeadline),
-        records.map((r) => r.workerId),
-        records.map((r) => finishedAt(r)),
-        records.map((r) => encodeRecord(r)),
-      ],
-    );
-  }
-
   async insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
     // One INSERT statement is atomic by itself: no transaction round trips needed.
     return insertJobs(this.pool, this.schema, drafts, now, { origin: this.origin, createdAt: this.createdAt });
@@ -337,7 +320,11 @@ export class PostgresJobStore implements JobStore {
         const record = this.decode(row);
         if (record !== null) leased.push(params.lease(record));
       }
-      await this.write(db, leased, params.now);
+      await this.writeMany(
+        db,
+        leased.map((record) => ({ record, expected: null })),
+        params.now,
+      );
       return leased;
     }, begin);
   }
@@ -352,9 +339,54 @@ export class PostgresJobStore implements JobStore {
     ).rows;
     if (row === undefined) throw notFound(`job ${jobId}`);
     const next = change(decodeRecord(row.record, `job ${jobId}`));
-    if ((next.successors ?? []).length === 0 && (await this.writeIfUnchanged(this.pool, row.record, next.record, now)))
+    if (
+      (next.successors ?? []).length === 0 &&
+      (await this.writeMany(this.pool, [{ record: next.record, expected: row.record }], now)).has(jobId)
+    )
       return { record: next.record, successors: [] };
     return this.lockedUpdate(jobId, change, now);
+  }
+
+  /**
+   * One SELECT for every job, the changes applied here, then one UPDATE that writes each
+   * job whose row is still as read (compare-and-set per row, as in `update`): two round
+   * trips for the whole batch. A job whose row changed in between has its items redone
+   * one by one through `update`, which reads it again.
+   */
+  async updateMany(items: readonly UpdateItem[], now: Micros): Promise<ItemResult<JobRecord>[]> {
+    if (items.length === 0) return [];
+    const ids = [...new Set(items.map((item) => item.jobId))];
+    const { rows } = await this.pool.query<{ job_id: string; record: Buffer }>(
+      `SELECT job_id, record FROM ${this.t}.jobs WHERE job_id = ANY($1::uuid[])`,
+      [ids],
+    );
+    const stored = new Map(rows.map((row) => [row.job_id, row.record]));
+    const latest = new Map<string, JobRecord>();
+    const results = items.map((item): ItemResult<JobRecord> => {
+      try {
+        const raw = stored.get(item.jobId);
+        if (raw === undefined) throw notFound(`job ${item.jobId}`);
+        const { record } = item.change(latest.get(item.jobId) ?? decodeRecord(raw, `job ${item.jobId}`));
+        latest.set(item.jobId, record);
+        return itemOk(record);
+      } catch (error) {
+        return itemFailed(error);
+      }
+    });
+    const written = await this.writeMany(
+      this.pool,
+      [...latest.values()].map((record) => ({ record, expected: stored.get(record.jobId) as Buffer })),
+      now,
+    );
+    for (const [i, item] of items.entries()) {
+      if (!latest.has(item.jobId) || written.has(item.jobId)) continue;
+      try {
+        results[i] = itemOk((await this.update(item.jobId, item.change, now)).record);
+      } catch (error) {
+        results[i] = itemFailed(error);
+      }
+    }
+    return results;
   }
 
   private lockedUpdate(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
@@ -367,7 +399,7 @@ export class PostgresJobStore implements JobStore {
       if (row === undefined) throw notFound(`job ${jobId}`);
       const next = change(decodeRecord(row.record, `job ${jobId}`));
       // The row is locked, so the compare always holds.
-      await this.writeIfUnchanged(db, row.record, next.record, now);
+      await this.writeMany(db, [{ record: next.record, expected: row.record }], now);
       const successors = await insertJobs(db, this.schema, next.successors ?? [], now, {
         origin: this.origin,
         createdAt: this.createdAt,
@@ -378,35 +410,43 @@ export class PostgresJobStore implements JobStore {
   }
 
   /**
-   * Write one job's new version if its stored record is still `expected`; `false` if another
-   * write came first. A job that is Pending again (retried, reaped, backing off) also notifies
-   * other servers' waiters, in the same statement.
+   * Store new versions of jobs in one statement however many there are. A row with an
+   * `expected` record is written only if its stored record is still that one (compare-and-set
+   * on the whole record); one without is a row this transaction holds locked. Jobs that are
+   * Pending again (retried, reaped, backing off) also notify other servers' waiters, in the
+   * same statement. Returns the ids written.
    */
-  private async writeIfUnchanged(
+  private async writeMany(
     db: Pick<pg.ClientBase, 'query'>,
-    expected: Buffer,
-    record: JobRecord,
+    rows: readonly { readonly record: JobRecord; readonly expected: Buffer | null }[],
     now: Micros,
-  ): Promise<boolean> {
-    const pending = record.state === JobState.Pending;
-    const { rowCount } = await db.query(
-      `UPDATE ${this.t}.jobs SET state = $3, not_before = $4, lease_deadline = $5, worker_id = $6,
-         finished_at = $7, record = $8
-       WHERE job_id = $1 AND record = $2
-       RETURNING ${pending ? 'pg_notify($9, $10)' : '1'}`,
+  ): Promise<Set<string>> {
+    if (rows.length === 0) return new Set();
+    const records = rows.map((r) => r.record);
+    const pending = records.filter((r) => r.state === JobState.Pending);
+    // Identical notifications of one transaction are delivered once, so each Pending row may send it.
+    const notify = pending.length > 0 ? `, CASE WHEN u.state = 0 THEN pg_notify($9, $10)::text END` : '';
+    const { rows: written } = await db.query<{ job_id: string }>(
+      `UPDATE ${this.t}.jobs AS j SET state = u.state, not_before = u.not_before,
+         lease_deadline = u.lease_deadline, worker_id = u.worker_id, finished_at = u.finished_at,
+         record = u.record
+       FROM unnest($1::uuid[], $2::bytea[], $3::smallint[], $4::bigint[], $5::bigint[], $6::text[], $7::bigint[],
+         $8::bytea[]) AS u(job_id, expected, state, not_before, lease_deadline, worker_id, finished_at, record)
+       WHERE j.job_id = u.job_id AND (u.expected IS NULL OR j.record = u.expected)
+       RETURNING j.job_id${notify}`,
       [
-        record.jobId,
-        expected,
-        record.state,
-        closedGate(record, now),
-        record.leaseDeadline,
-        record.workerId,
-        finishedAt(record),
-        encodeRecord(record),
-        ...(pending ? [this.schema.channel, noticePayload(this.origin, workNotices([record], now))] : []),
+        records.map((r) => r.jobId),
+        rows.map((r) => r.expected),
+        records.map((r) => r.state),
+        records.map((r) => closedGate(r, now)),
+        records.map((r) => r.leaseDeadline),
+        records.map((r) => r.workerId),
+        records.map((r) => finishedAt(r)),
+        records.map((r) => encodeRecord(r)),
+        ...(pending.length > 0 ? [this.schema.channel, noticePayload(this.origin, workNotices(pending, now))] : []),
       ],
     );
-    return rowCount === 1;
+    return new Set(written.map((row) => row.job_id));
   }
 
   async expiredLeases(now: Micros, limit: number): Promise<string[]> {

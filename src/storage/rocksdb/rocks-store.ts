@@ -18,7 +18,16 @@ import { systemClock, type Clock } from '../../core/clock.ts';
 import { CorruptRecordError, ErrorCode, notFound, TelhaError } from '../../core/errors.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import { enqueue, isLeasable, kindMatches } from '../../core/transitions.ts';
-import { finishedAt, JobState, type JobRecord, type Micros, type ScopeFilter } from '../../core/types.ts';
+import {
+  finishedAt,
+  itemFailed,
+  itemOk,
+  JobState,
+  type ItemResult,
+  type JobRecord,
+  type Micros,
+  type ScopeFilter,
+} from '../../core/types.ts';
 import {
   countKey,
   decodeCountKey,
@@ -51,6 +60,7 @@ import type {
   ListQuery,
   PruneParams,
   StoreStats,
+  UpdateItem,
   UpdateOutcome,
 } from '../types.ts';
 import { RocksDatabase, type ColumnHandle, type WriteOp } from './database.ts';
@@ -369,6 +379,41 @@ export class RocksJobStore implements JobStore {
       }
     } finally {
       releaseJob();
+    }
+  }
+
+  async updateMany(items: readonly UpdateItem[], now: Micros): Promise<ItemResult<JobRecord>[]> {
+    this.assertOpen();
+    const release = await this.locks.acquire(items.map((item) => item.jobId));
+    try {
+      const ops: WriteOp[] = [];
+      const results: ItemResult<JobRecord>[] = [];
+      /** Each changed job as it was before this call and as it is after the items so far. */
+      const changed = new Map<string, { readonly before: JobRecord; after: Loaded }>();
+      for (const item of items) {
+        try {
+          const seen = changed.get(item.jobId);
+          const current = seen?.after ?? this.load(item.jobId);
+          if (current === null) throw notFound(`job ${item.jobId}`);
+          const { record } = item.change(current.record);
+          const key = jobKeyOf(record);
+          this.stageTransition(ops, current.key, current.record, key, record);
+          if (seen === undefined) changed.set(item.jobId, { before: current.record, after: { key, record } });
+          else seen.after = { key, record };
+          results.push(itemOk(record));
+        } catch (error) {
+          results.push(itemFailed(error));
+        }
+      }
+      if (ops.length > 0) await this.committer.stage(ops);
+      for (const { before, after } of changed.values()) {
+        this.unindex(before);
+        this.indexLive(after.key, after.record, now);
+        if (after.record.state === JobState.Pending) this.rememberPending(after.key, after.record);
+      }
+      return results;
+    } finally {
+      release();
     }
   }
 
