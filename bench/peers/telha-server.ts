@@ -64,7 +64,7 @@ class TelhaServer implements System {
     this.fillMethod =
       backend === 'rocksdb'
         ? 'server stopped, store replaced by a copy of the template the public API built (see Telha embedded), server restarted'
-        : "server stopped, rows built with Telha's transition functions and codec, INSERT ... unnest 10k rows per statement (its own write path, a round trip per completion, takes minutes for 1M), server restarted, count checked";
+        : "server stopped, rows built with Telha's transition functions and codec, INSERT ... unnest 10k rows per statement (loading 1M through its own enqueue, lease and complete takes minutes), server restarted, count checked";
   }
 
   private get durability(): 'process' | 'fsync' {
