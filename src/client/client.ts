@@ -6,7 +6,15 @@
 import * as grpc from '@grpc/grpc-js';
 import { JobState as JobStateCore, type JobState, type LeaseFence, type QueueScope } from '../core/types.ts';
 import { create } from '@bufbuild/protobuf';
-import { WorkOpenSchema, type WorkRequest, type WorkResponse } from '../gen/telha/v1/queue_pb.ts';
+import {
+  WorkOpenSchema,
+  type EnqueueResult as WireEnqueueResult,
+  type NewJob,
+  type Scope,
+  type WorkRequest,
+  type WorkResponse,
+} from '../gen/telha/v1/queue_pb.ts';
+import { MAX_SETTLE_BATCH } from '../core/limits.ts';
 import {
   MAX_MESSAGE_BYTES,
   queueServiceDefinition,
@@ -15,7 +23,7 @@ import {
   type RequestInitOf,
   type ResponseOf,
 } from '../wire/service.ts';
-import { fromWireError, outcomesToErrors, WireError } from './errors.ts';
+import { fromWireError, outcomeToError, outcomesToErrors, WireError } from './errors.ts';
 import {
   completeToWire,
   failToWire,
@@ -88,10 +96,19 @@ interface CallOptions {
 
 const Stub = grpc.makeGenericClientConstructor(queueServiceDefinition, 'QueueService');
 
+/** An `enqueue` call waiting for this turn's flush. */
+interface QueuedEnqueue {
+  readonly job: NewJob;
+  resolve(outcome: EnqueueOutcome): void;
+  reject(error: Error): void;
+}
+
 export class TelhaClient {
   private readonly stub: grpc.Client;
   private readonly metadata: grpc.Metadata;
   private readonly timeoutMs: number;
+  /** `enqueue` calls of this event-loop turn, by scope, sent together when the turn ends. */
+  private readonly queuedEnqueues = new Map<string, { scope: Scope | undefined; calls: QueuedEnqueue[] }>();
 
   constructor(options: ClientOptions = {}) {
     const credentials = options.tls
@@ -149,12 +166,55 @@ export class TelhaClient {
     });
   }
 
-  /** Enqueue one job. With a repeated idempotency key, the first job comes back with `created: false`. */
-  async enqueue(job: NewJobInput, scope?: QueueScope): Promise<EnqueueOutcome> {
-    const res = await this.rpc('enqueue', { scope: scopeToWire(scope), job: newJobToWire(job) });
-    const result = res.result;
-    if (!result?.job) throw new Error('server sent an empty enqueue result');
-    return { job: jobFromWire(result.job), created: result.created };
+  /**
+   * Enqueue one job. With a repeated idempotency key, the first job comes back with `created: false`.
+   *
+   * Calls made in the same event-loop turn (a web server's concurrent requests, a loop of
+   * un-awaited enqueues) go to the server together as one `EnqueueEach` call per scope: each
+   * job is still validated and answered on its own, so one bad job fails only its own call.
+   */
+  enqueue(job: NewJobInput, scope?: QueueScope): Promise<EnqueueOutcome> {
+    return new Promise<EnqueueOutcome>((resolve, reject) => {
+      const key = scope === undefined ? '' : scope.type === 'system' ? 'system' : `tenant:${scope.tenant}`;
+      let group = this.queuedEnqueues.get(key);
+      if (group === undefined) {
+        if (this.queuedEnqueues.size === 0) setImmediate(() => this.flushEnqueues());
+        group = { scope: scopeToWire(scope), calls: [] };
+        this.queuedEnqueues.set(key, group);
+      }
+      group.calls.push({ job: newJobToWire(job), resolve, reject });
+    });
+  }
+
+  private flushEnqueues(): void {
+    const groups = [...this.queuedEnqueues.values()];
+    this.queuedEnqueues.clear();
+    for (const { scope, calls } of groups) {
+      for (let start = 0; start < calls.length; start += MAX_SETTLE_BATCH) {
+        const chunk = calls.slice(start, start + MAX_SETTLE_BATCH);
+        const only = chunk.length === 1 ? chunk[0] : undefined;
+        if (only !== undefined) {
+          this.rpc('enqueue', { scope, job: only.job }).then(
+            (res) => answer(only, res.result),
+            (error: unknown) => only.reject(error as Error),
+          );
+          continue;
+        }
+        this.rpc('enqueueEach', { scope, jobs: chunk.map((call) => call.job) }).then(
+          (res) =>
+            chunk.forEach((call, i) => {
+              const reply = res.answers[i]?.answer;
+              if (reply?.case === 'result') answer(call, reply.value);
+              else if (reply?.case === 'error' && reply.value.code !== 0)
+                call.reject(outcomeToError(reply.value, '') as Error);
+              else call.reject(new Error('server sent no answer for this job'));
+            }),
+          (error: unknown) => {
+            for (const call of chunk) call.reject(error as Error);
+          },
+        );
+      }
+    }
   }
 
   /** Enqueue many jobs in one atomic write. */
@@ -283,6 +343,20 @@ export class TelhaClient {
   ): Promise<RemoteJob> {
     const res = await this.rpc('fail', failToWire({ jobId, fence, error, ...options }));
     return jobFromWire(requireJob(res.job));
+  }
+}
+
+function enqueueOutcome(result: WireEnqueueResult | undefined): EnqueueOutcome {
+  if (!result?.job) throw new Error('server sent an empty enqueue result');
+  return { job: jobFromWire(result.job), created: result.created };
+}
+
+/** Answer a queued enqueue with its result, or with the error reading it threw. */
+function answer(call: QueuedEnqueue, result: WireEnqueueResult | undefined): void {
+  try {
+    call.resolve(enqueueOutcome(result));
+  } catch (error) {
+    call.reject(error instanceof Error ? error : new Error(String(error)));
   }
 }
 

@@ -52,7 +52,7 @@ export function fromWireError(error: unknown): Error {
 }
 
 /** A batch item's outcome as the error its single call would have thrown, or `null` when accepted. */
-function outcomeToError(outcome: ItemOutcome, jobId: string): Error | null {
+export function outcomeToError(outcome: ItemOutcome, jobId: string): Error | null {
   if (outcome.code === 0) return null;
   const metadata = new grpc.Metadata();
   metadata.set(JOB_HEADER, jobId);

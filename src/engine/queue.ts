@@ -8,6 +8,7 @@ import type { BackoffByKind } from '../core/backoff.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { DEFAULT_CONFIG, type TelhaConfig } from '../core/config.ts';
 import { ErrorCode, invalidArgument, isTelhaError, notFound, TelhaError } from '../core/errors.ts';
+import { eachOnItsOwn } from '../core/each.ts';
 import { silentLogger, type Logger } from '../core/logger.ts';
 import { MAX_BATCH_JOBS, MAX_LEASE_BATCH, MAX_LIST_LIMIT } from '../core/limits.ts';
 import * as transitions from '../core/transitions.ts';
@@ -213,6 +214,38 @@ export class Queue {
       now,
     );
     return outcomes.map(({ record, created }) => ({ job: record, created }));
+  }
+
+  /**
+   * Enqueue many jobs, each on its own: a job that fails validation gets its
+   * own error and changes nothing; the others are stored in one write, as
+   * concurrent `enqueue` calls would be by group commit. For callers that
+   * gather independent enqueues (the SDK's coalesced `enqueue`).
+   */
+  enqueueEach(scope: QueueScope, jobs: readonly EnqueueOptions[]): Promise<ItemResult<EnqueueResult>[]> {
+    return this.enqueueEachAt(this.clock.now(), scope, jobs);
+  }
+
+  async enqueueEachAt(
+    now: Micros,
+    scope: QueueScope,
+    jobs: readonly EnqueueOptions[],
+  ): Promise<ItemResult<EnqueueResult>[]> {
+    this.assertOpen();
+    checkScope(scope);
+    this.checkBatch(jobs);
+    return eachOnItsOwn(
+      jobs,
+      (job) => draftJob(scope, job, now, '', this.config.jobs.max_payload_bytes),
+      async (drafts) => {
+        const outcomes = await this.store.insert(drafts, now);
+        this.announce(
+          outcomes.filter((o) => o.created).map((o) => o.record),
+          now,
+        );
+        return outcomes.map(({ record, created }) => itemOk({ job: record, created }));
+      },
+    );
   }
 
   // ---- leasing ----
@@ -485,32 +518,22 @@ export class Queue {
     check?: (item: T) => void,
   ): Promise<ItemResult<JobRecord>[]> {
     this.checkBatch(items);
-    const results = new Array<ItemResult<JobRecord>>(items.length);
-    const valid: { readonly index: number; readonly update: UpdateItem }[] = [];
-    for (const [index, item] of items.entries()) {
-      try {
+    return eachOnItsOwn(
+      items,
+      (item): UpdateItem => {
         const jobId = checkJobId(item.jobId);
         const fence = checkFence(item.fence);
         check?.(item);
-        const change = (current: JobRecord): { record: JobRecord } => {
-          assertInScope(current, scope);
-          return { record: apply(current, fence, item) };
+        return {
+          jobId,
+          change: (current) => {
+            assertInScope(current, scope);
+            return { record: apply(current, fence, item) };
+          },
         };
-        valid.push({ index, update: { jobId, change } });
-      } catch (error) {
-        results[index] = itemFailed(error);
-      }
-    }
-    if (valid.length > 0) {
-      const applied = await this.store.updateMany(
-        valid.map((v) => v.update),
-        now,
-      );
-      applied.forEach((result, k) => {
-        results[(valid[k] as { index: number }).index] = result;
-      });
-    }
-    return results;
+      },
+      (updates) => this.store.updateMany(updates, now),
+    );
   }
 
   private checkBatch(items: readonly unknown[]): void {

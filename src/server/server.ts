@@ -126,12 +126,25 @@ function adaptService(service: QueueServiceHandlers, logger: Logger): grpc.Untyp
   for (const name of Object.keys(service.unary) as MethodName[]) {
     const impl = service.unary[name] as (req: unknown, ctx: CallContext) => Promise<object>;
     handlers[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
-      const abort = new AbortController();
-      call.once('cancelled', () => abort.abort());
+      // Made only when a handler reads it (a parked lease): aborting one builds a DOMException
+      // with a stack, and doing so on grpc-js's 'cancelled' event for every unary call was
+      // ~3.5% of the server's CPU in a profile of one-at-a-time enqueues.
+      let abort: AbortController | null = null;
+      let cancelled = false;
+      call.once('cancelled', () => {
+        cancelled = true;
+        abort?.abort();
+      });
       const authorization = call.metadata.get('authorization')[0];
       impl(call.request, {
         authorization: typeof authorization === 'string' ? authorization : null,
-        signal: abort.signal,
+        get signal() {
+          if (abort === null) {
+            abort = new AbortController();
+            if (cancelled) abort.abort();
+          }
+          return abort.signal;
+        },
       }).then(
         (response) => callback(null, responseOf(name, response as never)),
         (error: unknown) => {

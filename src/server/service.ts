@@ -7,9 +7,11 @@ import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { MAX_LEASE_BATCH, MAX_SETTLE_BATCH } from '../core/limits.ts';
 import { ANY_SCOPE, type ItemResult, type JobRecord, type LeaseFence, type ScopeFilter } from '../core/types.ts';
+import { eachOnItsOwn } from '../core/each.ts';
 import type { Completion, EnqueueResult, Failure, Queue } from '../engine/queue.ts';
 import { create } from '@bufbuild/protobuf';
 import {
+  EnqueueEachAnswerSchema,
   ItemOutcomeSchema,
   type CompleteRequest,
   type EnqueueResult as WireEnqueueResult,
@@ -131,6 +133,17 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
     };
   }
 
+  /** One item's error as its outcome in a batch answer. */
+  const errorOutcome = (error: unknown, item: string): ItemOutcome => {
+    const status = describeError(error, logger, { item });
+    return create(ItemOutcomeSchema, {
+      code: status.code,
+      message: status.message,
+      reason: status.reason ?? '',
+      field: status.field ?? '',
+    });
+  };
+
   /**
    * The items of a batch call (CompleteBatch, FailBatch, a Work message's
    * results), each answered on its own: an item's error becomes its outcome,
@@ -143,31 +156,10 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
     apply: (converted: readonly R[]) => Promise<ItemResult<unknown>[]>,
   ): Promise<ItemOutcome[]> {
     if (items.length > MAX_SETTLE_BATCH) throw invalidArgument('items', `at most ${MAX_SETTLE_BATCH} items per call`);
-    const outcomes = new Array<ItemOutcome>(items.length);
-    const valid: { readonly index: number; readonly converted: R }[] = [];
-    const fail = (index: number, error: unknown): void => {
-      const status = describeError(error, logger, { item: `items[${index}]` });
-      outcomes[index] = create(ItemOutcomeSchema, {
-        code: status.code,
-        message: status.message,
-        reason: status.reason ?? '',
-        field: status.field ?? '',
-      });
-    };
-    for (const [index, item] of items.entries()) {
-      try {
-        valid.push({ index, converted: convert(item) });
-      } catch (error) {
-        fail(index, error);
-      }
-    }
-    const results = await apply(valid.map((v) => v.converted));
-    results.forEach((result, k) => {
-      const { index } = valid[k] as { index: number };
-      if (result.ok) outcomes[index] = create(ItemOutcomeSchema, { code: 0 });
-      else fail(index, result.error);
-    });
-    return outcomes;
+    const results = await eachOnItsOwn(items, convert, apply);
+    return results.map((result, index) =>
+      result.ok ? create(ItemOutcomeSchema, { code: 0 }) : errorOutcome(result.error, `items[${index}]`),
+    );
   }
 
   const completeEach = (items: readonly CompleteRequest[], scope: ScopeFilter): Promise<ItemOutcome[]> =>
@@ -206,6 +198,23 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
       const jobs = req.jobs.map((job, i) => newJobFromWire(job, `jobs[${i}]`));
       const results = await queue.enqueueBatch(scope, jobs);
       return { results: results.map(resultToWire) };
+    }),
+
+    enqueueEach: handle('enqueueEach', 'enqueue', async (req, { principal }) => {
+      const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
+      const results = await eachOnItsOwn(
+        req.jobs,
+        (job) => newJobFromWire(job, 'job'),
+        (jobs) => queue.enqueueEach(scope, jobs),
+      );
+      const answers = results.map((result, index) =>
+        create(EnqueueEachAnswerSchema, {
+          answer: result.ok
+            ? { case: 'result', value: resultToWire(result.value) }
+            : { case: 'error', value: errorOutcome(result.error, `jobs[${index}]`) },
+        }),
+      );
+      return { answers };
     }),
 
     lease: handle('lease', 'work', async (req, { principal, ctx }) => {

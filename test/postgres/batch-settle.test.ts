@@ -56,10 +56,10 @@ describe('PostgreSQL batch completion', () => {
       { jobId: first.jobId, fence: fenceOf(first) },
       { jobId: second.jobId, fence: fenceOf(second) },
     ]);
-    // The batch read the rows before the heartbeat commits; its UPDATE now waits for the row lock.
+    // The batch read the rows before the heartbeat commits; its UPDATE now waits for that transaction.
     await eventually(async () => {
       const { rows } = await other.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE %'`,
+        `SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'`,
       );
       return (rows[0]?.n ?? 0) > 0;
     }, 'the batch UPDATE to wait for the row lock');

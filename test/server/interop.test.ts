@@ -133,4 +133,20 @@ describe('a plain grpc-js client loading the .proto files', () => {
       },
     );
   });
+
+  it('enqueues several jobs each on its own with EnqueueEach: one answer per job, in order', async () => {
+    const response = await call('EnqueueEach', {
+      scope: { tenant: 'acme' },
+      jobs: [{ kind: 'each-a' }, { kind: 'bad kind' }, { kind: 'each-b', priority: 7 }],
+    });
+    assert.equal(response.answers.length, 3);
+    assert.equal(response.answers[0].result.job.kind, 'each-a');
+    assert.equal(response.answers[0].error, undefined);
+    assert.equal(response.answers[1].result, undefined);
+    assert.equal(response.answers[1].error.code, grpc.status.INVALID_ARGUMENT);
+    assert.equal(response.answers[1].error.field, 'kind');
+    assert.equal(response.answers[2].result.job.priority, 7);
+    const shown = await call('Show', { job_id: response.answers[2].result.job.job_id });
+    assert.equal(shown.job.state, 'JOB_STATE_PENDING');
+  });
 });

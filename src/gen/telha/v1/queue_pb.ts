@@ -33,7 +33,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file telha/v1/queue.proto.
  */
 export const file_telha_v1_queue: GenFile = /*@__PURE__*/
-  fileDesc("ChR0ZWxoYS92MS9xdWV1ZS5wcm90bxIIdGVsaGEudjEiNQoFU2NvcGUSEAoGdGVuYW50GAEgASgJSAASEAoGc3lzdGVtGAIgASgISABCCAoGdGFyZ2V0Ik0KCEpvYkV2ZW50Eg0KBWF0X3VzGAEgASgDEhIKCnRyYW5zaXRpb24YAiABKAkSEwoGZGV0YWlsGAMgASgJSACIAQFCCQoHX2RldGFpbCKUBAoDSm9iEg4KBmpvYl9pZBgBIAEoCRIOCgZ0ZW5hbnQYAiABKAkSDAoEa2luZBgDIAEoCRIPCgdwYXlsb2FkGAQgASgMEhAKCHByaW9yaXR5GAUgASgNEhUKDWNyZWF0ZWRfYXRfdXMYBiABKAMSIQoFc3RhdGUYByABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRIQCghhdHRlbXB0cxgIIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAkgASgEEhYKCXdvcmtlcl9pZBgKIAEoCUgAiAEBEh4KEWxlYXNlX2RlYWRsaW5lX3VzGAsgASgDSAGIAQESGgoNbm90X2JlZm9yZV91cxgMIAEoA0gCiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgNIAEoCUgDiAEBEhkKDG1heF9hdHRlbXB0cxgOIAEoDUgEiAEBEhkKDGNvbnRpbnVhdGlvbhgPIAEoDEgFiAEBEiIKBmV2ZW50cxgQIAMoCzISLnRlbGhhLnYxLkpvYkV2ZW50Eh4KFmVmZmVjdGl2ZV9tYXhfYXR0ZW1wdHMYESABKA1CDAoKX3dvcmtlcl9pZEIUChJfbGVhc2VfZGVhZGxpbmVfdXNCEAoOX25vdF9iZWZvcmVfdXNCEgoQX2lkZW1wb3RlbmN5X2tleUIPCg1fbWF4X2F0dGVtcHRzQg8KDV9jb250aW51YXRpb24i+wEKBk5ld0pvYhIMCgRraW5kGAEgASgJEg8KB3BheWxvYWQYAiABKAwSFQoIcHJpb3JpdHkYAyABKA1IAIgBARIVCghkZWxheV9tcxgEIAEoA0gBiAEBEhoKDW5vdF9iZWZvcmVfdXMYBSABKANIAogBARIZCgxtYXhfYXR0ZW1wdHMYBiABKA1IA4gBARIcCg9pZGVtcG90ZW5jeV9rZXkYByABKAlIBIgBAUILCglfcHJpb3JpdHlCCwoJX2RlbGF5X21zQhAKDl9ub3RfYmVmb3JlX3VzQg8KDV9tYXhfYXR0ZW1wdHNCEgoQX2lkZW1wb3RlbmN5X2tleSI8Cg1FbnF1ZXVlUmVzdWx0EhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYhIPCgdjcmVhdGVkGAIgASgIIk8KDkVucXVldWVSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSHQoDam9iGAIgASgLMhAudGVsaGEudjEuTmV3Sm9iIjoKD0VucXVldWVSZXNwb25zZRInCgZyZXN1bHQYASABKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0IlUKE0VucXVldWVCYXRjaFJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIeCgRqb2JzGAIgAygLMhAudGVsaGEudjEuTmV3Sm9iIkAKFEVucXVldWVCYXRjaFJlc3BvbnNlEigKB3Jlc3VsdHMYASADKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0InMKDExlYXNlUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDQoFa2luZHMYAiADKAkSEAoIbWF4X2pvYnMYAyABKA0SDwoHd2FpdF9tcxgEIAEoDRIeCgVzY29wZRgFIAEoCzIPLnRlbGhhLnYxLlNjb3BlIiwKDUxlYXNlUmVzcG9uc2USGwoEam9icxgBIAMoCzINLnRlbGhhLnYxLkpvYiJECgVGZW5jZRIOCgZqb2JfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAyABKAQiMgoQSGVhcnRiZWF0UmVxdWVzdBIeCgVmZW5jZRgBIAEoCzIPLnRlbGhhLnYxLkZlbmNlIi4KEUhlYXJ0YmVhdFJlc3BvbnNlEhkKEWxlYXNlX2RlYWRsaW5lX3VzGAEgASgDIkkKEUNoZWNrcG9pbnRSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2USFAoMY29udGludWF0aW9uGAIgASgMIi8KEkNoZWNrcG9pbnRSZXNwb25zZRIZChFsZWFzZV9kZWFkbGluZV91cxgBIAEoAyJXCg9Db21wbGV0ZVJlcXVlc3QSHgoFZmVuY2UYASABKAsyDy50ZWxoYS52MS5GZW5jZRIkCgpzdWNjZXNzb3JzGAIgAygLMhAudGVsaGEudjEuTmV3Sm9iIlsKEENvbXBsZXRlUmVzcG9uc2USGgoDam9iGAEgASgLMg0udGVsaGEudjEuSm9iEisKCnN1Y2Nlc3NvcnMYAiADKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0Ik8KC0ZhaWxSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2USDQoFZXJyb3IYAiABKAkSEQoJcGVybWFuZW50GAMgASgIIioKDEZhaWxSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2IiSwoLSXRlbU91dGNvbWUSDAoEY29kZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRINCgVmaWVsZBgEIAEoCSJAChRDb21wbGV0ZUJhdGNoUmVxdWVzdBIoCgVpdGVtcxgBIAMoCzIZLnRlbGhhLnYxLkNvbXBsZXRlUmVxdWVzdCJAChVDb21wbGV0ZUJhdGNoUmVzcG9uc2USJwoIb3V0Y29tZXMYASADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZSI4ChBGYWlsQmF0Y2hSZXF1ZXN0EiQKBWl0ZW1zGAEgAygLMhUudGVsaGEudjEuRmFpbFJlcXVlc3QiPAoRRmFpbEJhdGNoUmVzcG9uc2USJwoIb3V0Y29tZXMYASADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZSKmAQoLV29ya1JlcXVlc3QSIAoEb3BlbhgBIAEoCzISLnRlbGhhLnYxLldvcmtPcGVuEg4KBmNyZWRpdBgCIAEoDRIRCglzZXR0bGVfaWQYAyABKAQSLAoJY29tcGxldGVzGAQgAygLMhkudGVsaGEudjEuQ29tcGxldGVSZXF1ZXN0EiQKBWZhaWxzGAUgAygLMhUudGVsaGEudjEuRmFpbFJlcXVlc3QiTAoIV29ya09wZW4SEQoJd29ya2VyX2lkGAEgASgJEg0KBWtpbmRzGAIgAygJEh4KBXNjb3BlGAMgASgLMg8udGVsaGEudjEuU2NvcGUingEKDFdvcmtSZXNwb25zZRIbCgRqb2JzGAEgAygLMg0udGVsaGEudjEuSm9iEhEKCXNldHRsZV9pZBgCIAEoBBIwChFjb21wbGV0ZV9vdXRjb21lcxgDIAMoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lEiwKDWZhaWxfb3V0Y29tZXMYBCADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZSIdCgtTaG93UmVxdWVzdBIOCgZqb2JfaWQYASABKAkiKgoMU2hvd1Jlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYiKIAQoLTGlzdFJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIhCgVzdGF0ZRgCIAEoDjISLnRlbGhhLnYxLkpvYlN0YXRlEhMKC2tpbmRfcHJlZml4GAMgASgJEg0KBWxpbWl0GAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiRAoMTGlzdFJlc3BvbnNlEhsKBGpvYnMYASADKAsyDS50ZWxoYS52MS5Kb2ISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIi8KDUNvdW50c1JlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZSJKCghDb3VudFJvdxIhCgVzdGF0ZRgBIAEoDjISLnRlbGhhLnYxLkpvYlN0YXRlEgwKBGtpbmQYAiABKAkSDQoFY291bnQYAyABKAQiMgoOQ291bnRzUmVzcG9uc2USIAoEcm93cxgBIAMoCzISLnRlbGhhLnYxLkNvdW50Um93Ih4KDFJldHJ5UmVxdWVzdBIOCgZqb2JfaWQYASABKAkiKwoNUmV0cnlSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2IqlQEKCEpvYlN0YXRlEhkKFUpPQl9TVEFURV9VTlNQRUNJRklFRBAAEhUKEUpPQl9TVEFURV9QRU5ESU5HEAESFAoQSk9CX1NUQVRFX0xFQVNFRBACEhcKE0pPQl9TVEFURV9DT01QTEVURUQQAxIUChBKT0JfU1RBVEVfRkFJTEVEEAQSEgoOSk9CX1NUQVRFX0RFQUQQBTKYBwoMUXVldWVTZXJ2aWNlEj4KB0VucXVldWUSGC50ZWxoYS52MS5FbnF1ZXVlUmVxdWVzdBoZLnRlbGhhLnYxLkVucXVldWVSZXNwb25zZRJNCgxFbnF1ZXVlQmF0Y2gSHS50ZWxoYS52MS5FbnF1ZXVlQmF0Y2hSZXF1ZXN0Gh4udGVsaGEudjEuRW5xdWV1ZUJhdGNoUmVzcG9uc2USOAoFTGVhc2USFi50ZWxoYS52MS5MZWFzZVJlcXVlc3QaFy50ZWxoYS52MS5MZWFzZVJlc3BvbnNlEkQKCUhlYXJ0YmVhdBIaLnRlbGhhLnYxLkhlYXJ0YmVhdFJlcXVlc3QaGy50ZWxoYS52MS5IZWFydGJlYXRSZXNwb25zZRJHCgpDaGVja3BvaW50EhsudGVsaGEudjEuQ2hlY2twb2ludFJlcXVlc3QaHC50ZWxoYS52MS5DaGVja3BvaW50UmVzcG9uc2USQQoIQ29tcGxldGUSGS50ZWxoYS52MS5Db21wbGV0ZVJlcXVlc3QaGi50ZWxoYS52MS5Db21wbGV0ZVJlc3BvbnNlEjUKBEZhaWwSFS50ZWxoYS52MS5GYWlsUmVxdWVzdBoWLnRlbGhhLnYxLkZhaWxSZXNwb25zZRJQCg1Db21wbGV0ZUJhdGNoEh4udGVsaGEudjEuQ29tcGxldGVCYXRjaFJlcXVlc3QaHy50ZWxoYS52MS5Db21wbGV0ZUJhdGNoUmVzcG9uc2USRAoJRmFpbEJhdGNoEhoudGVsaGEudjEuRmFpbEJhdGNoUmVxdWVzdBobLnRlbGhhLnYxLkZhaWxCYXRjaFJlc3BvbnNlEjkKBFdvcmsSFS50ZWxoYS52MS5Xb3JrUmVxdWVzdBoWLnRlbGhhLnYxLldvcmtSZXNwb25zZSgBMAESNQoEU2hvdxIVLnRlbGhhLnYxLlNob3dSZXF1ZXN0GhYudGVsaGEudjEuU2hvd1Jlc3BvbnNlEjUKBExpc3QSFS50ZWxoYS52MS5MaXN0UmVxdWVzdBoWLnRlbGhhLnYxLkxpc3RSZXNwb25zZRI7CgZDb3VudHMSFy50ZWxoYS52MS5Db3VudHNSZXF1ZXN0GhgudGVsaGEudjEuQ291bnRzUmVzcG9uc2USOAoFUmV0cnkSFi50ZWxoYS52MS5SZXRyeVJlcXVlc3QaFy50ZWxoYS52MS5SZXRyeVJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("ChR0ZWxoYS92MS9xdWV1ZS5wcm90bxIIdGVsaGEudjEiNQoFU2NvcGUSEAoGdGVuYW50GAEgASgJSAASEAoGc3lzdGVtGAIgASgISABCCAoGdGFyZ2V0Ik0KCEpvYkV2ZW50Eg0KBWF0X3VzGAEgASgDEhIKCnRyYW5zaXRpb24YAiABKAkSEwoGZGV0YWlsGAMgASgJSACIAQFCCQoHX2RldGFpbCKUBAoDSm9iEg4KBmpvYl9pZBgBIAEoCRIOCgZ0ZW5hbnQYAiABKAkSDAoEa2luZBgDIAEoCRIPCgdwYXlsb2FkGAQgASgMEhAKCHByaW9yaXR5GAUgASgNEhUKDWNyZWF0ZWRfYXRfdXMYBiABKAMSIQoFc3RhdGUYByABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRIQCghhdHRlbXB0cxgIIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAkgASgEEhYKCXdvcmtlcl9pZBgKIAEoCUgAiAEBEh4KEWxlYXNlX2RlYWRsaW5lX3VzGAsgASgDSAGIAQESGgoNbm90X2JlZm9yZV91cxgMIAEoA0gCiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgNIAEoCUgDiAEBEhkKDG1heF9hdHRlbXB0cxgOIAEoDUgEiAEBEhkKDGNvbnRpbnVhdGlvbhgPIAEoDEgFiAEBEiIKBmV2ZW50cxgQIAMoCzISLnRlbGhhLnYxLkpvYkV2ZW50Eh4KFmVmZmVjdGl2ZV9tYXhfYXR0ZW1wdHMYESABKA1CDAoKX3dvcmtlcl9pZEIUChJfbGVhc2VfZGVhZGxpbmVfdXNCEAoOX25vdF9iZWZvcmVfdXNCEgoQX2lkZW1wb3RlbmN5X2tleUIPCg1fbWF4X2F0dGVtcHRzQg8KDV9jb250aW51YXRpb24i+wEKBk5ld0pvYhIMCgRraW5kGAEgASgJEg8KB3BheWxvYWQYAiABKAwSFQoIcHJpb3JpdHkYAyABKA1IAIgBARIVCghkZWxheV9tcxgEIAEoA0gBiAEBEhoKDW5vdF9iZWZvcmVfdXMYBSABKANIAogBARIZCgxtYXhfYXR0ZW1wdHMYBiABKA1IA4gBARIcCg9pZGVtcG90ZW5jeV9rZXkYByABKAlIBIgBAUILCglfcHJpb3JpdHlCCwoJX2RlbGF5X21zQhAKDl9ub3RfYmVmb3JlX3VzQg8KDV9tYXhfYXR0ZW1wdHNCEgoQX2lkZW1wb3RlbmN5X2tleSI8Cg1FbnF1ZXVlUmVzdWx0EhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYhIPCgdjcmVhdGVkGAIgASgIIk8KDkVucXVldWVSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSHQoDam9iGAIgASgLMhAudGVsaGEudjEuTmV3Sm9iIjoKD0VucXVldWVSZXNwb25zZRInCgZyZXN1bHQYASABKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0IlUKE0VucXVldWVCYXRjaFJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIeCgRqb2JzGAIgAygLMhAudGVsaGEudjEuTmV3Sm9iIkAKFEVucXVldWVCYXRjaFJlc3BvbnNlEigKB3Jlc3VsdHMYASADKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0IlQKEkVucXVldWVFYWNoUmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlEh4KBGpvYnMYAiADKAsyEC50ZWxoYS52MS5OZXdKb2IiQwoTRW5xdWV1ZUVhY2hSZXNwb25zZRIsCgdhbnN3ZXJzGAEgAygLMhsudGVsaGEudjEuRW5xdWV1ZUVhY2hBbnN3ZXIicAoRRW5xdWV1ZUVhY2hBbnN3ZXISKQoGcmVzdWx0GAEgASgLMhcudGVsaGEudjEuRW5xdWV1ZVJlc3VsdEgAEiYKBWVycm9yGAIgASgLMhUudGVsaGEudjEuSXRlbU91dGNvbWVIAEIICgZhbnN3ZXIicwoMTGVhc2VSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRINCgVraW5kcxgCIAMoCRIQCghtYXhfam9icxgDIAEoDRIPCgd3YWl0X21zGAQgASgNEh4KBXNjb3BlGAUgASgLMg8udGVsaGEudjEuU2NvcGUiLAoNTGVhc2VSZXNwb25zZRIbCgRqb2JzGAEgAygLMg0udGVsaGEudjEuSm9iIkQKBUZlbmNlEg4KBmpvYl9pZBgBIAEoCRIRCgl3b3JrZXJfaWQYAiABKAkSGAoQbGVhc2VfZ2VuZXJhdGlvbhgDIAEoBCIyChBIZWFydGJlYXRSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2UiLgoRSGVhcnRiZWF0UmVzcG9uc2USGQoRbGVhc2VfZGVhZGxpbmVfdXMYASABKAMiSQoRQ2hlY2twb2ludFJlcXVlc3QSHgoFZmVuY2UYASABKAsyDy50ZWxoYS52MS5GZW5jZRIUCgxjb250aW51YXRpb24YAiABKAwiLwoSQ2hlY2twb2ludFJlc3BvbnNlEhkKEWxlYXNlX2RlYWRsaW5lX3VzGAEgASgDIlcKD0NvbXBsZXRlUmVxdWVzdBIeCgVmZW5jZRgBIAEoCzIPLnRlbGhhLnYxLkZlbmNlEiQKCnN1Y2Nlc3NvcnMYAiADKAsyEC50ZWxoYS52MS5OZXdKb2IiWwoQQ29tcGxldGVSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2ISKwoKc3VjY2Vzc29ycxgCIAMoCzIXLnRlbGhhLnYxLkVucXVldWVSZXN1bHQiTwoLRmFpbFJlcXVlc3QSHgoFZmVuY2UYASABKAsyDy50ZWxoYS52MS5GZW5jZRINCgVlcnJvchgCIAEoCRIRCglwZXJtYW5lbnQYAyABKAgiKgoMRmFpbFJlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYiJLCgtJdGVtT3V0Y29tZRIMCgRjb2RlGAEgASgNEg8KB21lc3NhZ2UYAiABKAkSDgoGcmVhc29uGAMgASgJEg0KBWZpZWxkGAQgASgJIkAKFENvbXBsZXRlQmF0Y2hSZXF1ZXN0EigKBWl0ZW1zGAEgAygLMhkudGVsaGEudjEuQ29tcGxldGVSZXF1ZXN0IkAKFUNvbXBsZXRlQmF0Y2hSZXNwb25zZRInCghvdXRjb21lcxgBIAMoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lIjgKEEZhaWxCYXRjaFJlcXVlc3QSJAoFaXRlbXMYASADKAsyFS50ZWxoYS52MS5GYWlsUmVxdWVzdCI8ChFGYWlsQmF0Y2hSZXNwb25zZRInCghvdXRjb21lcxgBIAMoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lIqYBCgtXb3JrUmVxdWVzdBIgCgRvcGVuGAEgASgLMhIudGVsaGEudjEuV29ya09wZW4SDgoGY3JlZGl0GAIgASgNEhEKCXNldHRsZV9pZBgDIAEoBBIsCgljb21wbGV0ZXMYBCADKAsyGS50ZWxoYS52MS5Db21wbGV0ZVJlcXVlc3QSJAoFZmFpbHMYBSADKAsyFS50ZWxoYS52MS5GYWlsUmVxdWVzdCJMCghXb3JrT3BlbhIRCgl3b3JrZXJfaWQYASABKAkSDQoFa2luZHMYAiADKAkSHgoFc2NvcGUYAyABKAsyDy50ZWxoYS52MS5TY29wZSKeAQoMV29ya1Jlc3BvbnNlEhsKBGpvYnMYASADKAsyDS50ZWxoYS52MS5Kb2ISEQoJc2V0dGxlX2lkGAIgASgEEjAKEWNvbXBsZXRlX291dGNvbWVzGAMgAygLMhUudGVsaGEudjEuSXRlbU91dGNvbWUSLAoNZmFpbF9vdXRjb21lcxgEIAMoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lIh0KC1Nob3dSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIqCgxTaG93UmVzcG9uc2USGgoDam9iGAEgASgLMg0udGVsaGEudjEuSm9iIogBCgtMaXN0UmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlEiEKBXN0YXRlGAIgASgOMhIudGVsaGEudjEuSm9iU3RhdGUSEwoLa2luZF9wcmVmaXgYAyABKAkSDQoFbGltaXQYBCABKA0SEgoKcGFnZV90b2tlbhgFIAEoCSJECgxMaXN0UmVzcG9uc2USGwoEam9icxgBIAMoCzINLnRlbGhhLnYxLkpvYhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiLwoNQ291bnRzUmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlIkoKCENvdW50Um93EiEKBXN0YXRlGAEgASgOMhIudGVsaGEudjEuSm9iU3RhdGUSDAoEa2luZBgCIAEoCRINCgVjb3VudBgDIAEoBCIyCg5Db3VudHNSZXNwb25zZRIgCgRyb3dzGAEgAygLMhIudGVsaGEudjEuQ291bnRSb3ciHgoMUmV0cnlSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIrCg1SZXRyeVJlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYiqVAQoISm9iU3RhdGUSGQoVSk9CX1NUQVRFX1VOU1BFQ0lGSUVEEAASFQoRSk9CX1NUQVRFX1BFTkRJTkcQARIUChBKT0JfU1RBVEVfTEVBU0VEEAISFwoTSk9CX1NUQVRFX0NPTVBMRVRFRBADEhQKEEpPQl9TVEFURV9GQUlMRUQQBBISCg5KT0JfU1RBVEVfREVBRBAFMuQHCgxRdWV1ZVNlcnZpY2USPgoHRW5xdWV1ZRIYLnRlbGhhLnYxLkVucXVldWVSZXF1ZXN0GhkudGVsaGEudjEuRW5xdWV1ZVJlc3BvbnNlEk0KDEVucXVldWVCYXRjaBIdLnRlbGhhLnYxLkVucXVldWVCYXRjaFJlcXVlc3QaHi50ZWxoYS52MS5FbnF1ZXVlQmF0Y2hSZXNwb25zZRJKCgtFbnF1ZXVlRWFjaBIcLnRlbGhhLnYxLkVucXVldWVFYWNoUmVxdWVzdBodLnRlbGhhLnYxLkVucXVldWVFYWNoUmVzcG9uc2USOAoFTGVhc2USFi50ZWxoYS52MS5MZWFzZVJlcXVlc3QaFy50ZWxoYS52MS5MZWFzZVJlc3BvbnNlEkQKCUhlYXJ0YmVhdBIaLnRlbGhhLnYxLkhlYXJ0YmVhdFJlcXVlc3QaGy50ZWxoYS52MS5IZWFydGJlYXRSZXNwb25zZRJHCgpDaGVja3BvaW50EhsudGVsaGEudjEuQ2hlY2twb2ludFJlcXVlc3QaHC50ZWxoYS52MS5DaGVja3BvaW50UmVzcG9uc2USQQoIQ29tcGxldGUSGS50ZWxoYS52MS5Db21wbGV0ZVJlcXVlc3QaGi50ZWxoYS52MS5Db21wbGV0ZVJlc3BvbnNlEjUKBEZhaWwSFS50ZWxoYS52MS5GYWlsUmVxdWVzdBoWLnRlbGhhLnYxLkZhaWxSZXNwb25zZRJQCg1Db21wbGV0ZUJhdGNoEh4udGVsaGEudjEuQ29tcGxldGVCYXRjaFJlcXVlc3QaHy50ZWxoYS52MS5Db21wbGV0ZUJhdGNoUmVzcG9uc2USRAoJRmFpbEJhdGNoEhoudGVsaGEudjEuRmFpbEJhdGNoUmVxdWVzdBobLnRlbGhhLnYxLkZhaWxCYXRjaFJlc3BvbnNlEjkKBFdvcmsSFS50ZWxoYS52MS5Xb3JrUmVxdWVzdBoWLnRlbGhhLnYxLldvcmtSZXNwb25zZSgBMAESNQoEU2hvdxIVLnRlbGhhLnYxLlNob3dSZXF1ZXN0GhYudGVsaGEudjEuU2hvd1Jlc3BvbnNlEjUKBExpc3QSFS50ZWxoYS52MS5MaXN0UmVxdWVzdBoWLnRlbGhhLnYxLkxpc3RSZXNwb25zZRI7CgZDb3VudHMSFy50ZWxoYS52MS5Db3VudHNSZXF1ZXN0GhgudGVsaGEudjEuQ291bnRzUmVzcG9uc2USOAoFUmV0cnkSFi50ZWxoYS52MS5SZXRyeVJlcXVlc3QaFy50ZWxoYS52MS5SZXRyeVJlc3BvbnNlYgZwcm90bzM");
 
 /**
  * Which namespace a call addresses. Tenant tokens are bound to their tenant
@@ -364,6 +364,78 @@ export const EnqueueBatchResponseSchema: GenMessage<EnqueueBatchResponse> = /*@_
   messageDesc(file_telha_v1_queue, 8);
 
 /**
+ * @generated from message telha.v1.EnqueueEachRequest
+ */
+export type EnqueueEachRequest = Message<"telha.v1.EnqueueEachRequest"> & {
+  /**
+   * @generated from field: telha.v1.Scope scope = 1;
+   */
+  scope?: Scope | undefined;
+
+  /**
+   * @generated from field: repeated telha.v1.NewJob jobs = 2;
+   */
+  jobs: NewJob[];
+};
+
+/**
+ * Describes the message telha.v1.EnqueueEachRequest.
+ * Use `create(EnqueueEachRequestSchema)` to create a new message.
+ */
+export const EnqueueEachRequestSchema: GenMessage<EnqueueEachRequest> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 9);
+
+/**
+ * @generated from message telha.v1.EnqueueEachResponse
+ */
+export type EnqueueEachResponse = Message<"telha.v1.EnqueueEachResponse"> & {
+  /**
+   * One per job, in request order.
+   *
+   * @generated from field: repeated telha.v1.EnqueueEachAnswer answers = 1;
+   */
+  answers: EnqueueEachAnswer[];
+};
+
+/**
+ * Describes the message telha.v1.EnqueueEachResponse.
+ * Use `create(EnqueueEachResponseSchema)` to create a new message.
+ */
+export const EnqueueEachResponseSchema: GenMessage<EnqueueEachResponse> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 10);
+
+/**
+ * @generated from message telha.v1.EnqueueEachAnswer
+ */
+export type EnqueueEachAnswer = Message<"telha.v1.EnqueueEachAnswer"> & {
+  /**
+   * @generated from oneof telha.v1.EnqueueEachAnswer.answer
+   */
+  answer: {
+    /**
+     * @generated from field: telha.v1.EnqueueResult result = 1;
+     */
+    value: EnqueueResult;
+    case: "result";
+  } | {
+    /**
+     * Why this job was not enqueued; code is never 0.
+     *
+     * @generated from field: telha.v1.ItemOutcome error = 2;
+     */
+    value: ItemOutcome;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message telha.v1.EnqueueEachAnswer.
+ * Use `create(EnqueueEachAnswerSchema)` to create a new message.
+ */
+export const EnqueueEachAnswerSchema: GenMessage<EnqueueEachAnswer> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 11);
+
+/**
  * @generated from message telha.v1.LeaseRequest
  */
 export type LeaseRequest = Message<"telha.v1.LeaseRequest"> & {
@@ -408,7 +480,7 @@ export type LeaseRequest = Message<"telha.v1.LeaseRequest"> & {
  * Use `create(LeaseRequestSchema)` to create a new message.
  */
 export const LeaseRequestSchema: GenMessage<LeaseRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 9);
+  messageDesc(file_telha_v1_queue, 12);
 
 /**
  * @generated from message telha.v1.LeaseResponse
@@ -425,7 +497,7 @@ export type LeaseResponse = Message<"telha.v1.LeaseResponse"> & {
  * Use `create(LeaseResponseSchema)` to create a new message.
  */
 export const LeaseResponseSchema: GenMessage<LeaseResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 10);
+  messageDesc(file_telha_v1_queue, 13);
 
 /**
  * The proof a worker presents on every fenced call.
@@ -454,7 +526,7 @@ export type Fence = Message<"telha.v1.Fence"> & {
  * Use `create(FenceSchema)` to create a new message.
  */
 export const FenceSchema: GenMessage<Fence> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 11);
+  messageDesc(file_telha_v1_queue, 14);
 
 /**
  * @generated from message telha.v1.HeartbeatRequest
@@ -471,7 +543,7 @@ export type HeartbeatRequest = Message<"telha.v1.HeartbeatRequest"> & {
  * Use `create(HeartbeatRequestSchema)` to create a new message.
  */
 export const HeartbeatRequestSchema: GenMessage<HeartbeatRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 12);
+  messageDesc(file_telha_v1_queue, 15);
 
 /**
  * @generated from message telha.v1.HeartbeatResponse
@@ -488,7 +560,7 @@ export type HeartbeatResponse = Message<"telha.v1.HeartbeatResponse"> & {
  * Use `create(HeartbeatResponseSchema)` to create a new message.
  */
 export const HeartbeatResponseSchema: GenMessage<HeartbeatResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 13);
+  messageDesc(file_telha_v1_queue, 16);
 
 /**
  * @generated from message telha.v1.CheckpointRequest
@@ -510,7 +582,7 @@ export type CheckpointRequest = Message<"telha.v1.CheckpointRequest"> & {
  * Use `create(CheckpointRequestSchema)` to create a new message.
  */
 export const CheckpointRequestSchema: GenMessage<CheckpointRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 14);
+  messageDesc(file_telha_v1_queue, 17);
 
 /**
  * @generated from message telha.v1.CheckpointResponse
@@ -527,7 +599,7 @@ export type CheckpointResponse = Message<"telha.v1.CheckpointResponse"> & {
  * Use `create(CheckpointResponseSchema)` to create a new message.
  */
 export const CheckpointResponseSchema: GenMessage<CheckpointResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 15);
+  messageDesc(file_telha_v1_queue, 18);
 
 /**
  * @generated from message telha.v1.CompleteRequest
@@ -551,7 +623,7 @@ export type CompleteRequest = Message<"telha.v1.CompleteRequest"> & {
  * Use `create(CompleteRequestSchema)` to create a new message.
  */
 export const CompleteRequestSchema: GenMessage<CompleteRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 16);
+  messageDesc(file_telha_v1_queue, 19);
 
 /**
  * @generated from message telha.v1.CompleteResponse
@@ -573,7 +645,7 @@ export type CompleteResponse = Message<"telha.v1.CompleteResponse"> & {
  * Use `create(CompleteResponseSchema)` to create a new message.
  */
 export const CompleteResponseSchema: GenMessage<CompleteResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 17);
+  messageDesc(file_telha_v1_queue, 20);
 
 /**
  * @generated from message telha.v1.FailRequest
@@ -604,7 +676,7 @@ export type FailRequest = Message<"telha.v1.FailRequest"> & {
  * Use `create(FailRequestSchema)` to create a new message.
  */
 export const FailRequestSchema: GenMessage<FailRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 18);
+  messageDesc(file_telha_v1_queue, 21);
 
 /**
  * @generated from message telha.v1.FailResponse
@@ -621,7 +693,7 @@ export type FailResponse = Message<"telha.v1.FailResponse"> & {
  * Use `create(FailResponseSchema)` to create a new message.
  */
 export const FailResponseSchema: GenMessage<FailResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 19);
+  messageDesc(file_telha_v1_queue, 22);
 
 /**
  * What one item of a batch call came to: code 0 (OK) when accepted, otherwise
@@ -662,7 +734,7 @@ export type ItemOutcome = Message<"telha.v1.ItemOutcome"> & {
  * Use `create(ItemOutcomeSchema)` to create a new message.
  */
 export const ItemOutcomeSchema: GenMessage<ItemOutcome> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 20);
+  messageDesc(file_telha_v1_queue, 23);
 
 /**
  * @generated from message telha.v1.CompleteBatchRequest
@@ -681,7 +753,7 @@ export type CompleteBatchRequest = Message<"telha.v1.CompleteBatchRequest"> & {
  * Use `create(CompleteBatchRequestSchema)` to create a new message.
  */
 export const CompleteBatchRequestSchema: GenMessage<CompleteBatchRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 21);
+  messageDesc(file_telha_v1_queue, 24);
 
 /**
  * @generated from message telha.v1.CompleteBatchResponse
@@ -698,7 +770,7 @@ export type CompleteBatchResponse = Message<"telha.v1.CompleteBatchResponse"> & 
  * Use `create(CompleteBatchResponseSchema)` to create a new message.
  */
 export const CompleteBatchResponseSchema: GenMessage<CompleteBatchResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 22);
+  messageDesc(file_telha_v1_queue, 25);
 
 /**
  * @generated from message telha.v1.FailBatchRequest
@@ -717,7 +789,7 @@ export type FailBatchRequest = Message<"telha.v1.FailBatchRequest"> & {
  * Use `create(FailBatchRequestSchema)` to create a new message.
  */
 export const FailBatchRequestSchema: GenMessage<FailBatchRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 23);
+  messageDesc(file_telha_v1_queue, 26);
 
 /**
  * @generated from message telha.v1.FailBatchResponse
@@ -734,7 +806,7 @@ export type FailBatchResponse = Message<"telha.v1.FailBatchResponse"> & {
  * Use `create(FailBatchResponseSchema)` to create a new message.
  */
 export const FailBatchResponseSchema: GenMessage<FailBatchResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 24);
+  messageDesc(file_telha_v1_queue, 27);
 
 /**
  * The first message of a Work stream must carry `open`; every message may
@@ -783,7 +855,7 @@ export type WorkRequest = Message<"telha.v1.WorkRequest"> & {
  * Use `create(WorkRequestSchema)` to create a new message.
  */
 export const WorkRequestSchema: GenMessage<WorkRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 25);
+  messageDesc(file_telha_v1_queue, 28);
 
 /**
  * @generated from message telha.v1.WorkOpen
@@ -812,7 +884,7 @@ export type WorkOpen = Message<"telha.v1.WorkOpen"> & {
  * Use `create(WorkOpenSchema)` to create a new message.
  */
 export const WorkOpenSchema: GenMessage<WorkOpen> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 26);
+  messageDesc(file_telha_v1_queue, 29);
 
 /**
  * Either leased jobs or the outcomes of one WorkRequest's results.
@@ -851,7 +923,7 @@ export type WorkResponse = Message<"telha.v1.WorkResponse"> & {
  * Use `create(WorkResponseSchema)` to create a new message.
  */
 export const WorkResponseSchema: GenMessage<WorkResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 27);
+  messageDesc(file_telha_v1_queue, 30);
 
 /**
  * @generated from message telha.v1.ShowRequest
@@ -868,7 +940,7 @@ export type ShowRequest = Message<"telha.v1.ShowRequest"> & {
  * Use `create(ShowRequestSchema)` to create a new message.
  */
 export const ShowRequestSchema: GenMessage<ShowRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 28);
+  messageDesc(file_telha_v1_queue, 31);
 
 /**
  * @generated from message telha.v1.ShowResponse
@@ -885,7 +957,7 @@ export type ShowResponse = Message<"telha.v1.ShowResponse"> & {
  * Use `create(ShowResponseSchema)` to create a new message.
  */
 export const ShowResponseSchema: GenMessage<ShowResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 29);
+  messageDesc(file_telha_v1_queue, 32);
 
 /**
  * @generated from message telha.v1.ListRequest
@@ -926,7 +998,7 @@ export type ListRequest = Message<"telha.v1.ListRequest"> & {
  * Use `create(ListRequestSchema)` to create a new message.
  */
 export const ListRequestSchema: GenMessage<ListRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 30);
+  messageDesc(file_telha_v1_queue, 33);
 
 /**
  * @generated from message telha.v1.ListResponse
@@ -950,7 +1022,7 @@ export type ListResponse = Message<"telha.v1.ListResponse"> & {
  * Use `create(ListResponseSchema)` to create a new message.
  */
 export const ListResponseSchema: GenMessage<ListResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 31);
+  messageDesc(file_telha_v1_queue, 34);
 
 /**
  * @generated from message telha.v1.CountsRequest
@@ -967,7 +1039,7 @@ export type CountsRequest = Message<"telha.v1.CountsRequest"> & {
  * Use `create(CountsRequestSchema)` to create a new message.
  */
 export const CountsRequestSchema: GenMessage<CountsRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 32);
+  messageDesc(file_telha_v1_queue, 35);
 
 /**
  * @generated from message telha.v1.CountRow
@@ -994,7 +1066,7 @@ export type CountRow = Message<"telha.v1.CountRow"> & {
  * Use `create(CountRowSchema)` to create a new message.
  */
 export const CountRowSchema: GenMessage<CountRow> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 33);
+  messageDesc(file_telha_v1_queue, 36);
 
 /**
  * @generated from message telha.v1.CountsResponse
@@ -1011,7 +1083,7 @@ export type CountsResponse = Message<"telha.v1.CountsResponse"> & {
  * Use `create(CountsResponseSchema)` to create a new message.
  */
 export const CountsResponseSchema: GenMessage<CountsResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 34);
+  messageDesc(file_telha_v1_queue, 37);
 
 /**
  * @generated from message telha.v1.RetryRequest
@@ -1028,7 +1100,7 @@ export type RetryRequest = Message<"telha.v1.RetryRequest"> & {
  * Use `create(RetryRequestSchema)` to create a new message.
  */
 export const RetryRequestSchema: GenMessage<RetryRequest> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 35);
+  messageDesc(file_telha_v1_queue, 38);
 
 /**
  * @generated from message telha.v1.RetryResponse
@@ -1045,7 +1117,7 @@ export type RetryResponse = Message<"telha.v1.RetryResponse"> & {
  * Use `create(RetryResponseSchema)` to create a new message.
  */
 export const RetryResponseSchema: GenMessage<RetryResponse> = /*@__PURE__*/
-  messageDesc(file_telha_v1_queue, 36);
+  messageDesc(file_telha_v1_queue, 39);
 
 /**
  * @generated from enum telha.v1.JobState
@@ -1114,6 +1186,18 @@ export const QueueService: GenService<{
     methodKind: "unary";
     input: typeof EnqueueBatchRequestSchema;
     output: typeof EnqueueBatchResponseSchema;
+  },
+  /**
+   * Enqueue several jobs, each on its own: a job that is not valid gets its
+   * own error and changes nothing, the others are stored (in one write). What
+   * the SDK sends for enqueue calls made at the same time.
+   *
+   * @generated from rpc telha.v1.QueueService.EnqueueEach
+   */
+  enqueueEach: {
+    methodKind: "unary";
+    input: typeof EnqueueEachRequestSchema;
+    output: typeof EnqueueEachResponseSchema;
   },
   /**
    * Lease up to max_jobs jobs. Waits up to wait_ms (long poll) and returns as
