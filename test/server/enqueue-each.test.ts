@@ -43,6 +43,22 @@ describe('enqueue calls made together', () => {
     client.close();
   });
 
+  it('split a turn of more than 1,000 calls into several calls, answering every one', async () => {
+    server = await startTestServer();
+    const client = new TelhaClient({ address: server.address });
+    const results = await Promise.all(
+      Array.from({ length: 2_500 }, (_, i) => client.enqueue({ kind: 'many', idempotencyKey: `k-${i % 2_400}` }, acme)),
+    );
+    assert.equal(results.filter((r) => r.created).length, 2_400);
+    // Keys repeated across the split (k-0 .. k-99 come twice) still name the first job.
+    for (let i = 2_400; i < 2_500; i++) {
+      assert.equal(results[i]?.created, false);
+      assert.equal(results[i]?.job.jobId, results[i - 2_400]?.job.jobId);
+    }
+    assert.deepEqual(await client.counts(acme), [{ state: JobState.Pending, kind: 'many', count: 2_400 }]);
+    client.close();
+  });
+
   it('answer each job on its own: a bad one fails alone, keys and scopes hold', async () => {
     server = await startTestServer();
     const client = new TelhaClient({ address: server.address });
