@@ -233,7 +233,7 @@ export class Queue {
   ): Promise<ItemResult<EnqueueResult>[]> {
     this.assertOpen();
     checkScope(scope);
-    this.checkBatch(jobs);
+    if (jobs.length > MAX_BATCH_JOBS) throw invalidArgument('jobs', `at most ${MAX_BATCH_JOBS} jobs per batch`);
     return eachOnItsOwn(
       jobs,
       (job) => draftJob(scope, job, now, '', this.config.jobs.max_payload_bytes),

@@ -564,7 +564,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       });
     });
 
-    describe('batch completion and failure', () => {
+    describe('batch completion, failure and enqueue', () => {
       /** The error of a failed item, checked to be a TelhaError with `code`. */
       function failedWith(result: ItemResult<unknown> | undefined, code: ErrorCode): TelhaError {
         assert.ok(result !== undefined && !result.ok, 'expected the item to fail');
@@ -677,6 +677,29 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
         // The retried job is leasable again once its gate opens.
         h.clock.advanceSeconds(10);
         assert.equal((await lease(acme, 'w2')).jobId, retry.jobId);
+      });
+
+      it('enqueues each job on its own: a bad one fails alone, a repeated key names the first', async () => {
+        const results = await q.enqueueEachAt(now(), acme, [
+          { kind: 'a' },
+          { kind: '' },
+          { kind: 'b', idempotencyKey: 'x' },
+          { kind: 'b', idempotencyKey: 'x' },
+          { kind: 'c', priority: 256 },
+        ]);
+        assert.ok(results[0]?.ok && results[2]?.ok && results[3]?.ok);
+        assert.equal(results[0].value.created, true);
+        assert.equal(failedWith(results[1], ErrorCode.InvalidArgument).field, 'kind');
+        assert.equal(results[2].value.created, true);
+        assert.equal(results[3].value.created, false);
+        assert.equal(results[3].value.job.jobId, results[2].value.job.jobId);
+        assert.equal(failedWith(results[4], ErrorCode.InvalidArgument).field, 'priority');
+        assert.deepEqual(await countsOf(q), { [JobState.Pending]: 2 });
+        assert.equal((await lease(acme)).jobId, results[0].value.job.jobId);
+        const tooMany = Array.from({ length: MAX_BATCH_JOBS + 1 }, () => ({ kind: 'k' }));
+        await rejects(q.enqueueEachAt(now(), acme, tooMany), ErrorCode.InvalidArgument, (e) =>
+          assert.equal(e.field, 'jobs'),
+        );
       });
 
       it('refuses a batch above the limit as a whole', async () => {
