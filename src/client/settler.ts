@@ -5,39 +5,9 @@
  * when the line is idle). Each job still gets its own answer.
  */
 import { MAX_SETTLE_BATCH } from '../core/limits.ts';
-import type { CompleteItem, FailItem, SettleItem } from '../worker/source.ts';
+import { sendBatch, splitByType, type PendingResult } from '../worker/pending.ts';
+import type { SettleItem } from '../worker/source.ts';
 import type { TelhaClient } from './client.ts';
-
-/** A result waiting for the server's answer. */
-export interface PendingResult<Item extends SettleItem = SettleItem> {
-  readonly item: Item;
-  resolve(): void;
-  reject(error: Error): void;
-}
-
-/** Completions and failures apart: they travel in separate lists. */
-export function splitByType(entries: readonly PendingResult[]): {
-  completes: PendingResult<CompleteItem>[];
-  fails: PendingResult<FailItem>[];
-} {
-  const completes: PendingResult<CompleteItem>[] = [];
-  const fails: PendingResult<FailItem>[] = [];
-  for (const entry of entries) {
-    if (entry.item.type === 'complete') completes.push(entry as PendingResult<CompleteItem>);
-    else fails.push(entry as PendingResult<FailItem>);
-  }
-  return { completes, fails };
-}
-
-/** Give each result the server's answer for it, in order: `null` accepted, else the error. */
-export function answerEach(entries: readonly PendingResult[], errors: readonly (Error | null)[]): void {
-  entries.forEach((entry, i) => {
-    const error = errors[i];
-    if (error === undefined) entry.reject(new Error('server answered fewer items than were sent'));
-    else if (error === null) entry.resolve();
-    else entry.reject(error);
-  });
-}
 
 export class Settler {
   private queued: PendingResult[] = [];
@@ -61,20 +31,10 @@ export class Settler {
     while (this.queued.length > 0) {
       const { completes, fails } = splitByType(this.queued.splice(0, MAX_SETTLE_BATCH));
       await Promise.all([
-        this.send(completes, () => this.client.completeBatch(completes.map((e) => e.item))),
-        this.send(fails, () => this.client.failBatch(fails.map((e) => e.item))),
+        sendBatch(completes, () => this.client.completeBatch(completes.map((e) => e.item))),
+        sendBatch(fails, () => this.client.failBatch(fails.map((e) => e.item))),
       ]);
     }
     this.flushing = false;
-  }
-
-  private async send(entries: readonly PendingResult[], call: () => Promise<(Error | null)[]>): Promise<void> {
-    if (entries.length === 0) return;
-    try {
-      answerEach(entries, await call());
-    } catch (error) {
-      const failure = error instanceof Error ? error : new Error(String(error));
-      for (const entry of entries) entry.reject(failure);
-    }
   }
 }

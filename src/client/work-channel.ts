@@ -12,7 +12,7 @@ import { WorkRequestSchema, type WorkOpen, type WorkRequest, type WorkResponse }
 import type { SettleItem, WorkSession, WorkSessionEvents } from '../worker/source.ts';
 import { completeToWire, failToWire, jobFromWire, type RemoteJob } from './convert.ts';
 import { fromWireError, outcomesToErrors, WireError } from './errors.ts';
-import { answerEach, splitByType, type PendingResult } from './settler.ts';
+import { answerEach, splitByType, type PendingResult } from '../worker/pending.ts';
 
 /** A Work stream as the runner's {@link WorkSession}. */
 export class WorkChannel implements WorkSession {

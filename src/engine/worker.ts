@@ -7,10 +7,11 @@
  * come.
  */
 import { ANY_SCOPE, type ItemResult, type ScopeFilter } from '../core/types.ts';
+import { sendBatch, splitByType, type PendingResult } from '../worker/pending.ts';
 import { WorkerRunner, type RunnerOptions } from '../worker/runner.ts';
 import type { NewJobInput, SettleItem, WorkSession, WorkSessionEvents, WorkSource } from '../worker/source.ts';
 import { LeasePump } from './lease-pump.ts';
-import type { Completion, EnqueueOptions, Failure, LeaseOptions, Queue } from './queue.ts';
+import type { EnqueueOptions, LeaseOptions, Queue } from './queue.ts';
 
 export interface LocalWorkerOptions extends RunnerOptions {
   /** Lease from one tenant or the system scope; default: every scope, system jobs first. */
@@ -113,14 +114,8 @@ class LocalSession implements WorkSession {
  * stream's do through the server: one `completeBatch` and one `failBatch`,
  * so the store locks and writes them in one pass.
  */
-interface Queued {
-  readonly item: SettleItem;
-  resolve(): void;
-  reject(error: Error): void;
-}
-
 class SettleBatcher {
-  private queued: Queued[] = [];
+  private queued: PendingResult[] = [];
 
   constructor(
     private readonly queue: Queue,
@@ -135,49 +130,40 @@ class SettleBatcher {
   }
 
   private async flush(): Promise<void> {
-    const batch = this.queued;
+    const { completes, fails } = splitByType(this.queued);
     this.queued = [];
-    const completes: { readonly entry: Queued; readonly completion: Completion }[] = [];
-    const fails: { readonly entry: Queued; readonly failure: Failure }[] = [];
-    for (const entry of batch) {
-      const { item } = entry;
-      if (item.type === 'complete') {
-        const successors = item.successors.map(toEnqueueOptions);
-        completes.push({ entry, completion: { jobId: item.jobId, fence: item.fence, successors } });
-      } else {
-        const failure = { jobId: item.jobId, fence: item.fence, error: item.error, retryable: !item.permanent };
-        fails.push({ entry, failure });
-      }
-    }
-    const answer = (entries: readonly { readonly entry: Queued }[], results: readonly ItemResult<unknown>[]): void =>
-      results.forEach((result, i) => {
-        const entry = entries[i]?.entry;
-        if (result.ok) entry?.resolve();
-        else entry?.reject(result.error);
-      });
-    try {
-      await Promise.all([
-        completes.length > 0 &&
-          this.queue
-            .completeBatch(
-              completes.map((c) => c.completion),
-              this.scope,
-            )
-            .then((results) => answer(completes, results)),
-        fails.length > 0 &&
-          this.queue
-            .failBatch(
-              fails.map((f) => f.failure),
-              this.scope,
-            )
-            .then((results) => answer(fails, results)),
-      ]);
-    } catch (error) {
-      // The store failed (or the queue closed): every result of this turn is unanswered.
-      const failure = error instanceof Error ? error : new Error(String(error));
-      for (const entry of batch) entry.reject(failure);
-    }
+    await Promise.all([
+      sendBatch(completes, async () =>
+        errorsOf(
+          await this.queue.completeBatch(
+            completes.map(({ item }) => ({
+              jobId: item.jobId,
+              fence: item.fence,
+              successors: item.successors.map(toEnqueueOptions),
+            })),
+            this.scope,
+          ),
+        ),
+      ),
+      sendBatch(fails, async () =>
+        errorsOf(
+          await this.queue.failBatch(
+            fails.map(({ item }) => ({
+              jobId: item.jobId,
+              fence: item.fence,
+              error: item.error,
+              retryable: !item.permanent,
+            })),
+            this.scope,
+          ),
+        ),
+      ),
+    ]);
   }
+}
+
+function errorsOf(results: readonly ItemResult<unknown>[]): (Error | null)[] {
+  return results.map((result) => (result.ok ? null : result.error));
 }
 
 function toEnqueueOptions(job: NewJobInput): EnqueueOptions {

@@ -16,6 +16,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, isTelhaError, isTransient, LeaseConflictError } from '../core/errors.ts';
+import { LazyAbort } from '../core/lazy-abort.ts';
 import { MAX_WORK_CREDIT } from '../core/limits.ts';
 import type { Logger } from '../core/logger.ts';
 import type { JobRecord, LeaseFence } from '../core/types.ts';
@@ -107,9 +108,9 @@ export class WorkerRunner {
   /** Running average of handler time (ms), for `prefetch: 'auto'`; `null` before the first handler returns. */
   private handlerMs: number | null = null;
   /** Jobs whose handler is running: each holds one of the `concurrency` slots. */
-  private readonly running = new Map<string, JobAbort>();
+  private readonly running = new Map<string, LazyAbort>();
   /** Leased jobs waiting for a slot (prefetched), in lease order. */
-  private readonly waiting: { readonly abort: JobAbort; start(run: boolean): void }[] = [];
+  private readonly waiting: { readonly abort: LazyAbort; start(run: boolean): void }[] = [];
   /** Every job from lease until its result is settled (handler running, or result on its way). */
   private readonly inFlight = new Set<Promise<void>>();
   private readonly stopLeasing = new AbortController();
@@ -236,7 +237,7 @@ export class WorkerRunner {
   }
 
   private run(job: JobRecord): void {
-    const abort = new JobAbort();
+    const abort = new LazyAbort();
     let released = false;
     const release = (): void => {
       if (released) return;
@@ -260,7 +261,7 @@ export class WorkerRunner {
   }
 
   /** Take a slot for a job: at once if one is free, else when one frees up; `false` if the job was aborted first. */
-  private takeSlot(jobId: string, abort: JobAbort): Promise<boolean> {
+  private takeSlot(jobId: string, abort: LazyAbort): Promise<boolean> {
     if (this.running.size < this.concurrency && this.waiting.length === 0) {
       this.running.set(jobId, abort);
       return Promise.resolve(true);
@@ -300,7 +301,7 @@ export class WorkerRunner {
   }
 
   /** Heartbeat the lease, wait for a slot, run the handler, `release` its slot, then settle the result. */
-  private async execute(job: JobRecord, abort: JobAbort, release: () => void): Promise<void> {
+  private async execute(job: JobRecord, abort: LazyAbort, release: () => void): Promise<void> {
     const fence: LeaseFence = { workerId: this.workerId, leaseGeneration: job.leaseGeneration };
     const log = { jobId: job.jobId, kind: job.kind, tenant: job.tenant, workerId: this.workerId };
     const lost = (error: unknown): boolean => {
@@ -397,43 +398,6 @@ export class WorkerRunner {
     } finally {
       if (timer !== null) clearTimeout(timer);
     }
-  }
-}
-
-/**
- * A job's abort. The AbortController behind `signal` is made only when a
- * handler reads it: most never do, and one per job was a measurable share of
- * an in-process no-op job's cost.
- */
-class JobAbort {
-  private controller: AbortController | null = null;
-  private listeners: (() => void)[] = [];
-  aborted = false;
-  reason: unknown = undefined;
-
-  get signal(): AbortSignal {
-    if (this.controller === null) {
-      this.controller = new AbortController();
-      if (this.aborted) this.controller.abort(this.reason);
-    }
-    return this.controller.signal;
-  }
-
-  abort(reason: unknown): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = reason;
-    this.controller?.abort(reason);
-    for (const listener of this.listeners.splice(0)) listener();
-  }
-
-  onAbort(listener: () => void): void {
-    if (this.aborted) listener();
-    else this.listeners.push(listener);
-  }
-
-  offAbort(listener: () => void): void {
-    this.listeners = this.listeners.filter((l) => l !== listener);
   }
 }
 

@@ -207,6 +207,16 @@ export class RocksJobStore implements JobStore {
     }
   }
 
+  /**
+   * Index a job this process has just written (or put back), keeping a Pending
+   * job's record for the claim that will take it. The rebuild at open indexes
+   * without caching: a backlog read from disk is not recent work.
+   */
+  private indexWritten(key: Buffer, record: JobRecord, now: Micros): void {
+    this.indexLive(key, record, now);
+    if (record.state === JobState.Pending) this.rememberPending(key, record);
+  }
+
   /** Cached Pending records and their estimated bytes, for tests and metrics. */
   get pendingCache(): { records: number; bytes: number } {
     return { records: this.pendingRecords.size, bytes: this.pendingBytes };
@@ -304,8 +314,7 @@ export class RocksJobStore implements JobStore {
     for (const { record, created } of outcomes) {
       if (!created) continue;
       const key = jobKeyOf(record);
-      this.indexLive(key, record, now);
-      if (record.state === JobState.Pending) this.rememberPending(key, record);
+      this.indexWritten(key, record, now);
     }
   }
 
@@ -337,8 +346,7 @@ export class RocksJobStore implements JobStore {
         }
         if (record === null) continue;
         if (!isLeasable(record, params.now, params.kinds) || !inScope(record, params.scope)) {
-          this.indexLive(key, record, params.now);
-          this.rememberPending(key, record);
+          this.indexWritten(key, record, params.now);
           continue;
         }
         const next = params.lease(record);
@@ -370,8 +378,7 @@ export class RocksJobStore implements JobStore {
         this.stageTransition(ops, current.key, current.record, nextKey, next.record);
         await this.committer.stage(ops);
         this.unindex(current.record);
-        this.indexLive(nextKey, next.record, now);
-        if (next.record.state === JobState.Pending) this.rememberPending(nextKey, next.record);
+        this.indexWritten(nextKey, next.record, now);
         this.indexCreated(successors, now);
         return { record: next.record, successors };
       } finally {
@@ -408,8 +415,7 @@ export class RocksJobStore implements JobStore {
       if (ops.length > 0) await this.committer.stage(ops);
       for (const { before, after } of changed.values()) {
         this.unindex(before);
-        this.indexLive(after.key, after.record, now);
-        if (after.record.state === JobState.Pending) this.rememberPending(after.key, after.record);
+        this.indexWritten(after.key, after.record, now);
       }
       return results;
     } finally {
