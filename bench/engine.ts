@@ -33,8 +33,10 @@ import { encodeJobKey } from '../src/codec/keys.ts';
 import { encodeRecord } from '../src/codec/value.ts';
 import { makeConfig } from '../src/core/config.ts';
 import { ANY_SCOPE, JobState, tenantScope, type JobRecord, type Micros, type QueueScope } from '../src/core/types.ts';
-import { openQueue } from '../src/engine/open.ts';
-import type { EnqueueOptions, Queue } from '../src/engine/queue.ts';
+import { openQueue } from '../src/open.ts';
+import { OffsetClock } from '../src/core/clock.ts';
+import type { Queue } from '../src/engine/queue.ts';
+import type { NewJob } from '../src/core/types.ts';
 import { RocksDatabase, type WriteOp } from '../src/storage/rocksdb/database.ts';
 import { count, envNumber, fmt, percentile, sleep } from './support.ts';
 
@@ -67,6 +69,8 @@ const PAYLOAD = Buffer.alloc(32, 0x61);
 const ENQUEUE_BATCH = 10_000;
 const LEASE_BATCH = 1_000;
 const FAR_FUTURE_SECS = 2 * 3600;
+/** Real time, moved ahead by the reaper measurement so the leases it made have expired. */
+const clock = new OffsetClock();
 const SETTLE_MS = 1_000;
 
 // ---------------------------------------------------------------- output helpers
@@ -151,7 +155,7 @@ function open(dir: string, durability: 'process' | 'fsync' = 'process'): Promise
     ? { kind: 'postgres' as const, url: PG_URL, schema: pgSchemaOf(dir), durability }
     : { path: dir, durability };
   if (ON_POSTGRES) pgSchemas.add(storage.schema as string);
-  return openQueue({ config: makeConfig({ storage, retention: { enabled: false } }), services: false });
+  return openQueue({ config: makeConfig({ storage, retention: { enabled: false } }), clock, services: false });
 }
 
 async function dropPgSchemas(): Promise<void> {
@@ -191,17 +195,12 @@ async function completedRows(queue: Queue): Promise<number> {
   return rows.filter((r) => r.state === JobState.Completed).reduce((s, r) => s + r.count, 0);
 }
 
-const jobs = (n: number, extra: Partial<EnqueueOptions> = {}): EnqueueOptions[] =>
+const jobs = (n: number, extra: Partial<NewJob> = {}): NewJob[] =>
   Array.from({ length: n }, () => ({ kind: WORK_KIND, payload: PAYLOAD, ...extra }));
 
-async function enqueueMany(
-  queue: Queue,
-  scope: QueueScope,
-  n: number,
-  extra: Partial<EnqueueOptions> = {},
-): Promise<void> {
+async function enqueueMany(queue: Queue, scope: QueueScope, n: number, extra: Partial<NewJob> = {}): Promise<void> {
   for (let done = 0; done < n; done += ENQUEUE_BATCH) {
-    await queue.enqueueBatch(scope, jobs(Math.min(ENQUEUE_BATCH, n - done), extra));
+    await queue.enqueueBatch(jobs(Math.min(ENQUEUE_BATCH, n - done), extra), scope);
   }
 }
 
@@ -214,14 +213,15 @@ async function passThrough(queue: Queue, scope: QueueScope, n: number, kind = BA
   const workerId = 'bench-filler';
   for (let done = 0; done < n;) {
     const size = Math.min(ENQUEUE_BATCH, n - done);
-    await queue.enqueueBatch(scope, jobs(size, { kind }));
+    await queue.enqueueBatch(jobs(size, { kind }), scope);
     const leased: JobRecord[] = [];
     while (leased.length < size) {
-      const batch = await queue.leaseBatch(
+      const batch = await queue.lease({
+        workerId,
+        kinds: [kind],
         scope,
-        { workerId, kinds: [kind] },
-        Math.min(LEASE_BATCH, size - leased.length),
-      );
+        limit: Math.min(LEASE_BATCH, size - leased.length),
+      });
       if (batch.length === 0) throw new Error(`passThrough: only ${leased.length} of ${size} jobs could be leased`);
       leased.push(...batch);
     }
@@ -265,7 +265,7 @@ async function leaseChunk(queue: Queue, n: number, into: LeaseSamples): Promise<
   const workerId = 'bench-measured';
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
-    const job = await queue.leaseNext(SCOPE, { workerId });
+    const job = await queue.leaseNext({ workerId, scope: SCOPE });
     const t1 = performance.now();
     if (job === null) throw new Error(`leaseNext found nothing after ${into.lease.length} leases`);
     if (job.kind !== WORK_KIND) throw new Error(`leaseNext returned a ${job.kind} job, not a ${WORK_KIND} job`);
@@ -416,18 +416,18 @@ async function measureReap(queue: Queue): Promise<ReapPoint> {
     await enqueueMany(queue, REAP_SCOPE, EXPIRED);
     let leased = 0;
     while (leased < EXPIRED) {
-      const batch = await queue.leaseBatch(
-        REAP_SCOPE,
-        { workerId: 'bench-doomed' },
-        Math.min(LEASE_BATCH, EXPIRED - leased),
-      );
+      const batch = await queue.lease({
+        workerId: 'bench-doomed',
+        scope: REAP_SCOPE,
+        limit: Math.min(LEASE_BATCH, EXPIRED - leased),
+      });
       if (batch.length === 0) throw new Error('measureReap: nothing to lease');
       leased += batch.length;
     }
     collectGarbage();
-    const future: Micros = queue.clock.now() + (FAR_FUTURE_SECS + r * FAR_FUTURE_SECS) * 1_000_000;
+    clock.advance(FAR_FUTURE_SECS * 1_000_000);
     const started = performance.now();
-    const result = await queue.reapExpiredAt(future);
+    const result = await queue.maintenance.reapExpired();
     ms.push(performance.now() - started);
     reaped = result.reaped;
     if (result.reaped !== EXPIRED) throw new Error(`reaper pass reaped ${result.reaped}, expected ${EXPIRED}`);
@@ -476,8 +476,8 @@ async function measureCycles(queue: Queue, workers: number, durationS: number, w
   const worker = async (w: number): Promise<void> => {
     const workerId = `bench-worker-${w}`;
     while (!stop) {
-      await queue.enqueue(SCOPE, { kind: WORK_KIND, payload: PAYLOAD });
-      const job = await queue.leaseNext(SCOPE, { workerId });
+      await queue.enqueue({ kind: WORK_KIND, payload: PAYLOAD }, SCOPE);
+      const job = await queue.leaseNext({ workerId, scope: SCOPE });
       if (job === null) {
         misses++;
         continue;

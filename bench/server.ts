@@ -19,7 +19,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TelhaClient, Worker, tenantScope } from '../src/client/index.ts';
 import { makeConfig } from '../src/core/config.ts';
-import { openQueue } from '../src/engine/open.ts';
+import { openQueue } from '../src/open.ts';
 import { envNumber, fmt, percentile, startServer } from './support.ts';
 
 const E2E_JOBS = envNumber('BENCH_E2E_JOBS', 20_000);
@@ -107,8 +107,8 @@ async function engineRate(): Promise<number> {
     Array.from({ length: 100 }, async (_, w) => {
       const workerId = `w${w}`;
       while (performance.now() < end) {
-        await queue.enqueue(scope, { kind: 'k' });
-        const job = await queue.leaseNext(scope, { workerId });
+        await queue.enqueue({ kind: 'k' }, scope);
+        const job = await queue.leaseNext({ workerId, scope });
         if (job) await queue.complete(job.jobId, { workerId, leaseGeneration: job.leaseGeneration });
         cycles++;
       }

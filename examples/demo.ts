@@ -15,7 +15,7 @@ import cliProgress from 'cli-progress';
 import { JobState, PermanentError, TelhaClient, tenantScope, Worker, type JobRecord } from '../src/client/index.ts';
 import { makeConfig } from '../src/core/config.ts';
 import { silentLogger } from '../src/core/logger.ts';
-import { openQueue } from '../src/engine/open.ts';
+import { openQueue } from '../src/open.ts';
 import { startServer } from '../src/server/server.ts';
 
 const TOTAL = Number(process.env['DEMO_JOBS'] ?? 3_000);

@@ -12,7 +12,7 @@ import { ManualClock } from '../src/core/clock.ts';
 import { makeConfig } from '../src/core/config.ts';
 import { isTelhaError } from '../src/core/errors.ts';
 import { JOB_STATE_NAMES, tenantScope } from '../src/core/types.ts';
-import { openQueue } from '../src/engine/open.ts';
+import { openQueue } from '../src/open.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'telha-demo-'));
 const clock = new ManualClock(Date.now() * 1000);
@@ -28,11 +28,11 @@ try {
   const total = 1_000;
   const started = performance.now();
   await queue.enqueueBatch(
-    acme,
     Array.from({ length: total }, (_, i) => ({
       kind: i % 10 === 0 ? 'report' : 'email',
       payload: Buffer.from(`job ${i}`),
     })),
+    acme,
   );
   say(`enqueued ${total} jobs in one atomic batch`);
 
@@ -41,7 +41,7 @@ try {
   let failed = 0;
   const worker = async (workerId: string): Promise<void> => {
     for (;;) {
-      const job = await queue.leaseNext(acme, { workerId });
+      const job = await queue.leaseNext({ workerId, scope: acme });
       if (job === null) return;
       const fence = { workerId, leaseGeneration: job.leaseGeneration };
       if (job.kind === 'report') {
@@ -62,18 +62,18 @@ try {
   // The failed jobs are gated by backoff (10 s); move the clock past it and fail them again: dead-lettered.
   clock.advanceSeconds(11);
   for (;;) {
-    const job = await queue.leaseNext(acme, { workerId: 'w1' });
+    const job = await queue.leaseNext({ workerId: 'w1', scope: acme });
     if (job === null) break;
     await queue.fail(job.jobId, { workerId: 'w1', leaseGeneration: job.leaseGeneration }, { error: 'still down' });
   }
 
   // A worker dies mid-job: its lease expires, the reaper hands the job back, the stale submit is refused.
-  const { job } = await queue.enqueue(acme, { kind: 'email', payload: Buffer.from('late') });
-  const first = await queue.leaseNext(acme, { workerId: 'doomed' });
+  const { job } = await queue.enqueue({ kind: 'email', payload: Buffer.from('late') }, acme);
+  const first = await queue.leaseNext({ workerId: 'doomed', scope: acme });
   clock.advanceSeconds(31);
-  const reaped = await queue.reapExpired();
+  const reaped = await queue.maintenance.reapExpired();
   clock.advanceSeconds(11);
-  const second = await queue.leaseNext(acme, { workerId: 'survivor' });
+  const second = await queue.leaseNext({ workerId: 'survivor', scope: acme });
   try {
     await queue.complete(job.jobId, { workerId: 'doomed', leaseGeneration: first?.leaseGeneration ?? 0 });
   } catch (error) {

@@ -11,13 +11,13 @@ const dir = mkdtempSync(join(tmpdir(), 'telha-quickstart-'));
 const queue = await openQueue({ config: makeConfig({ storage: { path: dir } }) });
 try {
   const acme = tenantScope('acme');
-  await queue.enqueue(acme, { kind: 'email', payload: Buffer.from('{"to":"a@b.c"}'), idempotencyKey: 'order-17' });
+  await queue.enqueue({ kind: 'email', payload: Buffer.from('{"to":"a@b.c"}'), idempotencyKey: 'order-17' }, acme);
 
-  const job = await queue.leaseNext(acme, { workerId: 'worker-1', kinds: ['email'] });
+  const job = await queue.leaseNext({ workerId: 'worker-1', kinds: ['email'], scope: acme });
   if (job) {
     const fence = { workerId: 'worker-1', leaseGeneration: job.leaseGeneration };
     try {
-      await queue.extend(job.jobId, fence);
+      await queue.heartbeat(job.jobId, fence);
       const { job: done } = await queue.complete(job.jobId, fence);
       console.log(`${done.kind} ${done.jobId}: ${done.events.map((e) => e.transition).join(' → ')}`);
     } catch (error) {

@@ -1,31 +1,44 @@
 /**
- * Telha's public API: the engine a program opens on a local directory.
- * Named exports only; types are exported as types.
+ * `telha`: the engine a program opens in its own process. Named exports
+ * only; types are exported as types. The backends are reached through
+ * `openQueue` (which loads the one the configuration names) or their own
+ * entries, `telha/rocksdb` and `telha/postgres`.
  */
-export { openQueue, loadConfig } from './engine/open.ts';
-export type { OpenQueueOptions } from './engine/open.ts';
-export { Queue, DEFAULT_PRIORITY, PRUNE_KIND } from './engine/queue.ts';
+export { openQueue, openStore, loadConfig } from './open.ts';
+export type { OpenQueueOptions } from './open.ts';
+export { Queue } from './engine/queue.ts';
 export type {
   CompleteOptions,
   CompleteResult,
-  EnqueueOptions,
-  EnqueueResult,
+  Completion,
   FailOptions,
+  Failure,
+  LeasedOptions,
+  LeaseManyOptions,
   LeaseOptions,
+  LeaseWaits,
   ListOptions,
   QueueOptions,
-  ReapResult,
-  SystemTask,
 } from './engine/queue.ts';
+export { Maintenance, PRUNE_KIND } from './engine/maintenance.ts';
+export type { ReapResult } from './engine/maintenance.ts';
+export { LocalWorker } from './engine/worker.ts';
+export type { LocalWorkerOptions } from './engine/worker.ts';
+export { DEFAULT_PRIORITY } from './core/drafts.ts';
 export { JobState, JOB_STATE_NAMES, SYSTEM_SCOPE, ANY_SCOPE, tenantScope, finishedAt } from './core/types.ts';
 export type {
+  CountRow,
+  EnqueueResult,
+  EventTransition,
+  ItemResult,
   JobEvent,
   JobRecord,
   LeaseFence,
+  ListPage,
   Micros,
+  NewJob,
   QueueScope,
   ScopeFilter,
-  EventTransition,
 } from './core/types.ts';
 export { ErrorCode, TelhaError, LeaseConflictError, CorruptRecordError, isTelhaError } from './core/errors.ts';
 export type { LeaseConflictReason } from './core/errors.ts';
@@ -35,12 +48,6 @@ export { makeConfig, resolveConfig, configFromEnv, DEFAULT_CONFIG } from './core
 export type { TelhaConfig, JobsConfig, StorageConfig, RetentionConfig, ConfigInput } from './core/config.ts';
 export type { KindBackoff, BackoffByKind } from './core/backoff.ts';
 export type { Logger } from './core/logger.ts';
-export { RocksJobStore } from './storage/rocksdb/rocks-store.ts';
-export { PostgresJobStore } from './storage/postgres/postgres-store.ts';
-export { enqueueInTransaction } from './engine/transactional.ts';
-export { LocalWorker } from './engine/worker.ts';
-export type { LocalWorkerOptions } from './engine/worker.ts';
 export { PermanentError } from './worker/runner.ts';
 export type { JobContext, JobHandler, RunnerOptions } from './worker/runner.ts';
-export type { TransactionalEnqueueOptions } from './engine/transactional.ts';
 export type { JobStore } from './storage/types.ts';

@@ -46,9 +46,14 @@ describe('the telha CLI', () => {
     const [job] = await client.lease({ workerId: 'w1', kinds: ['doomed'] });
     assert.ok(job);
     deadId = (
-      await client.fail(job.jobId, { workerId: 'w1', leaseGeneration: job.leaseGeneration }, 'disk full', {
-        permanent: true,
-      })
+      await client.fail(
+        job.jobId,
+        { workerId: 'w1', leaseGeneration: job.leaseGeneration },
+        {
+          error: 'disk full',
+          permanent: true,
+        },
+      )
     ).jobId;
   });
   after(async () => {
@@ -114,7 +119,7 @@ describe('the telha CLI', () => {
       jobs: unknown[];
     };
     assert.ok(all.jobs.length >= 3);
-    const kinds = JSON.parse((await telha('jobs', 'list', '--kind', 'rep', '--json')).stdout) as {
+    const kinds = JSON.parse((await telha('jobs', 'list', '--kind-prefix', 'rep', '--json')).stdout) as {
       jobs: { kind: string }[];
     };
     assert.deepEqual(
@@ -124,7 +129,7 @@ describe('the telha CLI', () => {
   });
 
   it('prints stats per state and kind', async () => {
-    const stats = await telha('jobs', 'stats', '--tenant', 'acme');
+    const stats = await telha('jobs', 'counts', '--tenant', 'acme');
     assert.match(stats.stdout, /^dead\s+doomed\s+1$/m);
     assert.match(stats.stdout, /^total: /m);
     const json = JSON.parse((await telha('jobs', 'stats', '--json')).stdout) as {
@@ -176,7 +181,7 @@ describe('the telha CLI', () => {
   });
 
   it('reports an unreachable server clearly', async () => {
-    const run = await telha('--address', '127.0.0.1:1', 'jobs', 'stats');
+    const run = await telha('--address', '127.0.0.1:1', 'jobs', 'counts');
     assert.equal(run.code, 1);
     assert.match(run.stderr, /^error: unavailable: /m);
   });

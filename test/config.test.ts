@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { configFromEnv, DEFAULT_CONFIG, makeConfig, resolveConfig } from '../src/core/config.ts';
 import { ErrorCode, TelhaError } from '../src/core/errors.ts';
-import { loadConfig } from '../src/engine/open.ts';
+import { loadConfig } from '../src/open.ts';
 import { tempDir } from './support/backends.ts';
 
 function refuses(run: () => unknown, field: string, message: RegExp): void {

@@ -8,10 +8,11 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { afterEach, beforeEach, describe, it } from 'node:test';
+import { OffsetClock } from '../src/core/clock.ts';
 import { makeConfig } from '../src/core/config.ts';
 import type { LeaseConflictError } from '../src/core/errors.ts';
 import { JobState, tenantScope, type JobRecord } from '../src/core/types.ts';
-import { openQueue } from '../src/engine/open.ts';
+import { openQueue } from '../src/open.ts';
 import type { Queue } from '../src/engine/queue.ts';
 import { LocalWorker, type LocalWorkerOptions } from '../src/engine/worker.ts';
 import { PermanentError } from '../src/worker/runner.ts';
@@ -30,6 +31,7 @@ function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => voi
 for (const backend of ['memory', 'rocksdb'] as const) {
   describe(`LocalWorker on ${backend}`, () => {
     let queue: Queue;
+    const clock = new OffsetClock();
     let dir: string | null = null;
     const workers: LocalWorker[] = [];
     const start = (options: LocalWorkerOptions): LocalWorker => {
@@ -47,7 +49,7 @@ for (const backend of ['memory', 'rocksdb'] as const) {
         jobs: { backoff_base_secs: 60 },
         retention: { enabled: false },
       });
-      queue = await openQueue({ config, services: false, ...(dir === null ? { inMemory: true } : {}) });
+      queue = await openQueue({ config, clock, services: false, ...(dir === null ? { inMemory: true } : {}) });
     });
     afterEach(async () => {
       await Promise.all(workers.splice(0).map((w) => w.close(1_000)));
@@ -57,8 +59,8 @@ for (const backend of ['memory', 'rocksdb'] as const) {
 
     it('runs every job once, with its payload and fence, and completes it', async () => {
       await queue.enqueueBatch(
-        acme,
         Array.from({ length: 40 }, (_, i) => ({ kind: 'email', payload: Buffer.from(`m${i}`) })),
+        acme,
       );
       const seen: JobRecord[] = [];
       const worker = start({
@@ -87,8 +89,8 @@ for (const backend of ['memory', 'rocksdb'] as const) {
     });
 
     it('retries a throwing handler with backoff and dead-letters a PermanentError', async () => {
-      const retried = (await queue.enqueue(acme, { kind: 'flaky' })).job.jobId;
-      const doomed = (await queue.enqueue(acme, { kind: 'doomed' })).job.jobId;
+      const retried = (await queue.enqueue({ kind: 'flaky' }, acme)).job.jobId;
+      const doomed = (await queue.enqueue({ kind: 'doomed' }, acme)).job.jobId;
       start({
         handler: (job) => Promise.reject(job.kind === 'doomed' ? new PermanentError('bad input') : new Error('later')),
       });
@@ -100,7 +102,7 @@ for (const backend of ['memory', 'rocksdb'] as const) {
     });
 
     it('enqueues chained successors in the completed job’s scope', async () => {
-      await queue.enqueue(acme, { kind: 'parent' });
+      await queue.enqueue({ kind: 'parent' }, acme);
       start({
         kinds: ['parent'],
         handler: (job) => {
@@ -115,8 +117,8 @@ for (const backend of ['memory', 'rocksdb'] as const) {
     });
 
     it('leases only from its scope', async () => {
-      await queue.enqueue(globex, { kind: 'theirs' });
-      const mine = (await queue.enqueue(acme, { kind: 'mine' })).job.jobId;
+      await queue.enqueue({ kind: 'theirs' }, globex);
+      const mine = (await queue.enqueue({ kind: 'mine' }, acme)).job.jobId;
       const ran: string[] = [];
       start({
         scope: acme,
@@ -131,11 +133,14 @@ for (const backend of ['memory', 'rocksdb'] as const) {
     });
 
     it('aborts the handler when its lease is lost and does not submit the result', async () => {
-      const { job } = await queue.enqueue(acme, { kind: 'slow' });
+      const { job } = await queue.enqueue({ kind: 'slow' }, acme);
       const started = deferred();
       const lost = deferred<LeaseConflictError>();
       start({
         workerId: 'loser',
+        // No free slot while the handler runs, so the reaped job is not handed straight back.
+        concurrency: 1,
+        prefetch: 0,
         heartbeatFraction: 0.001,
         onLeaseLost: (_id, error) => lost.resolve(error),
         handler: async (ctx) => {
@@ -144,10 +149,11 @@ for (const backend of ['memory', 'rocksdb'] as const) {
         },
       });
       await started.promise;
-      const later = Date.now() * 1000 + 3_600_000_000;
-      await queue.reapExpiredAt(later);
+      clock.advance(3_600_000_000);
+      await queue.maintenance.reapExpired();
       // Past the reaped job's backoff gate too.
-      const thief = await queue.leaseNextAt(later + 7_200_000_000, acme, { workerId: 'thief' });
+      clock.advance(7_200_000_000);
+      const thief = await queue.leaseNext({ workerId: 'thief', scope: acme });
       assert.equal(thief?.jobId, job.jobId);
       assert.equal((await lost.promise).reason, 'worker_mismatch');
       const record = await queue.show(job.jobId);
@@ -156,7 +162,7 @@ for (const backend of ['memory', 'rocksdb'] as const) {
     });
 
     it('waits in close() for its running job, leaving the queue open', async () => {
-      await queue.enqueue(acme, { kind: 'k' });
+      await queue.enqueue({ kind: 'k' }, acme);
       const started = deferred();
       const release = deferred();
       const worker = start({
@@ -170,7 +176,7 @@ for (const backend of ['memory', 'rocksdb'] as const) {
       release.resolve();
       await closed;
       assert.deepEqual(await states(), [JobState.Completed]);
-      await queue.enqueue(acme, { kind: 'after' });
+      await queue.enqueue({ kind: 'after' }, acme);
     });
   });
 }

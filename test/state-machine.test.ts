@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { TRANSITIONS } from '../src/core/transitions.ts';
+import { makeConfig } from '../src/core/config.ts';
+import * as transitions from '../src/core/transitions.ts';
+import { JobState, type JobRecord } from '../src/core/types.ts';
 
+const { TRANSITIONS, isEdge } = transitions;
 const doc = readFileSync(new URL('../docs/state-machine.md', import.meta.url), 'utf8');
 const diagram = /```mermaid\n([\s\S]*?)```/.exec(doc)?.[1] ?? '';
 
@@ -20,5 +23,74 @@ describe('the state machine document', () => {
   it('draws no edge the table lacks', () => {
     const drawn = diagram.split('\n').filter((line) => line.includes('-->') && line.includes(':'));
     assert.equal(drawn.length, TRANSITIONS.length);
+  });
+});
+
+describe('the transition table', () => {
+  const policy: transitions.RetryPolicy = {
+    config: makeConfig({ jobs: { max_attempts: 2 } }).jobs,
+    backoffByKind: new Map(),
+  };
+  const NOW = Date.UTC(2026, 0, 1) * 1000;
+  const STATE_NAMES = Object.fromEntries(Object.entries(JobState).map(([name, value]) => [value, name]));
+
+  /** Every (function, before, after) the functions take, driven through each edge once. */
+  function takenEdges(): Set<string> {
+    const taken = new Set<string>();
+    const take = (name: string, before: JobRecord | null, after: JobRecord): JobRecord => {
+      taken.add(`${name} ${before === null ? 'start' : STATE_NAMES[before.state]} ${STATE_NAMES[after.state]}`);
+      return after;
+    };
+    const fresh = (): JobRecord =>
+      take(
+        'enqueue',
+        null,
+        transitions.enqueue(
+          {
+            jobId: '01a22b9c-0b3f-75cf-b38e-00434c789a13',
+            tenant: 'acme',
+            kind: 'k',
+            payload: Buffer.alloc(0),
+            priority: 128,
+            createdAt: NOW,
+            notBefore: null,
+            idempotencyKey: null,
+            maxAttempts: null,
+          },
+          NOW,
+        ),
+      );
+    const leased = (record: JobRecord): JobRecord => take('lease', record, transitions.lease(record, 'w', NOW, policy));
+    const fence = (record: JobRecord) => ({ workerId: 'w', leaseGeneration: record.leaseGeneration });
+
+    let job = leased(fresh());
+    job = take('heartbeat', job, transitions.heartbeat(job, fence(job), NOW, policy));
+    job = take('checkpoint', job, transitions.checkpoint(job, fence(job), Buffer.from('x'), NOW, policy));
+    take('complete', job, transitions.complete(job, fence(job), NOW));
+
+    job = leased(fresh());
+    job = take('fail', job, transitions.fail(job, fence(job), { error: 'e', permanent: false }, NOW, policy));
+    job = leased({ ...job, notBefore: null });
+    const dead = take('fail', job, transitions.fail(job, fence(job), { error: 'e', permanent: false }, NOW, policy));
+    take('retry', dead, transitions.retry(dead, NOW));
+
+    const expired = NOW + 3_600_000_000;
+    job = leased(fresh());
+    job = take('reap', job, transitions.reap(job, expired, policy));
+    job = leased({ ...job, notBefore: null });
+    take('reap', job, transitions.reap(job, expired + 3_600_000_000, policy));
+    return taken;
+  }
+
+  it('is exactly the set of edges the transition functions take', () => {
+    const table = new Set(TRANSITIONS.map((t) => `${t.name} ${t.from} ${t.to}`));
+    assert.deepEqual([...takenEdges()].sort(), [...table].sort());
+  });
+
+  it('knows which moves are edges and which are not', () => {
+    assert.ok(isEdge('complete', JobState.Leased, JobState.Completed));
+    assert.ok(!isEdge('complete', JobState.Pending, JobState.Completed));
+    assert.ok(!isEdge('retry', JobState.Completed, JobState.Pending));
+    assert.ok(!isEdge('lease', 'start', JobState.Leased));
   });
 });

@@ -1,6 +1,6 @@
 /** What the Telha adapters share: the scope and kinds of the benchmark's jobs, and their configuration. */
 import { tenantScope, type QueueScope } from '../../src/core/types.ts';
-import type { EnqueueOptions } from '../../src/engine/queue.ts';
+import type { NewJob } from '../../src/core/types.ts';
 import type { OpenOptions } from './types.ts';
 
 export const SCOPE: QueueScope = tenantScope('bench');
@@ -9,7 +9,7 @@ export const KIND = 'bench';
 /** Completed filler rows (workload 4) carry this kind. */
 export const RETAINED_KIND = 'retained';
 
-export function telhaJob(tag: string, delayMs?: number): EnqueueOptions {
+export function telhaJob(tag: string, delayMs?: number): NewJob {
   return { kind: KIND, payload: Buffer.from(tag), ...(delayMs === undefined ? {} : { delayMs }) };
 }
 

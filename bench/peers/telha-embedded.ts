@@ -8,7 +8,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { makeConfig } from '../../src/core/config.ts';
-import { openQueue } from '../../src/engine/open.ts';
+import { openQueue } from '../../src/open.ts';
 import type { Queue } from '../../src/engine/queue.ts';
 import { LocalWorker } from '../../src/engine/worker.ts';
 import { KIND, recoveryJobsConfig, SCOPE, telhaJob } from './telha-common.ts';
@@ -91,13 +91,13 @@ class TelhaEmbedded implements System {
 
   async enqueueBulk(tags: readonly string[], delayMs?: number): Promise<void> {
     await this.open_.enqueueBatch(
-      SCOPE,
       tags.map((tag) => telhaJob(tag, delayMs)),
+      SCOPE,
     );
   }
 
   async enqueueOne(tag: string): Promise<void> {
-    await this.open_.enqueue(SCOPE, telhaJob(tag));
+    await this.open_.enqueue(telhaJob(tag), SCOPE);
   }
 
   /**

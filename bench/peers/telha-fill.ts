@@ -18,8 +18,9 @@ import { encodeRecord } from '../../src/codec/value.ts';
 import { DEFAULT_CONFIG, makeConfig } from '../../src/core/config.ts';
 import * as transitions from '../../src/core/transitions.ts';
 import { finishedAt, JobState, type JobRecord } from '../../src/core/types.ts';
-import { draftJob } from '../../src/engine/drafts.ts';
-import { openQueue } from '../../src/engine/open.ts';
+import { draftJob } from '../../src/core/drafts.ts';
+import { newJobId } from '../../src/codec/job-ids.ts';
+import { openQueue } from '../../src/open.ts';
 import type { Queue } from '../../src/engine/queue.ts';
 import { RETAINED_KIND, SCOPE } from './telha-common.ts';
 
@@ -39,16 +40,17 @@ export async function passThrough(queue: Queue, n: number, progress: (done: numb
   for (let done = 0; done < n;) {
     const size = Math.min(FILL_ENQUEUE, n - done);
     await queue.enqueueBatch(
-      SCOPE,
       Array.from({ length: size }, () => ({ kind: RETAINED_KIND })),
+      SCOPE,
     );
     const leased: JobRecord[] = [];
     while (leased.length < size) {
-      const batch = await queue.leaseBatch(
-        SCOPE,
-        { workerId: FILLER, kinds: [RETAINED_KIND] },
-        Math.min(FILL_LEASE, size - leased.length),
-      );
+      const batch = await queue.lease({
+        workerId: FILLER,
+        kinds: [RETAINED_KIND],
+        scope: SCOPE,
+        limit: Math.min(FILL_LEASE, size - leased.length),
+      });
       if (batch.length === 0) throw new Error(`passThrough: only ${leased.length} of ${size} jobs could be leased`);
       leased.push(...batch);
     }
@@ -98,7 +100,11 @@ export async function loadRocksRetained(
 /** One completed job as the engine would have written it: enqueued, leased and completed at `now`. */
 function completedRecord(createdAt: number, now: number): JobRecord {
   const policy = { config: DEFAULT_CONFIG.jobs, backoffByKind: new Map() };
-  const draft = draftJob(SCOPE, { kind: RETAINED_KIND }, now, '', DEFAULT_CONFIG.jobs.max_payload_bytes);
+  const draft = draftJob(
+    SCOPE,
+    { kind: RETAINED_KIND },
+    { now, fieldPrefix: '', maxPayloadBytes: DEFAULT_CONFIG.jobs.max_payload_bytes, jobId: newJobId() },
+  );
   const leased = transitions.lease(transitions.enqueue({ ...draft, createdAt }, now), FILLER, now, policy);
   return transitions.complete(leased, { workerId: FILLER, leaseGeneration: leased.leaseGeneration }, now);
 }

@@ -1,6 +1,5 @@
 /** How the CLI prints jobs for a person (the `--json` forms print records as they are). */
-import { JOB_STATE_NAMES, JobState, type JobRecord } from '../core/types.ts';
-import type { CountRow } from '../client/client.ts';
+import { JOB_STATE_NAMES, JobState, type CountRow, type JobRecord } from '../core/types.ts';
 
 function time(us: number): string {
   return new Date(Math.floor(us / 1000)).toISOString().replace('T', ' ').replace('Z', ' UTC');

@@ -126,7 +126,7 @@ export function buildProgram(): Command {
     .command('list')
     .description('list jobs in key order (priority, then age)')
     .addOption(new Option('--state <state>', 'only this state').choices(Object.keys(STATES)))
-    .option('--kind <prefix>', 'only kinds starting with this')
+    .option('--kind-prefix <prefix>', 'only kinds starting with this')
     .option('--tenant <tenant>', "one tenant's jobs (operators)")
     .option('--system', 'system-scope jobs (operators)')
     .option('--limit <n>', 'page size (1-1000)', integer('--limit'), 50)
@@ -137,7 +137,7 @@ export function buildProgram(): Command {
       async (
         o: ScopeOptions & {
           state?: string;
-          kind?: string;
+          kindPrefix?: string;
           limit: number;
           pageToken?: string;
           all?: boolean;
@@ -153,7 +153,7 @@ export function buildProgram(): Command {
           const page = await c.list({
             ...(scope ? { scope } : {}),
             ...(o.state ? { state: STATES[o.state] as JobState } : {}),
-            ...(o.kind ? { kindPrefix: o.kind } : {}),
+            ...(o.kindPrefix ? { kindPrefix: o.kindPrefix } : {}),
             limit: o.limit,
             ...(token ? { pageToken: token } : {}),
           });
@@ -222,7 +222,8 @@ export function buildProgram(): Command {
     );
 
   jobs
-    .command('stats')
+    .command('counts')
+    .alias('stats')
     .description('jobs per state and kind')
     .option('--tenant <tenant>', "one tenant's jobs (operators)")
     .option('--system', 'system-scope jobs (operators)')

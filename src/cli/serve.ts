@@ -1,5 +1,5 @@
 /** `telha serve`: open the store, start the reaper and maintenance, serve the API until SIGTERM/SIGINT. */
-import { loadConfig, openQueue } from '../engine/open.ts';
+import { loadConfig, openQueue } from '../open.ts';
 import { createLogger } from '../server/logging.ts';
 import { startServer } from '../server/server.ts';
 

@@ -4,7 +4,17 @@
  * wire protocol; errors come back as `TelhaError` / `LeaseConflictError`.
  */
 import * as grpc from '@grpc/grpc-js';
-import { JobState as JobStateCore, type JobState, type LeaseFence, type QueueScope } from '../core/types.ts';
+import {
+  JobState as JobStateCore,
+  type CountRow,
+  type EnqueueResult,
+  type ItemResult,
+  type JobState,
+  type LeaseFence,
+  type ListPage,
+  type NewJob as NewJobInit,
+  type QueueScope,
+} from '../core/types.ts';
 import { create } from '@bufbuild/protobuf';
 import {
   WorkOpenSchema,
@@ -23,7 +33,7 @@ import {
   type RequestInitOf,
   type ResponseOf,
 } from '../wire/service.ts';
-import { fromWireError, outcomeToError, outcomesToErrors, WireError } from './errors.ts';
+import { fromWireError, outcomeToError, outcomesToResults, WireError } from './errors.ts';
 import {
   completeToWire,
   failToWire,
@@ -31,7 +41,6 @@ import {
   newJobToWire,
   scopeToWire,
   wireFence,
-  type NewJobInput,
   type RemoteJob,
 } from './convert.ts';
 import type { WorkSessionEvents } from '../worker/source.ts';
@@ -51,26 +60,10 @@ export interface ClientOptions {
   readonly timeoutMs?: number;
 }
 
-export const DEFAULT_ADDRESS = '127.0.0.1:7070';
+export { DEFAULT_ADDRESS } from '../core/defaults.ts';
+import { DEFAULT_ADDRESS } from '../core/defaults.ts';
 
-export interface EnqueueOutcome {
-  readonly job: RemoteJob;
-  readonly created: boolean;
-}
-
-export interface ListPage {
-  readonly jobs: readonly RemoteJob[];
-  /** Pass back as `pageToken` for the next page; `null` at the end. */
-  readonly nextPageToken: string | null;
-}
-
-export interface CountRow {
-  readonly state: JobState;
-  readonly kind: string;
-  readonly count: number;
-}
-
-export interface ListParams {
+export interface ListOptions {
   /** Operators: a tenant or the system scope; omitted lists every scope. Tenants: their own. */
   readonly scope?: QueueScope;
   readonly state?: JobState;
@@ -79,10 +72,11 @@ export interface ListParams {
   readonly pageToken?: string;
 }
 
-export interface LeaseParams {
+export interface LeaseOptions {
   readonly workerId: string;
   readonly kinds?: readonly string[];
-  readonly maxJobs?: number;
+  /** Jobs at most, 1-1,000. Default 1. */
+  readonly limit?: number;
   /** Long-poll: wait up to this long for a job (capped by the server). */
   readonly waitMs?: number;
   readonly scope?: QueueScope;
@@ -99,7 +93,7 @@ const Stub = grpc.makeGenericClientConstructor(queueServiceDefinition, 'QueueSer
 /** An `enqueue` call waiting for this turn's flush. */
 interface QueuedEnqueue {
   readonly job: NewJob;
-  resolve(outcome: EnqueueOutcome): void;
+  resolve(outcome: EnqueueResult<RemoteJob>): void;
   reject(error: Error): void;
 }
 
@@ -173,8 +167,8 @@ export class TelhaClient {
    * un-awaited enqueues) go to the server together as one `EnqueueEach` call per scope: each
    * job is still validated and answered on its own, so one bad job fails only its own call.
    */
-  enqueue(job: NewJobInput, scope?: QueueScope): Promise<EnqueueOutcome> {
-    return new Promise<EnqueueOutcome>((resolve, reject) => {
+  enqueue(job: NewJobInit, scope?: QueueScope): Promise<EnqueueResult<RemoteJob>> {
+    return new Promise<EnqueueResult<RemoteJob>>((resolve, reject) => {
       const key = scope === undefined ? '' : scope.type === 'system' ? 'system' : `tenant:${scope.tenant}`;
       let group = this.queuedEnqueues.get(key);
       if (group === undefined) {
@@ -218,7 +212,7 @@ export class TelhaClient {
   }
 
   /** Enqueue many jobs in one atomic write. */
-  async enqueueBatch(jobs: readonly NewJobInput[], scope?: QueueScope): Promise<EnqueueOutcome[]> {
+  async enqueueBatch(jobs: readonly NewJobInit[], scope?: QueueScope): Promise<EnqueueResult<RemoteJob>[]> {
     const res = await this.rpc('enqueueBatch', { scope: scopeToWire(scope), jobs: jobs.map(newJobToWire) });
     return res.results.map((r) => ({ job: jobFromWire(requireJob(r.job)), created: r.created }));
   }
@@ -228,7 +222,7 @@ export class TelhaClient {
     return jobFromWire(requireJob(res.job));
   }
 
-  async list(params: ListParams = {}): Promise<ListPage> {
+  async list(params: ListOptions = {}): Promise<ListPage<RemoteJob>> {
     const res = await this.rpc('list', {
       scope: scopeToWire(params.scope),
       ...(params.state === undefined ? {} : { state: stateToWire(params.state) }),
@@ -256,15 +250,15 @@ export class TelhaClient {
 
   // ---- worker calls ----
 
-  /** Lease up to `maxJobs` jobs, waiting up to `waitMs` for one. */
-  async lease(params: LeaseParams): Promise<RemoteJob[]> {
+  /** Lease up to `limit` jobs, waiting up to `waitMs` for one. */
+  async lease(params: LeaseOptions): Promise<RemoteJob[]> {
     const waitMs = params.waitMs ?? 0;
     const res = await this.rpc(
       'lease',
       {
         workerId: params.workerId,
         kinds: [...(params.kinds ?? [])],
-        maxJobs: params.maxJobs ?? 1,
+        limit: params.limit ?? 1,
         waitMs,
         scope: scopeToWire(params.scope),
       },
@@ -277,7 +271,7 @@ export class TelhaClient {
    * Open a Work stream: the server pushes leased jobs up to the credit granted
    * and answers results sent on it. What {@link Worker} runs on.
    */
-  work(params: Omit<LeaseParams, 'maxJobs' | 'waitMs' | 'signal'>, events: WorkSessionEvents<RemoteJob>): WorkChannel {
+  work(params: Omit<LeaseOptions, 'limit' | 'waitMs' | 'signal'>, events: WorkSessionEvents<RemoteJob>): WorkChannel {
     const open = create(WorkOpenSchema, {
       workerId: params.workerId,
       kinds: [...(params.kinds ?? [])],
@@ -306,47 +300,47 @@ export class TelhaClient {
   async complete(
     jobId: string,
     fence: LeaseFence,
-    successors: readonly NewJobInput[] = [],
-  ): Promise<{ job: RemoteJob; successors: EnqueueOutcome[] }> {
-    const res = await this.rpc('complete', completeToWire({ jobId, fence, successors }));
+    options: { readonly successors?: readonly NewJobInit[] } = {},
+  ): Promise<{ job: RemoteJob; successors: EnqueueResult<RemoteJob>[] }> {
+    const res = await this.rpc('complete', completeToWire({ jobId, fence, successors: options.successors ?? [] }));
     return {
       job: jobFromWire(requireJob(res.job)),
       successors: res.successors.map((r) => ({ job: jobFromWire(requireJob(r.job)), created: r.created })),
     };
   }
 
-  /**
-   * Complete many leased jobs in one round trip. Each is fenced and applied on
-   * its own; the result holds, in order, `null` for an accepted completion or
-   * the error the single call would have thrown.
-   */
-  async completeBatch(
-    items: readonly { jobId: string; fence: LeaseFence; successors?: readonly NewJobInput[] }[],
-  ): Promise<(Error | null)[]> {
-    const res = await this.rpc('completeBatch', { items: items.map(completeToWire) });
-    return outcomesToErrors(res.outcomes, items);
-  }
-
-  /** Fail many leased jobs in one round trip, item by item like {@link completeBatch}. */
-  async failBatch(
-    items: readonly { jobId: string; fence: LeaseFence; error: string; permanent?: boolean }[],
-  ): Promise<(Error | null)[]> {
-    const res = await this.rpc('failBatch', { items: items.map(failToWire) });
-    return outcomesToErrors(res.outcomes, items);
-  }
-
+  /** Fail a leased job: retried with backoff, or dead-lettered when `permanent` or out of attempts. */
   async fail(
     jobId: string,
     fence: LeaseFence,
-    error: string,
-    options: { permanent?: boolean } = {},
+    options: { readonly error: string; readonly permanent?: boolean },
   ): Promise<RemoteJob> {
-    const res = await this.rpc('fail', failToWire({ jobId, fence, error, ...options }));
+    const res = await this.rpc('fail', failToWire({ jobId, fence, ...options }));
     return jobFromWire(requireJob(res.job));
+  }
+
+  /**
+   * Complete many leased jobs in one round trip. Each is fenced and applied
+   * on its own; the results hold, in order, each item's acceptance or the
+   * error its single call would have thrown.
+   */
+  async completeEach(
+    items: readonly { jobId: string; fence: LeaseFence; successors?: readonly NewJobInit[] }[],
+  ): Promise<ItemResult<null>[]> {
+    const res = await this.rpc('completeEach', { items: items.map(completeToWire) });
+    return outcomesToResults(res.outcomes, items);
+  }
+
+  /** Fail many leased jobs in one round trip, item by item like {@link TelhaClient.completeEach}. */
+  async failEach(
+    items: readonly { jobId: string; fence: LeaseFence; error: string; permanent?: boolean }[],
+  ): Promise<ItemResult<null>[]> {
+    const res = await this.rpc('failEach', { items: items.map(failToWire) });
+    return outcomesToResults(res.outcomes, items);
   }
 }
 
-function enqueueOutcome(result: WireEnqueueResult | undefined): EnqueueOutcome {
+function enqueueOutcome(result: WireEnqueueResult | undefined): EnqueueResult<RemoteJob> {
   if (!result?.job) throw new Error('server sent an empty enqueue result');
   return { job: jobFromWire(result.job), created: result.created };
 }

@@ -5,6 +5,7 @@ import {
   type EventTransition,
   type JobRecord,
   type LeaseFence,
+  type NewJob as CoreNewJob,
   type QueueScope,
 } from '../core/types.ts';
 import { stateFromWire } from '../wire/states.ts';
@@ -49,12 +50,8 @@ export function jobFromWire(job: Job): RemoteJob {
   };
 }
 
-/** What a producer sends: the engine's `EnqueueOptions` shape, payload as bytes or a string. */
-export type { NewJobInput } from '../worker/source.ts';
-
-import type { NewJobInput } from '../worker/source.ts';
-
-export function newJobToWire(job: NewJobInput): NewJob {
+/** A job request as the wire carries it; a string payload travels as its UTF-8 bytes. */
+export function newJobToWire(job: CoreNewJob): NewJob {
   return create(NewJobSchema, {
     kind: job.kind,
     payload:
@@ -82,11 +79,11 @@ export function wireFence(
   return { jobId, workerId: fence.workerId, leaseGeneration: BigInt(fence.leaseGeneration) };
 }
 
-/** A completion as the wire carries it: the unary Complete, a CompleteBatch item, a Work stream result. */
+/** A completion as the wire carries it: the unary Complete, a CompleteEach item, a Work stream result. */
 export function completeToWire(item: {
   readonly jobId: string;
   readonly fence: LeaseFence;
-  readonly successors?: readonly NewJobInput[];
+  readonly successors?: readonly CoreNewJob[];
 }): CompleteRequest {
   return create(CompleteRequestSchema, {
     fence: wireFence(item.jobId, item.fence),
@@ -94,7 +91,7 @@ export function completeToWire(item: {
   });
 }
 
-/** A failure as the wire carries it: the unary Fail, a FailBatch item, a Work stream result. */
+/** A failure as the wire carries it: the unary Fail, a FailEach item, a Work stream result. */
 export function failToWire(item: {
   readonly jobId: string;
   readonly fence: LeaseFence;

@@ -5,6 +5,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { ItemOutcome } from '../gen/telha/v1/queue_pb.ts';
 import { ErrorCode, LeaseConflictError, TelhaError } from '../core/errors.ts';
+import { itemFailed, itemOk, type ItemResult } from '../core/types.ts';
 import { FIELD_HEADER, JOB_HEADER, REASON_HEADER, Status } from '../wire/service.ts';
 
 /** A failed call as the wire reported it. */
@@ -61,10 +62,13 @@ export function outcomeToError(outcome: ItemOutcome, jobId: string): Error | nul
   return fromWireError(new WireError(outcome.code, outcome.message, metadata));
 }
 
-/** A batch's outcomes as the errors their single calls would have thrown, in item order. */
-export function outcomesToErrors(
+/** A batch's outcomes as each item's result: accepted, or the error its single call would have thrown. */
+export function outcomesToResults(
   outcomes: readonly ItemOutcome[],
   items: readonly { readonly jobId: string }[],
-): (Error | null)[] {
-  return outcomes.map((outcome, i) => outcomeToError(outcome, items[i]?.jobId ?? ''));
+): ItemResult<null>[] {
+  return outcomes.map((outcome, i) => {
+    const error = outcomeToError(outcome, items[i]?.jobId ?? '');
+    return error === null ? itemOk(null) : itemFailed(error);
+  });
 }

@@ -1,7 +1,7 @@
 /**
  * Batches a worker's results: completions and failures that finish while a
  * settle call is in flight wait for it and then go together in one
- * CompleteBatch / FailBatch round trip (Nagle-style: no timer, no added delay
+ * CompleteEach / FailEach round trip (Nagle-style: no timer, no added delay
  * when the line is idle). Each job still gets its own answer.
  */
 import { MAX_SETTLE_BATCH } from '../core/limits.ts';
@@ -31,8 +31,8 @@ export class Settler {
     while (this.queued.length > 0) {
       const { completes, fails } = splitByType(this.queued.splice(0, MAX_SETTLE_BATCH));
       await Promise.all([
-        sendBatch(completes, () => this.client.completeBatch(completes.map((e) => e.item))),
-        sendBatch(fails, () => this.client.failBatch(fails.map((e) => e.item))),
+        sendBatch(completes, () => this.client.completeEach(completes.map((e) => e.item))),
+        sendBatch(fails, () => this.client.failEach(fails.map((e) => e.item))),
       ]);
     }
     this.flushing = false;

@@ -11,7 +11,7 @@ import { MAX_SETTLE_BATCH } from '../core/limits.ts';
 import { WorkRequestSchema, type WorkOpen, type WorkRequest, type WorkResponse } from '../gen/telha/v1/queue_pb.ts';
 import type { SettleItem, WorkSession, WorkSessionEvents } from '../worker/source.ts';
 import { completeToWire, failToWire, jobFromWire, type RemoteJob } from './convert.ts';
-import { fromWireError, outcomesToErrors, WireError } from './errors.ts';
+import { fromWireError, outcomesToResults, WireError } from './errors.ts';
 import { answerEach, splitByType, type PendingResult } from '../worker/pending.ts';
 
 /** A Work stream as the runner's {@link WorkSession}. */
@@ -119,14 +119,14 @@ export class WorkChannel implements WorkSession {
     this.awaiting.delete(message.settleId);
     answerEach(
       batch.completes,
-      outcomesToErrors(
+      outcomesToResults(
         message.completeOutcomes,
         batch.completes.map((e) => e.item),
       ),
     );
     answerEach(
       batch.fails,
-      outcomesToErrors(
+      outcomesToResults(
         message.failOutcomes,
         batch.fails.map((e) => e.item),
       ),

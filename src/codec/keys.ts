@@ -1,7 +1,7 @@
 /**
  * The one place key layouts are defined.
  *
- * The job key is the spec's 58 bytes:
+ * The job key is 58 bytes (docs/design.md explains the order):
  *
  *     [ scope 32 ][ state 1 ][ priority 1 ][ created_at 8 ][ job_id 16 ]
  *
@@ -12,6 +12,7 @@
  */
 import { createHash } from 'node:crypto';
 import { parse as parseUuid, stringify as stringifyUuid } from 'uuid';
+import { invalidArgument } from '../core/errors.ts';
 import type { JobRecord, JobState, Micros, QueueScope } from '../core/types.ts';
 
 export const SCOPE_BYTES = 32;
@@ -164,8 +165,9 @@ export function decodeJobKey(key: Uint8Array): DecodedJobKey {
 }
 
 /**
- * The spec's `rekey`: the same key with another state byte. The reaper uses it
- * because a row found by a full sweep carries its scope only as key bytes.
+ * The same key with another state byte: how a row found by a sweep across
+ * every scope moves, since such a row carries its scope only as key bytes and
+ * nothing outside the codec should rebuild scope bytes from a tenant name.
  */
 export function rekey(key: Uint8Array, state: JobState): Buffer {
   const next = Buffer.from(key);
@@ -191,6 +193,21 @@ export function prefixUpperBound(prefix: Uint8Array): Buffer | null {
     }
   }
   return null;
+}
+
+// ---- List page tokens: every store pages in job key order and resumes after the last key. ----
+
+/** The token that resumes a listing after `record`: the hex of its job key. */
+export function pageTokenAfter(record: JobRecord): string {
+  return jobKeyOf(record).toString('hex');
+}
+
+const PAGE_TOKEN_PATTERN = new RegExp(`^[0-9a-f]{${JOB_KEY_BYTES * 2}}$`);
+
+/** The job key a page token resumes after; a token no store made is `invalid_argument` on `page_token`. */
+export function pageTokenKey(token: string): Buffer {
+  if (!PAGE_TOKEN_PATTERN.test(token)) throw invalidArgument('page_token', 'is not a token returned by list');
+  return Buffer.from(token, 'hex');
 }
 
 // ---- Secondary indexes, each kept in the same write batch as the job row. ----

@@ -1,7 +1,7 @@
 /**
  * The value envelope: `[VALUE_VERSION 1 byte][msgpack JobRecord]`.
  *
- * The record is a msgpack map with the spec's snake_case field names, integers
+ * The record is a msgpack map with snake_case field names (docs/design.md lists them), integers
  * as msgpack integers (timestamps as 64-bit ints), ids and opaque bytes as bin, so a
  * reader in any language can decode it. Decoding checks every field and turns
  * anything unexpected into a {@link CorruptRecordError} naming the key.

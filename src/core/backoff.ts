@@ -3,7 +3,7 @@ import type { JobsConfig } from './config.ts';
 import type { Micros } from './types.ts';
 
 /**
- * A per-kind pacing override (the spec's `backoff_base_secs_by_kind`), set from code.
+ * A per-kind pacing override, set from code (`backoffByKind`).
  * `capSecs` defaults to `max(baseSecs, jobs.backoff_cap_secs)`: the base is also a floor for
  * the cap, so a kind may pace slower than the global cap allows.
  */
@@ -15,8 +15,8 @@ export interface KindBackoff {
 export type BackoffByKind = ReadonlyMap<string, KindBackoff>;
 
 /**
- * The spec's `backoff_us`: `min(base * factor^(attempts-1), cap)` seconds, in µs.
- * With the defaults (10 s, x4, cap 3,600 s): 10, 40, 160, 640, then 3,600 s from the fifth attempt on.
+ * The retry delay: `min(base * factor^(attempts-1), cap)` seconds, in µs.
+ * With the defaults (10 s, x4, cap 3,600 s): 10, 40, 160, 640, 2,560, then 3,600 s.
  * `attempts` is the count after the failure being paced, so it is at least 1.
  */
 export function backoffMicros(

@@ -48,3 +48,22 @@ export class ManualClock implements Clock {
     this.current = at;
   }
 }
+
+/**
+ * Wall-clock time that a test can move ahead (never back): for tests whose
+ * timers run for real (heartbeats, long polls) but that also need "an hour
+ * later" (a lease expired, a backoff gate passed) without waiting for it.
+ */
+export class OffsetClock implements Clock {
+  private offset: Micros = 0;
+
+  now(): Micros {
+    return systemClock.now() + this.offset;
+  }
+
+  advance(micros: Micros): Micros {
+    if (micros < 0) throw new RangeError('an OffsetClock only moves forward');
+    this.offset += micros;
+    return this.now();
+  }
+}

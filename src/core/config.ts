@@ -7,6 +7,7 @@
  * merges and validates plain values.
  */
 import { z } from 'zod';
+import { DEFAULT_ADDRESS } from './defaults.ts';
 import { invalidArgument } from './errors.ts';
 
 /** `jobs.max_attempts`: attempts before a job is dead-lettered, unless the job sets its own. */
@@ -83,7 +84,6 @@ const retentionSchema = z.strictObject({
 });
 
 /** `server.address`: loopback by default; binding elsewhere requires tokens. */
-export const DEFAULT_SERVER_ADDRESS = '127.0.0.1:7070';
 /** `server.max_lease_wait_ms`: the longest a lease call may wait for work (30 s). */
 export const DEFAULT_MAX_LEASE_WAIT_MS = 30_000;
 /** `server.shutdown_grace_ms`: how long in-flight calls get to finish on SIGTERM. */
@@ -114,7 +114,7 @@ const serverSchema = z.strictObject({
   address: z
     .string()
     .regex(/^(\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5}$/, 'must be host:port')
-    .default(DEFAULT_SERVER_ADDRESS),
+    .default(DEFAULT_ADDRESS),
   tokens: z.array(tokenSchema).default([]),
   tls_cert_file: z.string().min(1).optional(),
   tls_key_file: z.string().min(1).optional(),
@@ -143,7 +143,7 @@ export const DEFAULT_CONFIG: TelhaConfig = configSchema.parse({});
 /** A plain, possibly partial configuration tree, as read from a file or built in code. */
 export type ConfigInput = { readonly [section: string]: unknown };
 
-/** Keys whose value zero is refused, with the reason, as the spec's `TelhaConfig::validate` does. */
+/** Keys whose value zero is refused at load, with the reason. */
 const ZERO_REFUSED: Readonly<Record<string, string>> = {
   'jobs.lease_ttl_secs': 'must be greater than 0: a zero TTL expires every lease at once',
   'jobs.max_attempts': 'must be greater than 0: a job needs at least one attempt',

@@ -22,7 +22,7 @@ export const ErrorCode = {
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
-/** The spec's two ways a fenced submission can be stale. */
+/** Why a fenced submission is stale (docs/design.md, Fencing). */
 export type LeaseConflictReason =
   /** The job is not leased to the submitting worker (another worker holds it, or nobody does). */
   | 'worker_mismatch'

@@ -22,19 +22,49 @@ import {
 /** Where a transition may start: a state, or nothing (the job does not exist yet). */
 export type TransitionSource = keyof typeof JobState | 'start';
 
-/** Every edge of the spec's state diagram, as data. `docs/state-machine.md` draws each one (a test checks). */
+/**
+ * Every edge of the state machine, as data, named after the function that
+ * takes it. Each function below checks its own (before, after) pair against
+ * this table as it returns, so an edge the table lacks cannot be taken;
+ * `docs/state-machine.md` draws each one (a test checks).
+ */
 export const TRANSITIONS = [
   { name: 'enqueue', from: 'start', to: 'Pending' },
   { name: 'lease', from: 'Pending', to: 'Leased' },
-  { name: 'extend', from: 'Leased', to: 'Leased' },
+  { name: 'heartbeat', from: 'Leased', to: 'Leased' },
   { name: 'checkpoint', from: 'Leased', to: 'Leased' },
   { name: 'complete', from: 'Leased', to: 'Completed' },
-  { name: 'failRetry', from: 'Leased', to: 'Pending' },
-  { name: 'failDead', from: 'Leased', to: 'Dead' },
-  { name: 'reapRetry', from: 'Leased', to: 'Pending' },
-  { name: 'reapDead', from: 'Leased', to: 'Dead' },
+  { name: 'fail', from: 'Leased', to: 'Pending' },
+  { name: 'fail', from: 'Leased', to: 'Dead' },
+  { name: 'reap', from: 'Leased', to: 'Pending' },
+  { name: 'reap', from: 'Leased', to: 'Dead' },
   { name: 'retry', from: 'Dead', to: 'Pending' },
 ] as const satisfies readonly { name: string; from: TransitionSource; to: keyof typeof JobState }[];
+
+export type TransitionName = (typeof TRANSITIONS)[number]['name'];
+
+const STATE_KEYS = Object.fromEntries(Object.entries(JobState).map(([name, value]) => [value, name])) as Record<
+  JobState,
+  keyof typeof JobState
+>;
+const EDGES: ReadonlySet<string> = new Set(TRANSITIONS.map((t) => `${t.name} ${t.from} ${t.to}`));
+
+/** Whether the table has an edge `name` from `before` to `after`. */
+export function isEdge(name: TransitionName, before: JobState | 'start', after: JobState): boolean {
+  return EDGES.has(`${name} ${before === 'start' ? 'start' : STATE_KEYS[before]} ${STATE_KEYS[after]}`);
+}
+
+/** Return `after` if `name` may move a job from `before` to it; otherwise the code has a bug, and nothing is written. */
+function taking(name: TransitionName, before: JobState | 'start', after: JobRecord): JobRecord {
+  if (!isEdge(name, before, after.state)) {
+    const from = before === 'start' ? 'start' : STATE_KEYS[before];
+    throw new TelhaError(
+      ErrorCode.Internal,
+      `transition ${name} may not move job ${after.jobId} from ${from} to ${STATE_KEYS[after.state]}`,
+    );
+  }
+  return after;
+}
 
 /** What the fail path and the reaper need to decide between a retry and the dead-letter. */
 export interface RetryPolicy {
@@ -63,7 +93,7 @@ export function enqueue(fields: NewJobFields, now: Micros): JobRecord {
   if (fields.notBefore !== null && fields.notBefore > now) details.push(`not_before=${fields.notBefore}`);
   if (fields.maxAttempts !== null) details.push(`max_attempts=${fields.maxAttempts}`);
   if (fields.idempotencyKey !== null) details.push(`idempotency_key=${fields.idempotencyKey}`);
-  return {
+  return taking('enqueue', 'start', {
     ...fields,
     state: JobState.Pending,
     attempts: 0,
@@ -72,7 +102,7 @@ export function enqueue(fields: NewJobFields, now: Micros): JobRecord {
     leaseDeadline: null,
     continuation: null,
     events: [event(now, 'enqueued', details.length > 0 ? details.join(' ') : null)],
-  };
+  });
 }
 
 /** Whether a Pending job may be leased now: past its gate and of a wanted kind. */
@@ -91,7 +121,7 @@ export function kindMatches(kind: string, kinds: readonly string[] | null): bool
 export function lease(record: JobRecord, workerId: string, now: Micros, policy: RetryPolicy): JobRecord {
   expectState(record, 'lease', JobState.Pending);
   const leaseGeneration = record.leaseGeneration + 1;
-  return {
+  return taking('lease', record.state, {
     ...record,
     state: JobState.Leased,
     leaseGeneration,
@@ -99,11 +129,11 @@ export function lease(record: JobRecord, workerId: string, now: Micros, policy: 
     leaseDeadline: now + secondsToMicros(policy.config.lease_ttl_secs),
     continuation: null,
     events: appendEvent(record.events, event(now, 'leased', `worker=${workerId} generation=${leaseGeneration}`)),
-  };
+  });
 }
 
 /**
- * The fencing check, in the spec's order: first the worker, then the generation.
+ * The fencing check: first the worker, then the generation, so a job held by another worker (or by nobody) reads as `worker_mismatch` whatever generation was sent.
  * A job that is not leased at all is leased by nobody, so it fails the first check.
  */
 export function checkFence(record: JobRecord, fence: LeaseFence): void {
@@ -123,14 +153,14 @@ export function checkFence(record: JobRecord, fence: LeaseFence): void {
   }
 }
 
-/** extend (heartbeat): push the deadline out by one TTL from now. */
-export function extend(record: JobRecord, fence: LeaseFence, now: Micros, policy: RetryPolicy): JobRecord {
+/** heartbeat: the holder is alive; push the deadline out by one TTL from now (event `extended`). */
+export function heartbeat(record: JobRecord, fence: LeaseFence, now: Micros, policy: RetryPolicy): JobRecord {
   checkFence(record, fence);
-  return {
+  return taking('heartbeat', record.state, {
     ...record,
     leaseDeadline: now + secondsToMicros(policy.config.lease_ttl_secs),
     events: appendEvent(record.events, event(now, 'extended', `generation=${record.leaseGeneration}`)),
-  };
+  });
 }
 
 /** checkpoint: store the continuation and extend the lease, in the same write. */
@@ -142,7 +172,7 @@ export function checkpoint(
   policy: RetryPolicy,
 ): JobRecord {
   checkFence(record, fence);
-  return {
+  return taking('checkpoint', record.state, {
     ...record,
     continuation,
     leaseDeadline: now + secondsToMicros(policy.config.lease_ttl_secs),
@@ -150,27 +180,27 @@ export function checkpoint(
       record.events,
       event(now, 'checkpoint', `generation=${record.leaseGeneration} bytes=${continuation.byteLength}`),
     ),
-  };
+  });
 }
 
 /** complete: Leased to Completed. */
 export function complete(record: JobRecord, fence: LeaseFence, now: Micros): JobRecord {
   checkFence(record, fence);
-  return {
+  return taking('complete', record.state, {
     ...leaveLease(record),
     state: JobState.Completed,
     events: appendEvent(
       record.events,
       event(now, 'completed', `worker=${fence.workerId} generation=${record.leaseGeneration}`),
     ),
-  };
+  });
 }
 
 export interface FailRequest {
   /** What went wrong, kept (cut to 1,024 characters) in the `failed` event. */
   readonly error: string;
-  /** `false` dead-letters at once, whatever attempts remain. */
-  readonly retryable: boolean;
+  /** `true` dead-letters at once, whatever attempts remain. */
+  readonly permanent: boolean;
 }
 
 /** fail: attempts + 1, then back to Pending behind a backoff gate, or Dead at the ceiling or when not retryable. */
@@ -186,14 +216,18 @@ export function fail(
   const failed = event(
     now,
     'failed',
-    `worker=${fence.workerId} generation=${record.leaseGeneration} attempt=${attempts}${request.retryable ? '' : ' permanent'}: ${request.error}`,
+    `worker=${fence.workerId} generation=${record.leaseGeneration} attempt=${attempts}${request.permanent ? ' permanent' : ''}: ${request.error}`,
   );
   const events = appendEvent(record.events, failed);
   const base = { ...leaveLease(record), attempts };
-  if (!request.retryable) {
-    return { ...base, state: JobState.Dead, events: appendEvent(events, event(now, 'dead', 'failed permanently')) };
+  if (request.permanent) {
+    return taking('fail', record.state, {
+      ...base,
+      state: JobState.Dead,
+      events: appendEvent(events, event(now, 'dead', 'failed permanently')),
+    });
   }
-  return retryOrDeadLetter(base, events, now, policy, `attempts exhausted (${attempts})`);
+  return taking('fail', record.state, retryOrDeadLetter(base, events, now, policy, `attempts exhausted (${attempts})`));
 }
 
 /** Whether the reaper should reclaim this job now. */
@@ -212,25 +246,23 @@ export function reap(record: JobRecord, now: Micros, policy: RetryPolicy): JobRe
     record.events,
     event(now, 'reaped', `worker=${record.workerId ?? ''} generation=${record.leaseGeneration} attempt=${attempts}`),
   );
-  return retryOrDeadLetter(
-    { ...leaveLease(record), attempts },
-    events,
-    now,
-    policy,
-    'lease expired on the last attempt',
+  return taking(
+    'reap',
+    record.state,
+    retryOrDeadLetter({ ...leaveLease(record), attempts }, events, now, policy, 'lease expired on the last attempt'),
   );
 }
 
 /** retry (operator): Dead back to Pending with a fresh attempt budget. The generation keeps growing. */
 export function retry(record: JobRecord, now: Micros): JobRecord {
   expectState(record, 'retry', JobState.Dead);
-  return {
+  return taking('retry', record.state, {
     ...record,
     state: JobState.Pending,
     attempts: 0,
     notBefore: null,
     events: appendEvent(record.events, event(now, 'retried', `after ${record.attempts} attempts`)),
-  };
+  });
 }
 
 export function effectiveMaxAttempts(record: JobRecord, policy: RetryPolicy): number {

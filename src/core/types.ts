@@ -1,8 +1,8 @@
 /**
  * The queue's data model: job states, the stored record and its audit trail.
  *
- * Field names follow the spec's `JobRecord` / `JobEvent`; the codec writes them
- * in snake_case so the stored bytes read like the spec.
+ * The codec writes the fields in snake_case (docs/design.md lists them), so
+ * the stored bytes read the same to a reader in any language.
  */
 
 /** Microseconds since the Unix epoch. Fits a double exactly until the year 2255. */
@@ -22,7 +22,7 @@ export const JobState = {
   /**
    * Reserved resting state. It exists in the key space for forward
    * compatibility, but no transition ever sets it: a retryable failure goes
-   * straight back to Pending with a backoff gate (the spec, "as built").
+   * straight back to Pending with a backoff gate, one transition instead of two.
    */
   Failed: 0x03,
   /** Dead-lettered after its attempts ran out, or failed permanently. Only an operator retry moves it. */
@@ -51,7 +51,7 @@ export function isJobState(value: number): value is JobState {
   return value === 0 || value === 1 || value === 2 || value === 3 || value === 4;
 }
 
-/** What happened to a job; the spec's list, one event per step of a transition. */
+/** What happened to a job: one event per step of a transition (docs/design.md). */
 export const EVENT_TRANSITIONS = [
   'enqueued',
   'leased',
@@ -93,7 +93,7 @@ export const ANY_SCOPE: ScopeFilter = Object.freeze({ type: 'any' });
 export interface JobRecord {
   /** UUID (v7, so ids of one store sort roughly by creation), canonical lower-case text. */
   readonly jobId: string;
-  /** The owning tenant, or `null` for the system scope. Not in the spec's struct: the key carries only the scope hash, and operators want the name. */
+  /** The owning tenant, or `null` for the system scope. The key carries only the scope's hash, and operators want the name. */
   readonly tenant: string | null;
   readonly kind: string;
   /** Opaque bytes; the queue never interprets them. */
@@ -145,6 +145,49 @@ export function workNotices(
     else group.count++;
   }
   return [...groups.values()];
+}
+
+/**
+ * A job to create, as a producer (or a handler chaining successors) writes it.
+ * Every field but `kind` is optional. The same shape is accepted by the
+ * engine, the SDK and the wire's `NewJob` message.
+ */
+export interface NewJob {
+  /** 1-255 bytes, no whitespace. `system:` kinds belong to the system scope. */
+  readonly kind: string;
+  /** Opaque bytes (a string is stored as its UTF-8 bytes), at most `jobs.max_payload_bytes` (default 1 MiB). */
+  readonly payload?: Uint8Array | string;
+  /** 0-255, lower is sooner; default 128. */
+  readonly priority?: number;
+  /** Not leased before this many milliseconds from now. */
+  readonly delayMs?: number;
+  /** Not leased before this time (µs since the epoch). Wins over `delayMs`. */
+  readonly notBefore?: Micros;
+  /** This job's own attempt ceiling, instead of `jobs.max_attempts`. */
+  readonly maxAttempts?: number;
+  /** A second enqueue with the same key in the same scope returns the first job, for as long as that job is retained. */
+  readonly idempotencyKey?: string;
+}
+
+/** What an enqueue answers: the job, and whether this call created it. */
+export interface EnqueueResult<J extends JobRecord = JobRecord> {
+  readonly job: J;
+  /** `false` when the idempotency key matched an existing job, which is returned instead. */
+  readonly created: boolean;
+}
+
+/** One page of a job list. */
+export interface ListPage<J extends JobRecord = JobRecord> {
+  readonly jobs: readonly J[];
+  /** Pass back as `pageToken` for the next page; `null` at the end. */
+  readonly nextPageToken: string | null;
+}
+
+/** How many jobs of one kind are in one state. */
+export interface CountRow {
+  readonly state: JobState;
+  readonly kind: string;
+  readonly count: number;
 }
 
 /** What a worker proves it holds when it submits: the fencing pair granted at lease time. */

@@ -5,7 +5,7 @@
  * on it; they differ only in where the jobs go.
  */
 import { MAX_LEASE_BATCH } from '../core/limits.ts';
-import type { JobRecord, ScopeFilter } from '../core/types.ts';
+import type { JobRecord } from '../core/types.ts';
 import type { LeaseOptions, Queue } from './queue.ts';
 
 export class LeasePump {
@@ -16,7 +16,6 @@ export class LeasePump {
 
   constructor(
     private readonly queue: Queue,
-    private readonly scope: ScopeFilter,
     private readonly lease: LeaseOptions,
     private readonly waitMs: number,
     private readonly signal: AbortSignal,
@@ -46,7 +45,7 @@ export class LeasePump {
         continue;
       }
       const limit = Math.min(this.credit, MAX_LEASE_BATCH);
-      const jobs = await this.queue.leaseWait(this.scope, this.lease, limit, this.waitMs, this.signal);
+      const jobs = await this.queue.lease({ ...this.lease, limit, waitMs: this.waitMs, signal: this.signal });
       if (jobs.length === 0) continue;
       // Handed on even when the pump is stopping: they are leased to this worker now.
       this.credit -= jobs.length;

@@ -9,7 +9,7 @@
  */
 import { kindMatches } from '../core/transitions.ts';
 import type { ScopeFilter, WorkNotice } from '../core/types.ts';
-import { inScope } from '../storage/shared.ts';
+import { inScope } from '../core/scope.ts';
 
 /** Why a wait ended: a matching job was announced, the time ran out, or the caller gave up. */
 export type WakeReason = 'woken' | 'timeout' | 'aborted';

@@ -6,12 +6,12 @@
  * the lease long-poll re-armed while credit remains, results applied as they
  * come.
  */
-import { ANY_SCOPE, type ItemResult, type ScopeFilter } from '../core/types.ts';
+import { ANY_SCOPE, type ScopeFilter } from '../core/types.ts';
 import { sendBatch, splitByType, type PendingResult } from '../worker/pending.ts';
 import { WorkerRunner, type RunnerOptions } from '../worker/runner.ts';
-import type { NewJobInput, SettleItem, WorkSession, WorkSessionEvents, WorkSource } from '../worker/source.ts';
+import type { SettleItem, WorkSession, WorkSessionEvents, WorkSource } from '../worker/source.ts';
 import { LeasePump } from './lease-pump.ts';
-import type { EnqueueOptions, LeaseOptions, Queue } from './queue.ts';
+import type { LeaseOptions, Queue } from './queue.ts';
 
 export interface LocalWorkerOptions extends RunnerOptions {
   /** Lease from one tenant or the system scope; default: every scope, system jobs first. */
@@ -37,19 +37,19 @@ const LEASE_WAIT_MS = 30_000;
 function localSource(queue: Queue, scope: ScopeFilter): WorkSource {
   const settle = async (item: SettleItem): Promise<void> => {
     if (item.type === 'complete') {
-      await queue.complete(item.jobId, item.fence, { successors: item.successors.map(toEnqueueOptions) }, scope);
+      await queue.complete(item.jobId, item.fence, { successors: item.successors }, scope);
     } else {
-      await queue.fail(item.jobId, item.fence, { error: item.error, retryable: !item.permanent }, scope);
+      await queue.fail(item.jobId, item.fence, { error: item.error, permanent: item.permanent }, scope);
     }
   };
   return {
     open: (params, events) => {
       const batcher = new SettleBatcher(queue, scope);
-      return new LocalSession(queue, scope, { workerId: params.workerId, kinds: params.kinds ?? [] }, events, (item) =>
+      return new LocalSession(queue, { workerId: params.workerId, kinds: params.kinds ?? [], scope }, events, (item) =>
         batcher.settle(item),
       );
     },
-    heartbeat: async (jobId, fence) => (await queue.extend(jobId, fence, scope)).leaseDeadline ?? 0,
+    heartbeat: async (jobId, fence) => (await queue.heartbeat(jobId, fence, scope)).leaseDeadline ?? 0,
     checkpoint: async (jobId, fence, continuation) =>
       (await queue.checkpoint(jobId, fence, continuation, scope)).leaseDeadline ?? 0,
     settle,
@@ -64,12 +64,11 @@ class LocalSession implements WorkSession {
 
   constructor(
     queue: Queue,
-    scope: ScopeFilter,
     lease: LeaseOptions,
     events: WorkSessionEvents,
     private readonly apply: (item: SettleItem) => Promise<void>,
   ) {
-    this.pump = new LeasePump(queue, scope, lease, LEASE_WAIT_MS, this.stop.signal, (jobs) => events.onJobs(jobs));
+    this.pump = new LeasePump(queue, lease, LEASE_WAIT_MS, this.stop.signal, (jobs) => events.onJobs(jobs));
     void this.pump.done
       .then(
         () => null,
@@ -111,7 +110,7 @@ class LocalSession implements WorkSession {
 
 /**
  * Results of one event-loop turn go to the queue together, as the Work
- * stream's do through the server: one `completeBatch` and one `failBatch`,
+ * stream's do through the server: one `completeEach` and one `failEach`,
  * so the store locks and writes them in one pass.
  */
 class SettleBatcher {
@@ -133,43 +132,23 @@ class SettleBatcher {
     const { completes, fails } = splitByType(this.queued);
     this.queued = [];
     await Promise.all([
-      sendBatch(completes, async () =>
-        errorsOf(
-          await this.queue.completeBatch(
-            completes.map(({ item }) => ({
-              jobId: item.jobId,
-              fence: item.fence,
-              successors: item.successors.map(toEnqueueOptions),
-            })),
-            this.scope,
-          ),
+      sendBatch(completes, () =>
+        this.queue.completeEach(
+          completes.map(({ item }) => ({ jobId: item.jobId, fence: item.fence, successors: item.successors })),
+          this.scope,
         ),
       ),
-      sendBatch(fails, async () =>
-        errorsOf(
-          await this.queue.failBatch(
-            fails.map(({ item }) => ({
-              jobId: item.jobId,
-              fence: item.fence,
-              error: item.error,
-              retryable: !item.permanent,
-            })),
-            this.scope,
-          ),
+      sendBatch(fails, () =>
+        this.queue.failEach(
+          fails.map(({ item }) => ({
+            jobId: item.jobId,
+            fence: item.fence,
+            error: item.error,
+            permanent: item.permanent,
+          })),
+          this.scope,
         ),
       ),
     ]);
   }
-}
-
-function errorsOf(results: readonly ItemResult<unknown>[]): (Error | null)[] {
-  return results.map((result) => (result.ok ? null : result.error));
-}
-
-function toEnqueueOptions(job: NewJobInput): EnqueueOptions {
-  const { payload, ...rest } = job;
-  return {
-    ...rest,
-    ...(payload === undefined ? {} : { payload: typeof payload === 'string' ? Buffer.from(payload, 'utf8') : payload }),
-  };
 }

@@ -1,9 +1,7 @@
 /** Engine records to wire messages and back. */
 import { create } from '@bufbuild/protobuf';
 import { invalidArgument } from '../core/errors.ts';
-import type { JobState as CoreState } from '../core/types.ts';
-import { type JobRecord } from '../core/types.ts';
-import type { EnqueueOptions, EnqueueResult } from '../engine/queue.ts';
+import type { JobState as CoreState, EnqueueResult, JobRecord, NewJob as CoreNewJob } from '../core/types.ts';
 import {
   EnqueueResultSchema,
   JobEventSchema,
@@ -58,7 +56,7 @@ export function enqueueResultToWire(result: EnqueueResult, defaultMaxAttempts: n
 }
 
 /** A wire job request as engine options; the engine validates every field. */
-export function newJobFromWire(job: NewJob | undefined, field: string): EnqueueOptions {
+export function newJobFromWire(job: NewJob | undefined, field: string): CoreNewJob {
   if (job === undefined) throw invalidArgument(field, 'is required');
   return {
     kind: job.kind,

@@ -6,9 +6,16 @@ import type { ServerConfig } from '../core/config.ts';
 import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { MAX_LEASE_BATCH, MAX_SETTLE_BATCH } from '../core/limits.ts';
-import { ANY_SCOPE, type ItemResult, type JobRecord, type LeaseFence, type ScopeFilter } from '../core/types.ts';
+import {
+  ANY_SCOPE,
+  type EnqueueResult,
+  type ItemResult,
+  type JobRecord,
+  type LeaseFence,
+  type ScopeFilter,
+} from '../core/types.ts';
 import { eachOnItsOwn } from '../core/each.ts';
-import type { Completion, EnqueueResult, Failure, Queue } from '../engine/queue.ts';
+import type { Completion, Failure, Queue } from '../engine/queue.ts';
 import { create } from '@bufbuild/protobuf';
 import {
   EnqueueEachAnswerSchema,
@@ -145,7 +152,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
   };
 
   /**
-   * The items of a batch call (CompleteBatch, FailBatch, a Work message's
+   * The items of a batch call (CompleteEach, FailEach, a Work message's
    * results), each answered on its own: an item's error becomes its outcome,
    * not the call's. Items that do not even convert fail here; the rest go to
    * the queue as one batch.
@@ -169,14 +176,14 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
         ...fenceFromWire(item.fence),
         successors: item.successors.map((job, j) => newJobFromWire(job, `successors[${j}]`)),
       }),
-      (completions) => queue.completeBatch(completions, scope),
+      (completions) => queue.completeEach(completions, scope),
     );
 
   const failEach = (items: readonly FailRequest[], scope: ScopeFilter): Promise<ItemOutcome[]> =>
     settleEach(
       items,
-      (item): Failure => ({ ...fenceFromWire(item.fence), error: item.error, retryable: !item.permanent }),
-      (failures) => queue.failBatch(failures, scope),
+      (item): Failure => ({ ...fenceFromWire(item.fence), error: item.error, permanent: item.permanent }),
+      (failures) => queue.failEach(failures, scope),
     );
 
   /** Workers and operators submit across scopes; a tenant could only ever reach its own. */
@@ -186,7 +193,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
   const unary: QueueServiceImpl = {
     enqueue: handle('enqueue', 'enqueue', async (req, { principal }) => {
       const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
-      const result = await queue.enqueue(scope, newJobFromWire(req.job, 'job'));
+      const result = await queue.enqueue(newJobFromWire(req.job, 'job'), scope);
       if (result.created) {
         logger.debug({ jobId: result.job.jobId, kind: result.job.kind, tenant: result.job.tenant }, 'enqueued');
       }
@@ -196,7 +203,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
     enqueueBatch: handle('enqueueBatch', 'enqueue', async (req, { principal }) => {
       const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
       const jobs = req.jobs.map((job, i) => newJobFromWire(job, `jobs[${i}]`));
-      const results = await queue.enqueueBatch(scope, jobs);
+      const results = await queue.enqueueBatch(jobs, scope);
       return { results: results.map(resultToWire) };
     }),
 
@@ -205,7 +212,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
       const results = await eachOnItsOwn(
         req.jobs,
         (job) => newJobFromWire(job, 'job'),
-        (jobs) => queue.enqueueEach(scope, jobs),
+        (jobs) => queue.enqueueEach(jobs, scope),
       );
       const answers = results.map((result, index) =>
         create(EnqueueEachAnswerSchema, {
@@ -219,11 +226,11 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
 
     lease: handle('lease', 'work', async (req, { principal, ctx }) => {
       const scope = resolveScope(principal, scopeFromWire(req.scope), true);
-      const limit = req.maxJobs === 0 ? 1 : req.maxJobs;
-      if (limit > MAX_LEASE_BATCH) throw invalidArgument('max_jobs', `must be at most ${MAX_LEASE_BATCH}`);
+      const limit = req.limit === 0 ? 1 : req.limit;
+      if (limit > MAX_LEASE_BATCH) throw invalidArgument('limit', `must be at most ${MAX_LEASE_BATCH}`);
       const waitMs = Math.min(req.waitMs, config.max_lease_wait_ms);
       const signal = AbortSignal.any([ctx.signal, deps.shutdown]);
-      const jobs = await queue.leaseWait(scope, { workerId: req.workerId, kinds: req.kinds }, limit, waitMs, signal);
+      const jobs = await queue.lease({ workerId: req.workerId, kinds: req.kinds, scope, limit, waitMs, signal });
       for (const job of jobs) {
         logger.debug({ jobId: job.jobId, kind: job.kind, tenant: job.tenant, workerId: job.workerId }, 'leased');
       }
@@ -232,7 +239,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
 
     heartbeat: handle('heartbeat', 'work', async (req, { principal }) => {
       const { jobId, fence } = fenceFromWire(req.fence);
-      const job = await queue.extend(jobId, fence, workScope(principal));
+      const job = await queue.heartbeat(jobId, fence, workScope(principal));
       return { leaseDeadlineUs: BigInt(job.leaseDeadline ?? 0) };
     }),
 
@@ -252,7 +259,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
 
     fail: handle('fail', 'work', async (req, { principal }) => {
       const { jobId, fence } = fenceFromWire(req.fence);
-      const job = await queue.fail(jobId, fence, { error: req.error, retryable: !req.permanent }, workScope(principal));
+      const job = await queue.fail(jobId, fence, { error: req.error, permanent: req.permanent }, workScope(principal));
       logger.info(
         {
           jobId,
@@ -267,11 +274,11 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
       return { job: toWire(job) };
     }),
 
-    completeBatch: handle('completeBatch', 'work', async (req, { principal }) => ({
+    completeEach: handle('completeEach', 'work', async (req, { principal }) => ({
       outcomes: await completeEach(req.items, workScope(principal)),
     })),
 
-    failBatch: handle('failBatch', 'work', async (req, { principal }) => ({
+    failEach: handle('failEach', 'work', async (req, { principal }) => ({
       outcomes: await failEach(req.items, workScope(principal)),
     })),
 
@@ -286,9 +293,9 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
         ...optional('state', stateFilterFromWire(req.state, 'state')),
         ...(req.kindPrefix === '' ? {} : { kindPrefix: req.kindPrefix }),
         ...(req.limit === 0 ? {} : { limit: req.limit }),
-        ...(req.pageToken === '' ? {} : { after: req.pageToken }),
+        ...(req.pageToken === '' ? {} : { pageToken: req.pageToken }),
       });
-      return { jobs: page.jobs.map(toWire), nextPageToken: page.next ?? '' };
+      return { jobs: page.jobs.map(toWire), nextPageToken: page.nextPageToken ?? '' };
     }),
 
     counts: handle('counts', 'read', async (req, { principal }) => {

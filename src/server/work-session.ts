@@ -4,7 +4,7 @@
  * worker runs. Leasing here is the unary Lease call's long-poll, re-armed by
  * the server itself whenever credit remains, so a job enqueued while the
  * worker waits is pushed at once; results are applied exactly as
- * CompleteBatch / FailBatch apply them.
+ * CompleteEach / FailEach apply them.
  *
  * Jobs pushed into a stream that breaks before the worker reads them stay
  * leased to it until their lease expires, and the reaper hands them on: the
@@ -109,10 +109,11 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
     const lease: LeaseOptions = {
       workerId: checkWorkerId(message.open.workerId, 'open.worker_id'),
       kinds: checkKindPrefixes(message.open.kinds, 'open.kinds') ?? [],
+      scope: leaseScope,
     };
     const settleScope = principal.role === 'tenant' ? leaseScope : ANY_SCOPE;
     // Jobs are sent even when the stream was just cancelled: grpc drops them, and the leases expire as described above.
-    const pump = new LeasePump(deps.queue, leaseScope, lease, deps.maxLeaseWaitMs, signal, (jobs) =>
+    const pump = new LeasePump(deps.queue, lease, deps.maxLeaseWaitMs, signal, (jobs) =>
       stream.send({ jobs: jobs.map((job) => deps.toWire(job)) }),
     );
     pump.done.then(

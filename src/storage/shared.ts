@@ -1,5 +1,5 @@
 /** Pieces every backend needs the same way. */
-import type { JobRecord, Micros, ScopeFilter } from '../core/types.ts';
+import type { Micros } from '../core/types.ts';
 
 /**
  * `created_at` is strictly increasing per store: two jobs enqueued in the same
@@ -20,24 +20,4 @@ export class CreatedAtSequence {
   get current(): Micros {
     return this.last;
   }
-}
-
-export function inScope(record: Pick<JobRecord, 'tenant'>, scope: ScopeFilter): boolean {
-  switch (scope.type) {
-    case 'any':
-      return true;
-    case 'system':
-      return record.tenant === null;
-    case 'tenant':
-      return record.tenant === scope.tenant;
-    default: {
-      const never: never = scope;
-      throw new Error(`unknown scope ${String(never)}`);
-    }
-  }
-}
-
-/** Identifies an idempotency key within its scope, as a map key. */
-export function idempotencySlot(tenant: string | null, key: string): string {
-  return `${tenant === null ? '' : `t:${tenant}`}\u0000${key}`;
 }

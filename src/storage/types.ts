@@ -6,11 +6,19 @@
  * backend cannot drift apart on semantics. The conformance suite in
  * `test/conformance/` runs against every implementation.
  */
-import type { ItemResult, JobRecord, JobState, Micros, ScopeFilter, WorkNotice } from '../core/types.ts';
-import type { NewJobFields } from '../core/transitions.ts';
+import type { JobDraft } from '../core/drafts.ts';
+import type {
+  CountRow,
+  ItemResult,
+  JobRecord,
+  JobState,
+  ListPage,
+  Micros,
+  ScopeFilter,
+  WorkNotice,
+} from '../core/types.ts';
 
-/** A job to create; the store assigns `createdAt` (strictly increasing per store). */
-export type JobDraft = Omit<NewJobFields, 'createdAt'>;
+export type { CountRow, JobDraft, ListPage };
 
 export interface InsertOutcome {
   readonly record: JobRecord;
@@ -51,20 +59,12 @@ export interface ListQuery {
   readonly state: JobState | null;
   readonly kindPrefix: string | null;
   readonly limit: number;
-  /** Opaque cursor from the previous page's `next`. */
-  readonly after: string | null;
-}
-
-export interface ListPage {
-  readonly jobs: readonly JobRecord[];
-  /** Cursor for the next page, or `null` at the end. */
-  readonly next: string | null;
-}
-
-export interface CountRow {
-  readonly state: JobState;
-  readonly kind: string;
-  readonly count: number;
+  /**
+   * The previous page's `nextPageToken`, or `null` for the first page. Its
+   * format is the store's own: a store refuses a token it did not make with
+   * `invalid_argument` naming `page_token`.
+   */
+  readonly pageToken: string | null;
 }
 
 export interface PruneParams {

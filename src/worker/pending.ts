@@ -3,6 +3,7 @@
  * SDK's batch calls and Work stream, or `LocalWorker`'s calls on a `Queue`.
  * Each job gets its own answer from a batch.
  */
+import type { ItemResult } from '../core/types.ts';
 import type { CompleteItem, FailItem, SettleItem } from './source.ts';
 
 /** A result waiting for the store's answer. */
@@ -26,20 +27,20 @@ export function splitByType(entries: readonly PendingResult[]): {
   return { completes, fails };
 }
 
-/** Give each result the store's answer for it, in order: `null` accepted, else the error. */
-export function answerEach(entries: readonly PendingResult[], errors: readonly (Error | null)[]): void {
+/** Give each result the store's answer for it, in order. */
+export function answerEach(entries: readonly PendingResult[], results: readonly ItemResult<unknown>[]): void {
   entries.forEach((entry, i) => {
-    const error = errors[i];
-    if (error === undefined) entry.reject(new Error('server answered fewer items than were sent'));
-    else if (error === null) entry.resolve();
-    else entry.reject(error);
+    const result = results[i];
+    if (result === undefined) entry.reject(new Error('server answered fewer items than were sent'));
+    else if (result.ok) entry.resolve();
+    else entry.reject(result.error);
   });
 }
 
 /** Send `entries` with one batch call and answer each from it; a call that fails fails them all. */
 export async function sendBatch(
   entries: readonly PendingResult[],
-  call: () => Promise<readonly (Error | null)[]>,
+  call: () => Promise<readonly ItemResult<unknown>[]>,
 ): Promise<void> {
   if (entries.length === 0) return;
   try {

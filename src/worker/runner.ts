@@ -19,8 +19,8 @@ import { ErrorCode, isTelhaError, isTransient, LeaseConflictError } from '../cor
 import { LazyAbort } from '../core/lazy-abort.ts';
 import { MAX_WORK_CREDIT } from '../core/limits.ts';
 import type { Logger } from '../core/logger.ts';
-import type { JobRecord, LeaseFence } from '../core/types.ts';
-import type { NewJobInput, SettleItem, WorkSession, WorkSource } from './source.ts';
+import type { JobRecord, LeaseFence, NewJob } from '../core/types.ts';
+import type { SettleItem, WorkSession, WorkSource } from './source.ts';
 
 /** Throw this from a handler to dead-letter the job at once, whatever attempts remain. */
 export class PermanentError extends Error {
@@ -45,7 +45,7 @@ export interface JobContext {
   /** Store progress and extend the lease in one call; throws `LeaseConflictError` if the lease is gone. */
   checkpoint(continuation: Uint8Array): Promise<void>;
   /** Jobs to enqueue in the same write as this job's completion (chained enqueue). */
-  chain(...successors: NewJobInput[]): void;
+  chain(...successors: NewJob[]): void;
   /** The whole record as leased. */
   readonly record: JobRecord;
 }
@@ -336,7 +336,7 @@ export class WorkerRunner {
       return;
     }
 
-    const successors: NewJobInput[] = [];
+    const successors: NewJob[] = [];
     const context: JobContext = {
       id: job.jobId,
       kind: job.kind,

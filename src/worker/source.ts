@@ -5,18 +5,7 @@
  * same process (`src/engine/`). Both give the runner the same session shape:
  * credit in, leased jobs pushed, each result answered on its own.
  */
-import type { JobRecord, LeaseFence } from '../core/types.ts';
-
-/** A job to enqueue, as a producer (or a chaining handler) writes it. */
-export interface NewJobInput {
-  readonly kind: string;
-  readonly payload?: Uint8Array | string;
-  readonly priority?: number;
-  readonly delayMs?: number;
-  readonly notBefore?: number;
-  readonly maxAttempts?: number;
-  readonly idempotencyKey?: string;
-}
+import type { JobRecord, LeaseFence, NewJob } from '../core/types.ts';
 
 /** A finished job's result, on its way to the store. */
 export type SettleItem =
@@ -24,7 +13,7 @@ export type SettleItem =
       readonly type: 'complete';
       readonly jobId: string;
       readonly fence: LeaseFence;
-      readonly successors: readonly NewJobInput[];
+      readonly successors: readonly NewJob[];
     }
   | {
       readonly type: 'fail';

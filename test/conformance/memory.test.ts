@@ -1,4 +1,4 @@
 import { memoryHarness } from '../support/backends.ts';
-import { conformanceSuite } from './suite.ts';
+import { conformanceSuite } from '../../src/testing/conformance/index.ts';
 
 conformanceSuite('memory', memoryHarness);

@@ -1,4 +1,4 @@
 import { postgresHarness } from '../support/backends.ts';
-import { conformanceSuite } from './suite.ts';
+import { conformanceSuite } from '../../src/testing/conformance/index.ts';
 
 conformanceSuite('postgres', postgresHarness);

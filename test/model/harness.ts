@@ -23,9 +23,11 @@ import {
   type QueueScope,
   type ScopeFilter,
 } from '../../src/core/types.ts';
-import { openQueue } from '../../src/engine/open.ts';
+import { openStore } from '../../src/open.ts';
+import type { JobStore } from '../../src/storage/types.ts';
 import { dropTestSchema, TEST_PG_URL, uniqueSchema } from '../support/backends.ts';
-import type { EnqueueOptions, Queue } from '../../src/engine/queue.ts';
+import { Queue } from '../../src/engine/queue.ts';
+import type { NewJob as EngineNewJob } from '../../src/core/types.ts';
 import {
   KIND_FILTERS,
   SYSTEM_KINDS,
@@ -63,19 +65,30 @@ const JOBS_CONFIG = { ...MODEL_CONFIG, reaper_interval_secs: 30 };
 
 // ---- backends ----
 
+/** A queue and the store under it (the model also checks a seam method, `nextGateAt`). */
+export interface Opened {
+  readonly queue: Queue;
+  readonly store: JobStore;
+}
+
 export interface Backend {
   readonly name: string;
-  open(clock: ManualClock): Promise<Queue>;
+  open(clock: ManualClock): Promise<Opened>;
   /** Close and open the same store again; `undefined` when the backend keeps nothing. */
-  readonly reopen: ((queue: Queue, clock: ManualClock) => Promise<Queue>) | undefined;
+  readonly reopen: ((opened: Opened, clock: ManualClock) => Promise<Opened>) | undefined;
   dispose(): Promise<void>;
+}
+
+async function openOn(config: TelhaConfig, clock: ManualClock, inMemory = false): Promise<Opened> {
+  const store = await openStore(config, { inMemory, clock });
+  return { queue: new Queue({ store, config, clock, services: false }), store };
 }
 
 export function memoryBackend(): Backend {
   const config: TelhaConfig = makeConfig({ jobs: JOBS_CONFIG, retention: { enabled: false } });
   return {
     name: 'memory',
-    open: (clock) => openQueue({ inMemory: true, config, clock, services: false }),
+    open: (clock) => openOn(config, clock, true),
     reopen: undefined,
     dispose: () => Promise.resolve(),
   };
@@ -86,10 +99,10 @@ export async function rocksBackend(): Promise<Backend> {
   const config: TelhaConfig = makeConfig({ storage: { path: dir }, jobs: JOBS_CONFIG, retention: { enabled: false } });
   return {
     name: 'rocksdb',
-    open: (clock) => openQueue({ config, clock, services: false }),
-    reopen: async (queue, clock) => {
-      await queue.close();
-      return openQueue({ config, clock, services: false });
+    open: (clock) => openOn(config, clock),
+    reopen: async (opened, clock) => {
+      await opened.queue.close();
+      return openOn(config, clock);
     },
     dispose: () => rm(dir, { recursive: true, force: true }),
   };
@@ -105,10 +118,10 @@ export function postgresBackend(): Backend {
   });
   return {
     name: 'postgres',
-    open: (clock) => openQueue({ config, clock, services: false }),
-    reopen: async (queue, clock) => {
-      await queue.close();
-      return openQueue({ config, clock, services: false });
+    open: (clock) => openOn(config, clock),
+    reopen: async (opened, clock) => {
+      await opened.queue.close();
+      return openOn(config, clock);
     },
     dispose: () => dropTestSchema(schema),
   };
@@ -262,7 +275,7 @@ function engineFence(fence: Fence): LeaseFence {
 }
 
 /** A job request in `scope`: the options the engine gets and what the model makes of them. */
-function request(spec: JobSpec, scope: ModelScope, now: number): { options: EnqueueOptions; model: NewJob } {
+function request(spec: JobSpec, scope: ModelScope, now: number): { options: EngineNewJob; model: NewJob } {
   const systemFamily = (scope === null) !== spec.wrongKindFamily;
   const family: readonly string[] = systemFamily ? SYSTEM_KINDS : TENANT_KINDS;
   const kind = family[spec.kind % family.length]!;
@@ -272,7 +285,7 @@ function request(spec: JobSpec, scope: ModelScope, now: number): { options: Enqu
       : spec.delayMs !== undefined && spec.delayMs > 0
         ? now + spec.delayMs * 1000
         : null;
-  const options: EnqueueOptions = {
+  const options: EngineNewJob = {
     kind,
     ...(spec.priority === undefined ? {} : { priority: spec.priority }),
     ...(spec.delayMs === undefined ? {} : { delayMs: spec.delayMs }),
@@ -352,7 +365,8 @@ function same(actual: unknown, expected: unknown, context: string): void {
 export async function runCommands(commands: readonly Command[], backend: Backend, coverage?: Coverage): Promise<void> {
   const clock = new ManualClock(START);
   const model = new ReferenceModel();
-  let queue = await backend.open(clock);
+  let opened = await backend.open(clock);
+  let queue = opened.queue;
   /** Engine-side history, independent of the model. */
   const seenGeneration = new Map<string, number>();
   const grantedGeneration = new Map<string, number>();
@@ -364,10 +378,9 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         const scope = scopeName(command.scope);
         const requests = command.jobs.map((spec) => request(spec, scope, now));
         const observed = await attempt(() =>
-          queue.enqueueBatchAt(
-            now,
-            queueScope(scope),
+          queue.enqueueBatch(
             requests.map((r) => r.options),
+            queueScope(scope),
           ),
         );
         const fresh = (i: number): string =>
@@ -397,8 +410,8 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         const limit = command.limit;
         const observed = await attempt(async () =>
           limit === null
-            ? [await queue.leaseNextAt(now, filter.engine, options)].filter((r): r is JobRecord => r !== null)
-            : queue.leaseBatchAt(now, filter.engine, options, limit),
+            ? [await queue.leaseNext({ ...options, scope: filter.engine })].filter((r): r is JobRecord => r !== null)
+            : queue.lease({ ...options, scope: filter.engine, limit }),
         );
         const leased = model.lease(filter.model, kinds, workerId, limit ?? 1, now);
         tally(coverage, command, observed);
@@ -430,22 +443,21 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         let observed: Observed<JobRecord>;
         let expected: Expected<ModelJob>;
         if (command.t === 'extend') {
-          observed = await attempt(() => queue.extendAt(now, id, engineFence(fence), filter.engine));
+          observed = await attempt(() => queue.heartbeat(id, engineFence(fence), filter.engine));
           expected = model.extend(id, fence, filter.model, now);
         } else if (command.t === 'checkpoint') {
           const bytes = command.bytes;
           observed = await attempt(() =>
-            queue.checkpointAt(now, id, engineFence(fence), Uint8Array.from(bytes), filter.engine),
+            queue.checkpoint(id, engineFence(fence), Uint8Array.from(bytes), filter.engine),
           );
           expected = model.checkpoint(id, fence, filter.model, bytes, now);
         } else {
           const retryable = command.retryable;
           observed = await attempt(() =>
-            queue.failAt(
-              now,
+            queue.fail(
               id,
               engineFence(fence),
-              { error: 'boom', ...(retryable === undefined ? {} : { retryable }) },
+              { error: 'boom', ...(retryable === undefined ? {} : { permanent: !retryable }) },
               filter.engine,
             ),
           );
@@ -464,7 +476,7 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         // Successor kinds follow the completed job's scope, which the model knows.
         const requests = command.successors.map((spec) => request(spec, lease.job.tenant, now));
         const observed = await attempt(() =>
-          queue.completeAt(now, id, engineFence(fence), { successors: requests.map((r) => r.options) }, filter.engine),
+          queue.complete(id, engineFence(fence), { successors: requests.map((r) => r.options) }, filter.engine),
         );
         const fresh = (i: number): string =>
           (observed.ok ? observed.value.successors[i]?.job.jobId : undefined) ?? `<no job ${i}>`;
@@ -492,7 +504,7 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         break;
       }
       case 'reap': {
-        const observed = await attempt(() => queue.reapExpiredAt(now));
+        const observed = await attempt(() => queue.maintenance.reapExpired());
         const expected = model.reap(now);
         tally(coverage, command, observed);
         same(observed, { ok: true, value: expected }, context);
@@ -505,7 +517,7 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         if (n === 0) break;
         const job = pool[n - 1 - (command.job % n)]!;
         const filter = opFilter(command.scope, job.tenant);
-        const observed = await attempt(() => queue.retryAt(now, job.id, filter.engine));
+        const observed = await attempt(() => queue.retry(job.id, filter.engine));
         const expected = model.retry(job.id, filter.model);
         tally(coverage, command, observed);
         same(mapOk(observed, summarize), mapOk(expected, summarizeModel), context);
@@ -520,15 +532,15 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         const observed = await attempt(async (): Promise<unknown> => {
           switch (command.op) {
             case 'extend':
-              return queue.extendAt(now, GHOST_ID, fence);
+              return queue.heartbeat(GHOST_ID, fence);
             case 'checkpoint':
-              return queue.checkpointAt(now, GHOST_ID, fence, new Uint8Array([1]));
+              return queue.checkpoint(GHOST_ID, fence, new Uint8Array([1]));
             case 'complete':
-              return queue.completeAt(now, GHOST_ID, fence);
+              return queue.complete(GHOST_ID, fence);
             case 'fail':
-              return queue.failAt(now, GHOST_ID, fence, { error: 'boom' });
+              return queue.fail(GHOST_ID, fence, { error: 'boom' });
             case 'retry':
-              return queue.retryAt(now, GHOST_ID);
+              return queue.retry(GHOST_ID);
             case 'show':
               return queue.show(GHOST_ID);
           }
@@ -562,7 +574,10 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         break;
       }
       case 'restart':
-        if (backend.reopen !== undefined) queue = await backend.reopen(queue, clock);
+        if (backend.reopen !== undefined) {
+          opened = await backend.reopen(opened, clock);
+          queue = opened.queue;
+        }
         break;
     }
   };
@@ -570,7 +585,7 @@ export async function runCommands(commands: readonly Command[], backend: Backend
     for (const [step, command] of commands.entries()) {
       const context = describeCommand(step, command);
       await execute(command, context);
-      await checkStore(queue, model, clock.now(), context, { seenGeneration, seenCompleted });
+      await checkStore(opened, model, clock.now(), context, { seenGeneration, seenCompleted });
     }
   } finally {
     await queue.close();
@@ -581,7 +596,7 @@ export async function runCommands(commands: readonly Command[], backend: Backend
 const STATES_LISTED = [JobState.Pending, JobState.Leased, JobState.Completed, JobState.Dead] as const;
 
 async function checkStore(
-  queue: Queue,
+  { queue, store }: Opened,
   model: ReferenceModel,
   now: number,
   context: string,
@@ -632,7 +647,7 @@ async function checkStore(
   }
 
   // At most one live lease per job: the leased set holds each job once, and exactly the model's leased jobs.
-  const leasedIds = (await queue.findLeasedAny()).map((r) => r.jobId);
+  const leasedIds = (await queue.leased()).map((r) => r.jobId);
   assert.equal(new Set(leasedIds).size, leasedIds.length, `${context}: a job appears twice among leased jobs`);
   same(
     [...leasedIds].sort(),
@@ -653,5 +668,5 @@ async function checkStore(
     );
   }
 
-  same(await queue.nextGateAt(ANY_SCOPE, now), model.nextGate(now), `${context}\n  nextGateAt`);
+  same(await store.nextGateAt(ANY_SCOPE, now), model.nextGate(now), `${context}\n  nextGateAt`);
 }

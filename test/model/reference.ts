@@ -1,6 +1,6 @@
 /**
- * A small, independent reference model of the spec's job queue: plain arrays
- * and maps, every rule written out from the spec (state machine, fencing,
+ * A small, independent reference model of the job queue (docs/design.md): plain arrays
+ * and maps, every rule written out again from that page (state machine, fencing,
  * reaper, backoff, idempotency, lease order). It imports only types, the state
  * numbers, and the key-order rule for scopes (system first, then tenants by
  * their scope bytes); none of the engine's transition code.
@@ -198,7 +198,7 @@ export class ReferenceModel {
     return ready;
   }
 
-  /** The spec's fencing check: the worker first (a job nobody leases fails it), then the generation. */
+  /** The fencing check: the worker first (a job nobody leases fails it), then the generation. */
   private fenceError(job: ModelJob, fence: Fence): ModelError | null {
     if (job.state !== JobState.Leased || job.workerId !== fence.workerId)
       return err('lease_conflict', 'worker_mismatch');

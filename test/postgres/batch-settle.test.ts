@@ -13,7 +13,7 @@ import { JobState, tenantScope } from '../../src/core/types.ts';
 import { encodeRecord } from '../../src/codec/value.ts';
 import { Queue } from '../../src/engine/queue.ts';
 import { pgSchema, PostgresJobStore } from '../../src/storage/postgres/postgres-store.ts';
-import { fenceOf, testConfig } from '../conformance/harness.ts';
+import { fenceOf, testConfig } from '../../src/testing/conformance/harness.ts';
 import { dropTestSchema, TEST_PG_URL, uniqueSchema } from '../support/backends.ts';
 import { eventually } from '../support/server.ts';
 
@@ -40,19 +40,19 @@ describe('PostgreSQL batch completion', () => {
   });
 
   it('redoes an item whose row another server wrote after the batch read it, on top of that write', async () => {
-    await queue.enqueueBatch(acme, [{ kind: 'a' }, { kind: 'b' }]);
-    const [first, second] = await queue.leaseBatch(acme, { workerId: 'w' }, 2);
+    await queue.enqueueBatch([{ kind: 'a' }, { kind: 'b' }], acme);
+    const [first, second] = await queue.lease({ workerId: 'w', scope: acme, limit: 2 });
     assert.ok(first && second);
     // Another server heartbeats `first` in a transaction that stays open, holding the row.
     const policy = { config: config.jobs, backoffByKind: new Map() };
-    const extended = transitions.extend(first, fenceOf(first), clock.now() + 1, policy);
+    const extended = transitions.heartbeat(first, fenceOf(first), clock.now() + 1, policy);
     await other.query('BEGIN');
     await other.query(`UPDATE ${pgSchema(schema).table}.jobs SET record = $2, lease_deadline = $3 WHERE job_id = $1`, [
       first.jobId,
       encodeRecord(extended),
       extended.leaseDeadline,
     ]);
-    const batch = queue.completeBatch([
+    const batch = queue.completeEach([
       { jobId: first.jobId, fence: fenceOf(first) },
       { jobId: second.jobId, fence: fenceOf(second) },
     ]);

@@ -10,9 +10,9 @@ import pg from 'pg';
 import { ManualClock, type Clock } from '../../src/core/clock.ts';
 import { JobState, tenantScope, type JobRecord } from '../../src/core/types.ts';
 import { Queue } from '../../src/engine/queue.ts';
-import { enqueueInTransaction } from '../../src/engine/transactional.ts';
+import { enqueueInTransaction } from '../../src/storage/postgres/transactional.ts';
 import { claimQuery, pgSchema, PostgresJobStore } from '../../src/storage/postgres/postgres-store.ts';
-import { testConfig } from '../conformance/harness.ts';
+import { testConfig } from '../../src/testing/conformance/harness.ts';
 import { dropTestSchema, TEST_PG_URL, uniqueSchema } from '../support/backends.ts';
 import { eventually } from '../support/server.ts';
 
@@ -73,12 +73,12 @@ describe('queues sharing one PostgreSQL schema', () => {
     const { queues, close } = await servers(2);
     const [a, b] = queues as [Queue, Queue];
     try {
-      const parked = a.leaseWait(acme, { workerId: 'wa' }, 1, PARK_MS);
-      await eventually(() => Promise.resolve(a.waitingLeases === 1), 'the lease call to park');
-      const { job } = await b.enqueue(acme, { kind: 'email' });
+      const parked = a.lease({ workerId: 'wa', scope: acme, limit: 1, waitMs: PARK_MS });
+      await eventually(() => Promise.resolve(a.waits.parked === 1), 'the lease call to park');
+      const { job } = await b.enqueue({ kind: 'email' }, acme);
       const leased = only(await parked);
       assert.equal(leased.jobId, job.jobId);
-      assert.deepEqual(a.waitStats, { woken: 1, timeout: 0, aborted: 0 });
+      assert.deepEqual(a.waits.ended, { woken: 1, timeout: 0, aborted: 0 });
     } finally {
       await close();
     }
@@ -89,22 +89,42 @@ describe('queues sharing one PostgreSQL schema', () => {
     const [a, b] = queues as [Queue, Queue];
     try {
       const controller = new AbortController();
-      const otherTenant = a.leaseWait(tenantScope('other'), { workerId: 'w0' }, 1, PARK_MS, controller.signal);
-      const otherKind = a.leaseWait(acme, { workerId: 'w1', kinds: ['sms'] }, 1, PARK_MS, controller.signal);
+      const otherTenant = a.lease({
+        workerId: 'w0',
+        scope: tenantScope('other'),
+        limit: 1,
+        waitMs: PARK_MS,
+        signal: controller.signal,
+      });
+      const otherKind = a.lease({
+        workerId: 'w1',
+        kinds: ['sms'],
+        scope: acme,
+        limit: 1,
+        waitMs: PARK_MS,
+        signal: controller.signal,
+      });
       const matching = [
-        a.leaseWait(acme, { workerId: 'w2', kinds: ['email'] }, 1, PARK_MS, controller.signal),
-        a.leaseWait(acme, { workerId: 'w3' }, 1, PARK_MS, controller.signal),
+        a.lease({
+          workerId: 'w2',
+          kinds: ['email'],
+          scope: acme,
+          limit: 1,
+          waitMs: PARK_MS,
+          signal: controller.signal,
+        }),
+        a.lease({ workerId: 'w3', scope: acme, limit: 1, waitMs: PARK_MS, signal: controller.signal }),
       ];
-      await eventually(() => Promise.resolve(a.waitingLeases === 4), 'four lease calls to park');
-      await b.enqueue(acme, { kind: 'email' });
+      await eventually(() => Promise.resolve(a.waits.parked === 4), 'four lease calls to park');
+      await b.enqueue({ kind: 'email' }, acme);
       const woken = only(await Promise.race(matching));
       assert.equal(woken.kind, 'email');
       // One job woke one waiter: the other matching one is still parked.
-      assert.equal(a.waitingLeases, 3);
+      assert.equal(a.waits.parked, 3);
       controller.abort();
       const ended = await Promise.all([otherTenant, otherKind, ...matching]);
       assert.deepEqual(ended.map((jobs) => jobs.length).sort(), [0, 0, 0, 1]);
-      assert.equal(a.waitStats.woken, 1);
+      assert.equal(a.waits.ended.woken, 1);
     } finally {
       await close();
     }
@@ -116,13 +136,13 @@ describe('queues sharing one PostgreSQL schema', () => {
     const app = new pg.Client({ connectionString: TEST_PG_URL });
     await app.connect();
     try {
-      const parked = queue.leaseWait(acme, { workerId: 'w' }, 1, PARK_MS);
-      await eventually(() => Promise.resolve(queue.waitingLeases === 1), 'the lease call to park');
+      const parked = queue.lease({ workerId: 'w', scope: acme, limit: 1, waitMs: PARK_MS });
+      await eventually(() => Promise.resolve(queue.waits.parked === 1), 'the lease call to park');
       await app.query('BEGIN');
-      const [result] = await enqueueInTransaction(app, acme, [{ kind: 'invoice' }], { schema: schemaOf(stores[0]) });
+      const [result] = await enqueueInTransaction(app, [{ kind: 'invoice' }], acme, { schema: schemaOf(stores[0]) });
       await app.query('COMMIT');
       assert.equal(only(await parked).jobId, result?.job.jobId);
-      assert.deepEqual(queue.waitStats, { woken: 1, timeout: 0, aborted: 0 });
+      assert.deepEqual(queue.waits.ended, { woken: 1, timeout: 0, aborted: 0 });
     } finally {
       await app.end();
       await close();
@@ -141,18 +161,18 @@ describe('queues sharing one PostgreSQL schema', () => {
       await admin.query('SELECT pg_terminate_backend($1)', [pid]);
       await eventually(() => Promise.resolve(!store.listening), 'the listener to notice');
       // Nobody hears this notification; the waiter still finds the job by looking again.
-      const { job } = await b.enqueue(acme, { kind: 'during-outage' });
-      assert.equal(only(await a.leaseWait(acme, { workerId: 'w' }, 1, 60_000)).jobId, job.jobId);
+      const { job } = await b.enqueue({ kind: 'during-outage' }, acme);
+      assert.equal(only(await a.lease({ workerId: 'w', scope: acme, limit: 1, waitMs: 60_000 })).jobId, job.jobId);
 
       await eventually(
         () => Promise.resolve(store.listening && store.listenerPid !== pid),
         'the listener to reconnect',
       );
-      const before = a.waitStats.woken;
-      const parked = a.leaseWait(acme, { workerId: 'w' }, 1, 60_000);
-      const { job: next } = await b.enqueue(acme, { kind: 'after-outage' });
+      const before = a.waits.ended.woken;
+      const parked = a.lease({ workerId: 'w', scope: acme, limit: 1, waitMs: 60_000 });
+      const { job: next } = await b.enqueue({ kind: 'after-outage' }, acme);
       assert.equal(only(await parked).jobId, next.jobId);
-      assert.ok(a.waitStats.woken >= before, 'woken by the notification or the poll, never lost');
+      assert.ok(a.waits.ended.woken >= before, 'woken by the notification or the poll, never lost');
     } finally {
       await admin.end();
       await close();
@@ -165,13 +185,13 @@ describe('queues sharing one PostgreSQL schema', () => {
     const [a] = queues as [Queue];
     try {
       await a.enqueueBatch(
-        acme,
         Array.from({ length: 150 }, (_, i) => ({ kind: 'work', payload: Buffer.from(String(i)) })),
+        acme,
       );
-      const leased = await a.leaseBatchAt(clock.now(), acme, { workerId: 'doomed' }, 1_000);
+      const leased = await a.lease({ workerId: 'doomed', scope: acme, limit: 1_000 });
       assert.equal(leased.length, 150);
       clock.advanceSeconds(11);
-      const passes = await Promise.all(queues.map((q) => q.reapExpiredAt(clock.now())));
+      const passes = await Promise.all(queues.map((q) => q.maintenance.reapExpired()));
       assert.equal(
         passes.reduce((sum, p) => sum + p.reaped, 0),
         150,
@@ -193,13 +213,13 @@ describe('queues sharing one PostgreSQL schema', () => {
     const [a] = queues as [Queue];
     try {
       await a.enqueueBatch(
-        acme,
         Array.from({ length: 120 }, () => ({ kind: 'done' })),
+        acme,
       );
-      for (const job of await a.leaseBatchAt(clock.now(), acme, { workerId: 'w' }, 1_000))
-        await a.completeAt(clock.now(), job.jobId, { workerId: 'w', leaseGeneration: job.leaseGeneration });
+      for (const job of await a.lease({ workerId: 'w', scope: acme, limit: 1_000 }))
+        await a.complete(job.jobId, { workerId: 'w', leaseGeneration: job.leaseGeneration });
       clock.advanceSeconds(61);
-      const pruned = await Promise.all(queues.map((q) => q.pruneAt(clock.now())));
+      const pruned = await Promise.all(queues.map((q) => q.maintenance.prune()));
       assert.equal(
         pruned.reduce((sum, n) => sum + n, 0),
         120,
@@ -215,7 +235,7 @@ describe('queues sharing one PostgreSQL schema', () => {
     try {
       const keys = Array.from({ length: 30 }, (_, i) => `order-${i}`);
       const results = await Promise.all(
-        queues.flatMap((q) => keys.map((key) => q.enqueue(acme, { kind: 'charge', idempotencyKey: key }))),
+        queues.flatMap((q) => keys.map((key) => q.enqueue({ kind: 'charge', idempotencyKey: key }, acme))),
       );
       for (const key of keys) {
         const forKey = results.filter((r) => r.job.idempotencyKey === key);
@@ -243,10 +263,10 @@ describe('queues sharing one PostgreSQL schema', () => {
       // Gated rows first, so they come before the ready job in key order.
       for (let i = 0; i < GATED; i += 1_000)
         await queue.enqueueBatch(
-          acme,
           Array.from({ length: 1_000 }, () => ({ kind: 'later', delayMs: 3_600_000 })),
+          acme,
         );
-      ready = only(await queue.enqueueBatch(acme, [{ kind: 'now' }])).job;
+      ready = only(await queue.enqueueBatch([{ kind: 'now' }], acme)).job;
     });
     after(() => shared.close());
 
@@ -271,12 +291,12 @@ describe('queues sharing one PostgreSQL schema', () => {
       } finally {
         await db.end();
       }
-      assert.equal((await queue.leaseNextAt(clock.now(), acme, { workerId: 'w' }))?.jobId, ready.jobId);
+      assert.equal((await queue.leaseNext({ workerId: 'w', scope: acme }))?.jobId, ready.jobId);
     });
 
     it('opens due gates at the next claim, oldest job first', async () => {
       clock.advanceSeconds(3_601);
-      const leased = await queue.leaseBatchAt(clock.now(), acme, { workerId: 'w' }, 5);
+      const leased = await queue.lease({ workerId: 'w', scope: acme, limit: 5 });
       const expected = (await queue.list({ scope: acme, state: JobState.Pending, limit: 5 })).jobs;
       assert.equal(leased.length, 5);
       assert.ok(leased.every((j) => j.kind === 'later'));

@@ -5,8 +5,8 @@ import { ManualClock } from '../../src/core/clock.ts';
 import { makeConfig } from '../../src/core/config.ts';
 import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
 import { JobState, tenantScope } from '../../src/core/types.ts';
-import { openQueue } from '../../src/engine/open.ts';
-import { enqueueInTransaction } from '../../src/engine/transactional.ts';
+import { openQueue } from '../../src/open.ts';
+import { enqueueInTransaction } from '../../src/storage/postgres/transactional.ts';
 import { TEST_PG_URL, uniqueSchema } from '../support/backends.ts';
 
 const acme = tenantScope('acme');
@@ -24,7 +24,7 @@ describe('transactional enqueue', () => {
     await app.connect();
     try {
       await app.query('BEGIN');
-      const [rolledBack] = await enqueueInTransaction(app, acme, [{ kind: 'email', idempotencyKey: 'order-1' }], {
+      const [rolledBack] = await enqueueInTransaction(app, [{ kind: 'email', idempotencyKey: 'order-1' }], acme, {
         schema,
         clock,
       });
@@ -36,22 +36,22 @@ describe('transactional enqueue', () => {
       );
 
       await app.query('BEGIN');
-      const [committed] = await enqueueInTransaction(app, acme, [{ kind: 'email', idempotencyKey: 'order-1' }], {
+      const [committed] = await enqueueInTransaction(app, [{ kind: 'email', idempotencyKey: 'order-1' }], acme, {
         schema,
         clock,
       });
       // Invisible to the queue until the application commits.
-      assert.equal(await queue.leaseNextAt(clock.now(), acme, { workerId: 'w1' }), null);
+      assert.equal(await queue.leaseNext({ workerId: 'w1', scope: acme }), null);
       await app.query('COMMIT');
       assert.ok(committed?.created);
       assert.equal((await queue.show(committed.job.jobId)).state, JobState.Pending);
-      const leased = await queue.leaseNextAt(clock.now(), acme, { workerId: 'w1' });
+      const leased = await queue.leaseNext({ workerId: 'w1', scope: acme });
       assert.equal(leased?.jobId, committed.job.jobId);
 
       // Same validation as the queue: bad input throws before anything is written.
       await app.query('BEGIN');
       await assert.rejects(
-        enqueueInTransaction(app, acme, [{ kind: '' }], { schema }),
+        enqueueInTransaction(app, [{ kind: '' }], acme, { schema }),
         (e: unknown) => e instanceof TelhaError && e.field === 'kind',
       );
       await app.query('ROLLBACK');

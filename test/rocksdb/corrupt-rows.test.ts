@@ -6,7 +6,7 @@ import { ManualClock } from '../../src/core/clock.ts';
 import { makeConfig } from '../../src/core/config.ts';
 import type { Logger } from '../../src/core/logger.ts';
 import { JobState, tenantScope } from '../../src/core/types.ts';
-import { openQueue } from '../../src/engine/open.ts';
+import { openQueue } from '../../src/open.ts';
 import { RocksDatabase } from '../../src/storage/rocksdb/database.ts';
 import { tempDir } from '../support/backends.ts';
 
@@ -19,7 +19,7 @@ describe('rocksdb corrupt rows', () => {
     const config = makeConfig({ storage: { path: dir }, retention: { enabled: false } });
     try {
       let queue = await openQueue({ config, clock, services: false });
-      const before = await queue.enqueueAt(clock.now(), acme, { kind: 'k' });
+      const before = await queue.enqueue({ kind: 'k' }, acme);
       await queue.close();
 
       // Put two undecodable rows in the Pending range, ahead of the good job: an unknown version and garbage.
@@ -48,7 +48,7 @@ describe('rocksdb corrupt rows', () => {
           listed.jobs.map((j) => j.jobId),
           [before.job.jobId],
         );
-        const leased = await queue.leaseNextAt(clock.now(), acme, { workerId: 'w1' });
+        const leased = await queue.leaseNext({ workerId: 'w1', scope: acme });
         assert.equal(leased?.jobId, before.job.jobId);
       } finally {
         await queue.close();

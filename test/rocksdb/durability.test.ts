@@ -7,8 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { ManualClock } from '../../src/core/clock.ts';
 import { makeConfig } from '../../src/core/config.ts';
 import { JobState, tenantScope } from '../../src/core/types.ts';
-import { openQueue } from '../../src/engine/open.ts';
-import { fenceOf } from '../conformance/harness.ts';
+import { openQueue } from '../../src/open.ts';
+import { fenceOf } from '../../src/testing/conformance/harness.ts';
 import { rocksHarness, tempDir } from '../support/backends.ts';
 
 const acme = tenantScope('acme');
@@ -19,14 +19,14 @@ describe('rocksdb durability', () => {
     try {
       const q = h.queue;
       const now = (): number => h.clock.now();
-      const pending = await q.enqueueAt(now(), acme, { kind: 'p', idempotencyKey: 'idem' });
-      const gated = await q.enqueueAt(now(), acme, { kind: 'g', delayMs: 60_000 });
-      await q.enqueueAt(now(), acme, { kind: 'l' });
-      const leased = await q.leaseNextAt(now(), acme, { workerId: 'w1', kinds: ['l'] });
-      await q.enqueueAt(now(), acme, { kind: 'c' });
-      const toComplete = await q.leaseNextAt(now(), acme, { workerId: 'w1', kinds: ['c'] });
+      const pending = await q.enqueue({ kind: 'p', idempotencyKey: 'idem' }, acme);
+      const gated = await q.enqueue({ kind: 'g', delayMs: 60_000 }, acme);
+      await q.enqueue({ kind: 'l' }, acme);
+      const leased = await q.leaseNext({ workerId: 'w1', kinds: ['l'], scope: acme });
+      await q.enqueue({ kind: 'c' }, acme);
+      const toComplete = await q.leaseNext({ workerId: 'w1', kinds: ['c'], scope: acme });
       assert.ok(leased && toComplete);
-      await q.completeAt(now(), toComplete.jobId, fenceOf(toComplete));
+      await q.complete(toComplete.jobId, fenceOf(toComplete));
       const countsBefore = await q.counts();
       const createdBefore = (await q.show(gated.job.jobId)).createdAt;
 
@@ -34,20 +34,20 @@ describe('rocksdb durability', () => {
       assert.deepEqual(await reopened.counts(), countsBefore);
       assert.deepEqual(await reopened.show(pending.job.jobId), pending.job);
       assert.equal((await reopened.show(toComplete.jobId)).state, JobState.Completed);
-      const again = await reopened.enqueueAt(now(), acme, { kind: 'p', idempotencyKey: 'idem' });
+      const again = await reopened.enqueue({ kind: 'p', idempotencyKey: 'idem' }, acme);
       assert.equal(again.created, false, 'the idempotency index survived');
       // created_at keeps growing across a reopen, even with the clock set back.
       h.clock.set(now() - 1_000_000_000);
-      const later = await reopened.enqueueAt(now(), acme, { kind: 'x' });
+      const later = await reopened.enqueue({ kind: 'x' }, acme);
       assert.ok(later.job.createdAt > createdBefore);
       h.clock.set(now() + 1_000_000_000);
       // The live index was rebuilt: the gate still holds, the lease is still fenced and still reapable.
-      assert.equal(await reopened.leaseNextAt(now(), acme, { workerId: 'w2', kinds: ['g'] }), null);
-      await assert.rejects(reopened.completeAt(now(), leased.jobId, { workerId: 'w2', leaseGeneration: 1 }));
-      await reopened.extendAt(now(), leased.jobId, fenceOf(leased));
+      assert.equal(await reopened.leaseNext({ workerId: 'w2', kinds: ['g'], scope: acme }), null);
+      await assert.rejects(reopened.complete(leased.jobId, { workerId: 'w2', leaseGeneration: 1 }));
+      await reopened.heartbeat(leased.jobId, fenceOf(leased));
       h.clock.advanceSeconds(60);
-      assert.equal((await reopened.leaseNextAt(now(), acme, { workerId: 'w2', kinds: ['g'] }))?.jobId, gated.job.jobId);
-      assert.deepEqual(await reopened.reapExpiredAt(now()), { reaped: 1, dead: 0 });
+      assert.equal((await reopened.leaseNext({ workerId: 'w2', kinds: ['g'], scope: acme }))?.jobId, gated.job.jobId);
+      assert.deepEqual(await reopened.maintenance.reapExpired(), { reaped: 1, dead: 0 });
     } finally {
       await h.close();
     }

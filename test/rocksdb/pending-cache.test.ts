@@ -10,7 +10,8 @@ import { describe, it } from 'node:test';
 import { makeConfig } from '../../src/core/config.ts';
 import { lease as leaseTransition, type RetryPolicy } from '../../src/core/transitions.ts';
 import { ANY_SCOPE, JobState, tenantScope, type JobRecord } from '../../src/core/types.ts';
-import { draftJob } from '../../src/engine/drafts.ts';
+import { draftJob } from '../../src/core/drafts.ts';
+import { newJobId } from '../../src/codec/job-ids.ts';
 import { RocksJobStore } from '../../src/storage/rocksdb/rocks-store.ts';
 import { tempDir } from '../support/backends.ts';
 
@@ -28,7 +29,11 @@ describe('rocksdb pending-record cache', () => {
       let store = await RocksJobStore.open({ path: dir, pendingCacheBytes: BUDGET });
       // 180 small jobs (~600 B each counted: more than the budget holds) and every 10th one too large to cache.
       const drafts = Array.from({ length: JOBS }, (_, i) =>
-        draftJob(acme, { kind: 'k', payload: payloadOf(i) }, NOW, '', 1 << 20),
+        draftJob(
+          acme,
+          { kind: 'k', payload: payloadOf(i) },
+          { now: NOW, fieldPrefix: '', maxPayloadBytes: 1 << 20, jobId: newJobId() },
+        ),
       );
       const inserted = await store.insert(drafts, NOW);
       assert.ok(store.pendingCache.bytes <= BUDGET, `${store.pendingCache.bytes} bytes cached`);

@@ -5,7 +5,7 @@ import { makeConfig } from '../../src/core/config.ts';
 import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { JobState, SYSTEM_SCOPE, tenantScope, type LeaseFence } from '../../src/core/types.ts';
-import { openQueue } from '../../src/engine/open.ts';
+import { openQueue } from '../../src/open.ts';
 import { startServer } from '../../src/server/server.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { openWork } from '../support/work-stream.ts';
@@ -68,7 +68,7 @@ describe('who may do what', () => {
     const [doomed] = await worker.lease({ workerId: 'fleet-1', kinds: ['doomed'] });
     assert.ok(doomed);
     globexDead = (
-      await worker.fail(doomed.jobId, { workerId: 'fleet-1', leaseGeneration: 1 }, 'x', { permanent: true })
+      await worker.fail(doomed.jobId, { workerId: 'fleet-1', leaseGeneration: 1 }, { error: 'x', permanent: true })
     ).jobId;
     await acme.enqueue({ kind: 'mine' });
   });
@@ -99,7 +99,7 @@ describe('who may do what', () => {
     await rejectsWith(acme.lease({ workerId: 'sneaky' }), ErrorCode.PermissionDenied);
     await rejectsWith(workStreamEnd(acme), ErrorCode.PermissionDenied);
     await rejectsWith(acme.complete(globexLeased.id, globexLeased.fence), ErrorCode.PermissionDenied);
-    await rejectsWith(acme.fail(globexLeased.id, globexLeased.fence, 'x'), ErrorCode.PermissionDenied);
+    await rejectsWith(acme.fail(globexLeased.id, globexLeased.fence, { error: 'x' }), ErrorCode.PermissionDenied);
     await rejectsWith(acme.heartbeat(globexLeased.id, globexLeased.fence), ErrorCode.PermissionDenied);
     await rejectsWith(
       acme.checkpoint(globexLeased.id, globexLeased.fence, Buffer.from('x')),

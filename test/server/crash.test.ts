@@ -65,7 +65,7 @@ describe('crashes', () => {
       const stale = { workerId: victim.workerId, leaseGeneration: victim.generation };
       for (const submit of [
         () => client.complete(victim.jobId, stale),
-        () => client.fail(victim.jobId, stale, 'late'),
+        () => client.fail(victim.jobId, stale, { error: 'late' }),
         () => client.heartbeat(victim.jobId, stale),
         () => client.checkpoint(victim.jobId, stale, Buffer.from('late')),
       ]) {

@@ -112,26 +112,26 @@ describe('the SDK against a live server', () => {
   it('wakes a parked lease call when a matching job is enqueued, without waiting out its timeout', async () => {
     const parked = client.lease({ workerId: 'w1', kinds: ['late'], waitMs: 25_000 });
     // The server has the call parked once its waiter is registered.
-    while (server.queue.waitingLeases === 0) await new Promise((resolve) => setImmediate(resolve));
-    const before = { ...server.queue.waitStats };
+    while (server.queue.waits.parked === 0) await new Promise((resolve) => setImmediate(resolve));
+    const before = { ...server.queue.waits.ended };
     const { job } = await client.enqueue({ kind: 'late' }, acme);
     const [leased] = await parked;
     assert.equal(leased?.jobId, job.jobId);
-    assert.equal(server.queue.waitStats.woken, before.woken + 1, 'woken by the enqueue');
-    assert.equal(server.queue.waitStats.timeout, before.timeout, 'not by its timeout');
+    assert.equal(server.queue.waits.ended.woken, before.woken + 1, 'woken by the enqueue');
+    assert.equal(server.queue.waits.ended.timeout, before.timeout, 'not by its timeout');
   });
 
   it('does not wake a parked call for a job of another kind', async () => {
     const parked = client.lease({ workerId: 'w1', kinds: ['wanted'], waitMs: 300 });
-    while (server.queue.waitingLeases === 0) await new Promise((resolve) => setImmediate(resolve));
+    while (server.queue.waits.parked === 0) await new Promise((resolve) => setImmediate(resolve));
     await client.enqueue({ kind: 'other' }, acme);
     assert.deepEqual(await parked, []);
-    assert.equal(server.queue.waitStats.woken, 0);
+    assert.equal(server.queue.waits.ended.woken, 0);
   });
 
   it('leases several jobs in one call', async () => {
     await client.enqueueBatch([{ kind: 'k' }, { kind: 'k' }, { kind: 'k' }], acme);
-    const jobs = await client.lease({ workerId: 'w1', maxJobs: 10 });
+    const jobs = await client.lease({ workerId: 'w1', limit: 10 });
     assert.equal(jobs.length, 3);
   });
 
@@ -231,6 +231,9 @@ describe('the SDK against a live server', () => {
     const started = deferred();
     const worker = new Worker({
       address: server.address,
+      // No free slot while the handler runs, so the reaped job is not pushed straight back.
+      concurrency: 1,
+      prefetch: 0,
       heartbeatFraction: 0.999, // beat only at the very end of the lease
       onLeaseLost: (_id, error) => lost.resolve(error),
       handler: async (ctx) => {
@@ -239,9 +242,10 @@ describe('the SDK against a live server', () => {
       },
     }).start();
     await started.promise;
-    // Take the lease away: reap it as if it expired, and hand it to someone else.
-    await server.queue.reapExpiredAt(Date.now() * 1000 + 60_000_000);
-    const thief = await server.queue.leaseNextAt(Date.now() * 1000 + 60_000_000, acme, { workerId: 'thief' });
+    // Take the lease away: reap it as if it expired, and hand it to someone else (past its backoff too).
+    server.clock.advance(3_600_000_000);
+    await server.queue.maintenance.reapExpired();
+    const thief = await server.queue.leaseNext({ workerId: 'thief', scope: acme });
     assert.equal(thief?.jobId, job.jobId);
     const error = await lost.promise;
     await worker.close();
@@ -253,29 +257,30 @@ describe('the SDK against a live server', () => {
 });
 
 describe('batch settlement', () => {
-  it('settles each item of a CompleteBatch on its own: accepted, stale, unknown', async () => {
+  it('settles each item of a CompleteEach on its own: accepted, stale, unknown', async () => {
     const server = await startTestServer();
     try {
       const client = new TelhaClient({ address: server.address });
       await client.enqueueBatch([{ kind: 'k' }, { kind: 'k' }], tenantScope('acme'));
-      const [a, b] = await client.lease({ workerId: 'w1', maxJobs: 2 });
+      const [a, b] = await client.lease({ workerId: 'w1', limit: 2 });
       assert.ok(a && b);
-      const outcomes = await client.completeBatch([
+      const outcomes = await client.completeEach([
         { jobId: a.jobId, fence: { workerId: 'w1', leaseGeneration: a.leaseGeneration } },
         { jobId: b.jobId, fence: { workerId: 'intruder', leaseGeneration: b.leaseGeneration } },
         { jobId: '01890a5d-ac96-774b-bcce-b302099a8057', fence: { workerId: 'w1', leaseGeneration: 1 } },
       ]);
-      assert.equal(outcomes[0], null);
-      assert.ok(outcomes[1] instanceof LeaseConflictError);
-      assert.equal(outcomes[1].reason, 'worker_mismatch');
-      assert.equal(outcomes[1].jobId, b.jobId);
-      assert.ok(outcomes[2] instanceof Error);
+      assert.deepEqual(outcomes[0], { ok: true, value: null });
+      const [, stale, unknown] = outcomes.map((o) => (o.ok ? null : o.error));
+      assert.ok(stale instanceof LeaseConflictError);
+      assert.equal(stale.reason, 'worker_mismatch');
+      assert.equal(stale.jobId, b.jobId);
+      assert.ok(unknown instanceof Error);
       assert.equal((await client.show(a.jobId)).state, JobState.Completed);
       assert.equal((await client.show(b.jobId)).state, JobState.Leased);
-      const failed = await client.failBatch([
+      const failed = await client.failEach([
         { jobId: b.jobId, fence: { workerId: 'w1', leaseGeneration: b.leaseGeneration }, error: 'x', permanent: true },
       ]);
-      assert.deepEqual(failed, [null]);
+      assert.deepEqual(failed, [{ ok: true, value: null }]);
       assert.equal((await client.show(b.jobId)).state, JobState.Dead);
     } finally {
       await server.close();

@@ -80,13 +80,13 @@ describe('the Work stream', () => {
   it('pushes a job the moment it is enqueued to a worker that holds credit', async () => {
     const work = openWork(client, { workerId: 'w1' });
     work.channel.grant(1);
-    const woken = server.queue.waitStats.woken;
+    const woken = server.queue.waits.ended.woken;
     // Wait until the server has parked the stream's lease, so the enqueue must wake it.
-    while (server.queue.waitingLeases === 0) await new Promise((resolve) => setImmediate(resolve));
+    while (server.queue.waits.parked === 0) await new Promise((resolve) => setImmediate(resolve));
     const { job } = await client.enqueue({ kind: 'late' }, acme);
     const [pushed] = await work.received(1);
     assert.equal(pushed?.jobId, job.jobId);
-    assert.equal(server.queue.waitStats.woken, woken + 1);
+    assert.equal(server.queue.waits.ended.woken, woken + 1);
     work.channel.end();
     await work.ended;
   });

@@ -3,48 +3,61 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ManualClock } from '../../src/core/clock.ts';
-import { openQueue } from '../../src/engine/open.ts';
 import pg from 'pg';
 import { Queue } from '../../src/engine/queue.ts';
 import { PostgresJobStore } from '../../src/storage/postgres/postgres-store.ts';
-import { testConfig, type Harness, type HarnessFactory, type HarnessOptions } from '../conformance/harness.ts';
+import { MemoryJobStore } from '../../src/storage/memory/memory-store.ts';
+import { RocksJobStore } from '../../src/storage/rocksdb/rocks-store.ts';
+import type { JobStore } from '../../src/storage/types.ts';
+import type { TelhaConfig } from '../../src/core/config.ts';
+import {
+  testConfig,
+  type Harness,
+  type HarnessFactory,
+  type HarnessOptions,
+} from '../../src/testing/conformance/harness.ts';
 
-export const memoryHarness: HarnessFactory = async (options: HarnessOptions = {}): Promise<Harness> => {
+export const memoryHarness: HarnessFactory = (options: HarnessOptions = {}): Promise<Harness> => {
   const clock = new ManualClock();
   const config = testConfig(options.config);
-  const open = (): Promise<Queue> =>
-    openQueue({
-      inMemory: true,
-      config,
-      clock,
-      services: false,
-      ...(options.backoffByKind ? { backoffByKind: options.backoffByKind } : {}),
-    });
-  const queue = await open();
-  return {
+  const { queue, store } = queueOn(new MemoryJobStore(), config, clock, options);
+  return Promise.resolve({
     queue,
+    store,
     clock,
     config,
     reopen: () => Promise.reject(new Error('the memory store does not survive a reopen')),
     close: () => queue.close(),
-  };
+  });
 };
 
 export function tempDir(prefix = 'telha-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
+/** A queue on `store` as the conformance suite wants it: the test's clock, no timers. */
+function queueOn(
+  store: JobStore,
+  config: TelhaConfig,
+  clock: ManualClock,
+  options: HarnessOptions,
+): { queue: Queue; store: JobStore } {
+  const queue = new Queue({
+    store,
+    config,
+    clock,
+    services: false,
+    ...(options.backoffByKind ? { backoffByKind: options.backoffByKind } : {}),
+  });
+  return { queue, store };
+}
+
 export const rocksHarness: HarnessFactory = async (options: HarnessOptions = {}): Promise<Harness> => {
   const clock = new ManualClock();
   const dir = tempDir();
   const config = testConfig(options.config, dir);
-  const open = (): Promise<Queue> =>
-    openQueue({
-      config,
-      clock,
-      services: false,
-      ...(options.backoffByKind ? { backoffByKind: options.backoffByKind } : {}),
-    });
+  const open = async (): Promise<{ queue: Queue; store: JobStore }> =>
+    queueOn(await RocksJobStore.open({ path: dir, clock }), config, clock, options);
   return reopenable(open, clock, config, () => rmSync(dir, { recursive: true, force: true }));
 };
 
@@ -62,38 +75,35 @@ export const postgresHarness: HarnessFactory = async (options: HarnessOptions = 
   const clock = new ManualClock();
   const schema = uniqueSchema('test');
   const config = testConfig(options.config);
-  const open = async (): Promise<Queue> =>
-    new Queue({
-      store: await PostgresJobStore.open({ url: TEST_PG_URL, schema, poolSize: 4 }),
-      config,
-      clock,
-      services: false,
-      ...(options.backoffByKind ? { backoffByKind: options.backoffByKind } : {}),
-    });
+  const open = async (): Promise<{ queue: Queue; store: JobStore }> =>
+    queueOn(await PostgresJobStore.open({ url: TEST_PG_URL, schema, poolSize: 4 }), config, clock, options);
   return reopenable(open, clock, config, () => dropTestSchema(schema));
 };
 
 /** A harness over a store that survives a reopen; `cleanup` runs after the last close. */
 async function reopenable(
-  open: () => Promise<Queue>,
+  open: () => Promise<{ queue: Queue; store: JobStore }>,
   clock: ManualClock,
   config: Harness['config'],
   cleanup: () => void | Promise<void>,
 ): Promise<Harness> {
-  let queue = await open();
+  let current = await open();
   return {
     get queue() {
-      return queue;
+      return current.queue;
+    },
+    get store() {
+      return current.store;
     },
     clock,
     config,
     async reopen() {
-      await queue.close();
-      queue = await open();
-      return queue;
+      await current.queue.close();
+      current = await open();
+      return current.queue;
     },
     async close() {
-      await queue.close();
+      await current.queue.close();
       await cleanup();
     },
   };

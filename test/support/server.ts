@@ -4,9 +4,10 @@ import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { OffsetClock } from '../../src/core/clock.ts';
 import { makeConfig, type ConfigInput } from '../../src/core/config.ts';
 import { silentLogger } from '../../src/core/logger.ts';
-import { openQueue } from '../../src/engine/open.ts';
+import { openQueue } from '../../src/open.ts';
 import type { Queue } from '../../src/engine/queue.ts';
 import { startServer } from '../../src/server/server.ts';
 import { tempDir } from './backends.ts';
@@ -16,6 +17,8 @@ export const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.ur
 export interface TestServer {
   readonly address: string;
   readonly queue: Queue;
+  /** The server's clock: real time, which a test may move ahead. */
+  readonly clock: OffsetClock;
   readonly dir: string;
   close(): Promise<void>;
 }
@@ -33,11 +36,13 @@ export async function startTestServer(
     retention: { enabled: false, ...(retention ?? {}) },
     server: { address: '127.0.0.1:0', shutdown_grace_ms: 1_000, ...(server ?? {}) },
   });
-  const queue = await openQueue({ config, services: options.services ?? false });
+  const clock = new OffsetClock();
+  const queue = await openQueue({ config, clock, services: options.services ?? false });
   const running = await startServer({ queue, config, logger: silentLogger });
   return {
     address: running.address,
     queue,
+    clock,
     dir,
     async close() {
       await running.close();

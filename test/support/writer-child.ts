@@ -5,7 +5,7 @@
  */
 import { makeConfig } from '../../src/core/config.ts';
 import { tenantScope } from '../../src/core/types.ts';
-import { openQueue } from '../../src/engine/open.ts';
+import { openQueue } from '../../src/open.ts';
 
 const [path, durability] = process.argv.slice(2);
 if (path === undefined || (durability !== 'process' && durability !== 'fsync')) {
@@ -25,14 +25,17 @@ for (let i = 0; ; i++) {
   // Several writers at once, so acknowledged writes come from shared group commits.
   await Promise.all(
     [0, 1, 2, 3].map(async (w) => {
-      const { job } = await queue.enqueue(scope, {
-        kind: 'crash',
-        payload: Buffer.from(`${i}.${w}`),
-        idempotencyKey: `k-${i}-${w}`,
-      });
+      const { job } = await queue.enqueue(
+        {
+          kind: 'crash',
+          payload: Buffer.from(`${i}.${w}`),
+          idempotencyKey: `k-${i}-${w}`,
+        },
+        scope,
+      );
       ack(`enqueued ${job.jobId}`);
       if (w === 0) {
-        const leased = await queue.leaseNext(scope, { workerId: `child-${w}`, kinds: ['crash'] });
+        const leased = await queue.leaseNext({ workerId: `child-${w}`, kinds: ['crash'], scope });
         if (leased !== null) {
           await queue.complete(leased.jobId, { workerId: `child-${w}`, leaseGeneration: leased.leaseGeneration });
           ack(`completed ${leased.jobId}`);

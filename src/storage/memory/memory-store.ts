@@ -1,5 +1,5 @@
 /**
- * The in-memory reference backend: the spec's algorithms written as plainly as
+ * The in-memory reference backend: the queue's algorithms (docs/design.md) written as plainly as
  * possible (full scans, sorts by the real key bytes), used as the oracle the
  * other backends are compared with, and as a store for tests and demos.
  * Every method is synchronous inside, so each is trivially atomic.
@@ -16,8 +16,9 @@ import {
   type Micros,
   type ScopeFilter,
 } from '../../core/types.ts';
-import { jobKeyOf } from '../../codec/keys.ts';
-import { CreatedAtSequence, idempotencySlot, inScope } from '../shared.ts';
+import { jobKeyOf, pageTokenAfter, pageTokenKey } from '../../codec/keys.ts';
+import { idempotencySlot, inScope } from '../../core/scope.ts';
+import { CreatedAtSequence } from '../shared.ts';
 import type {
   Change,
   ClaimParams,
@@ -151,6 +152,7 @@ export class MemoryJobStore implements JobStore {
   }
 
   list(query: ListQuery): Promise<ListPage> {
+    const after = query.pageToken === null ? null : pageTokenKey(query.pageToken).toString('hex');
     const rows = [...this.jobs.values()]
       .filter(
         (r) =>
@@ -159,13 +161,13 @@ export class MemoryJobStore implements JobStore {
           (query.kindPrefix === null || kindMatches(r.kind, [query.kindPrefix])),
       )
       .map((r) => ({ r, key: jobKeyOf(r).toString('hex') }))
-      .filter(({ key }) => query.after === null || key > query.after)
+      .filter(({ key }) => after === null || key > after)
       .sort((a, b) => (a.key < b.key ? -1 : 1));
     const page = rows.slice(0, query.limit);
     const last = page[page.length - 1];
     return Promise.resolve({
       jobs: page.map(({ r }) => r),
-      next: rows.length > query.limit && last ? last.key : null,
+      nextPageToken: rows.length > query.limit && last ? pageTokenAfter(last.r) : null,
     });
   }
 

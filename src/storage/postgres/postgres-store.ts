@@ -38,9 +38,10 @@ import {
   type ScopeFilter,
   type WorkNotice,
 } from '../../core/types.ts';
-import { decodeJobKey, jobKeyOf, scopeBytes, scopeOfTenant } from '../../codec/keys.ts';
+import { decodeJobKey, pageTokenAfter, pageTokenKey, scopeBytes, scopeOfTenant } from '../../codec/keys.ts';
 import { decodeRecord, encodeRecord } from '../../codec/value.ts';
-import { CreatedAtSequence, idempotencySlot } from '../shared.ts';
+import { idempotencySlot } from '../../core/scope.ts';
+import { CreatedAtSequence } from '../shared.ts';
 import type {
   Change,
   ClaimParams,
@@ -510,8 +511,8 @@ export class PostgresJobStore implements JobStore {
       args.push(query.kindPrefix);
       where.push(`starts_with(kind, $${args.length})`);
     }
-    if (query.after !== null) {
-      const after = decodeJobKey(Buffer.from(query.after, 'hex'));
+    if (query.pageToken !== null) {
+      const after = decodeJobKey(pageTokenKey(query.pageToken));
       args.push(after.scope, after.state, after.priority, after.createdAt, after.jobId);
       const n = args.length;
       where.push(`(scope, state, priority, created_at, job_id) > ($${n - 4}, $${n - 3}, $${n - 2}, $${n - 1}, $${n})`);
@@ -527,7 +528,7 @@ export class PostgresJobStore implements JobStore {
       .map((r) => this.decode(r))
       .filter((r): r is JobRecord => r !== null);
     const last = jobs[jobs.length - 1];
-    return { jobs, next: more && last !== undefined ? jobKeyOf(last).toString('hex') : null };
+    return { jobs, nextPageToken: more && last !== undefined ? pageTokenAfter(last) : null };
   }
 
   async counts(scope: ScopeFilter): Promise<CountRow[]> {

@@ -3,8 +3,8 @@
  * the RocksDB store, rebuilt at open by a prefix scan of each scope's Pending
  * and Leased ranges.
  *
- * Why it exists: the spec finds ready work by scanning `[scope][Pending]` and
- * skipping gated rows. That scan gets slower with every backoff-gated row ahead
+ * Why it exists: ready work could be found by scanning `[scope][Pending]`
+ * and skipping gated rows, but that scan gets slower with every backoff-gated row ahead
  * of the first eligible one, and with every tombstone the LSM keeps in the
  * Pending range after jobs leave it. Here:
  *  - ready jobs sit in one B-tree per kind, ordered by the full job key, so the

@@ -2,7 +2,7 @@
  * The embedded backend: jobs in RocksDB, one process owning the directory.
  *
  * Column families:
- *  - `jobs`:        58-byte job key → `[version][msgpack JobRecord]` (the spec's jobs CF)
+ *  - `jobs`:        58-byte job key → `[version][msgpack JobRecord]` (docs/design.md)
  *  - `ids`:         job id → current job key (the key moves with every state change)
  *  - `idempotency`: `[scope][key]` → job id
  *  - `finished`:    `[state][finished_at][job id]` → job key, what retention prunes
@@ -39,6 +39,8 @@ import {
   idIndexKey,
   jobIdFromBytes,
   jobKeyOf,
+  pageTokenAfter,
+  pageTokenKey,
   prefixUpperBound,
   readU64,
   scopeBytes,
@@ -48,7 +50,8 @@ import {
   SYSTEM_SCOPE_BYTES,
 } from '../../codec/keys.ts';
 import { decodeRecord, encodeRecord } from '../../codec/value.ts';
-import { CreatedAtSequence, idempotencySlot, inScope } from '../shared.ts';
+import { idempotencySlot, inScope } from '../../core/scope.ts';
+import { CreatedAtSequence } from '../shared.ts';
 import type {
   Change,
   ClaimParams,
@@ -574,9 +577,8 @@ export class RocksJobStore implements JobStore {
 
   async list(query: ListQuery): Promise<ListPage> {
     this.assertOpen();
-    const after = query.after === null ? null : Buffer.from(query.after, 'hex');
+    const after = query.pageToken === null ? null : pageTokenKey(query.pageToken);
     const jobs: JobRecord[] = [];
-    let lastKey: Buffer | null = null;
     let more = false;
     for await (const [key, value] of this.scanScopes(query.scope, query.state, after)) {
       const record = this.decodeOrSkip(key, value);
@@ -587,9 +589,9 @@ export class RocksJobStore implements JobStore {
         break;
       }
       jobs.push(record);
-      lastKey = key;
     }
-    return { jobs, next: more && lastKey !== null ? lastKey.toString('hex') : null };
+    const last = jobs[jobs.length - 1];
+    return { jobs, nextPageToken: more && last !== undefined ? pageTokenAfter(last) : null };
   }
 
   /**

@@ -33,7 +33,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file telha/v1/queue.proto.
  */
 export const file_telha_v1_queue: GenFile = /*@__PURE__*/
-  fileDesc("ChR0ZWxoYS92MS9xdWV1ZS5wcm90bxIIdGVsaGEudjEiNQoFU2NvcGUSEAoGdGVuYW50GAEgASgJSAASEAoGc3lzdGVtGAIgASgISABCCAoGdGFyZ2V0Ik0KCEpvYkV2ZW50Eg0KBWF0X3VzGAEgASgDEhIKCnRyYW5zaXRpb24YAiABKAkSEwoGZGV0YWlsGAMgASgJSACIAQFCCQoHX2RldGFpbCKUBAoDSm9iEg4KBmpvYl9pZBgBIAEoCRIOCgZ0ZW5hbnQYAiABKAkSDAoEa2luZBgDIAEoCRIPCgdwYXlsb2FkGAQgASgMEhAKCHByaW9yaXR5GAUgASgNEhUKDWNyZWF0ZWRfYXRfdXMYBiABKAMSIQoFc3RhdGUYByABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRIQCghhdHRlbXB0cxgIIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAkgASgEEhYKCXdvcmtlcl9pZBgKIAEoCUgAiAEBEh4KEWxlYXNlX2RlYWRsaW5lX3VzGAsgASgDSAGIAQESGgoNbm90X2JlZm9yZV91cxgMIAEoA0gCiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgNIAEoCUgDiAEBEhkKDG1heF9hdHRlbXB0cxgOIAEoDUgEiAEBEhkKDGNvbnRpbnVhdGlvbhgPIAEoDEgFiAEBEiIKBmV2ZW50cxgQIAMoCzISLnRlbGhhLnYxLkpvYkV2ZW50Eh4KFmVmZmVjdGl2ZV9tYXhfYXR0ZW1wdHMYESABKA1CDAoKX3dvcmtlcl9pZEIUChJfbGVhc2VfZGVhZGxpbmVfdXNCEAoOX25vdF9iZWZvcmVfdXNCEgoQX2lkZW1wb3RlbmN5X2tleUIPCg1fbWF4X2F0dGVtcHRzQg8KDV9jb250aW51YXRpb24i+wEKBk5ld0pvYhIMCgRraW5kGAEgASgJEg8KB3BheWxvYWQYAiABKAwSFQoIcHJpb3JpdHkYAyABKA1IAIgBARIVCghkZWxheV9tcxgEIAEoA0gBiAEBEhoKDW5vdF9iZWZvcmVfdXMYBSABKANIAogBARIZCgxtYXhfYXR0ZW1wdHMYBiABKA1IA4gBARIcCg9pZGVtcG90ZW5jeV9rZXkYByABKAlIBIgBAUILCglfcHJpb3JpdHlCCwoJX2RlbGF5X21zQhAKDl9ub3RfYmVmb3JlX3VzQg8KDV9tYXhfYXR0ZW1wdHNCEgoQX2lkZW1wb3RlbmN5X2tleSI8Cg1FbnF1ZXVlUmVzdWx0EhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYhIPCgdjcmVhdGVkGAIgASgIIk8KDkVucXVldWVSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSHQoDam9iGAIgASgLMhAudGVsaGEudjEuTmV3Sm9iIjoKD0VucXVldWVSZXNwb25zZRInCgZyZXN1bHQYASABKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0IlUKE0VucXVldWVCYXRjaFJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIeCgRqb2JzGAIgAygLMhAudGVsaGEudjEuTmV3Sm9iIkAKFEVucXVldWVCYXRjaFJlc3BvbnNlEigKB3Jlc3VsdHMYASADKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0IlQKEkVucXVldWVFYWNoUmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlEh4KBGpvYnMYAiADKAsyEC50ZWxoYS52MS5OZXdKb2IiQwoTRW5xdWV1ZUVhY2hSZXNwb25zZRIsCgdhbnN3ZXJzGAEgAygLMhsudGVsaGEudjEuRW5xdWV1ZUVhY2hBbnN3ZXIicAoRRW5xdWV1ZUVhY2hBbnN3ZXISKQoGcmVzdWx0GAEgASgLMhcudGVsaGEudjEuRW5xdWV1ZVJlc3VsdEgAEiYKBWVycm9yGAIgASgLMhUudGVsaGEudjEuSXRlbU91dGNvbWVIAEIICgZhbnN3ZXIicwoMTGVhc2VSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRINCgVraW5kcxgCIAMoCRIQCghtYXhfam9icxgDIAEoDRIPCgd3YWl0X21zGAQgASgNEh4KBXNjb3BlGAUgASgLMg8udGVsaGEudjEuU2NvcGUiLAoNTGVhc2VSZXNwb25zZRIbCgRqb2JzGAEgAygLMg0udGVsaGEudjEuSm9iIkQKBUZlbmNlEg4KBmpvYl9pZBgBIAEoCRIRCgl3b3JrZXJfaWQYAiABKAkSGAoQbGVhc2VfZ2VuZXJhdGlvbhgDIAEoBCIyChBIZWFydGJlYXRSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2UiLgoRSGVhcnRiZWF0UmVzcG9uc2USGQoRbGVhc2VfZGVhZGxpbmVfdXMYASABKAMiSQoRQ2hlY2twb2ludFJlcXVlc3QSHgoFZmVuY2UYASABKAsyDy50ZWxoYS52MS5GZW5jZRIUCgxjb250aW51YXRpb24YAiABKAwiLwoSQ2hlY2twb2ludFJlc3BvbnNlEhkKEWxlYXNlX2RlYWRsaW5lX3VzGAEgASgDIlcKD0NvbXBsZXRlUmVxdWVzdBIeCgVmZW5jZRgBIAEoCzIPLnRlbGhhLnYxLkZlbmNlEiQKCnN1Y2Nlc3NvcnMYAiADKAsyEC50ZWxoYS52MS5OZXdKb2IiWwoQQ29tcGxldGVSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2ISKwoKc3VjY2Vzc29ycxgCIAMoCzIXLnRlbGhhLnYxLkVucXVldWVSZXN1bHQiTwoLRmFpbFJlcXVlc3QSHgoFZmVuY2UYASABKAsyDy50ZWxoYS52MS5GZW5jZRINCgVlcnJvchgCIAEoCRIRCglwZXJtYW5lbnQYAyABKAgiKgoMRmFpbFJlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYiJLCgtJdGVtT3V0Y29tZRIMCgRjb2RlGAEgASgNEg8KB21lc3NhZ2UYAiABKAkSDgoGcmVhc29uGAMgASgJEg0KBWZpZWxkGAQgASgJIkAKFENvbXBsZXRlQmF0Y2hSZXF1ZXN0EigKBWl0ZW1zGAEgAygLMhkudGVsaGEudjEuQ29tcGxldGVSZXF1ZXN0IkAKFUNvbXBsZXRlQmF0Y2hSZXNwb25zZRInCghvdXRjb21lcxgBIAMoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lIjgKEEZhaWxCYXRjaFJlcXVlc3QSJAoFaXRlbXMYASADKAsyFS50ZWxoYS52MS5GYWlsUmVxdWVzdCI8ChFGYWlsQmF0Y2hSZXNwb25zZRInCghvdXRjb21lcxgBIAMoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lIqYBCgtXb3JrUmVxdWVzdBIgCgRvcGVuGAEgASgLMhIudGVsaGEudjEuV29ya09wZW4SDgoGY3JlZGl0GAIgASgNEhEKCXNldHRsZV9pZBgDIAEoBBIsCgljb21wbGV0ZXMYBCADKAsyGS50ZWxoYS52MS5Db21wbGV0ZVJlcXVlc3QSJAoFZmFpbHMYBSADKAsyFS50ZWxoYS52MS5GYWlsUmVxdWVzdCJMCghXb3JrT3BlbhIRCgl3b3JrZXJfaWQYASABKAkSDQoFa2luZHMYAiADKAkSHgoFc2NvcGUYAyABKAsyDy50ZWxoYS52MS5TY29wZSKeAQoMV29ya1Jlc3BvbnNlEhsKBGpvYnMYASADKAsyDS50ZWxoYS52MS5Kb2ISEQoJc2V0dGxlX2lkGAIgASgEEjAKEWNvbXBsZXRlX291dGNvbWVzGAMgAygLMhUudGVsaGEudjEuSXRlbU91dGNvbWUSLAoNZmFpbF9vdXRjb21lcxgEIAMoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lIh0KC1Nob3dSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIqCgxTaG93UmVzcG9uc2USGgoDam9iGAEgASgLMg0udGVsaGEudjEuSm9iIogBCgtMaXN0UmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlEiEKBXN0YXRlGAIgASgOMhIudGVsaGEudjEuSm9iU3RhdGUSEwoLa2luZF9wcmVmaXgYAyABKAkSDQoFbGltaXQYBCABKA0SEgoKcGFnZV90b2tlbhgFIAEoCSJECgxMaXN0UmVzcG9uc2USGwoEam9icxgBIAMoCzINLnRlbGhhLnYxLkpvYhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiLwoNQ291bnRzUmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlIkoKCENvdW50Um93EiEKBXN0YXRlGAEgASgOMhIudGVsaGEudjEuSm9iU3RhdGUSDAoEa2luZBgCIAEoCRINCgVjb3VudBgDIAEoBCIyCg5Db3VudHNSZXNwb25zZRIgCgRyb3dzGAEgAygLMhIudGVsaGEudjEuQ291bnRSb3ciHgoMUmV0cnlSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIrCg1SZXRyeVJlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYiqVAQoISm9iU3RhdGUSGQoVSk9CX1NUQVRFX1VOU1BFQ0lGSUVEEAASFQoRSk9CX1NUQVRFX1BFTkRJTkcQARIUChBKT0JfU1RBVEVfTEVBU0VEEAISFwoTSk9CX1NUQVRFX0NPTVBMRVRFRBADEhQKEEpPQl9TVEFURV9GQUlMRUQQBBISCg5KT0JfU1RBVEVfREVBRBAFMuQHCgxRdWV1ZVNlcnZpY2USPgoHRW5xdWV1ZRIYLnRlbGhhLnYxLkVucXVldWVSZXF1ZXN0GhkudGVsaGEudjEuRW5xdWV1ZVJlc3BvbnNlEk0KDEVucXVldWVCYXRjaBIdLnRlbGhhLnYxLkVucXVldWVCYXRjaFJlcXVlc3QaHi50ZWxoYS52MS5FbnF1ZXVlQmF0Y2hSZXNwb25zZRJKCgtFbnF1ZXVlRWFjaBIcLnRlbGhhLnYxLkVucXVldWVFYWNoUmVxdWVzdBodLnRlbGhhLnYxLkVucXVldWVFYWNoUmVzcG9uc2USOAoFTGVhc2USFi50ZWxoYS52MS5MZWFzZVJlcXVlc3QaFy50ZWxoYS52MS5MZWFzZVJlc3BvbnNlEkQKCUhlYXJ0YmVhdBIaLnRlbGhhLnYxLkhlYXJ0YmVhdFJlcXVlc3QaGy50ZWxoYS52MS5IZWFydGJlYXRSZXNwb25zZRJHCgpDaGVja3BvaW50EhsudGVsaGEudjEuQ2hlY2twb2ludFJlcXVlc3QaHC50ZWxoYS52MS5DaGVja3BvaW50UmVzcG9uc2USQQoIQ29tcGxldGUSGS50ZWxoYS52MS5Db21wbGV0ZVJlcXVlc3QaGi50ZWxoYS52MS5Db21wbGV0ZVJlc3BvbnNlEjUKBEZhaWwSFS50ZWxoYS52MS5GYWlsUmVxdWVzdBoWLnRlbGhhLnYxLkZhaWxSZXNwb25zZRJQCg1Db21wbGV0ZUJhdGNoEh4udGVsaGEudjEuQ29tcGxldGVCYXRjaFJlcXVlc3QaHy50ZWxoYS52MS5Db21wbGV0ZUJhdGNoUmVzcG9uc2USRAoJRmFpbEJhdGNoEhoudGVsaGEudjEuRmFpbEJhdGNoUmVxdWVzdBobLnRlbGhhLnYxLkZhaWxCYXRjaFJlc3BvbnNlEjkKBFdvcmsSFS50ZWxoYS52MS5Xb3JrUmVxdWVzdBoWLnRlbGhhLnYxLldvcmtSZXNwb25zZSgBMAESNQoEU2hvdxIVLnRlbGhhLnYxLlNob3dSZXF1ZXN0GhYudGVsaGEudjEuU2hvd1Jlc3BvbnNlEjUKBExpc3QSFS50ZWxoYS52MS5MaXN0UmVxdWVzdBoWLnRlbGhhLnYxLkxpc3RSZXNwb25zZRI7CgZDb3VudHMSFy50ZWxoYS52MS5Db3VudHNSZXF1ZXN0GhgudGVsaGEudjEuQ291bnRzUmVzcG9uc2USOAoFUmV0cnkSFi50ZWxoYS52MS5SZXRyeVJlcXVlc3QaFy50ZWxoYS52MS5SZXRyeVJlc3BvbnNlYgZwcm90bzM");
+  fileDesc("ChR0ZWxoYS92MS9xdWV1ZS5wcm90bxIIdGVsaGEudjEiNQoFU2NvcGUSEAoGdGVuYW50GAEgASgJSAASEAoGc3lzdGVtGAIgASgISABCCAoGdGFyZ2V0Ik0KCEpvYkV2ZW50Eg0KBWF0X3VzGAEgASgDEhIKCnRyYW5zaXRpb24YAiABKAkSEwoGZGV0YWlsGAMgASgJSACIAQFCCQoHX2RldGFpbCKUBAoDSm9iEg4KBmpvYl9pZBgBIAEoCRIOCgZ0ZW5hbnQYAiABKAkSDAoEa2luZBgDIAEoCRIPCgdwYXlsb2FkGAQgASgMEhAKCHByaW9yaXR5GAUgASgNEhUKDWNyZWF0ZWRfYXRfdXMYBiABKAMSIQoFc3RhdGUYByABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRIQCghhdHRlbXB0cxgIIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAkgASgEEhYKCXdvcmtlcl9pZBgKIAEoCUgAiAEBEh4KEWxlYXNlX2RlYWRsaW5lX3VzGAsgASgDSAGIAQESGgoNbm90X2JlZm9yZV91cxgMIAEoA0gCiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgNIAEoCUgDiAEBEhkKDG1heF9hdHRlbXB0cxgOIAEoDUgEiAEBEhkKDGNvbnRpbnVhdGlvbhgPIAEoDEgFiAEBEiIKBmV2ZW50cxgQIAMoCzISLnRlbGhhLnYxLkpvYkV2ZW50Eh4KFmVmZmVjdGl2ZV9tYXhfYXR0ZW1wdHMYESABKA1CDAoKX3dvcmtlcl9pZEIUChJfbGVhc2VfZGVhZGxpbmVfdXNCEAoOX25vdF9iZWZvcmVfdXNCEgoQX2lkZW1wb3RlbmN5X2tleUIPCg1fbWF4X2F0dGVtcHRzQg8KDV9jb250aW51YXRpb24i+wEKBk5ld0pvYhIMCgRraW5kGAEgASgJEg8KB3BheWxvYWQYAiABKAwSFQoIcHJpb3JpdHkYAyABKA1IAIgBARIVCghkZWxheV9tcxgEIAEoA0gBiAEBEhoKDW5vdF9iZWZvcmVfdXMYBSABKANIAogBARIZCgxtYXhfYXR0ZW1wdHMYBiABKA1IA4gBARIcCg9pZGVtcG90ZW5jeV9rZXkYByABKAlIBIgBAUILCglfcHJpb3JpdHlCCwoJX2RlbGF5X21zQhAKDl9ub3RfYmVmb3JlX3VzQg8KDV9tYXhfYXR0ZW1wdHNCEgoQX2lkZW1wb3RlbmN5X2tleSI8Cg1FbnF1ZXVlUmVzdWx0EhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYhIPCgdjcmVhdGVkGAIgASgIIk8KDkVucXVldWVSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSHQoDam9iGAIgASgLMhAudGVsaGEudjEuTmV3Sm9iIjoKD0VucXVldWVSZXNwb25zZRInCgZyZXN1bHQYASABKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0IlUKE0VucXVldWVCYXRjaFJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIeCgRqb2JzGAIgAygLMhAudGVsaGEudjEuTmV3Sm9iIkAKFEVucXVldWVCYXRjaFJlc3BvbnNlEigKB3Jlc3VsdHMYASADKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0IlQKEkVucXVldWVFYWNoUmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlEh4KBGpvYnMYAiADKAsyEC50ZWxoYS52MS5OZXdKb2IiQwoTRW5xdWV1ZUVhY2hSZXNwb25zZRIsCgdhbnN3ZXJzGAEgAygLMhsudGVsaGEudjEuRW5xdWV1ZUVhY2hBbnN3ZXIicAoRRW5xdWV1ZUVhY2hBbnN3ZXISKQoGcmVzdWx0GAEgASgLMhcudGVsaGEudjEuRW5xdWV1ZVJlc3VsdEgAEiYKBWVycm9yGAIgASgLMhUudGVsaGEudjEuSXRlbU91dGNvbWVIAEIICgZhbnN3ZXIicAoMTGVhc2VSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRINCgVraW5kcxgCIAMoCRINCgVsaW1pdBgDIAEoDRIPCgd3YWl0X21zGAQgASgNEh4KBXNjb3BlGAUgASgLMg8udGVsaGEudjEuU2NvcGUiLAoNTGVhc2VSZXNwb25zZRIbCgRqb2JzGAEgAygLMg0udGVsaGEudjEuSm9iIkQKBUZlbmNlEg4KBmpvYl9pZBgBIAEoCRIRCgl3b3JrZXJfaWQYAiABKAkSGAoQbGVhc2VfZ2VuZXJhdGlvbhgDIAEoBCIyChBIZWFydGJlYXRSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2UiLgoRSGVhcnRiZWF0UmVzcG9uc2USGQoRbGVhc2VfZGVhZGxpbmVfdXMYASABKAMiSQoRQ2hlY2twb2ludFJlcXVlc3QSHgoFZmVuY2UYASABKAsyDy50ZWxoYS52MS5GZW5jZRIUCgxjb250aW51YXRpb24YAiABKAwiLwoSQ2hlY2twb2ludFJlc3BvbnNlEhkKEWxlYXNlX2RlYWRsaW5lX3VzGAEgASgDIlcKD0NvbXBsZXRlUmVxdWVzdBIeCgVmZW5jZRgBIAEoCzIPLnRlbGhhLnYxLkZlbmNlEiQKCnN1Y2Nlc3NvcnMYAiADKAsyEC50ZWxoYS52MS5OZXdKb2IiWwoQQ29tcGxldGVSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2ISKwoKc3VjY2Vzc29ycxgCIAMoCzIXLnRlbGhhLnYxLkVucXVldWVSZXN1bHQiTwoLRmFpbFJlcXVlc3QSHgoFZmVuY2UYASABKAsyDy50ZWxoYS52MS5GZW5jZRINCgVlcnJvchgCIAEoCRIRCglwZXJtYW5lbnQYAyABKAgiKgoMRmFpbFJlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYiJLCgtJdGVtT3V0Y29tZRIMCgRjb2RlGAEgASgNEg8KB21lc3NhZ2UYAiABKAkSDgoGcmVhc29uGAMgASgJEg0KBWZpZWxkGAQgASgJIj8KE0NvbXBsZXRlRWFjaFJlcXVlc3QSKAoFaXRlbXMYASADKAsyGS50ZWxoYS52MS5Db21wbGV0ZVJlcXVlc3QiPwoUQ29tcGxldGVFYWNoUmVzcG9uc2USJwoIb3V0Y29tZXMYASADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZSI3Cg9GYWlsRWFjaFJlcXVlc3QSJAoFaXRlbXMYASADKAsyFS50ZWxoYS52MS5GYWlsUmVxdWVzdCI7ChBGYWlsRWFjaFJlc3BvbnNlEicKCG91dGNvbWVzGAEgAygLMhUudGVsaGEudjEuSXRlbU91dGNvbWUipgEKC1dvcmtSZXF1ZXN0EiAKBG9wZW4YASABKAsyEi50ZWxoYS52MS5Xb3JrT3BlbhIOCgZjcmVkaXQYAiABKA0SEQoJc2V0dGxlX2lkGAMgASgEEiwKCWNvbXBsZXRlcxgEIAMoCzIZLnRlbGhhLnYxLkNvbXBsZXRlUmVxdWVzdBIkCgVmYWlscxgFIAMoCzIVLnRlbGhhLnYxLkZhaWxSZXF1ZXN0IkwKCFdvcmtPcGVuEhEKCXdvcmtlcl9pZBgBIAEoCRINCgVraW5kcxgCIAMoCRIeCgVzY29wZRgDIAEoCzIPLnRlbGhhLnYxLlNjb3BlIp4BCgxXb3JrUmVzcG9uc2USGwoEam9icxgBIAMoCzINLnRlbGhhLnYxLkpvYhIRCglzZXR0bGVfaWQYAiABKAQSMAoRY29tcGxldGVfb3V0Y29tZXMYAyADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZRIsCg1mYWlsX291dGNvbWVzGAQgAygLMhUudGVsaGEudjEuSXRlbU91dGNvbWUiHQoLU2hvd1JlcXVlc3QSDgoGam9iX2lkGAEgASgJIioKDFNob3dSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2IiiAEKC0xpc3RSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSIQoFc3RhdGUYAiABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRITCgtraW5kX3ByZWZpeBgDIAEoCRINCgVsaW1pdBgEIAEoDRISCgpwYWdlX3Rva2VuGAUgASgJIkQKDExpc3RSZXNwb25zZRIbCgRqb2JzGAEgAygLMg0udGVsaGEudjEuSm9iEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIvCg1Db3VudHNSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUiSgoIQ291bnRSb3cSIQoFc3RhdGUYASABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRIMCgRraW5kGAIgASgJEg0KBWNvdW50GAMgASgEIjIKDkNvdW50c1Jlc3BvbnNlEiAKBHJvd3MYASADKAsyEi50ZWxoYS52MS5Db3VudFJvdyIeCgxSZXRyeVJlcXVlc3QSDgoGam9iX2lkGAEgASgJIisKDVJldHJ5UmVzcG9uc2USGgoDam9iGAEgASgLMg0udGVsaGEudjEuSm9iKpUBCghKb2JTdGF0ZRIZChVKT0JfU1RBVEVfVU5TUEVDSUZJRUQQABIVChFKT0JfU1RBVEVfUEVORElORxABEhQKEEpPQl9TVEFURV9MRUFTRUQQAhIXChNKT0JfU1RBVEVfQ09NUExFVEVEEAMSFAoQSk9CX1NUQVRFX0ZBSUxFRBAEEhIKDkpPQl9TVEFURV9ERUFEEAUy3gcKDFF1ZXVlU2VydmljZRI+CgdFbnF1ZXVlEhgudGVsaGEudjEuRW5xdWV1ZVJlcXVlc3QaGS50ZWxoYS52MS5FbnF1ZXVlUmVzcG9uc2USTQoMRW5xdWV1ZUJhdGNoEh0udGVsaGEudjEuRW5xdWV1ZUJhdGNoUmVxdWVzdBoeLnRlbGhhLnYxLkVucXVldWVCYXRjaFJlc3BvbnNlEkoKC0VucXVldWVFYWNoEhwudGVsaGEudjEuRW5xdWV1ZUVhY2hSZXF1ZXN0Gh0udGVsaGEudjEuRW5xdWV1ZUVhY2hSZXNwb25zZRI4CgVMZWFzZRIWLnRlbGhhLnYxLkxlYXNlUmVxdWVzdBoXLnRlbGhhLnYxLkxlYXNlUmVzcG9uc2USRAoJSGVhcnRiZWF0EhoudGVsaGEudjEuSGVhcnRiZWF0UmVxdWVzdBobLnRlbGhhLnYxLkhlYXJ0YmVhdFJlc3BvbnNlEkcKCkNoZWNrcG9pbnQSGy50ZWxoYS52MS5DaGVja3BvaW50UmVxdWVzdBocLnRlbGhhLnYxLkNoZWNrcG9pbnRSZXNwb25zZRJBCghDb21wbGV0ZRIZLnRlbGhhLnYxLkNvbXBsZXRlUmVxdWVzdBoaLnRlbGhhLnYxLkNvbXBsZXRlUmVzcG9uc2USNQoERmFpbBIVLnRlbGhhLnYxLkZhaWxSZXF1ZXN0GhYudGVsaGEudjEuRmFpbFJlc3BvbnNlEk0KDENvbXBsZXRlRWFjaBIdLnRlbGhhLnYxLkNvbXBsZXRlRWFjaFJlcXVlc3QaHi50ZWxoYS52MS5Db21wbGV0ZUVhY2hSZXNwb25zZRJBCghGYWlsRWFjaBIZLnRlbGhhLnYxLkZhaWxFYWNoUmVxdWVzdBoaLnRlbGhhLnYxLkZhaWxFYWNoUmVzcG9uc2USOQoEV29yaxIVLnRlbGhhLnYxLldvcmtSZXF1ZXN0GhYudGVsaGEudjEuV29ya1Jlc3BvbnNlKAEwARI1CgRTaG93EhUudGVsaGEudjEuU2hvd1JlcXVlc3QaFi50ZWxoYS52MS5TaG93UmVzcG9uc2USNQoETGlzdBIVLnRlbGhhLnYxLkxpc3RSZXF1ZXN0GhYudGVsaGEudjEuTGlzdFJlc3BvbnNlEjsKBkNvdW50cxIXLnRlbGhhLnYxLkNvdW50c1JlcXVlc3QaGC50ZWxoYS52MS5Db3VudHNSZXNwb25zZRI4CgVSZXRyeRIWLnRlbGhhLnYxLlJldHJ5UmVxdWVzdBoXLnRlbGhhLnYxLlJldHJ5UmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * Which namespace a call addresses. Tenant tokens are bound to their tenant
@@ -456,9 +456,9 @@ export type LeaseRequest = Message<"telha.v1.LeaseRequest"> & {
   /**
    * How many jobs at most (default 1, at most 1000).
    *
-   * @generated from field: uint32 max_jobs = 3;
+   * @generated from field: uint32 limit = 3;
    */
-  maxJobs: number;
+  limit: number;
 
   /**
    * How long to wait for a job when none is ready (0 = return at once; capped by the server, 30 s by default).
@@ -737,9 +737,9 @@ export const ItemOutcomeSchema: GenMessage<ItemOutcome> = /*@__PURE__*/
   messageDesc(file_telha_v1_queue, 23);
 
 /**
- * @generated from message telha.v1.CompleteBatchRequest
+ * @generated from message telha.v1.CompleteEachRequest
  */
-export type CompleteBatchRequest = Message<"telha.v1.CompleteBatchRequest"> & {
+export type CompleteEachRequest = Message<"telha.v1.CompleteEachRequest"> & {
   /**
    * At most 1000 items.
    *
@@ -749,16 +749,16 @@ export type CompleteBatchRequest = Message<"telha.v1.CompleteBatchRequest"> & {
 };
 
 /**
- * Describes the message telha.v1.CompleteBatchRequest.
- * Use `create(CompleteBatchRequestSchema)` to create a new message.
+ * Describes the message telha.v1.CompleteEachRequest.
+ * Use `create(CompleteEachRequestSchema)` to create a new message.
  */
-export const CompleteBatchRequestSchema: GenMessage<CompleteBatchRequest> = /*@__PURE__*/
+export const CompleteEachRequestSchema: GenMessage<CompleteEachRequest> = /*@__PURE__*/
   messageDesc(file_telha_v1_queue, 24);
 
 /**
- * @generated from message telha.v1.CompleteBatchResponse
+ * @generated from message telha.v1.CompleteEachResponse
  */
-export type CompleteBatchResponse = Message<"telha.v1.CompleteBatchResponse"> & {
+export type CompleteEachResponse = Message<"telha.v1.CompleteEachResponse"> & {
   /**
    * @generated from field: repeated telha.v1.ItemOutcome outcomes = 1;
    */
@@ -766,16 +766,16 @@ export type CompleteBatchResponse = Message<"telha.v1.CompleteBatchResponse"> & 
 };
 
 /**
- * Describes the message telha.v1.CompleteBatchResponse.
- * Use `create(CompleteBatchResponseSchema)` to create a new message.
+ * Describes the message telha.v1.CompleteEachResponse.
+ * Use `create(CompleteEachResponseSchema)` to create a new message.
  */
-export const CompleteBatchResponseSchema: GenMessage<CompleteBatchResponse> = /*@__PURE__*/
+export const CompleteEachResponseSchema: GenMessage<CompleteEachResponse> = /*@__PURE__*/
   messageDesc(file_telha_v1_queue, 25);
 
 /**
- * @generated from message telha.v1.FailBatchRequest
+ * @generated from message telha.v1.FailEachRequest
  */
-export type FailBatchRequest = Message<"telha.v1.FailBatchRequest"> & {
+export type FailEachRequest = Message<"telha.v1.FailEachRequest"> & {
   /**
    * At most 1000 items.
    *
@@ -785,16 +785,16 @@ export type FailBatchRequest = Message<"telha.v1.FailBatchRequest"> & {
 };
 
 /**
- * Describes the message telha.v1.FailBatchRequest.
- * Use `create(FailBatchRequestSchema)` to create a new message.
+ * Describes the message telha.v1.FailEachRequest.
+ * Use `create(FailEachRequestSchema)` to create a new message.
  */
-export const FailBatchRequestSchema: GenMessage<FailBatchRequest> = /*@__PURE__*/
+export const FailEachRequestSchema: GenMessage<FailEachRequest> = /*@__PURE__*/
   messageDesc(file_telha_v1_queue, 26);
 
 /**
- * @generated from message telha.v1.FailBatchResponse
+ * @generated from message telha.v1.FailEachResponse
  */
-export type FailBatchResponse = Message<"telha.v1.FailBatchResponse"> & {
+export type FailEachResponse = Message<"telha.v1.FailEachResponse"> & {
   /**
    * @generated from field: repeated telha.v1.ItemOutcome outcomes = 1;
    */
@@ -802,10 +802,10 @@ export type FailBatchResponse = Message<"telha.v1.FailBatchResponse"> & {
 };
 
 /**
- * Describes the message telha.v1.FailBatchResponse.
- * Use `create(FailBatchResponseSchema)` to create a new message.
+ * Describes the message telha.v1.FailEachResponse.
+ * Use `create(FailEachResponseSchema)` to create a new message.
  */
-export const FailBatchResponseSchema: GenMessage<FailBatchResponse> = /*@__PURE__*/
+export const FailEachResponseSchema: GenMessage<FailEachResponse> = /*@__PURE__*/
   messageDesc(file_telha_v1_queue, 27);
 
 /**
@@ -831,7 +831,7 @@ export type WorkRequest = Message<"telha.v1.WorkRequest"> & {
   credit: number;
 
   /**
-   * Results, each applied exactly as CompleteBatch / FailBatch would; at most
+   * Results, each applied exactly as CompleteEach / FailEach would; at most
    * 1000 of each per message. Answered by a WorkResponse with the same
    * settle_id (set it when sending results).
    *
@@ -1200,7 +1200,7 @@ export const QueueService: GenService<{
     output: typeof EnqueueEachResponseSchema;
   },
   /**
-   * Lease up to max_jobs jobs. Waits up to wait_ms (long poll) and returns as
+   * Lease up to `limit` jobs. Waits up to wait_ms (long poll) and returns as
    * soon as a matching job becomes eligible.
    *
    * @generated from rpc telha.v1.QueueService.Lease
@@ -1252,26 +1252,27 @@ export const QueueService: GenService<{
   },
   /**
    * Complete many leased jobs in one call. Each item is fenced and applied on
-   * its own, exactly as Complete would (so not all-or-nothing across items);
-   * outcomes come back in request order. Workers use it to settle a burst of
-   * finished jobs in one round trip.
+   * its own, exactly as Complete would (so not all-or-nothing across items:
+   * "Each", where a "Batch" call is all or none); outcomes come back in
+   * request order. Workers use it to settle a burst of finished jobs in one
+   * round trip.
    *
-   * @generated from rpc telha.v1.QueueService.CompleteBatch
+   * @generated from rpc telha.v1.QueueService.CompleteEach
    */
-  completeBatch: {
+  completeEach: {
     methodKind: "unary";
-    input: typeof CompleteBatchRequestSchema;
-    output: typeof CompleteBatchResponseSchema;
+    input: typeof CompleteEachRequestSchema;
+    output: typeof CompleteEachResponseSchema;
   },
   /**
-   * Fail many leased jobs in one call, item by item like CompleteBatch.
+   * Fail many leased jobs in one call, item by item like CompleteEach.
    *
-   * @generated from rpc telha.v1.QueueService.FailBatch
+   * @generated from rpc telha.v1.QueueService.FailEach
    */
-  failBatch: {
+  failEach: {
     methodKind: "unary";
-    input: typeof FailBatchRequestSchema;
-    output: typeof FailBatchResponseSchema;
+    input: typeof FailEachRequestSchema;
+    output: typeof FailEachResponseSchema;
   },
   /**
    * A worker's session on one stream: the worker grants credit (free slots)
@@ -1279,7 +1280,7 @@ export const QueueService: GenService<{
    * never more than the credit granted, and answers each batch of results.
    * Leasing and settling over one stream saves a round trip per batch, and a
    * job is pushed the moment it is enqueued, with no call to re-arm. What the
-   * unary Lease / CompleteBatch / FailBatch calls do, item for item.
+   * unary Lease / CompleteEach / FailEach calls do, item for item.
    *
    * @generated from rpc telha.v1.QueueService.Work
    */

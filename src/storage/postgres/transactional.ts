@@ -5,16 +5,16 @@
  * that transaction commits.
  */
 import type pg from 'pg';
-import { systemClock, type Clock } from '../core/clock.ts';
-import { DEFAULT_CONFIG, type TelhaConfig } from '../core/config.ts';
-import { invalidArgument } from '../core/errors.ts';
-import { MAX_BATCH_JOBS } from '../core/limits.ts';
-import type { QueueScope } from '../core/types.ts';
-import { checkScope } from '../core/validate.ts';
-import { insertJobs, pgSchema } from '../storage/postgres/postgres-store.ts';
-import { CreatedAtSequence } from '../storage/shared.ts';
-import { draftJob } from './drafts.ts';
-import type { EnqueueOptions, EnqueueResult } from './queue.ts';
+import { systemClock, type Clock } from '../../core/clock.ts';
+import { DEFAULT_CONFIG, type TelhaConfig } from '../../core/config.ts';
+import { draftJob } from '../../core/drafts.ts';
+import { invalidArgument } from '../../core/errors.ts';
+import { MAX_BATCH_JOBS } from '../../core/limits.ts';
+import type { EnqueueResult, NewJob, QueueScope } from '../../core/types.ts';
+import { checkScope } from '../../core/validate.ts';
+import { newJobId } from '../../codec/job-ids.ts';
+import { CreatedAtSequence } from '../shared.ts';
+import { insertJobs, pgSchema } from './postgres-store.ts';
 
 /** This process's created_at for jobs enqueued through applications' transactions: follows the clock. */
 const createdAt = new CreatedAtSequence(0);
@@ -36,15 +36,22 @@ export interface TransactionalEnqueueOptions {
  */
 export async function enqueueInTransaction(
   tx: pg.ClientBase,
+  jobs: readonly NewJob[],
   scope: QueueScope,
-  jobs: readonly EnqueueOptions[],
   options: TransactionalEnqueueOptions = {},
 ): Promise<EnqueueResult[]> {
   checkScope(scope);
   if (jobs.length > MAX_BATCH_JOBS) throw invalidArgument('jobs', `at most ${MAX_BATCH_JOBS} jobs per batch`);
   const now = (options.clock ?? systemClock).now();
-  const maxPayload = (options.config ?? DEFAULT_CONFIG).jobs.max_payload_bytes;
-  const drafts = jobs.map((job, i) => draftJob(scope, job, now, jobs.length === 1 ? '' : `jobs[${i}].`, maxPayload));
+  const maxPayloadBytes = (options.config ?? DEFAULT_CONFIG).jobs.max_payload_bytes;
+  const drafts = jobs.map((job, i) =>
+    draftJob(scope, job, {
+      now,
+      fieldPrefix: jobs.length === 1 ? '' : `jobs[${i}].`,
+      maxPayloadBytes,
+      jobId: newJobId(),
+    }),
+  );
   const outcomes = await insertJobs(tx, pgSchema(options.schema ?? 'telha'), drafts, now, { createdAt });
   return outcomes.map(({ record, created }) => ({ job: record, created }));
 }

@@ -1,16 +1,19 @@
-/** Opening a queue from configuration: the store it names, the services it runs. */
+/**
+ * The composition root: the one module that knows which backends exist. It
+ * turns configuration into a store and a queue on it. Each backend is loaded
+ * only when the configuration names it, so a program that runs on RocksDB
+ * never loads `pg`, and one on PostgreSQL never loads the native RocksDB
+ * binding.
+ */
 import { readFile } from 'node:fs/promises';
 import { parse as parseToml } from 'smol-toml';
-import type { BackoffByKind } from '../core/backoff.ts';
-import type { Clock } from '../core/clock.ts';
-import { configFromEnv, DEFAULT_CONFIG, resolveConfig, type ConfigInput, type TelhaConfig } from '../core/config.ts';
-import { invalidArgument } from '../core/errors.ts';
-import type { Logger } from '../core/logger.ts';
-import { MemoryJobStore } from '../storage/memory/memory-store.ts';
-import { PostgresJobStore } from '../storage/postgres/postgres-store.ts';
-import { RocksJobStore } from '../storage/rocksdb/rocks-store.ts';
-import type { JobStore } from '../storage/types.ts';
-import { Queue } from './queue.ts';
+import type { BackoffByKind } from './core/backoff.ts';
+import type { Clock } from './core/clock.ts';
+import { configFromEnv, DEFAULT_CONFIG, resolveConfig, type ConfigInput, type TelhaConfig } from './core/config.ts';
+import { invalidArgument } from './core/errors.ts';
+import type { Logger } from './core/logger.ts';
+import { Queue } from './engine/queue.ts';
+import type { JobStore } from './storage/types.ts';
 
 export interface OpenQueueOptions {
   readonly config?: TelhaConfig;
@@ -26,7 +29,7 @@ export interface OpenQueueOptions {
 /** Open the store the configuration names and a queue on it. */
 export async function openQueue(options: OpenQueueOptions = {}): Promise<Queue> {
   const config = options.config ?? DEFAULT_CONFIG;
-  const store: JobStore = options.inMemory ? new MemoryJobStore() : await openStore(config, options);
+  const store = await openStore(config, options);
   return new Queue({
     store,
     config,
@@ -37,19 +40,30 @@ export async function openQueue(options: OpenQueueOptions = {}): Promise<Queue> 
   });
 }
 
-async function openStore(config: TelhaConfig, options: OpenQueueOptions): Promise<JobStore> {
+/** The store `storage.kind` names (or the in-memory one), its backend loaded on first use. */
+export async function openStore(
+  config: TelhaConfig,
+  options: Pick<OpenQueueOptions, 'inMemory' | 'clock' | 'logger'> = {},
+): Promise<JobStore> {
   const logger = options.logger ? { logger: options.logger } : {};
+  if (options.inMemory) {
+    const { MemoryJobStore } = await import('./storage/memory/memory-store.ts');
+    return new MemoryJobStore();
+  }
   switch (config.storage.kind) {
-    case 'rocksdb':
+    case 'rocksdb': {
+      const { RocksJobStore } = await import('./storage/rocksdb/rocks-store.ts');
       return RocksJobStore.open({
         path: config.storage.path,
         durability: config.storage.durability,
         ...logger,
         ...(options.clock ? { clock: options.clock } : {}),
       });
+    }
     case 'postgres': {
       const url = config.storage.url;
       if (url === undefined) throw invalidArgument('storage.url', 'storage.kind = "postgres" needs storage.url');
+      const { PostgresJobStore } = await import('./storage/postgres/postgres-store.ts');
       return PostgresJobStore.open({
         url,
         schema: config.storage.schema,

@@ -1,0 +1,62 @@
+/** Turning a producer's request into a validated job draft, before anything is written. */
+import { invalidArgument } from './errors.ts';
+import type { NewJobFields } from './transitions.ts';
+import type { Micros, NewJob, QueueScope } from './types.ts';
+import {
+  checkBytes,
+  checkIdempotencyKey,
+  checkIntegerInRange,
+  checkKind,
+  checkPriority,
+  checkTimestamp,
+} from './validate.ts';
+
+/** A job to create; the store assigns `createdAt` (strictly increasing per store). */
+export type JobDraft = Omit<NewJobFields, 'createdAt'>;
+
+export const DEFAULT_PRIORITY = 128;
+const EMPTY = Buffer.alloc(0);
+const MAX_DELAY_MS = 10 * 365 * 24 * 3600 * 1000;
+
+/** Records hold Buffers whichever backend produced them (decoded values are Buffers), so records compare equal. */
+export function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** A payload as stored: bytes as given, a string as its UTF-8 bytes. */
+function payloadBytes(payload: unknown, field: string): unknown {
+  if (payload === undefined) return EMPTY;
+  if (typeof payload === 'string') return Buffer.from(payload, 'utf8');
+  if (payload !== null && !(payload instanceof Uint8Array)) throw invalidArgument(field, 'must be bytes or a string');
+  return payload;
+}
+
+export interface DraftContext {
+  readonly now: Micros;
+  /** Prepended to field names in errors, e.g. `jobs[3].`. */
+  readonly fieldPrefix: string;
+  readonly maxPayloadBytes: number;
+  /** The id the new job gets (minted by the caller: ids are not the queue's meaning). */
+  readonly jobId: string;
+}
+
+/** Validate a request into a draft; throws `invalid_argument` naming the field. */
+export function draftJob(scope: QueueScope, job: NewJob, context: DraftContext): JobDraft {
+  const { now, fieldPrefix: prefix } = context;
+  const tenant = scope.type === 'tenant' ? scope.tenant : null;
+  const kind = checkKind(job.kind, scope, `${prefix}kind`);
+  const payloadField = `${prefix}payload`;
+  const payload = asBuffer(checkBytes(payloadField, payloadBytes(job.payload, payloadField), context.maxPayloadBytes));
+  const priority = checkPriority(job.priority ?? DEFAULT_PRIORITY, `${prefix}priority`);
+  let notBefore: Micros | null = null;
+  if (job.notBefore !== undefined) {
+    notBefore = checkTimestamp(`${prefix}not_before`, job.notBefore);
+  } else if (job.delayMs !== undefined) {
+    const delay = checkIntegerInRange(`${prefix}delay_ms`, job.delayMs, 0, MAX_DELAY_MS);
+    notBefore = delay > 0 ? now + delay * 1000 : null;
+  }
+  const maxAttempts =
+    job.maxAttempts === undefined ? null : checkIntegerInRange(`${prefix}max_attempts`, job.maxAttempts, 1, 1_000_000);
+  const idempotencyKey = checkIdempotencyKey(job.idempotencyKey, `${prefix}idempotency_key`);
+  return { jobId: context.jobId, tenant, kind, payload, priority, notBefore, idempotencyKey, maxAttempts };
+}

@@ -1,0 +1,44 @@
+/**
+ * The conformance suite: the queue's semantics, written once and run against
+ * every backend (the memory reference, RocksDB, PostgreSQL, and any store a
+ * third party writes against the `JobStore` seam). A change to the seam lands
+ * with cases here. One file per area; each registers its cases with
+ * `node:test`.
+ *
+ *     import { conformanceSuite } from 'telha/testing';
+ *     conformanceSuite('my-store', async (options) => ({ queue, store, clock, config, reopen, close }));
+ */
+import { describe } from 'node:test';
+import { chainedCases } from './chained.ts';
+import { Suite } from './context.ts';
+import { eachCases } from './each.ts';
+import { enqueueCases } from './enqueue.ts';
+import { failureCases } from './failure.ts';
+import { fencingCases } from './fencing.ts';
+import type { HarnessFactory } from './harness.ts';
+import { leaseCases } from './lease.ts';
+import { readCases } from './reads.ts';
+import { reaperCases } from './reaper.ts';
+import { recordCases } from './records.ts';
+import { retentionCases } from './retention.ts';
+
+/** Register every conformance case for one backend, each on a fresh store from `factory`. */
+export function conformanceSuite(backend: string, factory: HarnessFactory): void {
+  describe(`conformance: ${backend}`, () => {
+    const suite = new Suite(factory);
+    for (const area of [
+      enqueueCases,
+      leaseCases,
+      fencingCases,
+      failureCases,
+      reaperCases,
+      eachCases,
+      chainedCases,
+      readCases,
+      recordCases,
+      retentionCases,
+    ]) {
+      area(suite);
+    }
+  });
+}
