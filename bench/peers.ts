@@ -4,7 +4,9 @@
  * after another on this machine, on the same workloads, each checked for
  * running every job exactly once. One table per workload and durability
  * tier, with Telha's ratio to the best peer. Prints numbers; asserts nothing
- * about speed.
+ * about speed. The peers' releases follow the Node it runs on (pg-boss 12 and
+ * graphile-worker 0.18 from Node 22, 10 and 0.17 before: peers/releases.ts),
+ * and the report names both.
  *
  * Workloads (sizes: env below; BENCH_QUICK=1 shrinks everything for a smoke run):
  *  1. enqueue: bulk (each system's bulk API, calls of 1,000), one at a time
@@ -31,7 +33,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { count, envNumber, fmt } from './support.ts';
 import { describe, RedisPersistence, TIERS, type Description } from './peers/environment.ts';
-import { FACTORIES, factory } from './peers/registry.ts';
+import { FACTORIES, factory, RELEASES } from './peers/registry.ts';
 import { renderSettings, renderViolations, renderWorkload, type WorkloadSpec } from './peers/report.ts';
 import type { Cell, SystemRun, TierRun } from './peers/results.ts';
 import { ensureDatabase, REDIS, redisClient } from './peers/services.ts';
@@ -146,7 +148,8 @@ const WORKLOADS: readonly WorkloadSpec[] = [
     title: '5. recovery: SIGKILL of the worker holding a job → the job starts in another worker, seconds',
     about: [
       `lease / lock ${RECOVERY.leaseSeconds} s and abandoned-job check every ${RECOVERY.checkSeconds} s where configurable: Telha jobs.lease_ttl_secs + jobs.reaper_interval_secs,`,
-      '  BullMQ lockDuration + stalledInterval, pg-boss expireInSeconds + maintenanceIntervalSeconds; the worker is killed as soon as its handler starts',
+      '  BullMQ lockDuration + stalledInterval, pg-boss expireInSeconds + maintenanceIntervalSeconds (12: superviseIntervalSeconds',
+      '  and monitorIntervalSeconds); the worker is killed as soon as its handler starts',
       "defaults: retry backoff at each system's default (Telha waits jobs.backoff_base_secs = 10 s after reaping: a reaped lease is a failed attempt;",
       '  BullMQ moves a stalled job straight back to wait, pg-boss retries an expired job with retryDelay 0); no backoff: Telha with backoff_base_secs = 0',
     ],
@@ -376,7 +379,7 @@ async function main(): Promise<void> {
   try {
     await persistence.acquire();
     await ensureDatabase();
-    description = await describe(redis, tmpRoot);
+    description = await describe(redis, tmpRoot, RELEASES);
     log(`bench:peers ${QUICK ? '(QUICK: tiny sizes, smoke test only) ' : ''}temp dir ${tmpRoot}`);
     for (const tierId of TIER_IDS) {
       const tier = TIERS[tierId];
@@ -432,7 +435,12 @@ function settingsSummary(): Record<string, string | number> {
 
 function printReport(description: Description, tiers: readonly TierRun[]): void {
   const out: string[] = [];
-  out.push(`Telha vs peers${QUICK ? ' (BENCH_QUICK=1: tiny sizes, a smoke test; the numbers mean little)' : ''}`);
+  const peers = [`BullMQ ${description.versions['bullmq'] ?? '?'}`]
+    .concat(Object.entries(RELEASES).map(([name, release]) => `${name} ${release.version}`))
+    .join(', ');
+  out.push(
+    `Telha vs peers on Node ${process.version} (${peers})${QUICK ? ' (BENCH_QUICK=1: tiny sizes, a smoke test; the numbers mean little)' : ''}`,
+  );
   for (const [title, group] of [
     ['machine', description.machine],
     ['versions', description.versions],

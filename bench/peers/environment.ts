@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
+import { installedPackage, type InstalledPackage } from './releases.ts';
 import { asyncCommitUrl, PG_URL, pgSettings, redisConfig, redisInfo, withPg } from './services.ts';
 import type { Tier, TierId } from './types.ts';
 
@@ -138,14 +139,12 @@ export class RedisPersistence {
 }
 
 function packageVersion(name: string): string {
-  try {
-    const json = JSON.parse(readFileSync(path.join(ROOT, 'node_modules', name, 'package.json'), 'utf8')) as {
-      version?: string;
-    };
-    return json.version ?? '?';
-  } catch {
-    return 'not installed';
-  }
+  return installedPackage(name)?.version ?? 'not installed';
+}
+
+/** A peer's version as the run chose it, e.g. `12.38.0 (pg-boss-12: engines.node >=22.12.0)`. */
+function releaseVersion(release: InstalledPackage): string {
+  return `${release.version} (${release.installedAs}: engines.node ${release.engines ?? 'unstated'})`;
 }
 
 function run(command: string, args: readonly string[]): string {
@@ -162,7 +161,15 @@ export interface Description {
   readonly servers: Record<string, string>;
 }
 
-export async function describe(redis: Redis, tmpRoot: string): Promise<Description> {
+/**
+ * The machine, the versions and the servers of this run. `releases`: the
+ * peers with more than one release installed, as the run chose them.
+ */
+export async function describe(
+  redis: Redis,
+  tmpRoot: string,
+  releases: Readonly<Record<string, InstalledPackage>>,
+): Promise<Description> {
   const cpus = os.cpus();
   const telha = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string };
   const commit = run('git', ['rev-parse', '--short', 'HEAD']);
@@ -199,8 +206,7 @@ export async function describe(redis: Redis, tmpRoot: string): Promise<Descripti
       telha: `${telha.version} (${source}${dirty ? ', src/ has uncommitted changes' : ''})`,
       bullmq: packageVersion('bullmq'),
       ioredis: packageVersion('ioredis'),
-      'pg-boss': packageVersion('pg-boss'),
-      'graphile-worker': packageVersion('graphile-worker'),
+      ...Object.fromEntries(Object.entries(releases).map(([name, release]) => [name, releaseVersion(release)])),
       pg: packageVersion('pg'),
       '@grpc/grpc-js': packageVersion('@grpc/grpc-js'),
       '@nxtedition/rocksdb': packageVersion('@nxtedition/rocksdb'),

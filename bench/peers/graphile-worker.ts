@@ -1,6 +1,8 @@
 /**
  * graphile-worker on PostgreSQL, at its defaults and tuned as its
- * performance docs suggest (https://worker.graphile.org/docs/performance).
+ * performance docs suggest (https://worker.graphile.org/docs/performance):
+ * release 0.18 on a Node that runs it (22.18 or later), else 0.17 (see
+ * releases.ts), whose API is the same for everything used here.
  *
  * Producer: `makeWorkerUtils` (`addJobs` in bulk, `addJob` one at a time).
  * Consumer: `run({ concurrency: N, taskList })`. New jobs reach idle workers
@@ -12,8 +14,10 @@
  * Nothing is retained, and a job whose worker died is retried only after a
  * fixed 4 h lock timeout: both workloads say n/a instead of running.
  */
-import { Logger, makeWorkerUtils, run, type Runner, type WorkerUtils } from 'graphile-worker';
+import type * as Graphile18 from 'graphile-worker-18';
+import type { Runner, WorkerUtils } from 'graphile-worker-18';
 import pg from 'pg';
+import { newestRunnable } from './releases.ts';
 import { dropSchema, withPg } from './services.ts';
 import {
   CompletionCounter,
@@ -32,6 +36,19 @@ const TASK = 'bench';
 interface Payload {
   readonly t: string;
 }
+
+type Graphile = typeof Graphile18;
+
+/** The release this run uses: the newest whose engines admit this Node. */
+export const GRAPHILE_WORKER = newestRunnable([
+  { installedAs: 'graphile-worker-18', use: (): Promise<Graphile> => import('graphile-worker-18') },
+  {
+    installedAs: 'graphile-worker',
+    // 0.17's declarations differ from 0.18's only nominally (private fields, a unique symbol) for the calls made here.
+    use: async (): Promise<Graphile> => (await import('graphile-worker')) as unknown as Graphile,
+  },
+]);
+const { Logger, makeWorkerUtils, run } = await GRAPHILE_WORKER.use();
 
 /** Warnings and errors only: the default logger prints a line per completed job, which would be the benchmark. */
 const quietLogger = new Logger(() => (level, message) => {

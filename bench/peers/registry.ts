@@ -4,8 +4,9 @@
  * a SystemFactory, one line here.
  */
 import { bullmq } from './bullmq.ts';
-import { graphileDefaults, graphileTuned } from './graphile-worker.ts';
-import { pgBossDefaults, pgBossTuned } from './pg-boss.ts';
+import { GRAPHILE_WORKER, graphileDefaults, graphileTuned } from './graphile-worker.ts';
+import { PG_BOSS, pgBossDefaults, pgBossTuned } from './pg-boss.ts';
+import type { InstalledPackage } from './releases.ts';
 import { telhaEmbedded } from './telha-embedded.ts';
 import { telhaServerPostgres, telhaServerRocks } from './telha-server.ts';
 import type { SystemFactory } from './types.ts';
@@ -19,6 +20,12 @@ export const FACTORIES: Readonly<Record<string, SystemFactory>> = {
   'graphile-worker-tuned': graphileTuned,
   'pg-boss': pgBossDefaults,
   'pg-boss-tuned': pgBossTuned,
+};
+
+/** The peers with more than one release installed, and the one this run's Node uses (releases.ts). */
+export const RELEASES: Readonly<Record<string, InstalledPackage>> = {
+  'pg-boss': PG_BOSS,
+  'graphile-worker': GRAPHILE_WORKER,
 };
 
 export function factory(id: string): SystemFactory {

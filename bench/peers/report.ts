@@ -111,7 +111,13 @@ export function renderWorkload(spec: WorkloadSpec, tiers: readonly TierRun[]): s
         ...(spec.checks.length > 0 ? [''] : []),
       ]);
     }
-    lines.push('', ` tier ${run.tier.title}`, formatTable(headers, rows), `   (${direction})`);
+    // Each table names its Node: tables are copied out one by one, and peers' releases follow the Node.
+    lines.push(
+      '',
+      ` tier ${run.tier.title} | Node ${process.version}`,
+      formatTable(headers, rows),
+      `   (${direction})`,
+    );
     for (const [i, note] of footnotes.entries()) lines.push(`   [${i + 1}] ${note}`);
   }
   return lines.join('\n');
