@@ -71,6 +71,11 @@ export function notFound(what: string): TelhaError {
   return new TelhaError(ErrorCode.NotFound, `${what} not found`);
 }
 
+/** A call on a store that was closed (or is closing). */
+export function storeClosed(): TelhaError {
+  return new TelhaError(ErrorCode.Unavailable, 'the store is closed');
+}
+
 export function isTelhaError(error: unknown, code?: ErrorCode): error is TelhaError {
   return error instanceof TelhaError && (code === undefined || error.code === code);
 }

@@ -23,7 +23,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { CorruptRecordError, notFound } from '../../core/errors.ts';
+import { CorruptRecordError, notFound, storeClosed } from '../../core/errors.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import { enqueue } from '../../core/transitions.ts';
 import {
@@ -559,6 +559,12 @@ export class PostgresJobStore implements JobStore {
     );
     const gate = rows[0]?.gate;
     return gate === null || gate === undefined ? null : Number(gate);
+  }
+
+  /** Resolves when the database answers. */
+  async health(): Promise<void> {
+    if (this.closing) throw storeClosed();
+    await this.pool.query('SELECT 1');
   }
 
   stats(): StoreStats {
