@@ -16,7 +16,10 @@ export const ErrorCode = {
   Unauthenticated: 'unauthenticated',
   PermissionDenied: 'permission_denied',
   ResourceExhausted: 'resource_exhausted',
-  /** The store is closed or closing. */
+  /**
+   * The store is closed or closing, or cannot reach its database right now (or lost the answer
+   * to a write and cannot tell whether it landed). Retry after a pause.
+   */
   Unavailable: 'unavailable',
   Internal: 'internal',
 } as const;
