@@ -418,36 +418,14 @@ export class PostgresJobStore implements JobStore {
   }
 
   async claim(params: ClaimParams): Promise<JobRecord[]> {
-    if (!Number.isSafeInteger(params.now)) throw new Error(`claim: now ${params.now} is not an integer`);
-    // Open the gates that are due, so the ready index holds every eligible job. Sent with BEGIN
-    // as one simple-protocol round trip, which takes no parameters: `now` is a checked integer.
-    const begin = `BEGIN; UPDATE ${this.t}.jobs SET not_before = NULL WHERE job_id IN (
-      SELECT job_id FROM ${this.t}.jobs WHERE state = 0 AND not_before <= ${params.now}
-      ORDER BY not_before LIMIT ${OPEN_GATES_BATCH} FOR UPDATE SKIP LOCKED)`;
     // A claim whose connection failed before COMMIT leased nothing, so it runs again. One whose
     // COMMIT went unanswered looks for its leases in the rows: if they are there it returns
-    // them (else they would sit leased to nobody until their leases expired), and if not it
-    // runs again. A job leased once cannot be leased twice: it is no longer Pending.
+    // them (else they would sit leased to nobody until their leases expired); if they are not,
+    // or the rows cannot be read either, it runs again. That cannot lease a job twice: a job
+    // leased once is no longer Pending.
     return this.retrying(async () => {
       try {
-        return await this.tx(async (db) => {
-          const query = claimQuery(this.t, params.scope, params.kinds);
-          const { rows } = await db.query<{ job_id: string; record: Buffer }>(query.text, [
-            params.limit,
-            ...query.values,
-          ]);
-          const leased: JobRecord[] = [];
-          for (const row of rows) {
-            const record = this.decode(row);
-            if (record !== null) leased.push(params.lease(record));
-          }
-          await this.writeMany(
-            db,
-            leased.map((record) => ({ record, expected: null })),
-            params.now,
-          );
-          return leased;
-        }, begin);
+        return await this.claimOnce(params);
       } catch (error) {
         if (!(error instanceof InDoubt)) throw error;
         const leased = error.result as JobRecord[];
@@ -457,6 +435,30 @@ export class PostgresJobStore implements JobStore {
         return landed;
       }
     });
+  }
+
+  private async claimOnce(params: ClaimParams): Promise<JobRecord[]> {
+    if (!Number.isSafeInteger(params.now)) throw new Error(`claim: now ${params.now} is not an integer`);
+    // Open the gates that are due, so the ready index holds every eligible job. Sent with BEGIN
+    // as one simple-protocol round trip, which takes no parameters: `now` is a checked integer.
+    const begin = `BEGIN; UPDATE ${this.t}.jobs SET not_before = NULL WHERE job_id IN (
+      SELECT job_id FROM ${this.t}.jobs WHERE state = 0 AND not_before <= ${params.now}
+      ORDER BY not_before LIMIT ${OPEN_GATES_BATCH} FOR UPDATE SKIP LOCKED)`;
+    return this.tx(async (db) => {
+      const query = claimQuery(this.t, params.scope, params.kinds);
+      const { rows } = await db.query<{ job_id: string; record: Buffer }>(query.text, [params.limit, ...query.values]);
+      const leased: JobRecord[] = [];
+      for (const row of rows) {
+        const record = this.decode(row);
+        if (record !== null) leased.push(params.lease(record));
+      }
+      await this.writeMany(
+        db,
+        leased.map((record) => ({ record, expected: null })),
+        params.now,
+      );
+      return leased;
+    }, begin);
   }
 
   async update(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
