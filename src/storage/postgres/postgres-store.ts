@@ -335,7 +335,7 @@ export class PostgresJobStore implements JobStore {
    * Run `work` in one transaction; any throw rolls it back. A connection that fails before
    * COMMIT leaves nothing behind (PostgreSQL rolls back the transaction of a session that
    * ends), so that failure is thrown as it is and the caller may run the work again. A COMMIT
-   * whose answer is lost may have committed or not: that throws {@link InDoubt} with the
+   * whose answer is lost may have committed or not: that throws `InDoubt` with the
    * work's result, for the caller to look for in the rows.
    */
   private async tx<T>(work: (db: Db) => Promise<T>, begin = 'BEGIN'): Promise<T> {
@@ -367,7 +367,7 @@ export class PostgresJobStore implements JobStore {
 
   /**
    * Run `work`, again on another connection if its connection failed, up to
-   * {@link CONNECTION_TRIES} times; for work that cannot apply a change twice when run again.
+   * `CONNECTION_TRIES` times; for work that cannot apply a change twice when run again.
    * Failures come out through `pgFailure`.
    */
   private async retrying<T>(work: () => Promise<T>): Promise<T> {
