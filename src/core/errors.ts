@@ -16,7 +16,10 @@ export const ErrorCode = {
   Unauthenticated: 'unauthenticated',
   PermissionDenied: 'permission_denied',
   ResourceExhausted: 'resource_exhausted',
-  /** The store is closed or closing. */
+  /**
+   * The store is closed or closing, or cannot reach its database right now (or lost the answer
+   * to a write and cannot tell whether it landed). Retry after a pause.
+   */
   Unavailable: 'unavailable',
   Internal: 'internal',
 } as const;
@@ -69,6 +72,11 @@ export function invalidArgument(field: string, message: string): TelhaError {
 
 export function notFound(what: string): TelhaError {
   return new TelhaError(ErrorCode.NotFound, `${what} not found`);
+}
+
+/** A call on a store that was closed (or is closing). */
+export function storeClosed(): TelhaError {
+  return new TelhaError(ErrorCode.Unavailable, 'the store is closed');
 }
 
 export function isTelhaError(error: unknown, code?: ErrorCode): error is TelhaError {

@@ -520,6 +520,15 @@ export class Queue {
 
   // ---- lifecycle ----
 
+  /**
+   * Resolves when the queue can serve calls now; rejects `unavailable` when it is closed or its
+   * store cannot (a PostgreSQL that cannot be reached), for a readiness check.
+   */
+  async health(): Promise<void> {
+    this.assertOpen();
+    await this.store.health();
+  }
+
   stats(): StoreStats {
     return this.store.stats();
   }

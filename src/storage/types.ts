@@ -145,6 +145,12 @@ export interface JobStore {
    */
   readonly pollIntervalMs?: number;
 
+  /**
+   * Resolves when the store can serve calls now; rejects `unavailable` when it cannot (closed,
+   * or its database unreachable), for a readiness check to report.
+   */
+  health(): Promise<void>;
+
   stats(): StoreStats;
   close(): Promise<void>;
 }

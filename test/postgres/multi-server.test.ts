@@ -7,9 +7,9 @@ import { rmSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { TelhaClient } from '../../src/client/client.ts';
 import { Worker } from '../../src/client/worker.ts';
-import { JobState, tenantScope, type JobRecord } from '../../src/core/types.ts';
+import { JobState, tenantScope } from '../../src/core/types.ts';
 import { dropTestSchema, tempDir, TEST_PG_URL, uniqueSchema } from '../support/backends.ts';
-import { eventually, freePort, spawnServer, type ServerProcess } from '../support/server.ts';
+import { allJobs, eventually, freePort, spawnServer, type ServerProcess } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 const JOBS = 5_000;
@@ -72,13 +72,7 @@ describe('several servers on one PostgreSQL store', () => {
         120_000,
       );
 
-      const all: JobRecord[] = [];
-      let pageToken: string | undefined;
-      do {
-        const page = await producer.list({ scope: acme, limit: 1_000, ...(pageToken ? { pageToken } : {}) });
-        all.push(...page.jobs);
-        pageToken = page.nextPageToken ?? undefined;
-      } while (pageToken);
+      const all = await allJobs(producer, acme);
       assert.equal(all.length, JOBS, 'nothing lost, nothing duplicated');
       for (const job of all) {
         assert.equal(job.state, JobState.Completed);

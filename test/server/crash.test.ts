@@ -13,7 +13,7 @@ import { Worker } from '../../src/client/worker.ts';
 import { LeaseConflictError } from '../../src/core/errors.ts';
 import { JobState, tenantScope, type JobRecord } from '../../src/core/types.ts';
 import { tempDir } from '../support/backends.ts';
-import { eventually, freePort, spawnServer, startTestServer } from '../support/server.ts';
+import { allJobs, eventually, freePort, spawnServer, startTestServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 const WORKER_CHILD = fileURLToPath(new URL('../support/worker-child.ts', import.meta.url));
@@ -156,13 +156,7 @@ describe('crashes', () => {
       };
       await eventually(settled, 'every job to complete after the restart', 90_000);
 
-      const all: JobRecord[] = [];
-      let pageToken: string | undefined;
-      do {
-        const page = await client.list({ scope: acme, limit: 1000, ...(pageToken ? { pageToken } : {}) });
-        all.push(...page.jobs);
-        pageToken = page.nextPageToken ?? undefined;
-      } while (pageToken);
+      const all = await allJobs(client, acme);
       const byId = new Map(all.map((j) => [j.jobId, j]));
       for (const id of acknowledged) {
         const job = byId.get(id);

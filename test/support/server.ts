@@ -4,9 +4,11 @@ import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { TelhaClient } from '../../src/client/client.ts';
 import { OffsetClock } from '../../src/core/clock.ts';
 import { makeConfig, type ConfigInput } from '../../src/core/config.ts';
 import { silentLogger } from '../../src/core/logger.ts';
+import type { JobRecord, QueueScope } from '../../src/core/types.ts';
 import { openQueue } from '../../src/open.ts';
 import type { Queue } from '../../src/engine/queue.ts';
 import { startServer } from '../../src/server/server.ts';
@@ -104,4 +106,16 @@ export async function eventually(check: () => Promise<boolean>, what: string, ti
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** Every job in `scope`, read through `client` page by page. */
+export async function allJobs(client: TelhaClient, scope: QueueScope): Promise<JobRecord[]> {
+  const all: JobRecord[] = [];
+  let pageToken: string | undefined;
+  do {
+    const page = await client.list({ scope, limit: 1_000, ...(pageToken ? { pageToken } : {}) });
+    all.push(...page.jobs);
+    pageToken = page.nextPageToken ?? undefined;
+  } while (pageToken);
+  return all;
 }

@@ -4,7 +4,7 @@
  * other backends are compared with, and as a store for tests and demos.
  * Every method is synchronous inside, so each is trivially atomic.
  */
-import { notFound } from '../../core/errors.ts';
+import { notFound, storeClosed } from '../../core/errors.ts';
 import { enqueue, isLeasable, isLeaseExpired, kindMatches } from '../../core/transitions.ts';
 import {
   finishedAt,
@@ -43,6 +43,7 @@ export class MemoryJobStore implements JobStore {
   private readonly jobs = new Map<string, JobRecord>();
   private readonly idempotency = new Map<string, string>();
   private readonly createdAt = new CreatedAtSequence(0);
+  private closed = false;
 
   insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
     return Promise.resolve(this.insertNow(drafts, now, new Map()));
@@ -191,11 +192,17 @@ export class MemoryJobStore implements JobStore {
     return Promise.resolve(earliest);
   }
 
+  /** Ready until closed: it is memory in this process. */
+  health(): Promise<void> {
+    return this.closed ? Promise.reject(storeClosed()) : Promise.resolve();
+  }
+
   stats(): StoreStats {
     return { corruptRows: 0 };
   }
 
   close(): Promise<void> {
+    this.closed = true;
     return Promise.resolve();
   }
 }

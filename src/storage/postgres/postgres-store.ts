@@ -20,10 +20,19 @@
  *
  * The record (bytea) is the truth; the other columns are copies of its fields
  * that the indexes need.
+ *
+ * Connections fail: PostgreSQL restarts, fails over, or ends sessions
+ * (`pg_terminate_backend`, `idle_session_timeout`). No failure may end the
+ * process, so the pool, every pooled connection and the LISTEN connection
+ * all listen for errors. A call whose connection failed runs again on
+ * another where that cannot apply a change twice (reads, claims, inserts,
+ * and compare-and-set writes whose rows show whether they landed); when the
+ * database stays away, or a write's fate cannot be known, it answers
+ * `unavailable` (`pgFailure`), which callers retry after a pause.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { CorruptRecordError, notFound } from '../../core/errors.ts';
+import { CorruptRecordError, ErrorCode, notFound, storeClosed, TelhaError } from '../../core/errors.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import { enqueue } from '../../core/transitions.ts';
 import {
@@ -56,10 +65,15 @@ import type {
   UpdateItem,
   UpdateOutcome,
 } from '../types.ts';
+import { isConnectionFailure, pgFailure } from './failures.ts';
 import { migrate, schemaTable } from './migrations.ts';
 
 export interface PostgresStoreOptions {
-  /** e.g. `postgres://postgres@127.0.0.1:5432/test` */
+  /**
+   * e.g. `postgres://postgres@127.0.0.1:5432/test`. The store's connections name themselves
+   * `telha` in `pg_stat_activity` (its `application_name`) unless the URL names another
+   * (`?application_name=...`) or `PGAPPNAME` does.
+   */
   readonly url: string;
   /** Schema holding Telha's tables (created if missing). Default `telha`. */
   readonly schema?: string;
@@ -84,6 +98,27 @@ type Db = pg.PoolClient;
 const OPEN_GATES_BATCH = 1_000;
 /** NOTIFY payloads must stay under 8,000 bytes; past this, say "look again" instead of what. */
 const MAX_NOTICE_BYTES = 7_000;
+/** What the store's connections call themselves in `pg_stat_activity`, unless the URL says otherwise. */
+const PG_APPLICATION_NAME = 'telha';
+/**
+ * Tries of a call whose connection failed. A restart ends every pooled connection at once and
+ * the pool drops each as its error arrives, so a second or third try finds a live (or new) one;
+ * when those fail too the database is away, and the caller hears `unavailable` and backs off.
+ */
+const CONNECTION_TRIES = 3;
+
+/**
+ * A COMMIT sent whose answer never came: the transaction may or may not have committed.
+ * `result` is what the transaction's work returned, for the caller to look for in the rows.
+ */
+class InDoubt<T> extends Error {
+  constructor(
+    readonly result: T,
+    cause: unknown,
+  ) {
+    super('the answer to COMMIT was lost', { cause });
+  }
+}
 
 /** Where a store's rows live and where its servers talk. */
 export interface PgSchema {
@@ -181,11 +216,27 @@ export class PostgresJobStore implements JobStore {
   static async open(options: PostgresStoreOptions): Promise<PostgresJobStore> {
     const schemaName = options.schema ?? 'telha';
     const schema = pgSchema(schemaName);
+    const logger = options.logger ?? silentLogger;
     const pool = new pg.Pool({
       connectionString: options.url,
+      fallback_application_name: PG_APPLICATION_NAME,
       max: options.poolSize ?? 10,
       ...(options.durability === 'process' ? { options: '-c synchronous_commit=off' } : {}),
     });
+    // A connection PostgreSQL ends (restart, failover, pg_terminate_backend) emits 'error', and
+    // an 'error' with no listener ends the process. The pool listens only while a connection
+    // is idle (then drops it and emits 'error' itself); while one is handed out nobody does,
+    // and a promise-based `pool.connect()` leaves a gap even for a caller that listens at once:
+    // the rest of the socket chunk that released the connection, often the FATAL that follows a
+    // finished statement, is read before the caller's code runs (node-postgres issue 2762).
+    // So every connection gets a listener of its own for its whole life; the statement that was
+    // running, or the next one, fails and says why.
+    pool.on('connect', (client) =>
+      client.on('error', (error) => logger.debug({ err: error.message }, 'postgres connection failed')),
+    );
+    pool.on('error', (error) =>
+      logger.warn({ err: error.message }, 'postgres ended an idle pooled connection; it was dropped'),
+    );
     let lastCreatedAt: Micros;
     try {
       await migrate(pool, schemaName);
@@ -202,7 +253,7 @@ export class PostgresJobStore implements JobStore {
       schemaName,
       schema,
       options.url,
-      options.logger ?? silentLogger,
+      logger,
       options.pollIntervalMs ?? 1_000,
       lastCreatedAt,
     );
@@ -231,7 +282,7 @@ export class PostgresJobStore implements JobStore {
 
   /** Connect the LISTEN connection; on loss, reconnect after the poll interval and tell waiters to look again. */
   private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url });
+    const client = new pg.Client({ connectionString: this.url, fallback_application_name: PG_APPLICATION_NAME });
     const lost = (error?: Error): void => {
       if (this.listener !== client) return;
       this.listener = null;
@@ -251,10 +302,16 @@ export class PostgresJobStore implements JobStore {
       if (notice === null || notice.origin === this.origin) return;
       this.onWork?.(notice.work);
     });
-    await client.connect();
-    await client.query(`LISTEN ${this.schema.channel}`);
-    const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-    this.listenerBackendPid = rows[0]?.pid ?? null;
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${this.schema.channel}`);
+      const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+      this.listenerBackendPid = rows[0]?.pid ?? null;
+    } catch (error) {
+      // Not yet the listener, so `lost` ignores it: close it here, or its socket lingers.
+      void client.end().catch(() => undefined);
+      throw error;
+    }
     this.listener = client;
   }
 
@@ -274,20 +331,70 @@ export class PostgresJobStore implements JobStore {
     this.reconnectTimer.unref();
   }
 
-  /** Run `work` in one transaction; any throw rolls it back. */
+  /**
+   * Run `work` in one transaction; any throw rolls it back. A connection that fails before
+   * COMMIT leaves nothing behind (PostgreSQL rolls back the transaction of a session that
+   * ends), so that failure is thrown as it is and the caller may run the work again. A COMMIT
+   * whose answer is lost may have committed or not: that throws `InDoubt` with the
+   * work's result, for the caller to look for in the rows.
+   */
   private async tx<T>(work: (db: Db) => Promise<T>, begin = 'BEGIN'): Promise<T> {
     const db = await this.pool.connect();
+    let broken = false;
     try {
-      await db.query(begin);
-      const result = await work(db);
-      await db.query('COMMIT');
+      let result: T;
+      try {
+        await db.query(begin);
+        result = await work(db);
+      } catch (error) {
+        if (isConnectionFailure(error)) broken = true;
+        else await db.query('ROLLBACK').catch(() => (broken = true));
+        throw error;
+      }
+      try {
+        await db.query('COMMIT');
+      } catch (error) {
+        if (!isConnectionFailure(error)) throw error;
+        broken = true;
+        throw new InDoubt(result, error);
+      }
       return result;
-    } catch (error) {
-      await db.query('ROLLBACK').catch(() => undefined);
-      throw error;
     } finally {
-      db.release();
+      // A broken connection is closed, not handed to the next call.
+      db.release(broken);
     }
+  }
+
+  /**
+   * Run `work`, again on another connection if its connection failed, up to
+   * `CONNECTION_TRIES` times; for work that cannot apply a change twice when run again.
+   * Failures come out through `pgFailure`.
+   */
+  private async retrying<T>(work: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      if (this.closing) throw storeClosed();
+      try {
+        return await work();
+      } catch (error) {
+        if (!isConnectionFailure(error) || attempt >= CONNECTION_TRIES) throw pgFailure(error);
+        this.logger.warn({ err: (error as Error).message, attempt }, 'postgres connection failed; trying again');
+      }
+    }
+  }
+
+  /**
+   * The stored record of each of `ids` that exists. After a write whose answer was lost, a row
+   * holding exactly the bytes the write meant to store shows the job is as that write left it:
+   * every transition records its time, so other bytes mean the write did not land, or was
+   * overtaken since.
+   */
+  private async storedRecords(ids: readonly string[]): Promise<Map<string, Buffer>> {
+    if (ids.length === 0) return new Map();
+    const { rows } = await this.pool.query<{ job_id: string; record: Buffer }>(
+      `SELECT job_id, record FROM ${this.t}.jobs WHERE job_id = ANY($1::uuid[])`,
+      [ids],
+    );
+    return new Map(rows.map((row) => [row.job_id, row.record]));
   }
 
   private decode(row: { job_id: string; record: Buffer }): JobRecord | null {
@@ -302,11 +409,35 @@ export class PostgresJobStore implements JobStore {
   }
 
   async insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
-    // One INSERT statement is atomic by itself: no transaction round trips needed.
-    return insertJobs(this.pool, this.schema, drafts, now, { origin: this.origin, createdAt: this.createdAt });
+    // One INSERT statement is atomic by itself: no transaction round trips needed. Run again
+    // after a lost answer it cannot create a job twice: each draft carries its job id, and a
+    // row already holding that id is the earlier try's (see `insertJobs`).
+    return this.retrying(() =>
+      insertJobs(this.pool, this.schema, drafts, now, { origin: this.origin, createdAt: this.createdAt }),
+    );
   }
 
   async claim(params: ClaimParams): Promise<JobRecord[]> {
+    // A claim whose connection failed before COMMIT leased nothing, so it runs again. One whose
+    // COMMIT went unanswered looks for its leases in the rows: if they are there it returns
+    // them (else they would sit leased to nobody until their leases expired); if they are not,
+    // or the rows cannot be read either, it runs again. That cannot lease a job twice: a job
+    // leased once is no longer Pending.
+    return this.retrying(async () => {
+      try {
+        return await this.claimOnce(params);
+      } catch (error) {
+        if (!(error instanceof InDoubt)) throw error;
+        const leased = error.result as JobRecord[];
+        const stored = await this.storedRecords(leased.map((r) => r.jobId));
+        const landed = leased.filter((r) => stored.get(r.jobId)?.equals(encodeRecord(r)));
+        if (landed.length === 0 && leased.length > 0) throw error.cause;
+        return landed;
+      }
+    });
+  }
+
+  private async claimOnce(params: ClaimParams): Promise<JobRecord[]> {
     if (!Number.isSafeInteger(params.now)) throw new Error(`claim: now ${params.now} is not an integer`);
     // Open the gates that are due, so the ready index holds every eligible job. Sent with BEGIN
     // as one simple-protocol round trip, which takes no parameters: `now` is a checked integer.
@@ -334,18 +465,20 @@ export class PostgresJobStore implements JobStore {
     // Most changes (heartbeat, complete, fail, reap) touch one row: read it, apply the change,
     // and write it back only if the row is still what was read (compare-and-set on the
     // record), two round trips instead of a transaction's four. A change that creates jobs,
-    // or a lost race, takes the locked transaction.
-    const [row] = (
-      await this.pool.query<{ record: Buffer }>(`SELECT record FROM ${this.t}.jobs WHERE job_id = $1`, [jobId])
-    ).rows;
-    if (row === undefined) throw notFound(`job ${jobId}`);
-    const next = change(decodeRecord(row.record, `job ${jobId}`));
-    if (
-      (next.successors ?? []).length === 0 &&
-      (await this.writeMany(this.pool, [{ record: next.record, expected: row.record }], now)).has(jobId)
-    )
-      return { record: next.record, successors: [] };
-    return this.lockedUpdate(jobId, change, now);
+    // or a lost race, takes the locked transaction. Run again after a failed connection, it
+    // reads the row afresh: only a write whose fate is known lets a failure through to here.
+    return this.retrying(async () => {
+      const [row] = (
+        await this.pool.query<{ record: Buffer }>(`SELECT record FROM ${this.t}.jobs WHERE job_id = $1`, [jobId])
+      ).rows;
+      if (row === undefined) throw notFound(`job ${jobId}`);
+      const next = change(decodeRecord(row.record, `job ${jobId}`));
+      if ((next.successors ?? []).length > 0) return this.lockedUpdate(jobId, change, now);
+      const { written, inDoubt } = await this.casWrite([{ record: next.record, expected: row.record }], now);
+      if (inDoubt.has(jobId)) throw writeInDoubt(jobId);
+      if (written.has(jobId)) return { record: next.record, successors: [] };
+      return this.lockedUpdate(jobId, change, now);
+    });
   }
 
   /**
@@ -356,12 +489,7 @@ export class PostgresJobStore implements JobStore {
    */
   async updateMany(items: readonly UpdateItem[], now: Micros): Promise<ItemResult<JobRecord>[]> {
     if (items.length === 0) return [];
-    const ids = [...new Set(items.map((item) => item.jobId))];
-    const { rows } = await this.pool.query<{ job_id: string; record: Buffer }>(
-      `SELECT job_id, record FROM ${this.t}.jobs WHERE job_id = ANY($1::uuid[])`,
-      [ids],
-    );
-    const stored = new Map(rows.map((row) => [row.job_id, row.record]));
+    const stored = await this.retrying(() => this.storedRecords([...new Set(items.map((item) => item.jobId))]));
     const latest = new Map<string, JobRecord>();
     const results = items.map((item): ItemResult<JobRecord> => {
       try {
@@ -374,13 +502,16 @@ export class PostgresJobStore implements JobStore {
         return itemFailed(error);
       }
     });
-    const written = await this.writeMany(
-      this.pool,
+    const { written, inDoubt } = await this.casWrite(
       [...latest.values()].map((record) => ({ record, expected: stored.get(record.jobId) as Buffer })),
       now,
     );
     for (const [i, item] of items.entries()) {
       if (!latest.has(item.jobId) || written.has(item.jobId)) continue;
+      if (inDoubt.has(item.jobId)) {
+        results[i] = itemFailed(writeInDoubt(item.jobId));
+        continue;
+      }
       try {
         results[i] = itemOk((await this.update(item.jobId, item.change, now)).record);
       } catch (error) {
@@ -390,24 +521,84 @@ export class PostgresJobStore implements JobStore {
     return results;
   }
 
-  private lockedUpdate(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
-    return this.tx(async (db) => {
-      const { rows } = await db.query<{ record: Buffer }>(
-        `SELECT record FROM ${this.t}.jobs WHERE job_id = $1 FOR UPDATE`,
-        [jobId],
+  /**
+   * Read the row under a lock, apply the change, write it and create its successors, in one
+   * transaction. A connection failure before COMMIT rolled it all back, so it passes to the
+   * caller, which runs the update again. A COMMIT gone unanswered is settled by the row: it
+   * holds the new record (committed, successors and all: the answer stands), the record as
+   * read (nothing committed: run again), or something else (overtaken since; whether this
+   * change is in it cannot be told, so `unavailable`).
+   */
+  private async lockedUpdate(
+    jobId: string,
+    change: (current: JobRecord) => Change,
+    now: Micros,
+  ): Promise<UpdateOutcome> {
+    try {
+      return (
+        await this.tx(async (db) => {
+          const { rows } = await db.query<{ record: Buffer }>(
+            `SELECT record FROM ${this.t}.jobs WHERE job_id = $1 FOR UPDATE`,
+            [jobId],
+          );
+          const row = rows[0];
+          if (row === undefined) throw notFound(`job ${jobId}`);
+          const next = change(decodeRecord(row.record, `job ${jobId}`));
+          // The row is locked, so the compare always holds.
+          await this.writeMany(db, [{ record: next.record, expected: row.record }], now);
+          const successors = await insertJobs(db, this.schema, next.successors ?? [], now, {
+            origin: this.origin,
+            createdAt: this.createdAt,
+            updated: next.record,
+          });
+          return { outcome: { record: next.record, successors }, read: row.record };
+        })
+      ).outcome;
+    } catch (error) {
+      if (!(error instanceof InDoubt)) throw error;
+      const { outcome, read } = error.result as { outcome: UpdateOutcome; read: Buffer };
+      const stored = (await this.retrying(() => this.storedRecords([jobId]))).get(jobId);
+      if (stored?.equals(encodeRecord(outcome.record))) return outcome;
+      if (stored?.equals(read)) throw error.cause;
+      throw writeInDoubt(jobId);
+    }
+  }
+
+  /**
+   * `writeMany` of compare-and-set rows on the pool, each statement committing on its own.
+   * When the answer is lost, the rows tell what happened: a row holding its new record was
+   * written; the rest are written again with the same compare, which holds only for a row
+   * still as read, so a write that did land is never applied on top of itself. A row that
+   * matches neither was overtaken, and whether this write landed first cannot be told: it
+   * is `inDoubt`, and its caller answers `unavailable` rather than risk a second effect.
+   */
+  private async casWrite(
+    rows: readonly { readonly record: JobRecord; readonly expected: Buffer }[],
+    now: Micros,
+  ): Promise<{ written: Set<string>; inDoubt: Set<string> }> {
+    try {
+      return { written: await this.writeMany(this.pool, rows, now), inDoubt: new Set() };
+    } catch (error) {
+      if (!isConnectionFailure(error)) throw error;
+      this.logger.warn(
+        { err: (error as Error).message },
+        'postgres connection failed during a write; checking the rows',
       );
-      const row = rows[0];
-      if (row === undefined) throw notFound(`job ${jobId}`);
-      const next = change(decodeRecord(row.record, `job ${jobId}`));
-      // The row is locked, so the compare always holds.
-      await this.writeMany(db, [{ record: next.record, expected: row.record }], now);
-      const successors = await insertJobs(db, this.schema, next.successors ?? [], now, {
-        origin: this.origin,
-        createdAt: this.createdAt,
-        updated: next.record,
-      });
-      return { record: next.record, successors };
-    });
+    }
+    const written = new Set<string>();
+    let unsettled = rows;
+    for (let attempt = 2; ; attempt++) {
+      try {
+        const stored = await this.storedRecords(unsettled.map((row) => row.record.jobId));
+        for (const { record } of unsettled)
+          if (stored.get(record.jobId)?.equals(encodeRecord(record))) written.add(record.jobId);
+        unsettled = unsettled.filter((row) => !written.has(row.record.jobId));
+        for (const id of await this.writeMany(this.pool, unsettled, now)) written.add(id);
+        return { written, inDoubt: new Set(unsettled.map((row) => row.record.jobId).filter((id) => !written.has(id))) };
+      } catch (error) {
+        if (!isConnectionFailure(error) || attempt >= CONNECTION_TRIES) throw pgFailure(error);
+      }
+    }
   }
 
   /**
@@ -450,8 +641,16 @@ export class PostgresJobStore implements JobStore {
     return new Set(written.map((row) => row.job_id));
   }
 
+  /**
+   * One statement on the pool, run again on another connection if its own fails: for reads,
+   * and for the pruner's DELETE (a second run deletes only rows still due).
+   */
+  private query<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+    return this.retrying(() => this.pool.query<R>(text, values));
+  }
+
   async expiredLeases(now: Micros, limit: number): Promise<string[]> {
-    const { rows } = await this.pool.query<{ job_id: string }>(
+    const { rows } = await this.query<{ job_id: string }>(
       `SELECT job_id FROM ${this.t}.jobs WHERE state = 1 AND lease_deadline <= $1
        ORDER BY lease_deadline, job_id LIMIT $2`,
       [now, limit],
@@ -470,7 +669,7 @@ export class PostgresJobStore implements JobStore {
       args.push(workerId);
       where += ` AND worker_id = $${args.length}`;
     }
-    const { rows } = await this.pool.query<{ job_id: string; record: Buffer }>(
+    const { rows } = await this.query<{ job_id: string; record: Buffer }>(
       `SELECT job_id, record FROM ${this.t}.jobs WHERE ${where} ORDER BY scope, priority, created_at, job_id LIMIT $1`,
       args,
     );
@@ -478,7 +677,7 @@ export class PostgresJobStore implements JobStore {
   }
 
   async prune(params: PruneParams): Promise<number> {
-    const { rowCount } = await this.pool.query(
+    const { rowCount } = await this.query(
       `DELETE FROM ${this.t}.jobs WHERE job_id IN (
          SELECT job_id FROM ${this.t}.jobs WHERE state = $1 AND finished_at < $2
          ORDER BY finished_at, job_id LIMIT $3 FOR UPDATE SKIP LOCKED)`,
@@ -488,7 +687,7 @@ export class PostgresJobStore implements JobStore {
   }
 
   async get(jobId: string): Promise<JobRecord | null> {
-    const { rows } = await this.pool.query<{ job_id: string; record: Buffer }>(
+    const { rows } = await this.query<{ job_id: string; record: Buffer }>(
       `SELECT job_id, record FROM ${this.t}.jobs WHERE job_id = $1`,
       [jobId],
     );
@@ -517,7 +716,7 @@ export class PostgresJobStore implements JobStore {
       const n = args.length;
       where.push(`(scope, state, priority, created_at, job_id) > ($${n - 4}, $${n - 3}, $${n - 2}, $${n - 1}, $${n})`);
     }
-    const { rows } = await this.pool.query<{ job_id: string; record: Buffer }>(
+    const { rows } = await this.query<{ job_id: string; record: Buffer }>(
       `SELECT job_id, record FROM ${this.t}.jobs ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
        ORDER BY scope, state, priority, created_at, job_id LIMIT $1`,
       args,
@@ -538,7 +737,7 @@ export class PostgresJobStore implements JobStore {
       args.push(scopeBytes(scope));
       where = 'WHERE scope = $1';
     }
-    const { rows } = await this.pool.query<{ state: number; kind: string; count: string }>(
+    const { rows } = await this.query<{ state: number; kind: string; count: string }>(
       `SELECT state, kind, count(*) AS count FROM ${this.t}.jobs ${where}
        GROUP BY state, kind ORDER BY state, kind COLLATE "C"`,
       args,
@@ -553,12 +752,17 @@ export class PostgresJobStore implements JobStore {
       args.push(scopeBytes(scope));
       where += ' AND scope = $2';
     }
-    const { rows } = await this.pool.query<{ gate: string | null }>(
+    const { rows } = await this.query<{ gate: string | null }>(
       `SELECT min(not_before) AS gate FROM ${this.t}.jobs WHERE ${where}`,
       args,
     );
     const gate = rows[0]?.gate;
     return gate === null || gate === undefined ? null : Number(gate);
+  }
+
+  /** Resolves when the database answers; `unavailable` while it cannot be reached. */
+  async health(): Promise<void> {
+    await this.query('SELECT 1', []);
   }
 
   stats(): StoreStats {
@@ -577,6 +781,14 @@ export class PostgresJobStore implements JobStore {
     );
     await Promise.all([listener?.end().catch(() => undefined), this.pool.end()]);
   }
+}
+
+/** A write's connection failed and the job changed before the store could tell whether the write landed. */
+function writeInDoubt(jobId: string): TelhaError {
+  return new TelhaError(
+    ErrorCode.Unavailable,
+    `job ${jobId}: the database connection failed during its write and the job has changed since, so whether the write landed is unknown; read the job before trying again`,
+  );
 }
 
 /**
@@ -663,13 +875,14 @@ export async function insertJobs(
   const column = (c: number): unknown[] => rowsOf.map((row) => row[c]);
   // The notification rides on the same statement (PostgreSQL delivers one per transaction for
   // identical payloads) and only when it commits; it names the drafts, so an idempotent repeat
-  // costs a waiter one look.
+  // costs a waiter one look. Any unique conflict skips the row: an idempotency key held, or
+  // the job id itself, which exists only when this insert runs again after its answer was lost.
   const inserted = await db.query<{ job_id: string }>(
     `INSERT INTO ${table}.jobs (job_id, scope, tenant, state, priority, created_at, kind, not_before,
        lease_deadline, worker_id, idempotency_key, finished_at, record)
      SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::text[], $4::smallint[], $5::smallint[], $6::bigint[],
        $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::bytea[])
-     ON CONFLICT (scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+     ON CONFLICT DO NOTHING
      RETURNING job_id, pg_notify($14, $15)`,
     [
       ...Array.from({ length: 13 }, (_, c) => column(c)),
@@ -678,19 +891,31 @@ export async function insertJobs(
     ],
   );
   const created = new Set(inserted.rows.map((r) => r.job_id));
-  // Keys another job already holds (possibly committed by another server a moment ago).
+  // Rows not inserted: keys another job already holds (possibly committed by another server a
+  // moment ago), or jobs an earlier try of this same insert created. Job ids are fresh UUIDs,
+  // so a row with a draft's own id is that draft's job: created by this call, not a holder.
   const refused = records.filter((r) => !created.has(r.jobId));
+  const refusedIds = new Set(refused.map((r) => r.jobId));
   const holders = new Map<string, JobRecord>();
+  const createdBefore = new Map<string, JobRecord>();
   if (refused.length > 0) {
-    const existing = await db.query<{ job_id: string; tenant: string | null; idempotency_key: string; record: Buffer }>(
+    const existing = await db.query<{
+      job_id: string;
+      tenant: string | null;
+      idempotency_key: string | null;
+      record: Buffer;
+    }>(
       `SELECT j.job_id, j.tenant, j.idempotency_key, j.record FROM ${table}.jobs j
        JOIN unnest($1::bytea[], $2::text[]) AS k(scope, idempotency_key)
-         ON j.scope = k.scope AND j.idempotency_key = k.idempotency_key`,
-      [refused.map((r) => scopeOfTenant(r.tenant)), refused.map((r) => r.idempotencyKey)],
+         ON j.scope = k.scope AND j.idempotency_key = k.idempotency_key
+       UNION ALL
+       SELECT job_id, tenant, idempotency_key, record FROM ${table}.jobs WHERE job_id = ANY($3::uuid[])`,
+      [refused.map((r) => scopeOfTenant(r.tenant)), refused.map((r) => r.idempotencyKey), [...refusedIds]],
     );
     for (const row of existing.rows) {
-      const holder = row.job_id === updated?.jobId ? updated : decodeRecord(row.record, `job ${row.job_id}`);
-      holders.set(idempotencySlot(row.tenant, row.idempotency_key), holder);
+      const record = row.job_id === updated?.jobId ? updated : decodeRecord(row.record, `job ${row.job_id}`);
+      if (refusedIds.has(row.job_id)) createdBefore.set(row.job_id, record);
+      else if (row.idempotency_key !== null) holders.set(idempotencySlot(row.tenant, row.idempotency_key), record);
     }
   }
   const outcomes: InsertOutcome[] = [];
@@ -705,6 +930,11 @@ export async function insertJobs(
     const record = records[r++] as JobRecord;
     if (created.has(record.jobId)) {
       outcomes.push({ record, created: true });
+      continue;
+    }
+    const mine = createdBefore.get(record.jobId);
+    if (mine !== undefined) {
+      outcomes.push({ record: mine, created: true });
       continue;
     }
     const holder = holders.get(idempotencySlot(record.tenant, record.idempotencyKey ?? ''));

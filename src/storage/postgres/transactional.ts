@@ -14,6 +14,7 @@ import type { EnqueueResult, NewJob, QueueScope } from '../../core/types.ts';
 import { checkScope } from '../../core/validate.ts';
 import { newJobId } from '../../codec/job-ids.ts';
 import { CreatedAtSequence } from '../shared.ts';
+import { pgFailure } from './failures.ts';
 import { insertJobs, pgSchema } from './postgres-store.ts';
 
 /** This process's created_at for jobs enqueued through applications' transactions: follows the clock. */
@@ -52,6 +53,12 @@ export async function enqueueInTransaction(
       jobId: newJobId(),
     }),
   );
-  const outcomes = await insertJobs(tx, pgSchema(options.schema ?? 'telha'), drafts, now, { createdAt });
+  // Never run again here: the transaction is the application's, and a failed connection has
+  // rolled it back. The failure reads as `unavailable`, so the application can tell it apart.
+  const outcomes = await insertJobs(tx, pgSchema(options.schema ?? 'telha'), drafts, now, { createdAt }).catch(
+    (error: unknown) => {
+      throw pgFailure(error);
+    },
+  );
   return outcomes.map(({ record, created }) => ({ job: record, created }));
 }

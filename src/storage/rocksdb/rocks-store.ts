@@ -15,7 +15,7 @@
  * scan the LSM (see that file for why).
  */
 import { systemClock, type Clock } from '../../core/clock.ts';
-import { CorruptRecordError, ErrorCode, notFound, TelhaError } from '../../core/errors.ts';
+import { CorruptRecordError, notFound, storeClosed } from '../../core/errors.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import { enqueue, isLeasable, kindMatches } from '../../core/transitions.ts';
 import {
@@ -645,6 +645,11 @@ export class RocksJobStore implements JobStore {
     return Promise.resolve(this.index.nextGate(scopePrefixOf(scope), now));
   }
 
+  /** Ready while open: the database is a directory this process holds. */
+  health(): Promise<void> {
+    return this.closed ? Promise.reject(storeClosed()) : Promise.resolve();
+  }
+
   stats(): StoreStats & { batches: number; units: number; pending: number; leased: number } {
     return {
       corruptRows: this.corruptRows,
@@ -663,7 +668,7 @@ export class RocksJobStore implements JobStore {
   }
 
   private assertOpen(): void {
-    if (this.closed) throw new TelhaError(ErrorCode.Unavailable, 'the store is closed');
+    if (this.closed) throw storeClosed();
   }
 }
 

@@ -7,6 +7,16 @@ import { jobIn } from './harness.ts';
 import { acme, globex, ErrorCode, rejects, countsOf, type Suite } from './context.ts';
 
 export function readCases(s: Suite): void {
+  describe('health', () => {
+    it('reports ready while open and unavailable once closed', async () => {
+      await s.h.store.health();
+      await s.q.health();
+      await s.q.close();
+      await rejects(s.h.store.health(), ErrorCode.Unavailable);
+      await rejects(s.q.health(), ErrorCode.Unavailable);
+    });
+  });
+
   describe('show, list and counts', () => {
     it('shows a job only within its own scope', async () => {
       const job = await jobIn(s.h, acme, 'pending');
