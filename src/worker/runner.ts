@@ -17,7 +17,7 @@
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, isTelhaError, isTransient, LeaseConflictError } from '../core/errors.ts';
 import { LazyAbort } from '../core/lazy-abort.ts';
-import { MAX_WORK_CREDIT } from '../core/limits.ts';
+import { MAX_TIMER_MS, MAX_WORK_CREDIT } from '../core/limits.ts';
 import type { Logger } from '../core/logger.ts';
 import type { JobRecord, LeaseFence, NewJob } from '../core/types.ts';
 import type { SettleItem, WorkSession, WorkSource } from './source.ts';
@@ -317,7 +317,8 @@ export class WorkerRunner {
     const fraction = this.options.heartbeatFraction ?? 1 / 3;
     const scheduleHeartbeat = (): void => {
       const remainingMs = deadline / 1000 - Date.now();
-      timer = setTimeout(() => void beat(), Math.max(MIN_HEARTBEAT_MS, remainingMs * fraction));
+      // A lease of more than ~74 days would be beyond Node's longest timer, which fires at once instead.
+      timer = setTimeout(() => void beat(), Math.min(MAX_TIMER_MS, Math.max(MIN_HEARTBEAT_MS, remainingMs * fraction)));
     };
     const beat = async (): Promise<void> => {
       if (abort.aborted) return;
