@@ -74,6 +74,7 @@ describe('configuration', () => {
     ['server', 'max_lease_wait_ms', 1, 2_147_483_647],
     ['server', 'shutdown_grace_ms', 0, 2_147_483_647],
     ['server', 'max_concurrent_calls', 1, 1_000_000],
+    ['server', 'max_parked_calls', 1, 1_000_000],
   ];
 
   for (const [section, key, min, max] of NUMERIC_KEYS) {

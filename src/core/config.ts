@@ -127,8 +127,14 @@ const retentionSchema = z.strictObject({
 export const DEFAULT_MAX_LEASE_WAIT_MS = 30_000;
 /** `server.shutdown_grace_ms`: how long in-flight calls get to finish on SIGTERM. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
-/** `server.max_concurrent_calls`: calls in flight beyond this get RESOURCE_EXHAUSTED. */
+/** `server.max_concurrent_calls`: unary calls in flight beyond this get RESOURCE_EXHAUSTED. */
 export const DEFAULT_MAX_CONCURRENT_CALLS = 10_000;
+/**
+ * `server.max_parked_calls`: long-poll Lease calls (`wait_ms` > 0) and Work streams held at
+ * once; beyond this they get RESOURCE_EXHAUSTED. A budget of its own, so a crowd of idle
+ * workers can never use up the unary budget that producers and operators need.
+ */
+export const DEFAULT_MAX_PARKED_CALLS = 10_000;
 
 const tokenSchema = z
   .strictObject({
@@ -160,6 +166,7 @@ const serverSchema = z.strictObject({
   max_lease_wait_ms: timerMs(1).default(DEFAULT_MAX_LEASE_WAIT_MS),
   shutdown_grace_ms: timerMs(0).default(DEFAULT_SHUTDOWN_GRACE_MS),
   max_concurrent_calls: callCount.default(DEFAULT_MAX_CONCURRENT_CALLS),
+  max_parked_calls: callCount.default(DEFAULT_MAX_PARKED_CALLS),
 });
 
 const configSchema = z.strictObject({

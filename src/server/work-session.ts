@@ -56,7 +56,7 @@ export interface WorkDeps {
   readonly maxLeaseWaitMs: number;
   /** Aborts every session when the server shuts down: each ends with OK once its results are answered. */
   readonly shutdown: AbortSignal;
-  /** Counts the stream as one call in flight; throws RESOURCE_EXHAUSTED over the limit. Returns the release. */
+  /** Counts the stream as one parked call (`server.max_parked_calls`); throws RESOURCE_EXHAUSTED over it. Returns the release. */
   admit(): () => void;
   toWire(job: JobRecord): Job;
   completeEach(items: readonly CompleteRequest[], scope: ScopeFilter): Promise<ItemOutcome[]>;
