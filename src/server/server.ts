@@ -17,6 +17,7 @@ import {
   queueServiceDefinition,
   REASON_HEADER,
   responseOf,
+  WORK_OPEN_HEADER,
   type MethodName,
 } from '../wire/service.ts';
 import { Authenticator } from './auth.ts';
@@ -175,6 +176,11 @@ function adaptWork(service: QueueServiceHandlers): grpc.handleBidiStreamingCall<
     const session = service.openWork({
       authorization: typeof authorization === 'string' ? authorization : null,
       signal: abort.signal,
+      opened: () => {
+        const headers = new grpc.Metadata();
+        headers.set(WORK_OPEN_HEADER, '1');
+        call.sendMetadata(headers);
+      },
       send: (message) => call.write(create(WorkResponseSchema, message)),
       end: () => call.end(),
       // grpc-js ends the call with this status (its documented way for streaming handlers).

@@ -35,6 +35,8 @@ export interface WorkStream {
   readonly authorization: string | null;
   /** Aborts when the worker cancels the stream or the connection drops. */
   readonly signal: AbortSignal;
+  /** Tell the worker its stream was accepted (response headers), before any job is sent. */
+  opened(): void;
   send(message: MessageInitShape<typeof WorkResponseSchema>): void;
   /** End the stream with OK. */
   end(): void;
@@ -112,6 +114,7 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
       scope: leaseScope,
     };
     const settleScope = principal.role === 'tenant' ? leaseScope : ANY_SCOPE;
+    stream.opened();
     // Jobs are sent even when the stream was just cancelled: grpc drops them, and the leases expire as described above.
     const pump = new LeasePump(deps.queue, lease, deps.maxLeaseWaitMs, signal, (jobs) =>
       stream.send({ jobs: jobs.map((job) => deps.toWire(job)) }),

@@ -37,6 +37,7 @@ describe('call budgets', () => {
     // The parked budget full: one idle Work stream and one idle long-poll Lease.
     stream = openWork(client, { workerId: 'idle-stream', kinds: ['nothing'] });
     stream.channel.grant(1);
+    await stream.opened;
     await parked(server, 1);
     longPoll = client.lease({ workerId: 'idle-poll', kinds: ['nothing'], waitMs: 25_000, signal: idle.signal });
     await parked(server, PARKED);
@@ -74,8 +75,11 @@ describe('call budgets', () => {
 
   it('refuses one more Work stream, naming server.max_parked_calls', async () => {
     const extra = openWork(client, { workerId: 'one-too-many', kinds: ['nothing'] });
+    let accepted = false;
+    void extra.opened.then(() => (accepted = true));
     extra.channel.grant(1);
     const error = await extra.ended;
     assert.ok(exhausted('server.max_parked_calls')(error), String(error));
+    assert.equal(accepted, false, 'a refused stream is never told it was accepted');
   });
 });
