@@ -68,8 +68,8 @@ async function latency(address: string): Promise<{ p50: number; p99: number; max
       return Promise.resolve();
     },
   }).start();
-  // Let the workers open their Work streams and wait before the first job arrives.
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // The worker's Work stream is open and waiting before the first job arrives.
+  await worker.waitForReady();
   const total = Math.round(RATE * LATENCY_SECONDS);
   const interval = 1000 / RATE;
   const start = performance.now();

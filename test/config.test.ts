@@ -49,6 +49,57 @@ describe('configuration', () => {
     );
   });
 
+  it('refuses jobs.lease_ttl_secs = 1e10, naming the key and its bound', () => {
+    // 1e10 s ahead of now is past 2^53 µs: the leased record would not decode again.
+    refuses(
+      () => makeConfig({ jobs: { lease_ttl_secs: 1e10 } }),
+      'jobs.lease_ttl_secs',
+      /^jobs\.lease_ttl_secs: must be at most 315360000 \(ten years/,
+    );
+  });
+
+  /** Every numeric key with its documented range; the README's table lists the same. */
+  const NUMERIC_KEYS: readonly [section: string, key: string, min: number, max: number][] = [
+    ['storage', 'poll_interval_ms', 1, 2_147_483_647],
+    ['jobs', 'max_attempts', 1, 1_000_000],
+    ['jobs', 'reaper_interval_secs', 1, 2_147_483],
+    ['jobs', 'backoff_base_secs', 0, 315_360_000],
+    ['jobs', 'backoff_factor', 1, 1_000],
+    ['jobs', 'backoff_cap_secs', 0, 315_360_000],
+    ['jobs', 'lease_ttl_secs', 1, 315_360_000],
+    ['jobs', 'max_payload_bytes', 1, 16_777_216],
+    ['retention', 'completed_secs', 0, 315_360_000],
+    ['retention', 'dead_secs', 0, 315_360_000],
+    ['retention', 'prune_interval_secs', 1, 2_147_483],
+    ['server', 'max_lease_wait_ms', 1, 2_147_483_647],
+    ['server', 'shutdown_grace_ms', 0, 2_147_483_647],
+    ['server', 'max_concurrent_calls', 1, 1_000_000],
+    ['server', 'max_parked_calls', 1, 1_000_000],
+  ];
+
+  for (const [section, key, min, max] of NUMERIC_KEYS) {
+    it(`accepts ${section}.${key} from ${min} to ${max} and refuses one past either end, naming the key`, () => {
+      assert.equal((makeConfig({ [section]: { [key]: min } }) as never)[section][key], min);
+      assert.equal((makeConfig({ [section]: { [key]: max } }) as never)[section][key], max);
+      refuses(() => makeConfig({ [section]: { [key]: max + 1 } }), `${section}.${key}`, /must be at most/);
+      refuses(() => makeConfig({ [section]: { [key]: min - 1 } }), `${section}.${key}`, /must be/);
+    });
+  }
+
+  it('knows every numeric key: a new one gets a bound and a row above', () => {
+    const numeric = Object.entries(DEFAULT_CONFIG).flatMap(([section, values]) =>
+      Object.entries(values as object)
+        .filter(([, value]) => typeof value === 'number')
+        .map(([key]) => `${section}.${key}`),
+    );
+    assert.deepEqual(numeric.sort(), NUMERIC_KEYS.map(([section, key]) => `${section}.${key}`).sort());
+  });
+
+  it('refuses a fraction, naming the key: every numeric setting is a whole number', () => {
+    refuses(() => makeConfig({ jobs: { lease_ttl_secs: 1.5 } }), 'jobs.lease_ttl_secs', /must be a whole number/);
+    refuses(() => makeConfig({ server: { max_lease_wait_ms: 0.5 } }), 'server.max_lease_wait_ms', /whole number/);
+  });
+
   it('refuses an unknown key, naming it', () => {
     refuses(() => makeConfig({ jobs: { max_atempts: 3 } }), 'jobs.max_atempts', /^jobs\.max_atempts: unknown key/);
     refuses(() => makeConfig({ queue: {} }), 'queue', /^queue: unknown key/);

@@ -57,6 +57,11 @@ for (const backend of ['memory', 'rocksdb'] as const) {
       if (dir !== null) rmSync(dir, { recursive: true, force: true });
     });
 
+    it('is ready as soon as it starts: nothing stands between it and the queue', async () => {
+      const worker = start({ handler: async () => {} });
+      await worker.waitForReady({ timeoutMs: 60_000 });
+    });
+
     it('runs every job once, with its payload and fence, and completes it', async () => {
       await queue.enqueueBatch(
         Array.from({ length: 40 }, (_, i) => ({ kind: 'email', payload: Buffer.from(`m${i}`) })),

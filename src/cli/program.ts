@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import type { RemoteJob } from '../client/convert.ts';
 import { TelhaClient, DEFAULT_ADDRESS } from '../client/client.ts';
+import { isUnreachable } from '../client/errors.ts';
 import { isTelhaError } from '../core/errors.ts';
 import type { JobState } from '../core/types.ts';
 import { JOB_STATE_NAMES, SYSTEM_SCOPE, tenantScope, type JobRecord, type QueueScope } from '../core/types.ts';
@@ -253,6 +254,13 @@ export async function main(argv: readonly string[]): Promise<number> {
     if (error instanceof UsageError) {
       process.stderr.write(`error: ${error.message}\n`);
       return 2;
+    }
+    if (isUnreachable(error)) {
+      const { address } = program.opts<GlobalOptions>();
+      process.stderr.write(
+        `error: ${error.code}: cannot reach a Telha server at ${address}: start one with \`telha serve\` (or \`npm start\`), or point TELHA_ADDRESS / --address at one\n  (${error.message})\n`,
+      );
+      return 1;
     }
     if (isTelhaError(error)) {
       process.stderr.write(`error: ${error.code}: ${error.message}\n`);

@@ -24,6 +24,7 @@ import {
   type WorkRequest,
   type WorkResponse,
 } from '../gen/telha/v1/queue_pb.ts';
+import { ErrorCode, TelhaError } from '../core/errors.ts';
 import { MAX_SETTLE_BATCH } from '../core/limits.ts';
 import {
   MAX_MESSAGE_BYTES,
@@ -98,6 +99,8 @@ interface QueuedEnqueue {
 }
 
 export class TelhaClient {
+  /** The server's `host:port`, as given (or the default). */
+  readonly address: string;
   private readonly stub: grpc.Client;
   private readonly metadata: grpc.Metadata;
   private readonly timeoutMs: number;
@@ -108,7 +111,8 @@ export class TelhaClient {
     const credentials = options.tls
       ? grpc.credentials.createSsl(options.ca ?? null)
       : grpc.credentials.createInsecure();
-    this.stub = new Stub(options.address ?? DEFAULT_ADDRESS, credentials, {
+    this.address = options.address ?? DEFAULT_ADDRESS;
+    this.stub = new Stub(this.address, credentials, {
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
       // Each client has its own connection: grpc-js otherwise shares one per address across
@@ -121,6 +125,29 @@ export class TelhaClient {
     this.metadata = new grpc.Metadata();
     if (options.token !== undefined) this.metadata.set('authorization', `Bearer ${options.token}`);
     this.timeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  /**
+   * Resolves once a connection to the server is up (connecting now if need be), for a program
+   * that starts before its server. Rejects with an `unavailable` error naming the address if
+   * none is within `timeoutMs` (default 30 s).
+   */
+  waitForReady(options: { readonly timeoutMs?: number } = {}): Promise<void> {
+    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
+    return new Promise<void>((resolve, reject) => {
+      this.stub.waitForReady(Date.now() + timeoutMs, (error) => {
+        if (error === undefined || error === null) resolve();
+        else {
+          reject(
+            new TelhaError(
+              ErrorCode.Unavailable,
+              `cannot reach a Telha server at ${this.address} within ${timeoutMs} ms (${error.message})`,
+              { cause: error },
+            ),
+          );
+        }
+      });
+    });
   }
 
   /** Close the connection. Calls in flight fail. */

@@ -52,6 +52,19 @@ export function fromWireError(error: unknown): Error {
   return new TelhaError(code, error.details, { ...(field === null ? {} : { field }), cause: error });
 }
 
+/**
+ * Whether a call failed because no server answered: the wire said UNAVAILABLE (nothing listens
+ * at the address, the connection dropped, or the server is shutting down).
+ */
+export function isUnreachable(error: unknown): error is TelhaError {
+  return (
+    error instanceof TelhaError &&
+    error.code === ErrorCode.Unavailable &&
+    error.cause instanceof WireError &&
+    error.cause.code === Status.UNAVAILABLE
+  );
+}
+
 /** A batch item's outcome as the error its single call would have thrown, or `null` when accepted. */
 export function outcomeToError(outcome: ItemOutcome, jobId: string): Error | null {
   if (outcome.code === 0) return null;

@@ -7,6 +7,8 @@ export type { ClientOptions, LeaseOptions, ListOptions } from './client.ts';
 export { Worker, PermanentError } from './worker.ts';
 export type { JobContext, JobHandler, WorkerOptions } from './worker.ts';
 export type { RemoteJob } from './convert.ts';
+export { silentLogger } from '../core/logger.ts';
+export type { Logger } from '../core/logger.ts';
 export { ErrorCode, TelhaError, LeaseConflictError, isTelhaError } from '../core/errors.ts';
 export type { LeaseConflictReason } from '../core/errors.ts';
 export { JobState, JOB_STATE_NAMES, SYSTEM_SCOPE, tenantScope } from '../core/types.ts';

@@ -12,6 +12,7 @@ import { WorkRequestSchema, type WorkOpen, type WorkRequest, type WorkResponse }
 import type { SettleItem, WorkSession, WorkSessionEvents } from '../worker/source.ts';
 import { completeToWire, failToWire, jobFromWire, type RemoteJob } from './convert.ts';
 import { fromWireError, outcomesToResults, WireError } from './errors.ts';
+import { WORK_OPEN_HEADER } from '../wire/service.ts';
 import { answerEach, splitByType, type PendingResult } from '../worker/pending.ts';
 
 /** A Work stream as the runner's {@link WorkSession}. */
@@ -31,6 +32,9 @@ export class WorkChannel implements WorkSession {
     private readonly events: WorkSessionEvents<RemoteJob>,
   ) {
     this.opening = open;
+    call.on('metadata', (headers: grpc.Metadata) => {
+      if (headers.get(WORK_OPEN_HEADER)[0] === '1') events.onOpen();
+    });
     call.on('data', (message: WorkResponse) => this.receive(message));
     // The status follows the last message; 'error' repeats a failed status (and must have a listener).
     call.on('error', () => {});

@@ -7,11 +7,13 @@
 import type { WorkSource } from '../worker/source.ts';
 import { WorkerRunner, type RunnerOptions } from '../worker/runner.ts';
 import { TelhaClient, type ClientOptions } from './client.ts';
+import { consoleLogger } from './console-logger.ts';
 import { Settler } from './settler.ts';
 
 export { PermanentError } from '../worker/runner.ts';
 export type { JobContext, JobHandler } from '../worker/runner.ts';
 
+/** A `Worker`'s options; `logger` defaults to lines on stderr from info up (`silentLogger` silences it). */
 export interface WorkerOptions extends ClientOptions, RunnerOptions {}
 
 export class Worker extends WorkerRunner {
@@ -19,7 +21,7 @@ export class Worker extends WorkerRunner {
 
   constructor(options: WorkerOptions) {
     const client = new TelhaClient(options);
-    super(remoteSource(client), options);
+    super(remoteSource(client), { ...options, logger: options.logger ?? consoleLogger });
     this.client = client;
   }
 }
@@ -27,6 +29,7 @@ export class Worker extends WorkerRunner {
 function remoteSource(client: TelhaClient): WorkSource {
   const settler = new Settler(client);
   return {
+    name: `the Telha server at ${client.address}`,
     open: (params, events) => client.work(params, events),
     heartbeat: (jobId, fence) => client.heartbeat(jobId, fence),
     checkpoint: (jobId, fence, continuation) => client.checkpoint(jobId, fence, continuation),

@@ -7,7 +7,7 @@
  * anything unexpected into a {@link CorruptRecordError} naming the key.
  */
 import { Packr } from 'msgpackr';
-import { CorruptRecordError } from '../core/errors.ts';
+import { CorruptRecordError, ErrorCode, TelhaError } from '../core/errors.ts';
 import { EVENT_TRANSITIONS, isJobState, type EventTransition, type JobEvent, type JobRecord } from '../core/types.ts';
 import { jobIdFromBytes, jobIdToBytes } from './keys.ts';
 
@@ -16,33 +16,63 @@ export const VALUE_VERSION = 1;
 
 const packr = new Packr({ useRecords: false, variableMapSize: true, int64AsType: 'number' });
 
-/** msgpackr writes numbers above 2^32 as float64; a BigInt makes it write a 64-bit integer. */
-function u64(value: number): number | bigint {
+/**
+ * A record the decoder would refuse, or read back different, must never be written: the row
+ * would be stuck (a Leased job whose deadline reads as corrupt is counted but never reaped).
+ * Validation keeps every input within bounds; this is the last check, and a failure is a bug.
+ */
+function unwritable(record: JobRecord, field: string, what: string): TelhaError {
+  return new TelhaError(
+    ErrorCode.Internal,
+    `job ${record.jobId}: refusing to write a record that would not read back: field ${field} ${what}`,
+  );
+}
+
+/**
+ * An unsigned integer field as msgpackr should write it. Past 2^53 a double is no longer exact
+ * and decodes rounded; msgpackr writes numbers above 2^32 as float64, so a BigInt makes it
+ * write a 64-bit integer.
+ */
+function u64(record: JobRecord, field: string, value: number): number | bigint {
+  // What the decoder's isUint accepts, and nothing else.
+  if (!Number.isSafeInteger(value) || value < 0) {
+    throw unwritable(record, field, `is ${value}, not an integer from 0 to 2^53 - 1`);
+  }
   return value > 0xffff_ffff ? BigInt(value) : value;
 }
 
-function optionalU64(value: number | null): number | bigint | null {
-  return value === null ? null : u64(value);
+function optionalU64(record: JobRecord, field: string, value: number | null): number | bigint | null {
+  return value === null ? null : u64(record, field, value);
+}
+
+/** Text as msgpack's UTF-8 carries it: a lone surrogate would come back as U+FFFD. */
+function text<T extends string | null>(record: JobRecord, field: string, value: T): T {
+  if (value !== null && !value.isWellFormed()) throw unwritable(record, field, 'holds a lone UTF-16 surrogate');
+  return value;
 }
 
 export function encodeRecord(record: JobRecord): Buffer {
   const body = packr.pack({
     job_id: jobIdToBytes(record.jobId),
-    tenant: record.tenant,
-    kind: record.kind,
+    tenant: text(record, 'tenant', record.tenant),
+    kind: text(record, 'kind', record.kind),
     payload: record.payload,
-    priority: record.priority,
-    created_at: u64(record.createdAt),
+    priority: u64(record, 'priority', record.priority),
+    created_at: u64(record, 'created_at', record.createdAt),
     state: record.state,
-    attempts: record.attempts,
-    lease_generation: u64(record.leaseGeneration),
-    worker_id: record.workerId,
-    lease_deadline: optionalU64(record.leaseDeadline),
-    not_before: optionalU64(record.notBefore),
-    idempotency_key: record.idempotencyKey,
-    max_attempts: record.maxAttempts,
+    attempts: u64(record, 'attempts', record.attempts),
+    lease_generation: u64(record, 'lease_generation', record.leaseGeneration),
+    worker_id: text(record, 'worker_id', record.workerId),
+    lease_deadline: optionalU64(record, 'lease_deadline', record.leaseDeadline),
+    not_before: optionalU64(record, 'not_before', record.notBefore),
+    idempotency_key: text(record, 'idempotency_key', record.idempotencyKey),
+    max_attempts: optionalU64(record, 'max_attempts', record.maxAttempts),
     continuation: record.continuation,
-    events: record.events.map((e) => ({ at: u64(e.at), transition: e.transition, detail: e.detail })),
+    events: record.events.map((e) => ({
+      at: u64(record, 'events.at', e.at),
+      transition: e.transition,
+      detail: text(record, 'events.detail', e.detail),
+    })),
   });
   const out = Buffer.allocUnsafe(1 + body.length);
   out[0] = VALUE_VERSION;

@@ -1,5 +1,7 @@
 import { secondsToMicros } from './clock.ts';
 import type { JobsConfig } from './config.ts';
+import { invalidArgument } from './errors.ts';
+import { MAX_DURATION_SECS } from './limits.ts';
 import type { Micros } from './types.ts';
 
 /**
@@ -13,6 +15,28 @@ export interface KindBackoff {
 }
 
 export type BackoffByKind = ReadonlyMap<string, KindBackoff>;
+
+/**
+ * Refuse an override whose gate a record could not hold: each time from 0 to ten years
+ * (`MAX_DURATION_SECS`), as `jobs.backoff_base_secs` and `jobs.backoff_cap_secs` are bounded.
+ */
+export function checkBackoffByKind(byKind: BackoffByKind): BackoffByKind {
+  for (const [kind, backoff] of byKind) {
+    for (const [name, secs] of [
+      ['baseSecs', backoff.baseSecs],
+      ['capSecs', backoff.capSecs],
+    ] as const) {
+      if (secs === undefined) continue;
+      if (typeof secs !== 'number' || !(secs >= 0 && secs <= MAX_DURATION_SECS)) {
+        throw invalidArgument(
+          `backoffByKind[${JSON.stringify(kind)}].${name}`,
+          `must be from 0 to ${MAX_DURATION_SECS} seconds (ten years; got ${String(secs)})`,
+        );
+      }
+    }
+  }
+  return byKind;
+}
 
 /**
  * The retry delay: `min(base * factor^(attempts-1), cap)` seconds, in µs.

@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { DEFAULT_ADDRESS } from './defaults.ts';
 import { invalidArgument } from './errors.ts';
+import { MAX_ATTEMPTS_LIMIT, MAX_DURATION_SECS, MAX_PAYLOAD_BYTES_LIMIT, MAX_TIMER_MS } from './limits.ts';
 
 /** `jobs.max_attempts`: attempts before a job is dead-lettered, unless the job sets its own. */
 export const DEFAULT_MAX_ATTEMPTS = 5;
@@ -37,8 +38,37 @@ export const DEFAULT_PRUNE_INTERVAL_SECS = 60;
 /** `storage.path`: where the embedded store lives. */
 export const DEFAULT_STORAGE_PATH = './telha-data';
 
-const positiveInt = z.number().int().positive();
-const nonNegativeInt = z.number().int().nonnegative();
+/**
+ * A numeric setting: a whole number from `min` to `max`. Every numeric key is whole (durations
+ * below a second have `_ms` keys), and every one has an upper bound, given with its reason when
+ * a value is refused: a value the loader accepts can never make a record unreadable or a timer
+ * misfire.
+ */
+function wholeNumber(min: number, max: number, reason: string): z.ZodNumber {
+  const tooBig = `must be at most ${max} (${reason})`;
+  return (
+    z
+      .number()
+      // zod refuses a whole number past 2^53 here too: that one is too big, not a fraction.
+      .int({
+        error: (issue) =>
+          Number.isInteger(issue.input) ? tooBig : `must be a whole number (got ${String(issue.input)})`,
+      })
+      .min(min, { error: `must be at least ${min}` })
+      .max(max, { error: tooBig })
+  );
+}
+
+/** Seconds added to the clock and kept in records: deadlines, backoff gates, retention cut-offs. */
+const duration = (min: number): z.ZodNumber =>
+  wholeNumber(min, MAX_DURATION_SECS, 'ten years, so that a time this far ahead still fits in a record');
+/** Milliseconds of a timer. */
+const timerMs = (min: number): z.ZodNumber =>
+  wholeNumber(min, MAX_TIMER_MS, 'about 24.8 days, the longest timer Node can set');
+/** Seconds between passes of a background service, each pass set as one timer. */
+const intervalSecs = wholeNumber(1, Math.floor(MAX_TIMER_MS / 1000), 'about 24.8 days, the longest timer Node can set');
+/** A count of calls one server holds at once. */
+const callCount = wholeNumber(1, 1_000_000, 'far more calls than one process can serve');
 
 const storageSchema = z.strictObject({
   /** `rocksdb` (embedded, one server) or `postgres` (several servers, one database). */
@@ -63,24 +93,33 @@ const storageSchema = z.strictObject({
    * looks again after this long, so a notification lost while the listener reconnects costs at
    * most this much latency.
    */
-  poll_interval_ms: positiveInt.default(1_000),
+  poll_interval_ms: timerMs(1).default(1_000),
 });
 
 const jobsSchema = z.strictObject({
-  max_attempts: positiveInt.default(DEFAULT_MAX_ATTEMPTS),
-  reaper_interval_secs: positiveInt.default(DEFAULT_REAPER_INTERVAL_SECS),
-  backoff_base_secs: nonNegativeInt.default(DEFAULT_BACKOFF_BASE_SECS),
-  backoff_factor: positiveInt.default(DEFAULT_BACKOFF_FACTOR),
-  backoff_cap_secs: nonNegativeInt.default(DEFAULT_BACKOFF_CAP_SECS),
-  lease_ttl_secs: positiveInt.default(DEFAULT_LEASE_TTL_SECS),
-  max_payload_bytes: positiveInt.default(DEFAULT_MAX_PAYLOAD_BYTES),
+  max_attempts: wholeNumber(1, MAX_ATTEMPTS_LIMIT, 'the ceiling a job may set for itself').default(
+    DEFAULT_MAX_ATTEMPTS,
+  ),
+  reaper_interval_secs: intervalSecs.default(DEFAULT_REAPER_INTERVAL_SECS),
+  backoff_base_secs: duration(0).default(DEFAULT_BACKOFF_BASE_SECS),
+  // A factor of 1,000 takes a one-second base past the longest cap by the fourth retry.
+  backoff_factor: wholeNumber(1, 1_000, 'it reaches the longest cap within four retries').default(
+    DEFAULT_BACKOFF_FACTOR,
+  ),
+  backoff_cap_secs: duration(0).default(DEFAULT_BACKOFF_CAP_SECS),
+  lease_ttl_secs: duration(1).default(DEFAULT_LEASE_TTL_SECS),
+  max_payload_bytes: wholeNumber(
+    1,
+    MAX_PAYLOAD_BYTES_LIMIT,
+    '16 MiB: a job travels with its payload and continuation in one gRPC message of at most 64 MiB',
+  ).default(DEFAULT_MAX_PAYLOAD_BYTES),
 });
 
 const retentionSchema = z.strictObject({
   enabled: z.boolean().default(true),
-  completed_secs: nonNegativeInt.default(DEFAULT_RETENTION_COMPLETED_SECS),
-  dead_secs: nonNegativeInt.default(DEFAULT_RETENTION_DEAD_SECS),
-  prune_interval_secs: positiveInt.default(DEFAULT_PRUNE_INTERVAL_SECS),
+  completed_secs: duration(0).default(DEFAULT_RETENTION_COMPLETED_SECS),
+  dead_secs: duration(0).default(DEFAULT_RETENTION_DEAD_SECS),
+  prune_interval_secs: intervalSecs.default(DEFAULT_PRUNE_INTERVAL_SECS),
 });
 
 /** `server.address`: loopback by default; binding elsewhere requires tokens. */
@@ -88,8 +127,14 @@ const retentionSchema = z.strictObject({
 export const DEFAULT_MAX_LEASE_WAIT_MS = 30_000;
 /** `server.shutdown_grace_ms`: how long in-flight calls get to finish on SIGTERM. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
-/** `server.max_concurrent_calls`: calls in flight beyond this get RESOURCE_EXHAUSTED. */
+/** `server.max_concurrent_calls`: unary calls in flight beyond this get RESOURCE_EXHAUSTED. */
 export const DEFAULT_MAX_CONCURRENT_CALLS = 10_000;
+/**
+ * `server.max_parked_calls`: long-poll Lease calls (`wait_ms` > 0) and Work streams held at
+ * once; beyond this they get RESOURCE_EXHAUSTED. A budget of its own, so a crowd of idle
+ * workers can never use up the unary budget that producers and operators need.
+ */
+export const DEFAULT_MAX_PARKED_CALLS = 10_000;
 
 const tokenSchema = z
   .strictObject({
@@ -118,9 +163,10 @@ const serverSchema = z.strictObject({
   tokens: z.array(tokenSchema).default([]),
   tls_cert_file: z.string().min(1).optional(),
   tls_key_file: z.string().min(1).optional(),
-  max_lease_wait_ms: positiveInt.default(DEFAULT_MAX_LEASE_WAIT_MS),
-  shutdown_grace_ms: nonNegativeInt.default(DEFAULT_SHUTDOWN_GRACE_MS),
-  max_concurrent_calls: positiveInt.default(DEFAULT_MAX_CONCURRENT_CALLS),
+  max_lease_wait_ms: timerMs(1).default(DEFAULT_MAX_LEASE_WAIT_MS),
+  shutdown_grace_ms: timerMs(0).default(DEFAULT_SHUTDOWN_GRACE_MS),
+  max_concurrent_calls: callCount.default(DEFAULT_MAX_CONCURRENT_CALLS),
+  max_parked_calls: callCount.default(DEFAULT_MAX_PARKED_CALLS),
 });
 
 const configSchema = z.strictObject({

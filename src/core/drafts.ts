@@ -1,5 +1,6 @@
 /** Turning a producer's request into a validated job draft, before anything is written. */
 import { invalidArgument } from './errors.ts';
+import { MAX_ATTEMPTS_LIMIT, MAX_DURATION_SECS } from './limits.ts';
 import type { NewJobFields } from './transitions.ts';
 import type { Micros, NewJob, QueueScope } from './types.ts';
 import {
@@ -16,7 +17,8 @@ export type JobDraft = Omit<NewJobFields, 'createdAt'>;
 
 export const DEFAULT_PRIORITY = 128;
 const EMPTY = Buffer.alloc(0);
-const MAX_DELAY_MS = 10 * 365 * 24 * 3600 * 1000;
+/** Ten years: from any clock before 2200, `now + delay` still fits a record (`MAX_DURATION_SECS`). */
+const MAX_DELAY_MS = MAX_DURATION_SECS * 1_000;
 
 /** Records hold Buffers whichever backend produced them (decoded values are Buffers), so records compare equal. */
 export function asBuffer(bytes: Uint8Array): Buffer {
@@ -56,7 +58,9 @@ export function draftJob(scope: QueueScope, job: NewJob, context: DraftContext):
     notBefore = delay > 0 ? now + delay * 1000 : null;
   }
   const maxAttempts =
-    job.maxAttempts === undefined ? null : checkIntegerInRange(`${prefix}max_attempts`, job.maxAttempts, 1, 1_000_000);
+    job.maxAttempts === undefined
+      ? null
+      : checkIntegerInRange(`${prefix}max_attempts`, job.maxAttempts, 1, MAX_ATTEMPTS_LIMIT);
   const idempotencyKey = checkIdempotencyKey(job.idempotencyKey, `${prefix}idempotency_key`);
   return { jobId: context.jobId, tenant, kind, payload, priority, notBefore, idempotencyKey, maxAttempts };
 }

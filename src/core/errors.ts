@@ -9,7 +9,11 @@ export const ErrorCode = {
   NotFound: 'not_found',
   /** Bad input; `field` names what was wrong. Nothing was written. */
   InvalidArgument: 'invalid_argument',
-  /** The job exists but is not in a state the operation applies to (e.g. retry of a job that is not Dead). */
+  /**
+   * The job exists but is not in a state the operation applies to (e.g. retry of a job that is
+   * not Dead), or the system is not (a store open in another process, a port in use): retrying
+   * will not help until someone changes that.
+   */
   FailedPrecondition: 'failed_precondition',
   /** A stored row that cannot be decoded; `key` names it. */
   CorruptRecord: 'corrupt_record',

@@ -32,3 +32,29 @@ export const MAX_WORK_CREDIT = 10_000;
 export const MAX_LIST_LIMIT = 1_000;
 /** The prefix every system-scope kind carries, and no tenant kind may. */
 export const SYSTEM_KIND_PREFIX = 'system:';
+
+/**
+ * The longest duration a setting or a job may add to the clock: ten years (of 365 days), in seconds.
+ * Times are microseconds since the epoch in a double, exact up to 2^53 - 1 µs (June 2255); a
+ * time a record holds must stay below that, or the record no longer reads back (its integer
+ * decodes rounded, and is refused as corrupt). From any time before {@link MAX_TIMESTAMP_MICROS},
+ * ten years more stays far inside it (2210).
+ */
+export const MAX_DURATION_SECS = 315_360_000;
+/**
+ * The latest time a job may be scheduled for (`not_before`): 2200-01-01T00:00:00Z, in µs. A
+ * record's times stay below 2^53 µs as long as the clock reads before this too.
+ */
+export const MAX_TIMESTAMP_MICROS = Date.UTC(2200, 0, 1) * 1000;
+/**
+ * The longest a timer can wait: Node's `setTimeout` takes at most 2^31 - 1 ms (24.8 days) and
+ * fires a longer one after 1 ms instead, so a longer interval would run a service in a busy loop.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+/** An attempt ceiling, a job's own or `jobs.max_attempts`, is at most this. */
+export const MAX_ATTEMPTS_LIMIT = 1_000_000;
+/**
+ * `jobs.max_payload_bytes` is at most 16 MiB: a job travels with its payload and its
+ * continuation (each up to the limit) in one gRPC message of at most 64 MiB.
+ */
+export const MAX_PAYLOAD_BYTES_LIMIT = 16 * 1024 * 1024;

@@ -298,9 +298,19 @@ function expectState(record: JobRecord, transition: string, expected: JobState):
 }
 
 function event(at: Micros, transition: EventTransition, detail: string | null): JobEvent {
-  const cut =
-    detail !== null && detail.length > MAX_EVENT_DETAIL_CHARS ? `${detail.slice(0, MAX_EVENT_DETAIL_CHARS)}…` : detail;
-  return { at, transition, detail: cut };
+  return { at, transition, detail: detail === null ? null : storableDetail(detail) };
+}
+
+/**
+ * A detail as a record can keep it: cut to {@link MAX_EVENT_DETAIL_CHARS}, never inside a
+ * surrogate pair, and with any lone surrogate (a handler's error text may hold one) as U+FFFD,
+ * which is what UTF-8 storage would make of it anyway, so the record reads back as written.
+ */
+function storableDetail(detail: string): string {
+  if (detail.length <= MAX_EVENT_DETAIL_CHARS) return detail.toWellFormed();
+  const last = detail.charCodeAt(MAX_EVENT_DETAIL_CHARS - 1);
+  const end = last >= 0xd800 && last <= 0xdbff ? MAX_EVENT_DETAIL_CHARS - 1 : MAX_EVENT_DETAIL_CHARS;
+  return `${detail.slice(0, end).toWellFormed()}…`;
 }
 
 /** Transitions that may repeat many times per lease; a run of them is kept as one event with a count. */

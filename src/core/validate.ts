@@ -8,6 +8,7 @@ import {
   MAX_IDEMPOTENCY_KEY_BYTES,
   MAX_KIND_BYTES,
   MAX_TENANT_BYTES,
+  MAX_TIMESTAMP_MICROS,
   MAX_WORKER_ID_BYTES,
   SYSTEM_KIND_PREFIX,
 } from './limits.ts';
@@ -25,9 +26,18 @@ export function utf8Length(text: string): number {
 /** Printable and free of whitespace: safe in keys, logs and CLI output. */
 const TOKEN_PATTERN = /^[^\s\p{Cc}\p{Cf}]+$/u;
 
+/**
+ * Text is stored as UTF-8, which has no encoding for a lone UTF-16 surrogate: it would be stored
+ * as U+FFFD and read back different (and two keys differing only there would collide).
+ */
+function checkWellFormed(field: string, value: string): void {
+  if (!value.isWellFormed()) throw invalidArgument(field, 'must be well-formed Unicode (it holds a lone surrogate)');
+}
+
 function checkToken(field: string, value: unknown, maxBytes: number): string {
   if (typeof value !== 'string') throw invalidArgument(field, 'must be a string');
   if (value.length === 0) throw invalidArgument(field, 'must not be empty');
+  checkWellFormed(field, value);
   if (utf8Length(value) > maxBytes) throw invalidArgument(field, `must be at most ${maxBytes} bytes`);
   if (!TOKEN_PATTERN.test(value)) throw invalidArgument(field, 'must not contain whitespace or control characters');
   return value;
@@ -65,6 +75,7 @@ export function checkIdempotencyKey(key: unknown, field = 'idempotency_key'): st
   if (key === undefined || key === null) return null;
   if (typeof key !== 'string') throw invalidArgument(field, 'must be a string');
   if (key.length === 0) throw invalidArgument(field, 'must not be empty (omit it instead)');
+  checkWellFormed(field, key);
   if (utf8Length(key) > MAX_IDEMPOTENCY_KEY_BYTES) {
     throw invalidArgument(field, `must be at most ${MAX_IDEMPOTENCY_KEY_BYTES} bytes`);
   }
@@ -89,8 +100,16 @@ export function checkBytes(field: string, value: unknown, maxBytes: number): Uin
   return value;
 }
 
+/** A time a job is scheduled for: from the epoch to 2200 (`MAX_TIMESTAMP_MICROS`), in µs. */
 export function checkTimestamp(field: string, value: unknown): Micros {
-  return checkIntegerInRange(field, value, 0, Number.MAX_SAFE_INTEGER);
+  if (typeof value !== 'number' || !Number.isInteger(value)) throw invalidArgument(field, 'must be an integer (µs)');
+  if (value < 0 || value > MAX_TIMESTAMP_MICROS) {
+    throw invalidArgument(
+      field,
+      `must be from 0 to ${MAX_TIMESTAMP_MICROS} µs (2200-01-01T00:00:00Z) since the epoch (got ${value})`,
+    );
+  }
+  return value;
 }
 
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

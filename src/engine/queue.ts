@@ -11,7 +11,7 @@
  *     operators   show · list · counts · leased · retry
  *     lifecycle   maintenance (reaper, pruning) · waits · stats · close
  */
-import type { BackoffByKind } from '../core/backoff.ts';
+import { checkBackoffByKind, type BackoffByKind } from '../core/backoff.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { DEFAULT_CONFIG, type TelhaConfig } from '../core/config.ts';
 import { asBuffer, draftJob } from '../core/drafts.ts';
@@ -152,7 +152,7 @@ export class Queue {
     this.config = options.config ?? DEFAULT_CONFIG;
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
-    this.policy = { config: this.config.jobs, backoffByKind: options.backoffByKind ?? new Map() };
+    this.policy = { config: this.config.jobs, backoffByKind: checkBackoffByKind(options.backoffByKind ?? new Map()) };
     this.maintenance = new Maintenance({
       store: this.store,
       queue: this,

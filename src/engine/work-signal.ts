@@ -7,6 +7,7 @@
  * A job that is Pending but still gated wakes every matching waiter once, so
  * each can shorten its sleep to the new gate.
  */
+import { MAX_TIMER_MS } from '../core/limits.ts';
 import { kindMatches } from '../core/transitions.ts';
 import type { ScopeFilter, WorkNotice } from '../core/types.ts';
 import { inScope } from '../core/scope.ts';
@@ -86,7 +87,8 @@ export class WorkSignal {
       };
       const onAbort = (): void => done('aborted');
       const waiter: Waiter = { scope, kinds, wake: done };
-      const timer = setTimeout(() => done('timeout'), timeoutMs);
+      // Node fires a timer past its limit at once; a wait that long ends early and the caller looks again.
+      const timer = setTimeout(() => done('timeout'), Math.min(timeoutMs, MAX_TIMER_MS));
       signal?.addEventListener('abort', onAbort, { once: true });
       this.waiters.add(waiter);
     });

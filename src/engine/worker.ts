@@ -43,6 +43,7 @@ function localSource(queue: Queue, scope: ScopeFilter): WorkSource {
     }
   };
   return {
+    name: 'the queue in this process',
     open: (params, events) => {
       const batcher = new SettleBatcher(queue, scope);
       return new LocalSession(queue, { workerId: params.workerId, kinds: params.kinds ?? [], scope }, events, (item) =>
@@ -69,6 +70,8 @@ class LocalSession implements WorkSession {
     private readonly apply: (item: SettleItem) => Promise<void>,
   ) {
     this.pump = new LeasePump(queue, lease, LEASE_WAIT_MS, this.stop.signal, (jobs) => events.onJobs(jobs));
+    // Nothing stands between this worker and the queue: the session is open once the runner holds it.
+    queueMicrotask(() => events.onOpen());
     void this.pump.done
       .then(
         () => null,

@@ -6,7 +6,7 @@ import { setMaxListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import type { TelhaConfig } from '../core/config.ts';
-import { invalidArgument } from '../core/errors.ts';
+import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
 import { LazyAbort } from '../core/lazy-abort.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Queue } from '../engine/queue.ts';
@@ -17,6 +17,7 @@ import {
   queueServiceDefinition,
   REASON_HEADER,
   responseOf,
+  WORK_OPEN_HEADER,
   type MethodName,
 } from '../wire/service.ts';
 import { Authenticator } from './auth.ts';
@@ -81,7 +82,12 @@ export async function startServer(options: {
       : grpc.ServerCredentials.createInsecure();
   const bindHost = host.includes(':') ? `[${host}]` : host;
   const boundPort = await new Promise<number>((resolve, reject) => {
-    server.bindAsync(`${bindHost}:${port}`, credentials, (error, bound) => (error ? reject(error) : resolve(bound)));
+    server.bindAsync(`${bindHost}:${port}`, credentials, (error, bound) =>
+      error ? reject(cannotListen(config.server.address, error)) : resolve(bound),
+    );
+  }).catch((error: unknown) => {
+    server.forceShutdown();
+    throw error;
   });
   const address = `${bindHost}:${boundPort}`;
   logger.info(
@@ -111,6 +117,17 @@ export async function startServer(options: {
       return closing;
     },
   };
+}
+
+/**
+ * grpc-js reports a failed bind as "No address added out of total 1 resolved errors: [listen
+ * EADDRINUSE ...]"; say which address, and the likely reason when the port is taken.
+ */
+function cannotListen(address: string, error: Error): TelhaError {
+  const why = /EADDRINUSE/.test(error.message)
+    ? 'the port is in use (another telha serve?)'
+    : (/\[(.*)\]$/.exec(error.message)?.[1] ?? error.message);
+  return new TelhaError(ErrorCode.FailedPrecondition, `cannot listen on ${address}: ${why}`, { cause: error });
 }
 
 function serviceError(status: WireStatus): Partial<grpc.StatusObject> {
@@ -159,6 +176,11 @@ function adaptWork(service: QueueServiceHandlers): grpc.handleBidiStreamingCall<
     const session = service.openWork({
       authorization: typeof authorization === 'string' ? authorization : null,
       signal: abort.signal,
+      opened: () => {
+        const headers = new grpc.Metadata();
+        headers.set(WORK_OPEN_HEADER, '1');
+        call.sendMetadata(headers);
+      },
       send: (message) => call.write(create(WorkResponseSchema, message)),
       end: () => call.end(),
       // grpc-js ends the call with this status (its documented way for streaming handlers).

@@ -98,35 +98,28 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
   const maxAttempts = queue.config.jobs.max_attempts;
   const toWire = (job: JobRecord): Job => jobToWire(job, maxAttempts);
   const resultToWire = (result: EnqueueResult): WireEnqueueResult => enqueueResultToWire(result, maxAttempts);
-  let inFlight = 0;
-
-  /** Count a call (or a Work stream) in flight; refuse it over `server.max_concurrent_calls`. Returns its release. */
-  function admit(): () => void {
-    if (inFlight >= config.max_concurrent_calls) {
-      throw new TelhaError(
-        ErrorCode.ResourceExhausted,
-        `over ${config.max_concurrent_calls} calls in flight; retry later`,
-      );
-    }
-    inFlight++;
-    let released = false;
-    return () => {
-      if (!released) inFlight--;
-      released = true;
-    };
-  }
+  // Calls that wait for work (a long-poll Lease, a Work stream) may be held for as long as
+  // there is none, so they have a budget of their own: idle workers filling it leave every
+  // unary call, a producer's Enqueue or an operator's Counts, its own.
+  const unaryCalls = new CallBudget(config.max_concurrent_calls, 'calls in flight', 'server.max_concurrent_calls');
+  const parkedCalls = new CallBudget(
+    config.max_parked_calls,
+    'parked calls (long-poll Leases and Work streams)',
+    'server.max_parked_calls',
+  );
 
   /** Every handler runs through here: admission, authentication, authorization, one error mapping. */
   function handle<K extends MethodName>(
     method: K,
     permission: Permission,
     run: (req: RequestOf<K>, call: Call) => Promise<ResponseInitOf<K>>,
+    budgetOf: (req: RequestOf<K>) => CallBudget = () => unaryCalls,
   ): (req: RequestOf<K>, ctx: CallContext) => Promise<ResponseInitOf<K>> {
     return async (req, ctx) => {
       let principal: Principal | null = null;
       let release: (() => void) | null = null;
       try {
-        release = admit();
+        release = budgetOf(req).admit();
         principal = auth.authenticate(ctx.authorization);
         requirePermission(principal, permission);
         return await run(req, { principal, ctx });
@@ -224,18 +217,23 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
       return { answers };
     }),
 
-    lease: handle('lease', 'work', async (req, { principal, ctx }) => {
-      const scope = resolveScope(principal, scopeFromWire(req.scope), true);
-      const limit = req.limit === 0 ? 1 : req.limit;
-      if (limit > MAX_LEASE_BATCH) throw invalidArgument('limit', `must be at most ${MAX_LEASE_BATCH}`);
-      const waitMs = Math.min(req.waitMs, config.max_lease_wait_ms);
-      const signal = AbortSignal.any([ctx.signal, deps.shutdown]);
-      const jobs = await queue.lease({ workerId: req.workerId, kinds: req.kinds, scope, limit, waitMs, signal });
-      for (const job of jobs) {
-        logger.debug({ jobId: job.jobId, kind: job.kind, tenant: job.tenant, workerId: job.workerId }, 'leased');
-      }
-      return { jobs: jobs.map(toWire) };
-    }),
+    lease: handle(
+      'lease',
+      'work',
+      async (req, { principal, ctx }) => {
+        const scope = resolveScope(principal, scopeFromWire(req.scope), true);
+        const limit = req.limit === 0 ? 1 : req.limit;
+        if (limit > MAX_LEASE_BATCH) throw invalidArgument('limit', `must be at most ${MAX_LEASE_BATCH}`);
+        const waitMs = Math.min(req.waitMs, config.max_lease_wait_ms);
+        const signal = AbortSignal.any([ctx.signal, deps.shutdown]);
+        const jobs = await queue.lease({ workerId: req.workerId, kinds: req.kinds, scope, limit, waitMs, signal });
+        for (const job of jobs) {
+          logger.debug({ jobId: job.jobId, kind: job.kind, tenant: job.tenant, workerId: job.workerId }, 'leased');
+        }
+        return { jobs: jobs.map(toWire) };
+      },
+      (req) => (req.waitMs > 0 ? parkedCalls : unaryCalls),
+    ),
 
     heartbeat: handle('heartbeat', 'work', async (req, { principal }) => {
       const { jobId, fence } = fenceFromWire(req.fence);
@@ -321,12 +319,36 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
         logger,
         maxLeaseWaitMs: config.max_lease_wait_ms,
         shutdown: deps.shutdown,
-        admit,
+        admit: () => parkedCalls.admit(),
         toWire,
         completeEach,
         failEach,
       }),
   };
+}
+
+/** Calls of one kind held at once, up to a configured limit. */
+class CallBudget {
+  private held = 0;
+
+  constructor(
+    private readonly limit: number,
+    private readonly what: string,
+    private readonly key: string,
+  ) {}
+
+  /** Count one more call; RESOURCE_EXHAUSTED, naming the budget's key, over the limit. Returns its release. */
+  admit(): () => void {
+    if (this.held >= this.limit) {
+      throw new TelhaError(ErrorCode.ResourceExhausted, `over ${this.limit} ${this.what} (${this.key}); retry later`);
+    }
+    this.held++;
+    let released = false;
+    return () => {
+      if (!released) this.held--;
+      released = true;
+    };
+  }
 }
 
 function optional<K extends string, V>(key: K, value: V | null): { [P in K]?: V } {

@@ -35,6 +35,8 @@ export interface WorkStream {
   readonly authorization: string | null;
   /** Aborts when the worker cancels the stream or the connection drops. */
   readonly signal: AbortSignal;
+  /** Tell the worker its stream was accepted (response headers), before any job is sent. */
+  opened(): void;
   send(message: MessageInitShape<typeof WorkResponseSchema>): void;
   /** End the stream with OK. */
   end(): void;
@@ -56,7 +58,7 @@ export interface WorkDeps {
   readonly maxLeaseWaitMs: number;
   /** Aborts every session when the server shuts down: each ends with OK once its results are answered. */
   readonly shutdown: AbortSignal;
-  /** Counts the stream as one call in flight; throws RESOURCE_EXHAUSTED over the limit. Returns the release. */
+  /** Counts the stream as one parked call (`server.max_parked_calls`); throws RESOURCE_EXHAUSTED over it. Returns the release. */
   admit(): () => void;
   toWire(job: JobRecord): Job;
   completeEach(items: readonly CompleteRequest[], scope: ScopeFilter): Promise<ItemOutcome[]>;
@@ -112,6 +114,7 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
       scope: leaseScope,
     };
     const settleScope = principal.role === 'tenant' ? leaseScope : ANY_SCOPE;
+    stream.opened();
     // Jobs are sent even when the stream was just cancelled: grpc drops them, and the leases expire as described above.
     const pump = new LeasePump(deps.queue, lease, deps.maxLeaseWaitMs, signal, (jobs) =>
       stream.send({ jobs: jobs.map((job) => deps.toWire(job)) }),

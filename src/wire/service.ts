@@ -96,6 +96,12 @@ export type Status = (typeof Status)[keyof typeof Status];
 export const REASON_HEADER = 'telha-reason';
 export const FIELD_HEADER = 'telha-field';
 export const JOB_HEADER = 'telha-job-id';
+/**
+ * On a Work stream's response headers, sent as soon as the server has accepted the stream's
+ * open (authenticated, authorized, admitted) and before any job: the worker knows it is
+ * connected even while there is no work to push.
+ */
+export const WORK_OPEN_HEADER = 'telha-work-open';
 
 /** Messages up to this size are accepted: a batch of jobs can be far larger than one 1 MiB payload. */
 export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;

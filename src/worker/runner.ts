@@ -15,9 +15,9 @@
  *   would reject it anyway.
  */
 import { randomUUID } from 'node:crypto';
-import { ErrorCode, isTelhaError, isTransient, LeaseConflictError } from '../core/errors.ts';
+import { ErrorCode, isTelhaError, isTransient, LeaseConflictError, TelhaError } from '../core/errors.ts';
 import { LazyAbort } from '../core/lazy-abort.ts';
-import { MAX_WORK_CREDIT } from '../core/limits.ts';
+import { MAX_TIMER_MS, MAX_WORK_CREDIT } from '../core/limits.ts';
 import type { Logger } from '../core/logger.ts';
 import type { JobRecord, LeaseFence, NewJob } from '../core/types.ts';
 import type { SettleItem, WorkSession, WorkSource } from './source.ts';
@@ -78,7 +78,20 @@ export interface RunnerOptions {
    * a 30 s lease is extended every 10 s, so two lost beats still leave time.
    */
   readonly heartbeatFraction?: number;
+  /**
+   * Where the worker says what happens to it: losing and regaining its source (the server),
+   * lost leases, failed handlers (info), results it could not deliver. The SDK's `Worker`
+   * writes info and above to stderr unless given one; pass `silentLogger` to silence it.
+   */
   readonly logger?: Logger;
+  /**
+   * Called when the worker loses its source, with why: once when it cannot reach the server
+   * (an `unavailable` error naming the address) or a work session is refused, not again for
+   * each retry while the failure lasts; once more if it changes. The worker keeps retrying
+   * with backoff, and logs `reconnected` when a session opens again. An error thrown here is
+   * logged, never raised.
+   */
+  readonly onError?: (error: Error) => void;
   /** Called when a job's lease was lost (for metrics or tests). */
   readonly onLeaseLost?: (jobId: string, error: LeaseConflictError) => void;
   /** Called after the store accepted a job's completion. */
@@ -94,6 +107,8 @@ const AUTO_PREFETCH_MAX = 100;
 const HANDLER_MS_WEIGHT = 0.2;
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
+/** How long `waitForReady()` waits by default. */
+const READY_TIMEOUT_MS = 30_000;
 
 /**
  * The worker loop over any {@link WorkSource}: the SDK's `Worker` (gRPC to
@@ -119,6 +134,14 @@ export class WorkerRunner {
   private channel: WorkSession | null = null;
   /** Credit granted on the current session and not yet used by the source. */
   private granted = 0;
+  /** Whether the current session has been accepted by the source. */
+  private sessionOpen = false;
+  /** The failure last reported (logged and passed to `onError`), until a session opens again. */
+  private reported: Error | null = null;
+  /** The latest session failure, for what `waitForReady()` says when it gives up. */
+  private lastFailure: Error | null = null;
+  /** Callers of `waitForReady()` waiting for a session to open. */
+  private readonly readyWaiters = new Set<{ resolve(): void; reject(error: Error): void }>();
   /** Completions and failures the store accepted, and leases lost, since start. */
   readonly stats = { completed: 0, failed: 0, leaseLost: 0 };
 
@@ -134,6 +157,49 @@ export class WorkerRunner {
     this.prefetch = options.prefetch ?? 'auto';
     if (this.prefetch !== 'auto' && (!Number.isInteger(this.prefetch) || this.prefetch < 0))
       throw new RangeError("prefetch must be a non-negative integer or 'auto'");
+  }
+
+  /**
+   * Resolves once a work session is open: the server has accepted this worker's stream (in
+   * process, at once). Rejects with an `unavailable` error naming the source and the last
+   * failure if none opens within `timeoutMs` (default 30 s), or if the worker closes first.
+   */
+  waitForReady(options: { readonly timeoutMs?: number } = {}): Promise<void> {
+    if (this.sessionOpen) return Promise.resolve();
+    if (this.stopLeasing.signal.aborted) return Promise.reject(this.closedBefore());
+    const timeoutMs = options.timeoutMs ?? READY_TIMEOUT_MS;
+    return new Promise<void>((resolve, reject) => {
+      const waiter = {
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+        reject: (error: Error) => {
+          clearTimeout(timer);
+          this.readyWaiters.delete(waiter);
+          reject(error);
+        },
+      };
+      const timer = setTimeout(
+        () => {
+          const why =
+            this.loop === null
+              ? ': the worker is not started'
+              : this.lastFailure === null
+                ? ''
+                : `: ${this.lastFailure.message}`;
+          waiter.reject(
+            new TelhaError(ErrorCode.Unavailable, `cannot reach ${this.source.name} within ${timeoutMs} ms${why}`),
+          );
+        },
+        Math.min(timeoutMs, MAX_TIMER_MS),
+      );
+      this.readyWaiters.add(waiter);
+    });
+  }
+
+  private closedBefore(): TelhaError {
+    return new TelhaError(ErrorCode.Unavailable, `the worker closed before reaching ${this.source.name}`);
   }
 
   /** Start leasing. Idempotent. */
@@ -152,6 +218,7 @@ export class WorkerRunner {
     const deadline = Date.now() + timeoutMs;
     // Ends the work session: the source stops leasing, answers the results it has, and ends it.
     this.stopLeasing.abort();
+    for (const waiter of [...this.readyWaiters]) waiter.reject(this.closedBefore());
     const timedOut = (promise: Promise<unknown>): Promise<boolean> =>
       Promise.race([
         promise.then(() => false),
@@ -181,13 +248,53 @@ export class WorkerRunner {
       const { error, received } = await this.session();
       if (this.stopLeasing.signal.aborted) return;
       if (received || Date.now() - started >= RECONNECT_MAX_MS) backoff = RECONNECT_MIN_MS;
-      if (error !== null && !isTransient(error)) {
-        this.options.logger?.error({ workerId: this.workerId, err: String(error) }, 'work session failed');
-      }
       // The server is away, restarting or shutting down: wait, then open a new session.
-      await sleep(backoff * (0.5 + Math.random() / 2), this.stopLeasing.signal);
+      const pause = backoff * (0.5 + Math.random() / 2);
+      if (error !== null) this.sessionFailed(error, pause);
+      await sleep(pause, this.stopLeasing.signal);
       backoff = Math.min(RECONNECT_MAX_MS, backoff * 2);
     }
+  }
+
+  /**
+   * Say that a session failed: every time at debug level, and through the logger and `onError`
+   * only when this is news (the first failure since the last open session, or a different one),
+   * so an outage of many retries is reported once.
+   */
+  private sessionFailed(error: Error, retryInMs: number): void {
+    const { logger, onError } = this.options;
+    const fields = { workerId: this.workerId, source: this.source.name, err: error.message };
+    logger?.debug({ ...fields, retryInMs: Math.round(retryInMs) }, 'work session failed; retrying');
+    const unreachable = isTelhaError(error, ErrorCode.Unavailable);
+    const reportable = unreachable
+      ? new TelhaError(ErrorCode.Unavailable, `cannot reach ${this.source.name}: ${error.message}`, { cause: error })
+      : error;
+    this.lastFailure = reportable;
+    if (this.reported !== null && codeOf(this.reported) === codeOf(error)) return;
+    this.reported = reportable;
+    if (unreachable) logger?.warn(fields, `cannot reach ${this.source.name}; retrying until it answers`);
+    else if (isTransient(error)) logger?.warn(fields, 'work session refused; retrying');
+    else logger?.error(fields, 'work session failed; retrying');
+    try {
+      onError?.(reportable);
+    } catch (thrown) {
+      logger?.error({ workerId: this.workerId, err: String(thrown) }, 'onError threw');
+    }
+  }
+
+  /** A session was accepted: say so if a failure was reported, and wake `waitForReady()`. */
+  private sessionOpened(): void {
+    this.sessionOpen = true;
+    this.lastFailure = null;
+    if (this.reported !== null) {
+      this.options.logger?.info(
+        { workerId: this.workerId, source: this.source.name },
+        `reconnected to ${this.source.name}`,
+      );
+      this.reported = null;
+    }
+    for (const waiter of this.readyWaiters) waiter.resolve();
+    this.readyWaiters.clear();
   }
 
   /** One work session, until it ends: jobs pushed as credit allows, results settled on it. */
@@ -198,6 +305,7 @@ export class WorkerRunner {
       const channel = this.source.open(
         { workerId: this.workerId, ...(this.options.kinds ? { kinds: this.options.kinds } : {}) },
         {
+          onOpen: () => this.sessionOpened(),
           onJobs: (jobs) => {
             received = true;
             this.granted = Math.max(0, this.granted - jobs.length);
@@ -205,6 +313,7 @@ export class WorkerRunner {
           },
           onEnd: (error) => {
             this.stopLeasing.signal.removeEventListener('abort', stop);
+            this.sessionOpen = false;
             this.channel = null;
             this.granted = 0;
             resolve({ error, received });
@@ -317,7 +426,8 @@ export class WorkerRunner {
     const fraction = this.options.heartbeatFraction ?? 1 / 3;
     const scheduleHeartbeat = (): void => {
       const remainingMs = deadline / 1000 - Date.now();
-      timer = setTimeout(() => void beat(), Math.max(MIN_HEARTBEAT_MS, remainingMs * fraction));
+      // A lease of more than ~74 days would be beyond Node's longest timer, which fires at once instead.
+      timer = setTimeout(() => void beat(), Math.min(MAX_TIMER_MS, Math.max(MIN_HEARTBEAT_MS, remainingMs * fraction)));
     };
     const beat = async (): Promise<void> => {
       if (abort.aborted) return;
@@ -399,6 +509,11 @@ export class WorkerRunner {
       if (timer !== null) clearTimeout(timer);
     }
   }
+}
+
+/** What tells one failure from another in reporting: the error code, or the message for a foreign error. */
+function codeOf(error: Error): string {
+  return error instanceof TelhaError ? error.code : error.message;
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {

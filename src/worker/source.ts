@@ -27,6 +27,8 @@ export type CompleteItem = Extract<SettleItem, { readonly type: 'complete' }>;
 export type FailItem = Extract<SettleItem, { readonly type: 'fail' }>;
 
 export interface WorkSessionEvents<Job extends JobRecord = JobRecord> {
+  /** The source accepted the session (through the server: authenticated and admitted); jobs may follow. */
+  onOpen(): void;
   /** Jobs leased to this worker, each counted against the credit granted. */
   onJobs(jobs: Job[]): void;
   /** The session is over: `null` when it ended cleanly, else why it failed. */
@@ -48,6 +50,8 @@ export interface WorkSession {
 }
 
 export interface WorkSource {
+  /** Where the jobs come from, for what the worker reports: `the Telha server at 127.0.0.1:7070`. */
+  readonly name: string;
   open(
     params: { readonly workerId: string; readonly kinds?: readonly string[] },
     events: WorkSessionEvents,

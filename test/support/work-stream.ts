@@ -7,6 +7,8 @@ export interface OpenedWork {
   readonly channel: WorkChannel;
   /** Every job pushed so far, in arrival order. */
   readonly jobs: RemoteJob[];
+  /** Resolves when the server has accepted the stream (its response headers). */
+  readonly opened: Promise<void>;
   /** How the stream ended: `null` for a clean end by the server. */
   readonly ended: Promise<Error | null>;
   /** Resolves once `n` jobs in all have arrived. */
@@ -18,7 +20,10 @@ export function openWork(client: TelhaClient, params: Parameters<TelhaClient['wo
   const waiters: { n: number; resolve: (jobs: RemoteJob[]) => void }[] = [];
   let end!: (error: Error | null) => void;
   const ended = new Promise<Error | null>((resolve) => (end = resolve));
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
   const channel = client.work(params, {
+    onOpen: () => open(),
     onJobs(pushed) {
       jobs.push(...pushed);
       for (const waiter of waiters.filter((w) => jobs.length >= w.n)) {
@@ -31,6 +36,7 @@ export function openWork(client: TelhaClient, params: Parameters<TelhaClient['wo
   return {
     channel,
     jobs,
+    opened,
     ended,
     received: (n) =>
       jobs.length >= n ? Promise.resolve(jobs.slice()) : new Promise((resolve) => waiters.push({ n, resolve })),

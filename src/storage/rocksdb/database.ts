@@ -4,6 +4,8 @@
  * reads and bounded range scans. Nothing queue-specific lives here.
  */
 import { createRequire } from 'node:module';
+import { join, resolve } from 'node:path';
+import { ErrorCode, TelhaError } from '../../core/errors.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -75,7 +77,11 @@ export class RocksDatabase {
     const db = new RocksLevel(location, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
     const columns: Record<string, object> = { default: {} };
     for (const name of columnNames) columns[name] = {};
-    await db.open({ columns, createIfMissing: true });
+    try {
+      await db.open({ columns, createIfMissing: true });
+    } catch (error) {
+      throw lockedStore(location, error) ?? error;
+    }
     return new RocksDatabase(db, location);
   }
 
@@ -157,4 +163,23 @@ export class RocksDatabase {
   async close(): Promise<void> {
     await this.db.close();
   }
+}
+
+/**
+ * RocksDB lets one process at a time open a store, holding `<dir>/LOCK`; the binding reports a
+ * second open as "Database is not open", with the lock in its cause (code LEVEL_LOCKED). Say
+ * which store and what to do instead. Not transient: the holder will not let go by itself.
+ */
+function lockedStore(location: string, error: unknown): TelhaError | null {
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } } | null)?.cause;
+  if (cause?.code !== 'LEVEL_LOCKED') return null;
+  const dir = resolve(location);
+  const [holder, remedy] = String(cause.message).includes('by current process')
+    ? ['is already open in this process', 'close the queue that has it open']
+    : ['is open in another process', 'stop that process'];
+  return new TelhaError(
+    ErrorCode.FailedPrecondition,
+    `the store at ${dir} ${holder} (RocksDB holds ${join(dir, 'LOCK')}); ${remedy} or point storage.path elsewhere`,
+    { cause: error },
+  );
 }

@@ -1280,7 +1280,11 @@ export const QueueService: GenService<{
    * never more than the credit granted, and answers each batch of results.
    * Leasing and settling over one stream saves a round trip per batch, and a
    * job is pushed the moment it is enqueued, with no call to re-arm. What the
-   * unary Lease / CompleteEach / FailEach calls do, item for item.
+   * unary Lease / CompleteEach / FailEach calls do, item for item. Once it
+   * has accepted the stream's open (authenticated, authorized, within
+   * server.max_parked_calls), the server sends response headers carrying
+   * `telha-work-open: 1`, before any job: the worker knows it is connected
+   * while there is no work to push.
    *
    * @generated from rpc telha.v1.QueueService.Work
    */
