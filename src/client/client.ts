@@ -74,6 +74,7 @@ export interface ListOptions {
 
 export interface LeaseOptions {
   readonly workerId: string;
+  /** Kind prefixes; omitted or empty takes every kind but `system:` ones, which only a `system:` prefix takes. */
   readonly kinds?: readonly string[];
   /** Jobs at most, 1-1,000. Default 1. */
   readonly limit?: number;

@@ -54,7 +54,11 @@ import { WorkSignal, type WakeReason } from './work-signal.ts';
 
 export interface LeaseOptions {
   readonly workerId: string;
-  /** Kind prefixes to accept; omitted or empty accepts every kind. */
+  /**
+   * Kind prefixes to accept; omitted or empty accepts every kind but the
+   * server's own `system:` kinds, which only a prefix starting with `system:`
+   * accepts.
+   */
   readonly kinds?: readonly string[];
   /** Where to lease from. Default: every scope, system jobs first (the worker fleet's view). */
   readonly scope?: ScopeFilter;

@@ -14,7 +14,7 @@ import { LeasePump } from './lease-pump.ts';
 import type { LeaseOptions, Queue } from './queue.ts';
 
 export interface LocalWorkerOptions extends RunnerOptions {
-  /** Lease from one tenant or the system scope; default: every scope, system jobs first. */
+  /** Lease from one tenant or the system scope; default: every scope (system jobs only for `system:` kinds). */
   readonly scope?: ScopeFilter;
 }
 

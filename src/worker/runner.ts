@@ -54,7 +54,11 @@ export type JobHandler = (job: JobContext) => Promise<void>;
 
 /** What a worker does, whichever source it works from. */
 export interface RunnerOptions {
-  /** Kind prefixes to lease; empty or omitted takes every kind. */
+  /**
+   * Kind prefixes to lease; empty or omitted takes every kind but the
+   * server's own `system:` kinds, which only a prefix starting with `system:`
+   * takes.
+   */
   readonly kinds?: readonly string[];
   /** Jobs run at once. Default 10. */
   readonly concurrency?: number;

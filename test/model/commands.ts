@@ -92,7 +92,11 @@ export const TENANT_B = 'globex';
 export const WORKERS = ['w1', 'w2', 'w3'] as const;
 export const TENANT_KINDS = ['ingest:csv', 'ingest:json', 'embed'] as const;
 export const SYSTEM_KINDS = ['system:compact', 'system:vacuum'] as const;
-/** Lease kind filters: `undefined` (option omitted), empty (also every kind), prefixes, and one matching nothing. */
+/**
+ * Lease kind filters: `undefined` (option omitted), empty (also every kind), prefixes, one
+ * matching nothing, and prefixes of system kinds that are not system prefixes (`sys`: no
+ * system job), and every kind named (tenant kinds and `system:`).
+ */
 export const KIND_FILTERS: readonly (readonly string[] | undefined)[] = [
   undefined,
   [],
@@ -101,7 +105,11 @@ export const KIND_FILTERS: readonly (readonly string[] | undefined)[] = [
   ['system:'],
   ['ingest:json', 'system:c'],
   ['nothing-matches'],
+  ['sys', 'embed'],
+  ['ingest:', 'embed', 'system:'],
 ];
+/** The index in {@link KIND_FILTERS} of the filter naming every kind, system kinds included: a worker's turn. */
+export const EVERY_KIND_BY_NAME = KIND_FILTERS.length - 1;
 export const IDEMPOTENCY_KEYS = ['k1', 'k2', 'k3'] as const;
 
 const opScope: fc.Arbitrary<OpScope> = fc.oneof(

@@ -29,6 +29,7 @@ import { dropTestSchema, TEST_PG_URL, uniqueSchema } from '../support/backends.t
 import { Queue } from '../../src/engine/queue.ts';
 import type { NewJob as EngineNewJob } from '../../src/core/types.ts';
 import {
+  EVERY_KIND_BY_NAME,
   KIND_FILTERS,
   SYSTEM_KINDS,
   TENANT_A,
@@ -552,7 +553,7 @@ export async function runCommands(commands: readonly Command[], backend: Backend
       case 'work': {
         const before = model.leases.length;
         await execute(
-          { t: 'lease', scope: 'any', kinds: 0, worker: command.worker, limit: null },
+          { t: 'lease', scope: 'any', kinds: EVERY_KIND_BY_NAME, worker: command.worker, limit: null },
           `${context} (lease)`,
         );
         if (model.leases.length === before || command.then === 'abandon') break;

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { LeaseConflictError } from '../../src/core/errors.ts';
-import { JobState } from '../../src/core/types.ts';
+import { JobState, SYSTEM_SCOPE } from '../../src/core/types.ts';
+import { MAINTENANCE_WORKER_ID, PRUNE_KIND } from '../../src/engine/maintenance.ts';
 import { TelhaClient } from '../../src/client/client.ts';
 import { PermanentError, Worker, type JobContext } from '../../src/client/worker.ts';
 import { tenantScope } from '../../src/core/types.ts';
@@ -282,6 +283,47 @@ describe('batch settlement', () => {
       ]);
       assert.deepEqual(failed, [{ ok: true, value: null }]);
       assert.equal((await client.show(b.jobId)).state, JobState.Dead);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('system jobs', () => {
+  it("never reach a worker that did not ask for system kinds; the server's maintenance runs them", async () => {
+    const server = await startTestServer({ retention: { completed_secs: 60 } });
+    try {
+      const client = new TelhaClient({ address: server.address });
+      // A due prune job, first in lease order, and a tenant job behind it.
+      const prune = (await server.queue.enqueue({ kind: PRUNE_KIND, priority: 0 }, SYSTEM_SCOPE)).job;
+      await client.enqueue({ kind: 'email', priority: 255 }, acme);
+      const seen: string[] = [];
+      const completed = deferred();
+      // Every kind, every scope: the catch-all worker.
+      const worker = new Worker({
+        address: server.address,
+        onCompleted: () => completed.resolve(),
+        handler: (ctx) => {
+          seen.push(ctx.kind);
+          return Promise.resolve();
+        },
+      }).start();
+      await completed.promise;
+      await worker.close();
+      assert.deepEqual(seen, ['email']);
+      const waiting = await client.show(prune.jobId);
+      assert.equal(waiting.state, JobState.Pending);
+      assert.deepEqual(
+        waiting.events.map((e) => e.transition),
+        ['enqueued'],
+      );
+      await server.queue.maintenance.runSystemJobs();
+      const ran = await client.show(prune.jobId);
+      assert.equal(ran.state, JobState.Completed);
+      assert.equal(
+        ran.events.find((e) => e.transition === 'leased')?.detail,
+        `worker=${MAINTENANCE_WORKER_ID} generation=1`,
+      );
     } finally {
       await server.close();
     }
