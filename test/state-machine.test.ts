@@ -74,6 +74,9 @@ describe('the transition table', () => {
     const dead = take('fail', job, transitions.fail(job, fence(job), { error: 'e', permanent: false }, NOW, policy));
     take('retry', dead, transitions.retry(dead, NOW));
 
+    job = leased(fresh());
+    take('release', job, transitions.release(job, fence(job), NOW));
+
     const expired = NOW + 3_600_000_000;
     job = leased(fresh());
     job = take('reap', job, transitions.reap(job, expired, policy));

@@ -38,6 +38,7 @@ export const TRANSITIONS = [
   { name: 'fail', from: 'Leased', to: 'Dead' },
   { name: 'reap', from: 'Leased', to: 'Pending' },
   { name: 'reap', from: 'Leased', to: 'Dead' },
+  { name: 'release', from: 'Leased', to: 'Pending' },
   { name: 'retry', from: 'Dead', to: 'Pending' },
 ] as const satisfies readonly { name: string; from: TransitionSource; to: keyof typeof JobState }[];
 
@@ -241,6 +242,25 @@ export function fail(
     });
   }
   return taking('fail', record.state, retryOrDeadLetter(base, events, now, policy, `attempts exhausted (${attempts})`));
+}
+
+/**
+ * release: the holder hands back a job it has not finished (a worker shutting
+ * down, or giving up on a handler at its close timeout). Pending and ready at
+ * once, with no attempt charged and no backoff gate: nothing failed. The
+ * generation stays; the next lease bumps it, which fences out the releaser.
+ */
+export function release(record: JobRecord, fence: LeaseFence, now: Micros): JobRecord {
+  checkFence(record, fence);
+  return taking('release', record.state, {
+    ...leaveLease(record),
+    state: JobState.Pending,
+    notBefore: null,
+    events: appendEvent(
+      record.events,
+      event(now, 'released', `worker=${fence.workerId} generation=${record.leaseGeneration}`),
+    ),
+  });
 }
 
 /** Whether the reaper should reclaim this job now. */

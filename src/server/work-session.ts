@@ -4,7 +4,7 @@
  * worker runs. Leasing here is the unary Lease call's long-poll, re-armed by
  * the server itself whenever credit remains, so a job enqueued while the
  * worker waits is pushed at once; results are applied exactly as
- * CompleteEach / FailEach apply them.
+ * CompleteEach / FailEach / ReleaseEach apply them.
  *
  * Jobs pushed into a stream that breaks before the worker reads them stay
  * leased to it until their lease expires, and the reaper hands them on: the
@@ -23,6 +23,7 @@ import type {
   FailRequest,
   ItemOutcome,
   Job,
+  ReleaseRequest,
   WorkRequest,
   WorkResponseSchema,
 } from '../gen/telha/v1/queue_pb.ts';
@@ -61,6 +62,7 @@ export interface WorkDeps {
   toWire(job: JobRecord): Job;
   completeEach(items: readonly CompleteRequest[], scope: ScopeFilter): Promise<ItemOutcome[]>;
   failEach(items: readonly FailRequest[], scope: ScopeFilter): Promise<ItemOutcome[]>;
+  releaseEach(items: readonly ReleaseRequest[], scope: ScopeFilter): Promise<ItemOutcome[]>;
 }
 
 interface Opened {
@@ -76,7 +78,7 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
   const stop = new AbortController();
   const signal = AbortSignal.any([stream.signal, deps.shutdown, stop.signal]);
   let opened: Opened | null = null;
-  let release: (() => void) | null = null;
+  let admitted: (() => void) | null = null;
   const settling = new Set<Promise<void>>();
   let closed = false;
 
@@ -87,13 +89,19 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
       workerId: opened?.lease.workerId ?? null,
     });
 
+  /** Count `work` in `settling`, which the stream's end waits for. */
+  function track(work: Promise<void>): void {
+    settling.add(work);
+    void work.finally(() => settling.delete(work));
+  }
+
   /** Stop leasing; answer the results already received; then end the stream (OK, or `status`). */
   function close(status: WireStatus | null): void {
     if (closed) return;
     closed = true;
     stop.abort();
     void Promise.all(settling).then(() => {
-      release?.();
+      admitted?.();
       if (stream.signal.aborted) return;
       if (status === null) stream.end();
       else stream.fail(status);
@@ -102,7 +110,7 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
 
   function open(message: WorkRequest): Opened {
     if (message.open === undefined) throw invalidArgument('open', 'the first message of a Work stream must carry open');
-    release = deps.admit();
+    admitted = deps.admit();
     const principal = deps.auth.authenticate(stream.authorization);
     requirePermission(principal, 'work');
     const leaseScope = resolveScope(principal, scopeFromWire(message.open.scope), true);
@@ -124,16 +132,20 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
     return { principal, leaseScope, settleScope, lease, pump };
   }
 
-  function settle(settleId: bigint, completes: readonly CompleteRequest[], fails: readonly FailRequest[]): void {
+  function settle(settleId: bigint, message: WorkRequest): void {
     const scope = (opened as Opened).settleScope;
-    const done = Promise.all([deps.completeEach(completes, scope), deps.failEach(fails, scope)]).then(
-      ([completeOutcomes, failOutcomes]) => {
-        if (!stream.signal.aborted) stream.send({ settleId, completeOutcomes, failOutcomes });
-      },
-      (error: unknown) => close(describe(error)),
+    track(
+      Promise.all([
+        deps.completeEach(message.completes, scope),
+        deps.failEach(message.fails, scope),
+        deps.releaseEach(message.releases, scope),
+      ]).then(
+        ([completeOutcomes, failOutcomes, releaseOutcomes]) => {
+          if (!stream.signal.aborted) stream.send({ settleId, completeOutcomes, failOutcomes, releaseOutcomes });
+        },
+        (error: unknown) => close(describe(error)),
+      ),
     );
-    settling.add(done);
-    void done.finally(() => settling.delete(done));
   }
 
   return {
@@ -149,9 +161,9 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
           }
           opened.pump.grant(message.credit);
         }
-        if (message.completes.length > 0 || message.fails.length > 0) {
+        if (message.completes.length > 0 || message.fails.length > 0 || message.releases.length > 0) {
           if (message.settleId === 0n) throw invalidArgument('settle_id', 'must be set on a message carrying results');
-          settle(message.settleId, message.completes, message.fails);
+          settle(message.settleId, message);
         }
       } catch (error) {
         close(describe(error));

@@ -7,7 +7,7 @@
  */
 import type { JobRecord, LeaseFence, NewJob } from '../core/types.ts';
 
-/** A finished job's result, on its way to the store. */
+/** A finished job's result, or a job released unfinished, on its way to the store. */
 export type SettleItem =
   | {
       readonly type: 'complete';
@@ -21,10 +21,16 @@ export type SettleItem =
       readonly fence: LeaseFence;
       readonly error: string;
       readonly permanent: boolean;
+    }
+  | {
+      readonly type: 'release';
+      readonly jobId: string;
+      readonly fence: LeaseFence;
     };
 
 export type CompleteItem = Extract<SettleItem, { readonly type: 'complete' }>;
 export type FailItem = Extract<SettleItem, { readonly type: 'fail' }>;
+export type ReleaseItem = Extract<SettleItem, { readonly type: 'release' }>;
 
 export interface WorkSessionEvents<Job extends JobRecord = JobRecord> {
   /** Jobs leased to this worker, each counted against the credit granted. */

@@ -435,7 +435,8 @@ export async function runCommands(commands: readonly Command[], backend: Backend
       }
       case 'extend':
       case 'checkpoint':
-      case 'fail': {
+      case 'fail':
+      case 'release': {
         const lease = pickLease(model, command.lease);
         if (lease === undefined) break;
         const fence = fenceOf(lease, command.fence);
@@ -452,6 +453,9 @@ export async function runCommands(commands: readonly Command[], backend: Backend
             queue.checkpoint(id, engineFence(fence), Uint8Array.from(bytes), filter.engine),
           );
           expected = model.checkpoint(id, fence, filter.model, bytes, now);
+        } else if (command.t === 'release') {
+          observed = await attempt(() => queue.release(id, engineFence(fence), filter.engine));
+          expected = model.release(id, fence, filter.model);
         } else {
           const retryable = command.retryable;
           observed = await attempt(() =>
@@ -540,6 +544,8 @@ export async function runCommands(commands: readonly Command[], backend: Backend
               return queue.complete(GHOST_ID, fence);
             case 'fail':
               return queue.fail(GHOST_ID, fence, { error: 'boom' });
+            case 'release':
+              return queue.release(GHOST_ID, fence);
             case 'retry':
               return queue.retry(GHOST_ID);
             case 'show':
@@ -564,13 +570,15 @@ export async function runCommands(commands: readonly Command[], backend: Backend
             ? { t: 'complete', lease, fence: 'exact', scope: 'default', successors: [] }
             : command.then === 'checkpoint'
               ? { t: 'checkpoint', lease, fence: 'exact', scope: 'default', bytes: [command.worker] }
-              : {
-                  t: 'fail',
-                  lease,
-                  fence: 'exact',
-                  scope: 'default',
-                  retryable: command.then === 'fail' ? undefined : false,
-                };
+              : command.then === 'release'
+                ? { t: 'release', lease, fence: 'exact', scope: 'default' }
+                : {
+                    t: 'fail',
+                    lease,
+                    fence: 'exact',
+                    scope: 'default',
+                    retryable: command.then === 'fail' ? undefined : false,
+                  };
         await execute(settle, `${context} (then ${command.then})`);
         break;
       }

@@ -291,6 +291,19 @@ export class ReferenceModel {
     return { ok: true, value: job };
   }
 
+  /** The holder hands the job back: Pending and ready now, attempts as they were, the generation too. */
+  release(id: string, fence: Fence, filter: ModelScopeFilter): Expected<ModelJob> {
+    const job = this.locate(id, filter);
+    if ('ok' in job) return job;
+    const conflict = this.fenceError(job, fence);
+    if (conflict) return conflict;
+    this.leaveLease(job);
+    job.state = JobState.Pending;
+    job.notBefore = null;
+    job.lastEvent = 'released';
+    return { ok: true, value: job };
+  }
+
   /** Every Leased job whose deadline is at or before now: an attempt used, back to Pending with backoff or Dead. */
   reap(now: number): { reaped: number; dead: number } {
     let reaped = 0;

@@ -4,6 +4,7 @@ import { LeaseConflictError } from '../../src/core/errors.ts';
 import { JobState, SYSTEM_SCOPE } from '../../src/core/types.ts';
 import { MAINTENANCE_WORKER_ID, PRUNE_KIND } from '../../src/engine/maintenance.ts';
 import { TelhaClient } from '../../src/client/client.ts';
+import type { RemoteJob } from '../../src/client/convert.ts';
 import { PermanentError, Worker, type JobContext } from '../../src/client/worker.ts';
 import { tenantScope } from '../../src/core/types.ts';
 import { eventually, startTestServer, type TestServer } from '../support/server.ts';
@@ -258,34 +259,56 @@ describe('the SDK against a live server', () => {
 });
 
 describe('batch settlement', () => {
+  let server: TestServer;
+  let client: TelhaClient;
+  /** Two jobs leased to `w1`. */
+  let a: RemoteJob;
+  let b: RemoteJob;
+
+  beforeEach(async () => {
+    server = await startTestServer();
+    client = new TelhaClient({ address: server.address });
+    await client.enqueueBatch([{ kind: 'k' }, { kind: 'k' }], tenantScope('acme'));
+    const leased = await client.lease({ workerId: 'w1', limit: 2 });
+    assert.equal(leased.length, 2);
+    [a, b] = leased as [RemoteJob, RemoteJob];
+  });
+  afterEach(async () => {
+    await server.close();
+  });
+
   it('settles each item of a CompleteEach on its own: accepted, stale, unknown', async () => {
-    const server = await startTestServer();
-    try {
-      const client = new TelhaClient({ address: server.address });
-      await client.enqueueBatch([{ kind: 'k' }, { kind: 'k' }], tenantScope('acme'));
-      const [a, b] = await client.lease({ workerId: 'w1', limit: 2 });
-      assert.ok(a && b);
-      const outcomes = await client.completeEach([
-        { jobId: a.jobId, fence: { workerId: 'w1', leaseGeneration: a.leaseGeneration } },
-        { jobId: b.jobId, fence: { workerId: 'intruder', leaseGeneration: b.leaseGeneration } },
-        { jobId: '01890a5d-ac96-774b-bcce-b302099a8057', fence: { workerId: 'w1', leaseGeneration: 1 } },
-      ]);
-      assert.deepEqual(outcomes[0], { ok: true, value: null });
-      const [, stale, unknown] = outcomes.map((o) => (o.ok ? null : o.error));
-      assert.ok(stale instanceof LeaseConflictError);
-      assert.equal(stale.reason, 'worker_mismatch');
-      assert.equal(stale.jobId, b.jobId);
-      assert.ok(unknown instanceof Error);
-      assert.equal((await client.show(a.jobId)).state, JobState.Completed);
-      assert.equal((await client.show(b.jobId)).state, JobState.Leased);
-      const failed = await client.failEach([
-        { jobId: b.jobId, fence: { workerId: 'w1', leaseGeneration: b.leaseGeneration }, error: 'x', permanent: true },
-      ]);
-      assert.deepEqual(failed, [{ ok: true, value: null }]);
-      assert.equal((await client.show(b.jobId)).state, JobState.Dead);
-    } finally {
-      await server.close();
-    }
+    const outcomes = await client.completeEach([
+      { jobId: a.jobId, fence: { workerId: 'w1', leaseGeneration: a.leaseGeneration } },
+      { jobId: b.jobId, fence: { workerId: 'intruder', leaseGeneration: b.leaseGeneration } },
+      { jobId: '01890a5d-ac96-774b-bcce-b302099a8057', fence: { workerId: 'w1', leaseGeneration: 1 } },
+    ]);
+    assert.deepEqual(outcomes[0], { ok: true, value: null });
+    const [, stale, unknown] = outcomes.map((o) => (o.ok ? null : o.error));
+    assert.ok(stale instanceof LeaseConflictError);
+    assert.equal(stale.reason, 'worker_mismatch');
+    assert.equal(stale.jobId, b.jobId);
+    assert.ok(unknown instanceof Error);
+    assert.equal((await client.show(a.jobId)).state, JobState.Completed);
+    assert.equal((await client.show(b.jobId)).state, JobState.Leased);
+    const failed = await client.failEach([
+      { jobId: b.jobId, fence: { workerId: 'w1', leaseGeneration: b.leaseGeneration }, error: 'x', permanent: true },
+    ]);
+    assert.deepEqual(failed, [{ ok: true, value: null }]);
+    assert.equal((await client.show(b.jobId)).state, JobState.Dead);
+  });
+
+  it('hands jobs back one at a time or many in one call, each answered on its own', async () => {
+    const released = await client.release(a.jobId, { workerId: 'w1', leaseGeneration: a.leaseGeneration });
+    assert.equal(released.state, JobState.Pending);
+    assert.equal(released.events.at(-1)?.transition, 'released');
+    const outcomes = await client.releaseEach([
+      { jobId: a.jobId, fence: { workerId: 'w1', leaseGeneration: a.leaseGeneration } },
+      { jobId: b.jobId, fence: { workerId: 'w1', leaseGeneration: b.leaseGeneration } },
+    ]);
+    assert.ok(outcomes[0] !== undefined && !outcomes[0].ok && outcomes[0].error instanceof LeaseConflictError);
+    assert.deepEqual(outcomes[1], { ok: true, value: null });
+    assert.equal((await client.lease({ workerId: 'w2', limit: 2 })).length, 2);
   });
 });
 
