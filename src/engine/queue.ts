@@ -271,6 +271,8 @@ export class Queue {
       const sleep = Math.min(remaining, untilGate, this.store.pollIntervalMs ?? Infinity);
       const reason = await this.work.wait(scope, kinds, seen, sleep, options.signal);
       this.waitsEnded[reason]++;
+      // Given up on: claim nothing more (a Work stream that is closing would only hand it back).
+      if (options.signal?.aborted) return [];
     }
   }
 

@@ -19,8 +19,9 @@ export interface LocalWorkerOptions extends RunnerOptions {
 }
 
 /**
- * A worker on a queue in this process. `close()` waits for its jobs; it does
- * not close the queue, which stays the caller's.
+ * A worker on a queue in this process. `close()` releases the jobs it has not
+ * started and waits for the running ones; it does not close the queue, which
+ * stays the caller's.
  */
 export class LocalWorker extends WorkerRunner {
   constructor(

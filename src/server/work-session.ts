@@ -6,6 +6,10 @@
  * worker waits is pushed at once; results are applied exactly as
  * CompleteEach / FailEach / ReleaseEach apply them.
  *
+ * A worker that stops sends back the jobs it has not started (releases) and
+ * half-closes. Jobs leased for the stream once it is closing (the worker
+ * half-closed or went away, or the server is shutting down) are never pushed:
+ * the server releases them itself, so no job waits out a lease nobody holds.
  * Jobs pushed into a stream that breaks before the worker reads them stay
  * leased to it until their lease expires, and the reaper hands them on: the
  * same as a unary Lease response lost on the way.
@@ -95,17 +99,41 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
     void work.finally(() => settling.delete(work));
   }
 
-  /** Stop leasing; answer the results already received; then end the stream (OK, or `status`). */
+  /**
+   * Stop leasing; let a lease call in flight finish (its jobs are released,
+   * see `open`); answer the results already received; then end the stream
+   * (OK, or `status`).
+   */
   function close(status: WireStatus | null): void {
     if (closed) return;
     closed = true;
     stop.abort();
-    void Promise.all(settling).then(() => {
-      admitted?.();
-      if (stream.signal.aborted) return;
-      if (status === null) stream.end();
-      else stream.fail(status);
-    });
+    const leasing = opened?.pump.done.catch(() => undefined) ?? Promise.resolve();
+    void leasing
+      .then(() => Promise.all(settling))
+      .then(() => {
+        admitted?.();
+        if (stream.signal.aborted) return;
+        if (status === null) stream.end();
+        else stream.fail(status);
+      });
+  }
+
+  /** Release jobs leased for a stream that is closing: no worker will run them. */
+  function releaseUnsent(jobs: readonly JobRecord[], workerId: string, scope: ScopeFilter): void {
+    const items = jobs.map((job) => ({ jobId: job.jobId, fence: { workerId, leaseGeneration: job.leaseGeneration } }));
+    track(
+      deps.queue.releaseEach(items, scope).then(
+        (results) => {
+          results.forEach((result, i) => {
+            if (!result.ok)
+              deps.logger.warn({ jobId: items[i]?.jobId, err: String(result.error) }, 'could not release');
+          });
+        },
+        // The store is away: the leases expire and the reaper hands the jobs on.
+        (error: unknown) => deps.logger.warn({ workerId, err: String(error) }, 'could not release'),
+      ),
+    );
   }
 
   function open(message: WorkRequest): Opened {
@@ -120,10 +148,11 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
       scope: leaseScope,
     };
     const settleScope = principal.role === 'tenant' ? leaseScope : ANY_SCOPE;
-    // Jobs are sent even when the stream was just cancelled: grpc drops them, and the leases expire as described above.
-    const pump = new LeasePump(deps.queue, lease, deps.maxLeaseWaitMs, signal, (jobs) =>
-      stream.send({ jobs: jobs.map((job) => deps.toWire(job)) }),
-    );
+    // A lease call that was in flight when the stream began to close still returns its jobs.
+    const pump = new LeasePump(deps.queue, lease, deps.maxLeaseWaitMs, signal, (jobs) => {
+      if (signal.aborted) releaseUnsent(jobs, lease.workerId, settleScope);
+      else stream.send({ jobs: jobs.map((job) => deps.toWire(job)) });
+    });
     pump.done.then(
       () => close(null),
       (error: unknown) => close(describe(error)),

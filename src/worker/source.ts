@@ -7,7 +7,7 @@
  */
 import type { JobRecord, LeaseFence, NewJob } from '../core/types.ts';
 
-/** A finished job's result, or a job released unfinished, on its way to the store. */
+/** A finished job's result, or an unstarted job handed back, on its way to the store. */
 export type SettleItem =
   | {
       readonly type: 'complete';
@@ -47,7 +47,10 @@ export interface WorkSession {
   grant(n: number): void;
   /** Resolves when the store accepted the result; rejects with this item's error. */
   settle(item: SettleItem): Promise<void>;
-  /** Stop leasing; answer the results already sent; then end (`onEnd(null)`). */
+  /**
+   * Stop leasing; answer the results already sent; then end (`onEnd(null)`).
+   * Results settled before this call go out before the session stops taking them.
+   */
   end(): void;
   /** Drop the session at once. */
   cancel(): void;

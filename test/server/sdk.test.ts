@@ -156,13 +156,17 @@ describe('the SDK against a live server', () => {
   const countOf = async (state: JobState): Promise<number> =>
     (await client.counts(acme)).filter((r) => r.state === state).reduce((n, r) => n + r.count, 0);
 
-  it('prefetches jobs ahead of its slots, heartbeats them while they wait, and runs them in lease order', async () => {
-    const ids = (
+  /** Enqueue `n` jobs of `kind` in acme; their ids, in enqueue order. */
+  const enqueueMany = async (n: number, kind: string): Promise<string[]> =>
+    (
       await client.enqueueBatch(
-        Array.from({ length: 4 }, () => ({ kind: 'pre' })),
+        Array.from({ length: n }, () => ({ kind })),
         acme,
       )
     ).map((r) => r.job.jobId);
+
+  it('prefetches jobs ahead of its slots, heartbeats them while they wait, and runs them in lease order', async () => {
+    const ids = await enqueueMany(4, 'pre');
     const { worker, started, open } = gatedWorker({ prefetch: 2, heartbeatFraction: 0.001 });
     await eventually(async () => (await countOf(JobState.Leased)) === 3, 'one running and two prefetched jobs');
     assert.equal(await countOf(JobState.Pending), 1);
@@ -181,10 +185,7 @@ describe('the SDK against a live server', () => {
   });
 
   it("leases only for free slots while handlers are slow, with prefetch 'auto'", async () => {
-    await client.enqueueBatch(
-      Array.from({ length: 3 }, () => ({ kind: 'slow' })),
-      acme,
-    );
+    await enqueueMany(3, 'slow');
     const { worker, started, open } = gatedWorker({ prefetch: 'auto' });
     await eventually(() => Promise.resolve(started.length === 1), 'the first handler started');
     // Give a wrongly granted credit the time of two round trips to show up as a lease.
@@ -197,10 +198,7 @@ describe('the SDK against a live server', () => {
   });
 
   it('works with a concurrency above the credit a session allows, granting no more than 10,000', async () => {
-    await client.enqueueBatch(
-      Array.from({ length: 3 }, () => ({ kind: 'wide' })),
-      acme,
-    );
+    await enqueueMany(3, 'wide');
     const worker = new Worker({
       address: server.address,
       concurrency: 12_000,
@@ -210,18 +208,82 @@ describe('the SDK against a live server', () => {
     await worker.close();
   });
 
-  it('runs its prefetched jobs before close() returns', async () => {
-    await client.enqueueBatch(
-      Array.from({ length: 3 }, () => ({ kind: 'drain' })),
-      acme,
-    );
+  it('hands back its prefetched jobs at close(), unstarted and uncharged, and finishes the running one', async () => {
+    const ids = await enqueueMany(3, 'drain');
     const { worker, started, open } = gatedWorker({ prefetch: 2 });
     await eventually(async () => (await countOf(JobState.Leased)) === 3, 'one running and two prefetched jobs');
     const closed = worker.close();
     open();
     await closed;
-    assert.equal(started.length, 3);
-    assert.equal(await countOf(JobState.Completed), 3);
+    assert.deepEqual(started, [ids[0]]);
+    assert.equal((await client.show(ids[0] as string)).state, JobState.Completed);
+    assert.deepEqual(worker.stats, { completed: 1, failed: 0, released: 2, leaseLost: 0 });
+    for (const id of ids.slice(1)) {
+      const job = await client.show(id);
+      assert.equal(job.state, JobState.Pending);
+      assert.equal(job.attempts, 0);
+      assert.deepEqual(
+        job.events.map((e) => e.transition),
+        ['enqueued', 'leased', 'released'],
+      );
+    }
+    // No reaper and no clock movement: the next worker gets them now.
+    const next = await client.lease({ workerId: 'next', limit: 10 });
+    assert.deepEqual(next.map((j) => j.jobId).sort(), ids.slice(1).sort());
+  });
+
+  it('strands nothing when closed right after start: what it was pushed goes back at once, unrun', async () => {
+    const ids = await enqueueMany(50, 'email');
+    const ran: string[] = [];
+    // The README's pattern: start, then close on shutdown, here at once.
+    const worker = new Worker({
+      address: server.address,
+      kinds: ['email'],
+      concurrency: 20,
+      handler: (ctx) => {
+        ran.push(ctx.id);
+        return Promise.resolve();
+      },
+    }).start();
+    await worker.close();
+    assert.deepEqual(ran, []);
+    let pushed = 0;
+    for (const id of ids) {
+      const job = await client.show(id);
+      assert.equal(job.state, JobState.Pending, `job ${id}`);
+      assert.equal(job.attempts, 0);
+      const transitions = job.events.map((e) => e.transition);
+      if (transitions.includes('leased')) pushed++;
+      assert.deepEqual(transitions, transitions.length === 1 ? ['enqueued'] : ['enqueued', 'leased', 'released']);
+    }
+    assert.ok(pushed > 0, 'the server leased jobs for the worker before it closed');
+    // No reaper and no clock movement: the next worker gets every job now.
+    assert.equal((await client.lease({ workerId: 'next', limit: 100 })).length, ids.length);
+  });
+
+  it('hands back the job of a handler that ignores its signal past the close timeout', async () => {
+    const { job } = await client.enqueue({ kind: 'stuck' }, acme);
+    const started = deferred();
+    let aborted = false;
+    const worker = new Worker({
+      address: server.address,
+      handler: async (ctx) => {
+        ctx.signal.addEventListener('abort', () => (aborted = true), { once: true });
+        started.resolve();
+        // Never returns: close() must not wait for it.
+        await new Promise(() => {});
+      },
+    }).start();
+    await started.promise;
+    await worker.close(100);
+    assert.ok(aborted, 'the handler saw its signal abort');
+    assert.equal(worker.stats.released, 1);
+    const record = await client.show(job.jobId);
+    assert.equal(record.state, JobState.Pending);
+    assert.equal(record.attempts, 0);
+    assert.equal(record.events.at(-1)?.transition, 'released');
+    const [next] = await client.lease({ workerId: 'next' });
+    assert.equal(next?.jobId, job.jobId);
   });
 
   it('aborts the handler signal when the lease is lost, and does not submit its result', async () => {
