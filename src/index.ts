@@ -19,6 +19,7 @@ export type {
   LeaseWaits,
   ListOptions,
   QueueOptions,
+  Release,
 } from './engine/queue.ts';
 export { Maintenance, PRUNE_KIND } from './engine/maintenance.ts';
 export type { ReapResult } from './engine/maintenance.ts';

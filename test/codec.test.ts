@@ -15,7 +15,7 @@ import {
 import { parse as parseUuid } from 'uuid';
 import { decodeRecord, encodeRecord, VALUE_VERSION } from '../src/codec/value.ts';
 import { CorruptRecordError } from '../src/core/errors.ts';
-import { JobState, type JobRecord } from '../src/core/types.ts';
+import { EVENT_TRANSITIONS, JobState, type JobRecord } from '../src/core/types.ts';
 
 const JOB_ID = '01890a5d-ac96-774b-bcce-b302099a8057';
 
@@ -196,7 +196,7 @@ describe('value codec', () => {
       events: fc.array(
         fc.record({
           at: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
-          transition: fc.constantFrom(...(['enqueued', 'leased', 'stats'] as const)),
+          transition: fc.constantFrom(...EVENT_TRANSITIONS),
           detail: fc.option(fc.string()),
         }),
         { maxLength: 5 },

@@ -166,6 +166,36 @@ for (const backend of ['memory', 'rocksdb'] as const) {
       assert.equal(record.workerId, 'thief');
     });
 
+    it('hands its prefetched jobs back to the queue at close(), for the next worker at once', async () => {
+      const ids = (await queue.enqueueBatch([{ kind: 'k' }, { kind: 'k' }, { kind: 'k' }], acme)).map(
+        (r) => r.job.jobId,
+      );
+      const started: string[] = [];
+      const gate = deferred();
+      const worker = start({
+        concurrency: 1,
+        prefetch: 2,
+        handler: async (job) => {
+          started.push(job.id);
+          await gate.promise;
+        },
+      });
+      await eventually(async () => (await queue.leased()).length === 3, 'one running and two prefetched jobs');
+      const closed = worker.close();
+      gate.resolve();
+      await closed;
+      assert.deepEqual(started, [ids[0]]);
+      assert.equal(worker.stats.released, 2);
+      for (const id of ids.slice(1)) {
+        const job = await queue.show(id);
+        assert.equal(job.state, JobState.Pending);
+        assert.equal(job.attempts, 0);
+        assert.equal(job.events.at(-1)?.transition, 'released');
+      }
+      const next = await queue.lease({ workerId: 'next', scope: acme, limit: 10 });
+      assert.deepEqual(next.map((j) => j.jobId).sort(), ids.slice(1).sort());
+    });
+
     it('waits in close() for its running job, leaving the queue open', async () => {
       await queue.enqueue({ kind: 'k' }, acme);
       const started = deferred();

@@ -74,6 +74,9 @@ describe('the transition table', () => {
     const dead = take('fail', job, transitions.fail(job, fence(job), { error: 'e', permanent: false }, NOW, policy));
     take('retry', dead, transitions.retry(dead, NOW));
 
+    job = leased(fresh());
+    take('release', job, transitions.release(job, fence(job), NOW));
+
     const expired = NOW + 3_600_000_000;
     job = leased(fresh());
     job = take('reap', job, transitions.reap(job, expired, policy));
@@ -92,5 +95,35 @@ describe('the transition table', () => {
     assert.ok(!isEdge('complete', JobState.Pending, JobState.Completed));
     assert.ok(!isEdge('retry', JobState.Completed, JobState.Pending));
     assert.ok(!isEdge('lease', 'start', JobState.Leased));
+  });
+});
+
+describe('the lease kind filter', () => {
+  const { leaseKindMatches, kindMatches } = transitions;
+
+  it('takes a system kind only for a prefix that starts with system: itself', () => {
+    const cases: [readonly string[] | null, boolean][] = [
+      [null, false],
+      [[''], false],
+      [['sys'], false],
+      [['system'], false],
+      [['email', 'sys'], false],
+      [['system:'], true],
+      [['system:pr'], true],
+      [['system:prune'], true],
+      [['system:other'], false],
+      [['email', 'system:'], true],
+    ];
+    for (const [kinds, expected] of cases) {
+      assert.equal(leaseKindMatches('system:prune', kinds), expected, JSON.stringify(kinds));
+    }
+  });
+
+  it('matches every other kind as a list filter does', () => {
+    for (const kinds of [null, [''], ['em'], ['email'], ['sys'], ['system:'], ['x', 'e']]) {
+      assert.equal(leaseKindMatches('email', kinds), kindMatches('email', kinds), JSON.stringify(kinds));
+    }
+    // A list filter still finds system jobs by any prefix (an operator's `--kind-prefix sys`).
+    assert.ok(kindMatches('system:prune', ['sys']));
   });
 });

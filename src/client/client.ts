@@ -40,6 +40,7 @@ import {
   failToWire,
   jobFromWire,
   newJobToWire,
+  releaseToWire,
   scopeToWire,
   wireFence,
   type RemoteJob,
@@ -75,6 +76,7 @@ export interface ListOptions {
 
 export interface LeaseOptions {
   readonly workerId: string;
+  /** Kind prefixes; omitted or empty takes every kind but `system:` ones, which only a `system:` prefix takes. */
   readonly kinds?: readonly string[];
   /** Jobs at most, 1-1,000. Default 1. */
   readonly limit?: number;
@@ -347,6 +349,16 @@ export class TelhaClient {
   }
 
   /**
+   * Hand back a leased job that was not finished: pending and leasable at once,
+   * with no attempt charged. What a {@link Worker} does with the jobs it has
+   * not started when it closes.
+   */
+  async release(jobId: string, fence: LeaseFence): Promise<RemoteJob> {
+    const res = await this.rpc('release', releaseToWire({ jobId, fence }));
+    return jobFromWire(requireJob(res.job));
+  }
+
+  /**
    * Complete many leased jobs in one round trip. Each is fenced and applied
    * on its own; the results hold, in order, each item's acceptance or the
    * error its single call would have thrown.
@@ -363,6 +375,12 @@ export class TelhaClient {
     items: readonly { jobId: string; fence: LeaseFence; error: string; permanent?: boolean }[],
   ): Promise<ItemResult<null>[]> {
     const res = await this.rpc('failEach', { items: items.map(failToWire) });
+    return outcomesToResults(res.outcomes, items);
+  }
+
+  /** Hand back many leased jobs in one round trip, item by item like {@link TelhaClient.completeEach}. */
+  async releaseEach(items: readonly { jobId: string; fence: LeaseFence }[]): Promise<ItemResult<null>[]> {
+    const res = await this.rpc('releaseEach', { items: items.map(releaseToWire) });
     return outcomesToResults(res.outcomes, items);
   }
 }

@@ -13,9 +13,11 @@ import {
   CompleteRequestSchema,
   FailRequestSchema,
   NewJobSchema,
+  ReleaseRequestSchema,
   ScopeSchema,
   type CompleteRequest,
   type FailRequest,
+  type ReleaseRequest,
   type Job,
   type NewJob,
   type Scope,
@@ -103,4 +105,9 @@ export function failToWire(item: {
     error: item.error,
     permanent: item.permanent ?? false,
   });
+}
+
+/** A job handed back as the wire carries it: the unary Release, a ReleaseEach item, a Work stream release. */
+export function releaseToWire(item: { readonly jobId: string; readonly fence: LeaseFence }): ReleaseRequest {
+  return create(ReleaseRequestSchema, { fence: wireFence(item.jobId, item.fence) });
 }

@@ -1,7 +1,7 @@
 /**
- * Batches a worker's results: completions and failures that finish while a
- * settle call is in flight wait for it and then go together in one
- * CompleteEach / FailEach round trip (Nagle-style: no timer, no added delay
+ * Batches a worker's results: completions, failures and releases that finish
+ * while a settle call is in flight wait for it and then go together in one
+ * CompleteEach / FailEach / ReleaseEach round trip (Nagle-style: no timer, no added delay
  * when the line is idle). Each job still gets its own answer.
  */
 import { MAX_SETTLE_BATCH } from '../core/limits.ts';
@@ -29,10 +29,11 @@ export class Settler {
 
   private async flush(): Promise<void> {
     while (this.queued.length > 0) {
-      const { completes, fails } = splitByType(this.queued.splice(0, MAX_SETTLE_BATCH));
+      const { completes, fails, releases } = splitByType(this.queued.splice(0, MAX_SETTLE_BATCH));
       await Promise.all([
         sendBatch(completes, () => this.client.completeEach(completes.map((e) => e.item))),
         sendBatch(fails, () => this.client.failEach(fails.map((e) => e.item))),
+        sendBatch(releases, () => this.client.releaseEach(releases.map((e) => e.item))),
       ]);
     }
     this.flushing = false;

@@ -10,10 +10,10 @@ import { ErrorCode, TelhaError } from '../core/errors.ts';
 import { MAX_SETTLE_BATCH } from '../core/limits.ts';
 import { WorkRequestSchema, type WorkOpen, type WorkRequest, type WorkResponse } from '../gen/telha/v1/queue_pb.ts';
 import type { SettleItem, WorkSession, WorkSessionEvents } from '../worker/source.ts';
-import { completeToWire, failToWire, jobFromWire, type RemoteJob } from './convert.ts';
+import { completeToWire, failToWire, jobFromWire, releaseToWire, type RemoteJob } from './convert.ts';
 import { fromWireError, outcomesToResults, WireError } from './errors.ts';
 import { WORK_OPEN_HEADER } from '../wire/service.ts';
-import { answerEach, splitByType, type PendingResult } from '../worker/pending.ts';
+import { answerEach, splitByType, type PendingResult, type ResultsByType } from '../worker/pending.ts';
 
 /** A Work stream as the runner's {@link WorkSession}. */
 export class WorkChannel implements WorkSession {
@@ -22,7 +22,7 @@ export class WorkChannel implements WorkSession {
   private flushScheduled = false;
   private opening: WorkOpen | null;
   private nextSettleId = 1n;
-  private readonly awaiting = new Map<bigint, { completes: PendingResult[]; fails: PendingResult[] }>();
+  private readonly awaiting = new Map<bigint, ResultsByType>();
   private halfClosed = false;
   private ended = false;
 
@@ -99,15 +99,16 @@ export class WorkChannel implements WorkSession {
     if (this.queued.length === 0 && this.credit === 0 && this.opening === null) return;
     do {
       const batch = this.queued.splice(0, MAX_SETTLE_BATCH);
-      const { completes, fails } = splitByType(batch);
+      const split = splitByType(batch);
       const settleId = batch.length > 0 ? this.nextSettleId++ : 0n;
-      if (batch.length > 0) this.awaiting.set(settleId, { completes, fails });
+      if (batch.length > 0) this.awaiting.set(settleId, split);
       const message = create(WorkRequestSchema, {
         ...(this.opening === null ? {} : { open: this.opening }),
         credit: this.credit,
         settleId,
-        completes: completes.map(({ item }) => completeToWire(item)),
-        fails: fails.map(({ item }) => failToWire(item)),
+        completes: split.completes.map(({ item }) => completeToWire(item)),
+        fails: split.fails.map(({ item }) => failToWire(item)),
+        releases: split.releases.map(({ item }) => releaseToWire(item)),
       });
       this.opening = null;
       this.credit = 0;
@@ -121,28 +122,25 @@ export class WorkChannel implements WorkSession {
     const batch = this.awaiting.get(message.settleId);
     if (batch === undefined) return;
     this.awaiting.delete(message.settleId);
-    answerEach(
-      batch.completes,
-      outcomesToResults(
-        message.completeOutcomes,
-        batch.completes.map((e) => e.item),
-      ),
-    );
-    answerEach(
-      batch.fails,
-      outcomesToResults(
-        message.failOutcomes,
-        batch.fails.map((e) => e.item),
-      ),
-    );
+    const answer = (entries: readonly PendingResult[], outcomes: WorkResponse['completeOutcomes']): void =>
+      answerEach(
+        entries,
+        outcomesToResults(
+          outcomes,
+          entries.map((e) => e.item),
+        ),
+      );
+    answer(batch.completes, message.completeOutcomes);
+    answer(batch.fails, message.failOutcomes);
+    answer(batch.releases, message.releaseOutcomes);
   }
 
   private finish(error: Error | null): void {
     if (this.ended) return;
     this.ended = true;
     const reason = error ?? new TelhaError(ErrorCode.Unavailable, 'the work stream ended before answering');
-    for (const { completes, fails } of this.awaiting.values()) {
-      for (const entry of [...completes, ...fails]) entry.reject(reason);
+    for (const { completes, fails, releases } of this.awaiting.values()) {
+      for (const entry of [...completes, ...fails, ...releases]) entry.reject(reason);
     }
     this.awaiting.clear();
     for (const entry of this.queued.splice(0)) entry.reject(reason);

@@ -8,7 +8,7 @@ import { backoffMicros, type BackoffByKind } from './backoff.ts';
 import { secondsToMicros } from './clock.ts';
 import type { JobsConfig } from './config.ts';
 import { LeaseConflictError, TelhaError, ErrorCode } from './errors.ts';
-import { MAX_EVENT_DETAIL_CHARS, MAX_EVENTS } from './limits.ts';
+import { MAX_EVENT_DETAIL_CHARS, MAX_EVENTS, SYSTEM_KIND_PREFIX } from './limits.ts';
 import {
   JOB_STATE_NAMES,
   JobState,
@@ -38,6 +38,7 @@ export const TRANSITIONS = [
   { name: 'fail', from: 'Leased', to: 'Dead' },
   { name: 'reap', from: 'Leased', to: 'Pending' },
   { name: 'reap', from: 'Leased', to: 'Dead' },
+  { name: 'release', from: 'Leased', to: 'Pending' },
   { name: 'retry', from: 'Dead', to: 'Pending' },
 ] as const satisfies readonly { name: string; from: TransitionSource; to: keyof typeof JobState }[];
 
@@ -105,16 +106,29 @@ export function enqueue(fields: NewJobFields, now: Micros): JobRecord {
   });
 }
 
-/** Whether a Pending job may be leased now: past its gate and of a wanted kind. */
+/** Whether a Pending job may be leased now: past its gate and of a kind the lease filter takes. */
 export function isLeasable(record: JobRecord, now: Micros, kinds: readonly string[] | null): boolean {
   if (record.state !== JobState.Pending) return false;
   if (record.notBefore !== null && record.notBefore > now) return false;
-  return kindMatches(record.kind, kinds);
+  return leaseKindMatches(record.kind, kinds);
 }
 
-/** The lease filter: `null` matches every kind, otherwise any prefix must match. */
+/** The list filter: `null` matches every kind, otherwise any prefix must match. */
 export function kindMatches(kind: string, kinds: readonly string[] | null): boolean {
   return kinds === null || kinds.some((prefix) => kind.startsWith(prefix));
+}
+
+/**
+ * The lease filter, which every store's claim and the lease waiters' wake-up
+ * apply: `kindMatches`, except that a `system:` kind is matched only by a
+ * prefix that itself starts with `system:`. System jobs are the server's own
+ * work (retention pruning among them): a worker that leases every kind, or
+ * `sys`, must not take one and complete it as a no-op; the maintenance
+ * runner, and a worker that asks for `system:` kinds by name, do.
+ */
+export function leaseKindMatches(kind: string, kinds: readonly string[] | null): boolean {
+  if (!kind.startsWith(SYSTEM_KIND_PREFIX)) return kindMatches(kind, kinds);
+  return kinds !== null && kinds.some((prefix) => prefix.startsWith(SYSTEM_KIND_PREFIX) && kind.startsWith(prefix));
 }
 
 /** lease: Pending to Leased. Bumps the fencing generation and clears any previous attempt's checkpoint. */
@@ -228,6 +242,25 @@ export function fail(
     });
   }
   return taking('fail', record.state, retryOrDeadLetter(base, events, now, policy, `attempts exhausted (${attempts})`));
+}
+
+/**
+ * release: the holder hands back a job it has not finished (a worker shutting
+ * down, or giving up on a handler at its close timeout). Pending and ready at
+ * once, with no attempt charged and no backoff gate: nothing failed. The
+ * generation stays; the next lease bumps it, which fences out the releaser.
+ */
+export function release(record: JobRecord, fence: LeaseFence, now: Micros): JobRecord {
+  checkFence(record, fence);
+  return taking('release', record.state, {
+    ...leaveLease(record),
+    state: JobState.Pending,
+    notBefore: null,
+    events: appendEvent(
+      record.events,
+      event(now, 'released', `worker=${fence.workerId} generation=${record.leaseGeneration}`),
+    ),
+  });
 }
 
 /** Whether the reaper should reclaim this job now. */

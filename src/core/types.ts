@@ -63,6 +63,7 @@ export const EVENT_TRANSITIONS = [
   'retried',
   'checkpoint',
   'stats',
+  'released',
 ] as const;
 export type EventTransition = (typeof EVENT_TRANSITIONS)[number];
 

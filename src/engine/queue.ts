@@ -7,7 +7,7 @@
  *
  *     producers   enqueue · enqueueBatch (all or none) · enqueueEach (each on its own)
  *     workers     leaseNext · lease (many, optional long poll) · heartbeat · checkpoint
- *                 complete · fail · completeEach · failEach
+ *                 complete · fail · release · completeEach · failEach · releaseEach
  *     operators   show · list · counts · leased · retry
  *     lifecycle   maintenance (reaper, pruning) · waits · stats · close
  */
@@ -54,7 +54,11 @@ import { WorkSignal, type WakeReason } from './work-signal.ts';
 
 export interface LeaseOptions {
   readonly workerId: string;
-  /** Kind prefixes to accept; omitted or empty accepts every kind. */
+  /**
+   * Kind prefixes to accept; omitted or empty accepts every kind but the
+   * server's own `system:` kinds, which only a prefix starting with `system:`
+   * accepts.
+   */
   readonly kinds?: readonly string[];
   /** Where to lease from. Default: every scope, system jobs first (the worker fleet's view). */
   readonly scope?: ScopeFilter;
@@ -94,6 +98,12 @@ export interface Completion extends CompleteOptions {
 
 /** One failure in {@link Queue.failEach}. */
 export interface Failure extends FailOptions {
+  readonly jobId: string;
+  readonly fence: LeaseFence;
+}
+
+/** One job handed back in {@link Queue.releaseEach}. */
+export interface Release {
   readonly jobId: string;
   readonly fence: LeaseFence;
 }
@@ -239,8 +249,8 @@ export class Queue {
   /**
    * Up to `limit` jobs, in the order `leaseNext` would hand them out. With
    * `waitMs`, waits for one to become eligible when none is (long poll), and
-   * returns as soon as a matching job is enqueued, retried, reaped or its gate
-   * opens; `[]` on timeout or abort.
+   * returns as soon as a matching job is enqueued, retried, reaped, released or
+   * its gate opens; `[]` on timeout or abort.
    */
   async lease(options: LeaseManyOptions): Promise<JobRecord[]> {
     const limit = checkIntegerInRange('limit', options.limit ?? 1, 1, MAX_LEASE_BATCH);
@@ -261,6 +271,8 @@ export class Queue {
       const sleep = Math.min(remaining, untilGate, this.store.pollIntervalMs ?? Infinity);
       const reason = await this.work.wait(scope, kinds, seen, sleep, options.signal);
       this.waitsEnded[reason]++;
+      // Given up on: claim nothing more (a Work stream that is closing would only hand it back).
+      if (options.signal?.aborted) return [];
     }
   }
 
@@ -355,6 +367,18 @@ export class Queue {
   }
 
   /**
+   * Hand back a leased job that was not finished (a worker shutting down):
+   * Pending and leasable at once, with no attempt charged and no backoff, and
+   * a `released` event. Fenced like `complete`; the next lease bumps the
+   * generation, so the releasing worker can submit nothing more for it.
+   */
+  async release(jobId: string, fence: LeaseFence, scope: ScopeFilter = ANY_SCOPE): Promise<JobRecord> {
+    const record = await this.fenced(jobId, fence, scope, (r, f, now) => transitions.release(r, f, now));
+    this.announce([record], this.clock.now());
+    return record;
+  }
+
+  /**
    * Complete many leased jobs, as a worker's results arrive together: each
    * item is fenced, applied and answered on its own, exactly as `complete`
    * would, but the store does them in one pass (RocksDB: one lock round and
@@ -398,6 +422,19 @@ export class Queue {
       failRequest,
     );
     this.afterFailures(results.flatMap((result) => (result.ok ? [result.value] : [])));
+    return results;
+  }
+
+  /** Hand back many leased jobs, each as `release` would, in one pass of the store (see `completeEach`). */
+  async releaseEach(items: readonly Release[], scope: ScopeFilter = ANY_SCOPE): Promise<ItemResult<JobRecord>[]> {
+    this.checkEach(items);
+    const results = await this.fencedEach(items, scope, (record, fence, _item, now) =>
+      transitions.release(record, fence, now),
+    );
+    this.announce(
+      results.flatMap((result) => (result.ok ? [result.value] : [])),
+      this.clock.now(),
+    );
     return results;
   }
 

@@ -3,12 +3,13 @@
  * returns as soon as a matching job is eligible instead of on a polling tick.
  *
  * Each ready job wakes one waiting caller whose scope and kind filter match it
- * (oldest waiter first): a burst of N jobs wakes N waiters, not all of them.
+ * as a lease would take it (so a `system:` job never wakes a worker that did
+ * not ask for system kinds by name; oldest waiter first): a burst of N jobs wakes N waiters, not all of them.
  * A job that is Pending but still gated wakes every matching waiter once, so
  * each can shorten its sleep to the new gate.
  */
 import { MAX_TIMER_MS } from '../core/limits.ts';
-import { kindMatches } from '../core/transitions.ts';
+import { leaseKindMatches } from '../core/transitions.ts';
 import type { ScopeFilter, WorkNotice } from '../core/types.ts';
 import { inScope } from '../core/scope.ts';
 
@@ -50,7 +51,7 @@ export class WorkSignal {
       let budget = notice.ready ? notice.count : Infinity;
       for (const waiter of this.waiters) {
         if (budget === 0) break;
-        if (!inScope(notice, waiter.scope) || !kindMatches(notice.kind, waiter.kinds)) continue;
+        if (!inScope(notice, waiter.scope) || !leaseKindMatches(notice.kind, waiter.kinds)) continue;
         budget--;
         waiter.wake('woken');
       }

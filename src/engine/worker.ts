@@ -14,13 +14,14 @@ import { LeasePump } from './lease-pump.ts';
 import type { LeaseOptions, Queue } from './queue.ts';
 
 export interface LocalWorkerOptions extends RunnerOptions {
-  /** Lease from one tenant or the system scope; default: every scope, system jobs first. */
+  /** Lease from one tenant or the system scope; default: every scope (system jobs only for `system:` kinds). */
   readonly scope?: ScopeFilter;
 }
 
 /**
- * A worker on a queue in this process. `close()` waits for its jobs; it does
- * not close the queue, which stays the caller's.
+ * A worker on a queue in this process. `close()` releases the jobs it has not
+ * started and waits for the running ones; it does not close the queue, which
+ * stays the caller's.
  */
 export class LocalWorker extends WorkerRunner {
   constructor(
@@ -36,10 +37,16 @@ const LEASE_WAIT_MS = 30_000;
 
 function localSource(queue: Queue, scope: ScopeFilter): WorkSource {
   const settle = async (item: SettleItem): Promise<void> => {
-    if (item.type === 'complete') {
-      await queue.complete(item.jobId, item.fence, { successors: item.successors }, scope);
-    } else {
-      await queue.fail(item.jobId, item.fence, { error: item.error, permanent: item.permanent }, scope);
+    switch (item.type) {
+      case 'complete':
+        await queue.complete(item.jobId, item.fence, { successors: item.successors }, scope);
+        return;
+      case 'fail':
+        await queue.fail(item.jobId, item.fence, { error: item.error, permanent: item.permanent }, scope);
+        return;
+      case 'release':
+        await queue.release(item.jobId, item.fence, scope);
+        return;
     }
   };
   return {
@@ -113,8 +120,8 @@ class LocalSession implements WorkSession {
 
 /**
  * Results of one event-loop turn go to the queue together, as the Work
- * stream's do through the server: one `completeEach` and one `failEach`,
- * so the store locks and writes them in one pass.
+ * stream's do through the server: one `completeEach`, one `failEach` and one
+ * `releaseEach`, so the store locks and writes them in one pass.
  */
 class SettleBatcher {
   private queued: PendingResult[] = [];
@@ -132,7 +139,7 @@ class SettleBatcher {
   }
 
   private async flush(): Promise<void> {
-    const { completes, fails } = splitByType(this.queued);
+    const { completes, fails, releases } = splitByType(this.queued);
     this.queued = [];
     await Promise.all([
       sendBatch(completes, () =>
@@ -149,6 +156,12 @@ class SettleBatcher {
             error: item.error,
             permanent: item.permanent,
           })),
+          this.scope,
+        ),
+      ),
+      sendBatch(releases, () =>
+        this.queue.releaseEach(
+          releases.map(({ item }) => ({ jobId: item.jobId, fence: item.fence })),
           this.scope,
         ),
       ),

@@ -15,7 +15,7 @@ import {
   type ScopeFilter,
 } from '../core/types.ts';
 import { eachOnItsOwn } from '../core/each.ts';
-import type { Completion, Failure, Queue } from '../engine/queue.ts';
+import type { Completion, Failure, Queue, Release } from '../engine/queue.ts';
 import { create } from '@bufbuild/protobuf';
 import {
   EnqueueEachAnswerSchema,
@@ -24,6 +24,7 @@ import {
   type EnqueueResult as WireEnqueueResult,
   type FailRequest,
   type Fence,
+  type ReleaseRequest,
   type ItemOutcome,
   type Job,
 } from '../gen/telha/v1/queue_pb.ts';
@@ -145,8 +146,8 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
   };
 
   /**
-   * The items of a batch call (CompleteEach, FailEach, a Work message's
-   * results), each answered on its own: an item's error becomes its outcome,
+   * The items of a batch call (CompleteEach, FailEach, ReleaseEach, a Work
+   * message's results), each answered on its own: an item's error becomes its outcome,
    * not the call's. Items that do not even convert fail here; the rest go to
    * the queue as one batch.
    */
@@ -177,6 +178,13 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
       items,
       (item): Failure => ({ ...fenceFromWire(item.fence), error: item.error, permanent: item.permanent }),
       (failures) => queue.failEach(failures, scope),
+    );
+
+  const releaseEach = (items: readonly ReleaseRequest[], scope: ScopeFilter): Promise<ItemOutcome[]> =>
+    settleEach(
+      items,
+      (item): Release => fenceFromWire(item.fence),
+      (releases) => queue.releaseEach(releases, scope),
     );
 
   /** Workers and operators submit across scopes; a tenant could only ever reach its own. */
@@ -272,12 +280,23 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
       return { job: toWire(job) };
     }),
 
+    release: handle('release', 'work', async (req, { principal }) => {
+      const { jobId, fence } = fenceFromWire(req.fence);
+      const job = await queue.release(jobId, fence, workScope(principal));
+      logger.debug({ jobId, kind: job.kind, tenant: job.tenant, workerId: fence.workerId }, 'released');
+      return { job: toWire(job) };
+    }),
+
     completeEach: handle('completeEach', 'work', async (req, { principal }) => ({
       outcomes: await completeEach(req.items, workScope(principal)),
     })),
 
     failEach: handle('failEach', 'work', async (req, { principal }) => ({
       outcomes: await failEach(req.items, workScope(principal)),
+    })),
+
+    releaseEach: handle('releaseEach', 'work', async (req, { principal }) => ({
+      outcomes: await releaseEach(req.items, workScope(principal)),
     })),
 
     show: handle('show', 'read', async (req, { principal }) => {
@@ -323,6 +342,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
         toWire,
         completeEach,
         failEach,
+        releaseEach,
       }),
   };
 }

@@ -4,8 +4,12 @@
  * worker runs. Leasing here is the unary Lease call's long-poll, re-armed by
  * the server itself whenever credit remains, so a job enqueued while the
  * worker waits is pushed at once; results are applied exactly as
- * CompleteEach / FailEach apply them.
+ * CompleteEach / FailEach / ReleaseEach apply them.
  *
+ * A worker that stops sends back the jobs it has not started (releases) and
+ * half-closes. Jobs leased for the stream once it is closing (the worker
+ * half-closed or went away, or the server is shutting down) are never pushed:
+ * the server releases them itself, so no job waits out a lease nobody holds.
  * Jobs pushed into a stream that breaks before the worker reads them stay
  * leased to it until their lease expires, and the reaper hands them on: the
  * same as a unary Lease response lost on the way.
@@ -23,6 +27,7 @@ import type {
   FailRequest,
   ItemOutcome,
   Job,
+  ReleaseRequest,
   WorkRequest,
   WorkResponseSchema,
 } from '../gen/telha/v1/queue_pb.ts';
@@ -63,6 +68,7 @@ export interface WorkDeps {
   toWire(job: JobRecord): Job;
   completeEach(items: readonly CompleteRequest[], scope: ScopeFilter): Promise<ItemOutcome[]>;
   failEach(items: readonly FailRequest[], scope: ScopeFilter): Promise<ItemOutcome[]>;
+  releaseEach(items: readonly ReleaseRequest[], scope: ScopeFilter): Promise<ItemOutcome[]>;
 }
 
 interface Opened {
@@ -78,7 +84,7 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
   const stop = new AbortController();
   const signal = AbortSignal.any([stream.signal, deps.shutdown, stop.signal]);
   let opened: Opened | null = null;
-  let release: (() => void) | null = null;
+  let admitted: (() => void) | null = null;
   const settling = new Set<Promise<void>>();
   let closed = false;
 
@@ -89,22 +95,52 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
       workerId: opened?.lease.workerId ?? null,
     });
 
-  /** Stop leasing; answer the results already received; then end the stream (OK, or `status`). */
+  /** Count `work` in `settling`, which the stream's end waits for. */
+  function track(work: Promise<void>): void {
+    settling.add(work);
+    void work.finally(() => settling.delete(work));
+  }
+
+  /**
+   * Stop leasing; let a lease call in flight finish (its jobs are released,
+   * see `open`); answer the results already received; then end the stream
+   * (OK, or `status`).
+   */
   function close(status: WireStatus | null): void {
     if (closed) return;
     closed = true;
     stop.abort();
-    void Promise.all(settling).then(() => {
-      release?.();
-      if (stream.signal.aborted) return;
-      if (status === null) stream.end();
-      else stream.fail(status);
-    });
+    const leasing = opened?.pump.done.catch(() => undefined) ?? Promise.resolve();
+    void leasing
+      .then(() => Promise.all(settling))
+      .then(() => {
+        admitted?.();
+        if (stream.signal.aborted) return;
+        if (status === null) stream.end();
+        else stream.fail(status);
+      });
+  }
+
+  /** Release jobs leased for a stream that is closing: no worker will run them. */
+  function releaseUnsent(jobs: readonly JobRecord[], workerId: string, scope: ScopeFilter): void {
+    const items = jobs.map((job) => ({ jobId: job.jobId, fence: { workerId, leaseGeneration: job.leaseGeneration } }));
+    track(
+      deps.queue.releaseEach(items, scope).then(
+        (results) => {
+          results.forEach((result, i) => {
+            if (!result.ok)
+              deps.logger.warn({ jobId: items[i]?.jobId, err: String(result.error) }, 'could not release');
+          });
+        },
+        // The store is away: the leases expire and the reaper hands the jobs on.
+        (error: unknown) => deps.logger.warn({ workerId, err: String(error) }, 'could not release'),
+      ),
+    );
   }
 
   function open(message: WorkRequest): Opened {
     if (message.open === undefined) throw invalidArgument('open', 'the first message of a Work stream must carry open');
-    release = deps.admit();
+    admitted = deps.admit();
     const principal = deps.auth.authenticate(stream.authorization);
     requirePermission(principal, 'work');
     const leaseScope = resolveScope(principal, scopeFromWire(message.open.scope), true);
@@ -115,10 +151,11 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
     };
     const settleScope = principal.role === 'tenant' ? leaseScope : ANY_SCOPE;
     stream.opened();
-    // Jobs are sent even when the stream was just cancelled: grpc drops them, and the leases expire as described above.
-    const pump = new LeasePump(deps.queue, lease, deps.maxLeaseWaitMs, signal, (jobs) =>
-      stream.send({ jobs: jobs.map((job) => deps.toWire(job)) }),
-    );
+    // A lease call that was in flight when the stream began to close still returns its jobs.
+    const pump = new LeasePump(deps.queue, lease, deps.maxLeaseWaitMs, signal, (jobs) => {
+      if (signal.aborted) releaseUnsent(jobs, lease.workerId, settleScope);
+      else stream.send({ jobs: jobs.map((job) => deps.toWire(job)) });
+    });
     pump.done.then(
       () => close(null),
       (error: unknown) => close(describe(error)),
@@ -127,16 +164,20 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
     return { principal, leaseScope, settleScope, lease, pump };
   }
 
-  function settle(settleId: bigint, completes: readonly CompleteRequest[], fails: readonly FailRequest[]): void {
+  function settle(settleId: bigint, message: WorkRequest): void {
     const scope = (opened as Opened).settleScope;
-    const done = Promise.all([deps.completeEach(completes, scope), deps.failEach(fails, scope)]).then(
-      ([completeOutcomes, failOutcomes]) => {
-        if (!stream.signal.aborted) stream.send({ settleId, completeOutcomes, failOutcomes });
-      },
-      (error: unknown) => close(describe(error)),
+    track(
+      Promise.all([
+        deps.completeEach(message.completes, scope),
+        deps.failEach(message.fails, scope),
+        deps.releaseEach(message.releases, scope),
+      ]).then(
+        ([completeOutcomes, failOutcomes, releaseOutcomes]) => {
+          if (!stream.signal.aborted) stream.send({ settleId, completeOutcomes, failOutcomes, releaseOutcomes });
+        },
+        (error: unknown) => close(describe(error)),
+      ),
     );
-    settling.add(done);
-    void done.finally(() => settling.delete(done));
   }
 
   return {
@@ -152,9 +193,9 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
           }
           opened.pump.grant(message.credit);
         }
-        if (message.completes.length > 0 || message.fails.length > 0) {
+        if (message.completes.length > 0 || message.fails.length > 0 || message.releases.length > 0) {
           if (message.settleId === 0n) throw invalidArgument('settle_id', 'must be set on a message carrying results');
-          settle(message.settleId, message.completes, message.fails);
+          settle(message.settleId, message);
         }
       } catch (error) {
         close(describe(error));

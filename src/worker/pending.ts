@@ -4,7 +4,7 @@
  * Each job gets its own answer from a batch.
  */
 import type { ItemResult } from '../core/types.ts';
-import type { CompleteItem, FailItem, SettleItem } from './source.ts';
+import type { CompleteItem, FailItem, ReleaseItem, SettleItem } from './source.ts';
 
 /** A result waiting for the store's answer. */
 export interface PendingResult<Item extends SettleItem = SettleItem> {
@@ -13,18 +13,30 @@ export interface PendingResult<Item extends SettleItem = SettleItem> {
   reject(error: Error): void;
 }
 
-/** Completions and failures apart: they travel in separate lists. */
-export function splitByType(entries: readonly PendingResult[]): {
-  completes: PendingResult<CompleteItem>[];
-  fails: PendingResult<FailItem>[];
-} {
-  const completes: PendingResult<CompleteItem>[] = [];
-  const fails: PendingResult<FailItem>[] = [];
+/** Results by type: completions, failures and releases travel in separate lists. */
+export interface ResultsByType {
+  readonly completes: PendingResult<CompleteItem>[];
+  readonly fails: PendingResult<FailItem>[];
+  readonly releases: PendingResult<ReleaseItem>[];
+}
+
+/** Completions, failures and releases apart, each in the order given. */
+export function splitByType(entries: readonly PendingResult[]): ResultsByType {
+  const split: ResultsByType = { completes: [], fails: [], releases: [] };
   for (const entry of entries) {
-    if (entry.item.type === 'complete') completes.push(entry as PendingResult<CompleteItem>);
-    else fails.push(entry as PendingResult<FailItem>);
+    switch (entry.item.type) {
+      case 'complete':
+        split.completes.push(entry as PendingResult<CompleteItem>);
+        break;
+      case 'fail':
+        split.fails.push(entry as PendingResult<FailItem>);
+        break;
+      case 'release':
+        split.releases.push(entry as PendingResult<ReleaseItem>);
+        break;
+    }
   }
-  return { completes, fails };
+  return split;
 }
 
 /** Give each result the store's answer for it, in order. */

@@ -10,9 +10,12 @@
  * - Handler throws: the job fails and is retried with backoff.
  * - Handler throws {@link PermanentError}: the job fails permanently (Dead).
  * - The handler's `signal` aborts when the lease is lost (a heartbeat or
- *   checkpoint came back ABORTED) or when the worker shuts down; a late
+ *   checkpoint came back ABORTED) or when `close()` gives up on it; a late
  *   result is then not submitted as if the lease were still held: the store
  *   would reject it anyway.
+ * - `close()` hands back the jobs it holds but has not started (released:
+ *   Pending at once, no attempt charged), so a worker that stops right after
+ *   it started strands nothing.
  */
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, isTelhaError, isTransient, LeaseConflictError, TelhaError } from '../core/errors.ts';
@@ -54,7 +57,11 @@ export type JobHandler = (job: JobContext) => Promise<void>;
 
 /** What a worker does, whichever source it works from. */
 export interface RunnerOptions {
-  /** Kind prefixes to lease; empty or omitted takes every kind. */
+  /**
+   * Kind prefixes to lease; empty or omitted takes every kind but the
+   * server's own `system:` kinds, which only a prefix starting with `system:`
+   * takes.
+   */
   readonly kinds?: readonly string[];
   /** Jobs run at once. Default 10. */
   readonly concurrency?: number;
@@ -110,6 +117,22 @@ const RECONNECT_MAX_MS = 5_000;
 /** How long `waitForReady()` waits by default. */
 const READY_TIMEOUT_MS = 30_000;
 
+/** A job whose handler holds one of the `concurrency` slots. */
+interface Held {
+  readonly abort: LazyAbort;
+  /** Give up on the handler (close timed out): abort its signal and hand its job back. */
+  abandon(reason: Error): void;
+}
+
+/** A leased job waiting for a slot (prefetched). */
+interface Waiting {
+  start(): void;
+  /** The worker is closing: give the job back unstarted, starting the release now. */
+  release(): void;
+}
+
+type HandlerOutcome = { readonly ok: true } | { readonly ok: false; readonly error: unknown };
+
 /**
  * The worker loop over any {@link WorkSource}: the SDK's `Worker` (gRPC to
  * `telha serve`) and the embedded `LocalWorker` (a `Queue` in this process)
@@ -123,9 +146,9 @@ export class WorkerRunner {
   /** Running average of handler time (ms), for `prefetch: 'auto'`; `null` before the first handler returns. */
   private handlerMs: number | null = null;
   /** Jobs whose handler is running: each holds one of the `concurrency` slots. */
-  private readonly running = new Map<string, LazyAbort>();
+  private readonly running = new Map<string, Held>();
   /** Leased jobs waiting for a slot (prefetched), in lease order. */
-  private readonly waiting: { readonly abort: LazyAbort; start(run: boolean): void }[] = [];
+  private readonly waiting: Waiting[] = [];
   /** Every job from lease until its result is settled (handler running, or result on its way). */
   private readonly inFlight = new Set<Promise<void>>();
   private readonly stopLeasing = new AbortController();
@@ -142,8 +165,8 @@ export class WorkerRunner {
   private lastFailure: Error | null = null;
   /** Callers of `waitForReady()` waiting for a session to open. */
   private readonly readyWaiters = new Set<{ resolve(): void; reject(error: Error): void }>();
-  /** Completions and failures the store accepted, and leases lost, since start. */
-  readonly stats = { completed: 0, failed: 0, leaseLost: 0 };
+  /** Completions, failures and hand-backs (releases) the store accepted, and leases lost, since start. */
+  readonly stats = { completed: 0, failed: 0, released: 0, leaseLost: 0 };
 
   constructor(
     private readonly source: WorkSource,
@@ -209,15 +232,24 @@ export class WorkerRunner {
   }
 
   /**
-   * Stop leasing, then wait for running and prefetched jobs up to `timeoutMs`
-   * (default 30 s). Handlers still running after that see their signal abort,
-   * and prefetched jobs not started by then are not; their leases are left to
-   * expire and the reaper hands the jobs to another worker.
+   * Stop leasing and hand back at once the jobs this worker holds but has not
+   * started (prefetched, or pushed to it while it closes): each is released,
+   * Pending again with no attempt charged, for another worker to take now.
+   * Then wait up to `timeoutMs` (default 30 s) for the running handlers and
+   * their results. A handler still running then is abandoned: its signal
+   * aborts, its job is released too, and what it returns later is not
+   * submitted. Resolves once every result and release is answered. A release
+   * that cannot be delivered (the server is away) leaves the lease to expire,
+   * and the reaper hands the job on, as before.
    */
   async close(timeoutMs = 30_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
-    // Ends the work session: the source stops leasing, answers the results it has, and ends it.
-    this.stopLeasing.abort();
+    if (!this.stopLeasing.signal.aborted) {
+      // Before the session ends, so these releases go out on it, in its last message.
+      for (const job of this.waiting.splice(0)) job.release();
+      // Ends the work session: the source stops leasing, answers the results it has, and ends it.
+      this.stopLeasing.abort();
+    }
     for (const waiter of [...this.readyWaiters]) waiter.reject(this.closedBefore());
     const timedOut = (promise: Promise<unknown>): Promise<boolean> =>
       Promise.race([
@@ -226,13 +258,12 @@ export class WorkerRunner {
       ]);
     if (this.loop !== null && (await timedOut(this.loop))) this.channel?.cancel();
     await this.loop;
-    const all = Promise.all([...this.inFlight]);
-    if (await timedOut(all)) {
+    if (await timedOut(Promise.all([...this.inFlight]))) {
       const reason = new Error('worker shutting down');
-      for (const abort of this.running.values()) abort.abort(reason);
-      for (const { abort } of this.waiting) abort.abort(reason);
-      await all;
+      for (const held of [...this.running.values()]) held.abandon(reason);
     }
+    // An abandoned job is done once its release is answered, whether or not its handler ever returns.
+    await Promise.all([...this.inFlight]);
     this.source.close();
   }
 
@@ -334,7 +365,7 @@ export class WorkerRunner {
    */
   private grantFreeSlots(): void {
     const channel = this.channel;
-    if (channel === null || !channel.writable) return;
+    if (channel === null || !channel.writable || this.stopLeasing.signal.aborted) return;
     const held = this.running.size + this.waiting.length;
     const settling = this.inFlight.size - held;
     const wanted = this.concurrency + this.prefetchNow() - held - Math.max(0, settling - this.concurrency);
@@ -347,15 +378,15 @@ export class WorkerRunner {
 
   private run(job: JobRecord): void {
     const abort = new LazyAbort();
-    let released = false;
-    const release = (): void => {
-      if (released) return;
-      released = true;
+    let freed = false;
+    const freeSlot = (): void => {
+      if (freed) return;
+      freed = true;
       if (this.running.delete(job.jobId)) this.startWaiting();
       this.grantFreeSlots();
     };
-    const done: Promise<void> = this.execute(job, abort, release).finally(() => {
-      release();
+    const done: Promise<void> = this.execute(job, abort, freeSlot).finally(() => {
+      freeSlot();
       this.inFlight.delete(done);
       this.grantFreeSlots();
     });
@@ -369,27 +400,35 @@ export class WorkerRunner {
     return Math.min(ahead, Math.max(this.concurrency, AUTO_PREFETCH_MAX));
   }
 
-  /** Take a slot for a job: at once if one is free, else when one frees up; `false` if the job was aborted first. */
-  private takeSlot(jobId: string, abort: LazyAbort): Promise<boolean> {
+  /**
+   * Take a slot for a job: at once if one is free, else when one frees up.
+   * `'dropped'` if the job's lease was lost first, `'released'` if the
+   * worker began to close first (then `release` has been called).
+   */
+  private takeSlot(jobId: string, held: Held, release: () => void): Promise<'run' | 'dropped' | 'released'> {
     if (this.running.size < this.concurrency && this.waiting.length === 0) {
-      this.running.set(jobId, abort);
-      return Promise.resolve(true);
+      this.running.set(jobId, held);
+      return Promise.resolve('run');
     }
-    return new Promise<boolean>((resolve) => {
-      const entry = {
-        abort,
-        start: (run: boolean): void => {
-          abort.offAbort(dropped);
-          if (run) this.running.set(jobId, abort);
-          resolve(run);
+    return new Promise((resolve) => {
+      const entry: Waiting = {
+        start: () => {
+          held.abort.offAbort(dropped);
+          this.running.set(jobId, held);
+          resolve('run');
+        },
+        release: () => {
+          held.abort.offAbort(dropped);
+          release();
+          resolve('released');
         },
       };
       const dropped = (): void => {
         const at = this.waiting.indexOf(entry);
         if (at >= 0) this.waiting.splice(at, 1);
-        resolve(false);
+        resolve('dropped');
       };
-      abort.onAbort(dropped);
+      held.abort.onAbort(dropped);
       this.waiting.push(entry);
     });
   }
@@ -399,7 +438,7 @@ export class WorkerRunner {
     while (this.running.size < this.concurrency) {
       const next = this.waiting.shift();
       if (next === undefined) return;
-      next.start(true);
+      next.start();
     }
   }
 
@@ -409,12 +448,55 @@ export class WorkerRunner {
     return channel !== null && channel.writable ? channel.settle(item) : this.source.settle(item);
   }
 
-  /** Heartbeat the lease, wait for a slot, run the handler, `release` its slot, then settle the result. */
-  private async execute(job: JobRecord, abort: LazyAbort, release: () => void): Promise<void> {
+  /**
+   * Give a job back to the store unfinished (released: Pending at once, no
+   * attempt charged). Never rejects: a job no longer held needs no hand-back,
+   * and one the store cannot be told about keeps its lease until it expires.
+   */
+  private async releaseJob(job: JobRecord, fence: LeaseFence, log: object): Promise<void> {
+    try {
+      await this.settle({ type: 'release', jobId: job.jobId, fence });
+      this.stats.released++;
+    } catch (error) {
+      if (error instanceof LeaseConflictError) return;
+      this.options.logger?.warn({ ...log, err: String(error) }, 'could not hand the job back; its lease will expire');
+    }
+  }
+
+  /** The handler's outcome; never rejects, even for a handler that throws before it returns a promise. */
+  private async runHandler(context: JobContext): Promise<HandlerOutcome> {
+    try {
+      await this.options.handler(context);
+      return { ok: true };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  }
+
+  /**
+   * Heartbeat the lease, wait for a slot, run the handler, free its slot,
+   * then settle the result. A job that arrives while the worker closes, or
+   * still waits for a slot when it does, or whose handler `close()` gives up
+   * on, is handed back instead.
+   */
+  private async execute(job: JobRecord, abort: LazyAbort, freeSlot: () => void): Promise<void> {
     const fence: LeaseFence = { workerId: this.workerId, leaseGeneration: job.leaseGeneration };
     const log = { jobId: job.jobId, kind: job.kind, tenant: job.tenant, workerId: this.workerId };
+    let timer: NodeJS.Timeout | null = null;
+    /** Set once the job is on its way back: no more heartbeats, and no result. */
+    let releasing: Promise<void> | null = null;
+    const release = (): Promise<void> => {
+      if (timer !== null) clearTimeout(timer);
+      releasing ??= this.releaseJob(job, fence, log);
+      return releasing;
+    };
+    // Pushed while the worker closes: never started, so straight back.
+    if (this.stopLeasing.signal.aborted) return release();
+
     const lost = (error: unknown): boolean => {
       if (!(error instanceof LeaseConflictError)) return false;
+      // Released by this worker: a heartbeat that crossed the release is no lost lease.
+      if (releasing !== null) return true;
       this.stats.leaseLost++;
       this.options.onLeaseLost?.(job.jobId, error);
       this.options.logger?.warn({ ...log, reason: error.reason }, 'lease lost');
@@ -422,7 +504,6 @@ export class WorkerRunner {
       return true;
     };
     let deadline = job.leaseDeadline ?? Date.now() * 1000;
-    let timer: NodeJS.Timeout | null = null;
     const fraction = this.options.heartbeatFraction ?? 1 / 3;
     const scheduleHeartbeat = (): void => {
       const remainingMs = deadline / 1000 - Date.now();
@@ -430,18 +511,29 @@ export class WorkerRunner {
       timer = setTimeout(() => void beat(), Math.min(MAX_TIMER_MS, Math.max(MIN_HEARTBEAT_MS, remainingMs * fraction)));
     };
     const beat = async (): Promise<void> => {
-      if (abort.aborted) return;
+      if (abort.aborted || releasing !== null) return;
       try {
         deadline = await this.source.heartbeat(job.jobId, fence);
       } catch (error) {
         if (lost(error)) return;
         // A transient failure: try again soon, well before the deadline.
       }
-      if (!abort.aborted) scheduleHeartbeat();
+      if (!abort.aborted && releasing === null) scheduleHeartbeat();
     };
     // From the lease on, whether the job runs at once or waits for a slot.
     scheduleHeartbeat();
-    if (!(await this.takeSlot(job.jobId, abort))) {
+    let abandon: () => void = () => {};
+    const abandoned = new Promise<null>((resolve) => (abandon = () => resolve(null)));
+    const held: Held = {
+      abort,
+      abandon: (reason) => {
+        abort.abort(reason);
+        abandon();
+      },
+    };
+    const slot = await this.takeSlot(job.jobId, held, () => void release());
+    if (slot === 'released') return release();
+    if (slot === 'dropped') {
       if (timer !== null) clearTimeout(timer);
       return;
     }
@@ -473,18 +565,18 @@ export class WorkerRunner {
     };
 
     try {
-      let outcome: { ok: true } | { ok: false; error: unknown };
       const started = performance.now();
-      try {
-        await this.options.handler(context);
-        outcome = { ok: true };
-      } catch (error) {
-        outcome = { ok: false, error };
+      const outcome = await Promise.race([this.runHandler(context), abandoned]);
+      if (outcome === null) {
+        // Given up on at the close timeout: the job goes back now; what the handler returns later is dropped.
+        freeSlot();
+        await release();
+        return;
       }
       const took = performance.now() - started;
       this.handlerMs = this.handlerMs === null ? took : this.handlerMs + HANDLER_MS_WEIGHT * (took - this.handlerMs);
       if (timer !== null) clearTimeout(timer);
-      release();
+      freeSlot();
       if (abort.aborted && abort.reason instanceof LeaseConflictError) return;
       if (outcome.ok) {
         await this.settle({ type: 'complete', jobId: job.jobId, fence, successors });

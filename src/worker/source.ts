@@ -7,7 +7,7 @@
  */
 import type { JobRecord, LeaseFence, NewJob } from '../core/types.ts';
 
-/** A finished job's result, on its way to the store. */
+/** A finished job's result, or an unstarted job handed back, on its way to the store. */
 export type SettleItem =
   | {
       readonly type: 'complete';
@@ -21,10 +21,16 @@ export type SettleItem =
       readonly fence: LeaseFence;
       readonly error: string;
       readonly permanent: boolean;
+    }
+  | {
+      readonly type: 'release';
+      readonly jobId: string;
+      readonly fence: LeaseFence;
     };
 
 export type CompleteItem = Extract<SettleItem, { readonly type: 'complete' }>;
 export type FailItem = Extract<SettleItem, { readonly type: 'fail' }>;
+export type ReleaseItem = Extract<SettleItem, { readonly type: 'release' }>;
 
 export interface WorkSessionEvents<Job extends JobRecord = JobRecord> {
   /** The source accepted the session (through the server: authenticated and admitted); jobs may follow. */
@@ -43,7 +49,10 @@ export interface WorkSession {
   grant(n: number): void;
   /** Resolves when the store accepted the result; rejects with this item's error. */
   settle(item: SettleItem): Promise<void>;
-  /** Stop leasing; answer the results already sent; then end (`onEnd(null)`). */
+  /**
+   * Stop leasing; answer the results already sent; then end (`onEnd(null)`).
+   * Results settled before this call go out before the session stops taking them.
+   */
   end(): void;
   /** Drop the session at once. */
   cancel(): void;

@@ -68,14 +68,16 @@ export type Command =
       readonly scope: OpScope;
       readonly retryable: boolean | undefined;
     }
+  | { readonly t: 'release'; readonly lease: LeaseRef; readonly fence: FenceVariant; readonly scope: OpScope }
   /**
-   * A worker's turn, as a sequence of the commands above: lease the next job of any scope,
-   * then settle it with the fence just granted (or abandon it to the reaper).
+   * A worker's turn, as a sequence of the commands above: lease the next job of any scope and
+   * kind ({@link EVERY_KIND_BY_NAME}), then settle it with the fence just granted, hand it
+   * back, or abandon it to the reaper.
    */
   | {
       readonly t: 'work';
       readonly worker: number;
-      readonly then: 'complete' | 'fail' | 'failPermanently' | 'checkpoint' | 'abandon';
+      readonly then: 'complete' | 'fail' | 'failPermanently' | 'checkpoint' | 'release' | 'abandon';
     }
   | { readonly t: 'reap' }
   /** Operator retry of a job; with `dead`, one that is Dead if any is (index 0 = newest). */
@@ -83,7 +85,10 @@ export type Command =
   /** Move the clock; with `reap`, run the reaper right after (as its timer would). */
   | { readonly t: 'advance'; readonly secs: number; readonly reap: boolean }
   /** An operation on a job id the store never issued: `not_found` for all of them. */
-  | { readonly t: 'ghost'; readonly op: 'extend' | 'checkpoint' | 'complete' | 'fail' | 'retry' | 'show' }
+  | {
+      readonly t: 'ghost';
+      readonly op: 'extend' | 'checkpoint' | 'complete' | 'fail' | 'release' | 'retry' | 'show';
+    }
   /** Close and reopen the store (RocksDB only; a no-op in memory). */
   | { readonly t: 'restart' };
 
@@ -92,7 +97,11 @@ export const TENANT_B = 'globex';
 export const WORKERS = ['w1', 'w2', 'w3'] as const;
 export const TENANT_KINDS = ['ingest:csv', 'ingest:json', 'embed'] as const;
 export const SYSTEM_KINDS = ['system:compact', 'system:vacuum'] as const;
-/** Lease kind filters: `undefined` (option omitted), empty (also every kind), prefixes, and one matching nothing. */
+/**
+ * Lease kind filters: `undefined` (option omitted), empty (also every kind), prefixes, one
+ * matching nothing, and prefixes of system kinds that are not system prefixes (`sys`: no
+ * system job), and every kind named (tenant kinds and `system:`).
+ */
 export const KIND_FILTERS: readonly (readonly string[] | undefined)[] = [
   undefined,
   [],
@@ -101,7 +110,11 @@ export const KIND_FILTERS: readonly (readonly string[] | undefined)[] = [
   ['system:'],
   ['ingest:json', 'system:c'],
   ['nothing-matches'],
+  ['sys', 'embed'],
+  ['ingest:', 'embed', 'system:'],
 ];
+/** The index in {@link KIND_FILTERS} of the filter naming every kind, system kinds included: a worker's turn. */
+export const EVERY_KIND_BY_NAME = KIND_FILTERS.length - 1;
 export const IDEMPOTENCY_KEYS = ['k1', 'k2', 'k3'] as const;
 
 const opScope: fc.Arbitrary<OpScope> = fc.oneof(
@@ -207,6 +220,7 @@ const COMMANDS: { readonly [T in Command['t']]: fc.Arbitrary<Extract<Command, { 
     scope: opScope,
     retryable: fc.constantFrom(undefined, true, true, false),
   }),
+  release: fc.record({ t: fc.constant('release' as const), lease: leaseRef, fence, scope: opScope }),
   work: fc.record({
     t: fc.constant('work' as const),
     worker: fc.nat(WORKERS.length - 1),
@@ -215,6 +229,7 @@ const COMMANDS: { readonly [T in Command['t']]: fc.Arbitrary<Extract<Command, { 
       { arbitrary: fc.constant('complete' as const), weight: 2 },
       { arbitrary: fc.constant('failPermanently' as const), weight: 1 },
       { arbitrary: fc.constant('checkpoint' as const), weight: 1 },
+      { arbitrary: fc.constant('release' as const), weight: 1 },
       { arbitrary: fc.constant('abandon' as const), weight: 2 },
     ),
   }),
@@ -237,6 +252,7 @@ const COMMANDS: { readonly [T in Command['t']]: fc.Arbitrary<Extract<Command, { 
       'checkpoint' as const,
       'complete' as const,
       'fail' as const,
+      'release' as const,
       'retry' as const,
       'show' as const,
     ),
@@ -259,6 +275,7 @@ export const BROAD_MIX: CommandMix = {
     checkpoint: 2,
     complete: 4,
     fail: 4,
+    release: 2,
     work: 5,
     reap: 2,
     retry: 2,
@@ -280,6 +297,7 @@ export const LIFECYCLE_MIX: CommandMix = {
     checkpoint: 0,
     complete: 1,
     fail: 1,
+    release: 1,
     work: 8,
     reap: 3,
     retry: 2,
@@ -307,6 +325,7 @@ export const LIFECYCLE_MIX: CommandMix = {
         { arbitrary: fc.constant('fail' as const), weight: 8 },
         { arbitrary: fc.constant('abandon' as const), weight: 3 },
         { arbitrary: fc.constant('checkpoint' as const), weight: 1 },
+        { arbitrary: fc.constant('release' as const), weight: 1 },
         { arbitrary: fc.constant('complete' as const), weight: 1 },
       ),
     }),

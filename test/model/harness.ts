@@ -29,6 +29,7 @@ import { dropTestSchema, TEST_PG_URL, uniqueSchema } from '../support/backends.t
 import { Queue } from '../../src/engine/queue.ts';
 import type { NewJob as EngineNewJob } from '../../src/core/types.ts';
 import {
+  EVERY_KIND_BY_NAME,
   KIND_FILTERS,
   SYSTEM_KINDS,
   TENANT_A,
@@ -434,7 +435,8 @@ export async function runCommands(commands: readonly Command[], backend: Backend
       }
       case 'extend':
       case 'checkpoint':
-      case 'fail': {
+      case 'fail':
+      case 'release': {
         const lease = pickLease(model, command.lease);
         if (lease === undefined) break;
         const fence = fenceOf(lease, command.fence);
@@ -451,6 +453,9 @@ export async function runCommands(commands: readonly Command[], backend: Backend
             queue.checkpoint(id, engineFence(fence), Uint8Array.from(bytes), filter.engine),
           );
           expected = model.checkpoint(id, fence, filter.model, bytes, now);
+        } else if (command.t === 'release') {
+          observed = await attempt(() => queue.release(id, engineFence(fence), filter.engine));
+          expected = model.release(id, fence, filter.model);
         } else {
           const retryable = command.retryable;
           observed = await attempt(() =>
@@ -539,6 +544,8 @@ export async function runCommands(commands: readonly Command[], backend: Backend
               return queue.complete(GHOST_ID, fence);
             case 'fail':
               return queue.fail(GHOST_ID, fence, { error: 'boom' });
+            case 'release':
+              return queue.release(GHOST_ID, fence);
             case 'retry':
               return queue.retry(GHOST_ID);
             case 'show':
@@ -552,7 +559,7 @@ export async function runCommands(commands: readonly Command[], backend: Backend
       case 'work': {
         const before = model.leases.length;
         await execute(
-          { t: 'lease', scope: 'any', kinds: 0, worker: command.worker, limit: null },
+          { t: 'lease', scope: 'any', kinds: EVERY_KIND_BY_NAME, worker: command.worker, limit: null },
           `${context} (lease)`,
         );
         if (model.leases.length === before || command.then === 'abandon') break;
@@ -563,13 +570,15 @@ export async function runCommands(commands: readonly Command[], backend: Backend
             ? { t: 'complete', lease, fence: 'exact', scope: 'default', successors: [] }
             : command.then === 'checkpoint'
               ? { t: 'checkpoint', lease, fence: 'exact', scope: 'default', bytes: [command.worker] }
-              : {
-                  t: 'fail',
-                  lease,
-                  fence: 'exact',
-                  scope: 'default',
-                  retryable: command.then === 'fail' ? undefined : false,
-                };
+              : command.then === 'release'
+                ? { t: 'release', lease, fence: 'exact', scope: 'default' }
+                : {
+                    t: 'fail',
+                    lease,
+                    fence: 'exact',
+                    scope: 'default',
+                    retryable: command.then === 'fail' ? undefined : false,
+                  };
         await execute(settle, `${context} (then ${command.then})`);
         break;
       }

@@ -182,7 +182,7 @@ export class ReferenceModel {
           job.state === JobState.Pending &&
           ReferenceModel.inFilter(job, filter) &&
           (job.notBefore === null || job.notBefore <= now) &&
-          (wanted === null || wanted.some((prefix) => job.kind.startsWith(prefix))),
+          ReferenceModel.kindWanted(job.kind, wanted),
       )
       .sort((a, b) => this.compareKeyOrder(a, b))
       .slice(0, limit);
@@ -196,6 +196,16 @@ export class ReferenceModel {
       this.leases.push({ job, workerId, generation: job.generation });
     }
     return ready;
+  }
+
+  /**
+   * A lease's kind filter: any prefix of the kind, none meaning every kind; but a
+   * system kind (`system:...`) only for a prefix that is a system prefix itself.
+   */
+  static kindWanted(kind: string, wanted: readonly string[] | null): boolean {
+    const system = kind.startsWith('system:');
+    if (wanted === null) return !system;
+    return wanted.some((prefix) => kind.startsWith(prefix) && (!system || prefix.startsWith('system:')));
   }
 
   /** The fencing check: the worker first (a job nobody leases fails it), then the generation. */
@@ -278,6 +288,19 @@ export class ReferenceModel {
     } else {
       this.retryOrDeadLetter(job, now, 'failed');
     }
+    return { ok: true, value: job };
+  }
+
+  /** The holder hands the job back: Pending and ready now, attempts as they were, the generation too. */
+  release(id: string, fence: Fence, filter: ModelScopeFilter): Expected<ModelJob> {
+    const job = this.locate(id, filter);
+    if ('ok' in job) return job;
+    const conflict = this.fenceError(job, fence);
+    if (conflict) return conflict;
+    this.leaveLease(job);
+    job.state = JobState.Pending;
+    job.notBefore = null;
+    job.lastEvent = 'released';
     return { ok: true, value: job };
   }
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { ManualClock, type Clock } from '../../src/core/clock.ts';
-import { JobState, tenantScope, type JobRecord } from '../../src/core/types.ts';
+import { ANY_SCOPE, JobState, SYSTEM_SCOPE, tenantScope, type JobRecord } from '../../src/core/types.ts';
 import { Queue } from '../../src/engine/queue.ts';
 import { enqueueInTransaction } from '../../src/storage/postgres/transactional.ts';
 import { claimQuery, pgSchema, PostgresJobStore } from '../../src/storage/postgres/postgres-store.ts';
@@ -255,11 +255,39 @@ describe('queues sharing one PostgreSQL schema', () => {
     let shared: Servers;
     let queue: Queue;
     let ready: JobRecord;
+    let table: string;
     const GATED = 3_000;
+    const SYSTEM_READY = 1_000;
+
+    /** The scans of the jobs table in the claim's plan: index, rows found, rows read and dropped by a filter. */
+    async function claimScans(query: { text: string; values: unknown[] }): Promise<unknown[]> {
+      const db = new pg.Client({ connectionString: TEST_PG_URL });
+      await db.connect();
+      try {
+        await db.query(`ANALYZE ${table}.jobs`);
+        await db.query('BEGIN');
+        const { rows } = await db.query<{ 'QUERY PLAN': PlanRoot[] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${query.text}`, [
+          1,
+          ...query.values,
+        ]);
+        await db.query('ROLLBACK');
+        return planNodes(rows[0]?.['QUERY PLAN'][0]?.Plan)
+          .filter((n) => n['Relation Name'] === 'jobs')
+          .map((n) => [n['Index Name'], n['Actual Rows'], n['Rows Removed by Filter'] ?? 0]);
+      } finally {
+        await db.end();
+      }
+    }
 
     before(async () => {
       shared = await servers(1, { clock });
       queue = shared.queues[0] as Queue;
+      table = pgSchema(schemaOf(shared.stores[0])).table;
+      // Ready system jobs sort ahead of every tenant's.
+      await queue.enqueueBatch(
+        Array.from({ length: SYSTEM_READY }, () => ({ kind: 'system:compact' })),
+        SYSTEM_SCOPE,
+      );
       // Gated rows first, so they come before the ready job in key order.
       for (let i = 0; i < GATED; i += 1_000)
         await queue.enqueueBatch(
@@ -271,27 +299,15 @@ describe('queues sharing one PostgreSQL schema', () => {
     after(() => shared.close());
 
     it('finds ready work through the ready index without reading a gated row', async () => {
-      const db = new pg.Client({ connectionString: TEST_PG_URL });
-      await db.connect();
-      try {
-        const { table } = pgSchema(schemaOf(shared.stores[0]));
-        await db.query(`ANALYZE ${table}.jobs`);
-        const query = claimQuery(table, acme, null);
-        await db.query('BEGIN');
-        const { rows } = await db.query<{ 'QUERY PLAN': PlanRoot[] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${query.text}`, [
-          1,
-          ...query.values,
-        ]);
-        await db.query('ROLLBACK');
-        const scans = planNodes(rows[0]?.['QUERY PLAN'][0]?.Plan).filter((n) => n['Relation Name'] === 'jobs');
-        assert.deepEqual(
-          scans.map((n) => [n['Index Name'], n['Actual Rows'], n['Rows Removed by Filter'] ?? 0]),
-          [['jobs_ready', 1, 0]],
-        );
-      } finally {
-        await db.end();
-      }
+      assert.deepEqual(await claimScans(claimQuery(table, acme, null)), [['jobs_ready', 1, 0]]);
       assert.equal((await queue.leaseNext({ workerId: 'w', scope: acme }))?.jobId, ready.jobId);
+    });
+
+    it('starts a catch-all claim on every scope past the system jobs, without reading one', async () => {
+      const elsewhere = only(await queue.enqueueBatch([{ kind: 'now' }], tenantScope('globex'))).job;
+      assert.deepEqual(await claimScans(claimQuery(table, ANY_SCOPE, null)), [['jobs_ready', 1, 0]]);
+      assert.equal((await queue.leaseNext({ workerId: 'w' }))?.jobId, elsewhere.jobId);
+      assert.equal((await queue.counts(SYSTEM_SCOPE))[0]?.count, SYSTEM_READY, 'the system jobs wait');
     });
 
     it('opens due gates at the next claim, oldest job first', async () => {

@@ -109,6 +109,23 @@ describe('a plain grpc-js client loading the .proto files', () => {
     assert.equal(shown.job.state, 'JOB_STATE_COMPLETED');
   });
 
+  it('hands a leased job back with Release: pending at once, no attempt charged, leasable by the next worker', async () => {
+    const enqueued = await call('Enqueue', { scope: { tenant: 'acme' }, job: { kind: 'handback' } });
+    const jobId: string = enqueued.result.job.job_id;
+    const leased = await call('Lease', { worker_id: 'grpc-js', kinds: ['handback'], limit: 1 });
+    const fence = { job_id: jobId, worker_id: 'grpc-js', lease_generation: leased.jobs[0].lease_generation };
+    const released = await call('Release', { fence });
+    assert.equal(released.job.state, 'JOB_STATE_PENDING');
+    assert.equal(released.job.attempts, 0);
+    assert.equal(released.job.events.at(-1).transition, 'released');
+    const again = await call('Lease', { worker_id: 'next', kinds: ['handback'], limit: 1 });
+    assert.equal(again.jobs[0].job_id, jobId);
+    assert.equal(again.jobs[0].lease_generation, '2');
+    const each = await call('ReleaseEach', { items: [{ fence }] });
+    assert.equal(each.outcomes[0].code, grpc.status.ABORTED);
+    assert.equal(each.outcomes[0].reason, 'worker_mismatch');
+  });
+
   it('gets ABORTED with the reason in metadata for a stale submission', async () => {
     const enqueued = await call('Enqueue', { scope: { tenant: 'acme' }, job: { kind: 'stale' } });
     const jobId: string = enqueued.result.job.job_id;

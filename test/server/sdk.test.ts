@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { LeaseConflictError } from '../../src/core/errors.ts';
-import { JobState } from '../../src/core/types.ts';
+import { JobState, SYSTEM_SCOPE } from '../../src/core/types.ts';
+import { MAINTENANCE_WORKER_ID, PRUNE_KIND } from '../../src/engine/maintenance.ts';
 import { TelhaClient } from '../../src/client/client.ts';
+import type { RemoteJob } from '../../src/client/convert.ts';
 import { PermanentError, Worker, type JobContext } from '../../src/client/worker.ts';
 import { tenantScope } from '../../src/core/types.ts';
 import { eventually, startTestServer, type TestServer } from '../support/server.ts';
@@ -154,13 +156,17 @@ describe('the SDK against a live server', () => {
   const countOf = async (state: JobState): Promise<number> =>
     (await client.counts(acme)).filter((r) => r.state === state).reduce((n, r) => n + r.count, 0);
 
-  it('prefetches jobs ahead of its slots, heartbeats them while they wait, and runs them in lease order', async () => {
-    const ids = (
+  /** Enqueue `n` jobs of `kind` in acme; their ids, in enqueue order. */
+  const enqueueMany = async (n: number, kind: string): Promise<string[]> =>
+    (
       await client.enqueueBatch(
-        Array.from({ length: 4 }, () => ({ kind: 'pre' })),
+        Array.from({ length: n }, () => ({ kind })),
         acme,
       )
     ).map((r) => r.job.jobId);
+
+  it('prefetches jobs ahead of its slots, heartbeats them while they wait, and runs them in lease order', async () => {
+    const ids = await enqueueMany(4, 'pre');
     const { worker, started, open } = gatedWorker({ prefetch: 2, heartbeatFraction: 0.001 });
     await eventually(async () => (await countOf(JobState.Leased)) === 3, 'one running and two prefetched jobs');
     assert.equal(await countOf(JobState.Pending), 1);
@@ -179,10 +185,7 @@ describe('the SDK against a live server', () => {
   });
 
   it("leases only for free slots while handlers are slow, with prefetch 'auto'", async () => {
-    await client.enqueueBatch(
-      Array.from({ length: 3 }, () => ({ kind: 'slow' })),
-      acme,
-    );
+    await enqueueMany(3, 'slow');
     const { worker, started, open } = gatedWorker({ prefetch: 'auto' });
     await eventually(() => Promise.resolve(started.length === 1), 'the first handler started');
     // Give a wrongly granted credit the time of two round trips to show up as a lease.
@@ -195,10 +198,7 @@ describe('the SDK against a live server', () => {
   });
 
   it('works with a concurrency above the credit a session allows, granting no more than 10,000', async () => {
-    await client.enqueueBatch(
-      Array.from({ length: 3 }, () => ({ kind: 'wide' })),
-      acme,
-    );
+    await enqueueMany(3, 'wide');
     const worker = new Worker({
       address: server.address,
       concurrency: 12_000,
@@ -208,18 +208,82 @@ describe('the SDK against a live server', () => {
     await worker.close();
   });
 
-  it('runs its prefetched jobs before close() returns', async () => {
-    await client.enqueueBatch(
-      Array.from({ length: 3 }, () => ({ kind: 'drain' })),
-      acme,
-    );
+  it('hands back its prefetched jobs at close(), unstarted and uncharged, and finishes the running one', async () => {
+    const ids = await enqueueMany(3, 'drain');
     const { worker, started, open } = gatedWorker({ prefetch: 2 });
     await eventually(async () => (await countOf(JobState.Leased)) === 3, 'one running and two prefetched jobs');
     const closed = worker.close();
     open();
     await closed;
-    assert.equal(started.length, 3);
-    assert.equal(await countOf(JobState.Completed), 3);
+    assert.deepEqual(started, [ids[0]]);
+    assert.equal((await client.show(ids[0] as string)).state, JobState.Completed);
+    assert.deepEqual(worker.stats, { completed: 1, failed: 0, released: 2, leaseLost: 0 });
+    for (const id of ids.slice(1)) {
+      const job = await client.show(id);
+      assert.equal(job.state, JobState.Pending);
+      assert.equal(job.attempts, 0);
+      assert.deepEqual(
+        job.events.map((e) => e.transition),
+        ['enqueued', 'leased', 'released'],
+      );
+    }
+    // No reaper and no clock movement: the next worker gets them now.
+    const next = await client.lease({ workerId: 'next', limit: 10 });
+    assert.deepEqual(next.map((j) => j.jobId).sort(), ids.slice(1).sort());
+  });
+
+  it('strands nothing when closed right after start: what it was pushed goes back at once, unrun', async () => {
+    const ids = await enqueueMany(50, 'email');
+    const ran: string[] = [];
+    // The README's pattern: start, then close on shutdown, here at once.
+    const worker = new Worker({
+      address: server.address,
+      kinds: ['email'],
+      concurrency: 20,
+      handler: (ctx) => {
+        ran.push(ctx.id);
+        return Promise.resolve();
+      },
+    }).start();
+    await worker.close();
+    assert.deepEqual(ran, []);
+    let pushed = 0;
+    for (const id of ids) {
+      const job = await client.show(id);
+      assert.equal(job.state, JobState.Pending, `job ${id}`);
+      assert.equal(job.attempts, 0);
+      const transitions = job.events.map((e) => e.transition);
+      if (transitions.includes('leased')) pushed++;
+      assert.deepEqual(transitions, transitions.length === 1 ? ['enqueued'] : ['enqueued', 'leased', 'released']);
+    }
+    assert.ok(pushed > 0, 'the server leased jobs for the worker before it closed');
+    // No reaper and no clock movement: the next worker gets every job now.
+    assert.equal((await client.lease({ workerId: 'next', limit: 100 })).length, ids.length);
+  });
+
+  it('hands back the job of a handler that ignores its signal past the close timeout', async () => {
+    const { job } = await client.enqueue({ kind: 'stuck' }, acme);
+    const started = deferred();
+    let aborted = false;
+    const worker = new Worker({
+      address: server.address,
+      handler: async (ctx) => {
+        ctx.signal.addEventListener('abort', () => (aborted = true), { once: true });
+        started.resolve();
+        // Never returns: close() must not wait for it.
+        await new Promise(() => {});
+      },
+    }).start();
+    await started.promise;
+    await worker.close(100);
+    assert.ok(aborted, 'the handler saw its signal abort');
+    assert.equal(worker.stats.released, 1);
+    const record = await client.show(job.jobId);
+    assert.equal(record.state, JobState.Pending);
+    assert.equal(record.attempts, 0);
+    assert.equal(record.events.at(-1)?.transition, 'released');
+    const [next] = await client.lease({ workerId: 'next' });
+    assert.equal(next?.jobId, job.jobId);
   });
 
   it('aborts the handler signal when the lease is lost, and does not submit its result', async () => {
@@ -257,31 +321,94 @@ describe('the SDK against a live server', () => {
 });
 
 describe('batch settlement', () => {
+  let server: TestServer;
+  let client: TelhaClient;
+  /** Two jobs leased to `w1`. */
+  let a: RemoteJob;
+  let b: RemoteJob;
+
+  beforeEach(async () => {
+    server = await startTestServer();
+    client = new TelhaClient({ address: server.address });
+    await client.enqueueBatch([{ kind: 'k' }, { kind: 'k' }], tenantScope('acme'));
+    const leased = await client.lease({ workerId: 'w1', limit: 2 });
+    assert.equal(leased.length, 2);
+    [a, b] = leased as [RemoteJob, RemoteJob];
+  });
+  afterEach(async () => {
+    await server.close();
+  });
+
   it('settles each item of a CompleteEach on its own: accepted, stale, unknown', async () => {
-    const server = await startTestServer();
+    const outcomes = await client.completeEach([
+      { jobId: a.jobId, fence: { workerId: 'w1', leaseGeneration: a.leaseGeneration } },
+      { jobId: b.jobId, fence: { workerId: 'intruder', leaseGeneration: b.leaseGeneration } },
+      { jobId: '01890a5d-ac96-774b-bcce-b302099a8057', fence: { workerId: 'w1', leaseGeneration: 1 } },
+    ]);
+    assert.deepEqual(outcomes[0], { ok: true, value: null });
+    const [, stale, unknown] = outcomes.map((o) => (o.ok ? null : o.error));
+    assert.ok(stale instanceof LeaseConflictError);
+    assert.equal(stale.reason, 'worker_mismatch');
+    assert.equal(stale.jobId, b.jobId);
+    assert.ok(unknown instanceof Error);
+    assert.equal((await client.show(a.jobId)).state, JobState.Completed);
+    assert.equal((await client.show(b.jobId)).state, JobState.Leased);
+    const failed = await client.failEach([
+      { jobId: b.jobId, fence: { workerId: 'w1', leaseGeneration: b.leaseGeneration }, error: 'x', permanent: true },
+    ]);
+    assert.deepEqual(failed, [{ ok: true, value: null }]);
+    assert.equal((await client.show(b.jobId)).state, JobState.Dead);
+  });
+
+  it('hands jobs back one at a time or many in one call, each answered on its own', async () => {
+    const released = await client.release(a.jobId, { workerId: 'w1', leaseGeneration: a.leaseGeneration });
+    assert.equal(released.state, JobState.Pending);
+    assert.equal(released.events.at(-1)?.transition, 'released');
+    const outcomes = await client.releaseEach([
+      { jobId: a.jobId, fence: { workerId: 'w1', leaseGeneration: a.leaseGeneration } },
+      { jobId: b.jobId, fence: { workerId: 'w1', leaseGeneration: b.leaseGeneration } },
+    ]);
+    assert.ok(outcomes[0] !== undefined && !outcomes[0].ok && outcomes[0].error instanceof LeaseConflictError);
+    assert.deepEqual(outcomes[1], { ok: true, value: null });
+    assert.equal((await client.lease({ workerId: 'w2', limit: 2 })).length, 2);
+  });
+});
+
+describe('system jobs', () => {
+  it("never reach a worker that did not ask for system kinds; the server's maintenance runs them", async () => {
+    const server = await startTestServer({ retention: { completed_secs: 60 } });
     try {
       const client = new TelhaClient({ address: server.address });
-      await client.enqueueBatch([{ kind: 'k' }, { kind: 'k' }], tenantScope('acme'));
-      const [a, b] = await client.lease({ workerId: 'w1', limit: 2 });
-      assert.ok(a && b);
-      const outcomes = await client.completeEach([
-        { jobId: a.jobId, fence: { workerId: 'w1', leaseGeneration: a.leaseGeneration } },
-        { jobId: b.jobId, fence: { workerId: 'intruder', leaseGeneration: b.leaseGeneration } },
-        { jobId: '01890a5d-ac96-774b-bcce-b302099a8057', fence: { workerId: 'w1', leaseGeneration: 1 } },
-      ]);
-      assert.deepEqual(outcomes[0], { ok: true, value: null });
-      const [, stale, unknown] = outcomes.map((o) => (o.ok ? null : o.error));
-      assert.ok(stale instanceof LeaseConflictError);
-      assert.equal(stale.reason, 'worker_mismatch');
-      assert.equal(stale.jobId, b.jobId);
-      assert.ok(unknown instanceof Error);
-      assert.equal((await client.show(a.jobId)).state, JobState.Completed);
-      assert.equal((await client.show(b.jobId)).state, JobState.Leased);
-      const failed = await client.failEach([
-        { jobId: b.jobId, fence: { workerId: 'w1', leaseGeneration: b.leaseGeneration }, error: 'x', permanent: true },
-      ]);
-      assert.deepEqual(failed, [{ ok: true, value: null }]);
-      assert.equal((await client.show(b.jobId)).state, JobState.Dead);
+      // A due prune job, first in lease order, and a tenant job behind it.
+      const prune = (await server.queue.enqueue({ kind: PRUNE_KIND, priority: 0 }, SYSTEM_SCOPE)).job;
+      await client.enqueue({ kind: 'email', priority: 255 }, acme);
+      const seen: string[] = [];
+      const completed = deferred();
+      // Every kind, every scope: the catch-all worker.
+      const worker = new Worker({
+        address: server.address,
+        onCompleted: () => completed.resolve(),
+        handler: (ctx) => {
+          seen.push(ctx.kind);
+          return Promise.resolve();
+        },
+      }).start();
+      await completed.promise;
+      await worker.close();
+      assert.deepEqual(seen, ['email']);
+      const waiting = await client.show(prune.jobId);
+      assert.equal(waiting.state, JobState.Pending);
+      assert.deepEqual(
+        waiting.events.map((e) => e.transition),
+        ['enqueued'],
+      );
+      await server.queue.maintenance.runSystemJobs();
+      const ran = await client.show(prune.jobId);
+      assert.equal(ran.state, JobState.Completed);
+      assert.equal(
+        ran.events.find((e) => e.transition === 'leased')?.detail,
+        `worker=${MAINTENANCE_WORKER_ID} generation=1`,
+      );
     } finally {
       await server.close();
     }

@@ -124,6 +124,35 @@ describe('the Work stream', () => {
     await work.ended;
   });
 
+  it('answers each release on its own, and a released job is pushed again at once', async () => {
+    await client.enqueueBatch(
+      Array.from({ length: 2 }, () => ({ kind: 'back' })),
+      acme,
+    );
+    const work = openWork(client, { workerId: 'w1', kinds: ['back'] });
+    work.channel.grant(2);
+    const [a, b] = await work.received(2);
+    assert.ok(a && b);
+    const outcomes = await Promise.allSettled([
+      work.channel.settle({ type: 'release', jobId: a.jobId, fence: { workerId: 'w1', leaseGeneration: 1 } }),
+      work.channel.settle({ type: 'release', jobId: b.jobId, fence: { workerId: 'w1', leaseGeneration: 2 } }),
+    ]);
+    assert.equal(outcomes[0].status, 'fulfilled');
+    assert.equal(outcomes[1].status, 'rejected');
+    assert.ok(outcomes[1].reason instanceof LeaseConflictError);
+    assert.equal(outcomes[1].reason.reason, 'generation_superseded');
+    const released = await client.show(a.jobId);
+    assert.equal(released.state, JobState.Pending);
+    assert.equal(released.attempts, 0);
+    assert.equal(released.events.at(-1)?.transition, 'released');
+    work.channel.grant(1);
+    const [, , again] = await work.received(3);
+    assert.equal(again?.jobId, a.jobId);
+    assert.equal(again.leaseGeneration, 2);
+    work.channel.end();
+    await work.ended;
+  });
+
   it('ends cleanly when the server shuts down, after answering the results it has', async () => {
     await client.enqueue({ kind: 'last' }, acme);
     const work = openWork(client, { workerId: 'w1' });

@@ -33,6 +33,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { CorruptRecordError, ErrorCode, notFound, storeClosed, TelhaError } from '../../core/errors.ts';
+import { SYSTEM_KIND_PREFIX } from '../../core/limits.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import { enqueue } from '../../core/transitions.ts';
 import {
@@ -47,7 +48,14 @@ import {
   type ScopeFilter,
   type WorkNotice,
 } from '../../core/types.ts';
-import { decodeJobKey, pageTokenAfter, pageTokenKey, scopeBytes, scopeOfTenant } from '../../codec/keys.ts';
+import {
+  decodeJobKey,
+  pageTokenAfter,
+  pageTokenKey,
+  scopeBytes,
+  scopeOfTenant,
+  SYSTEM_SCOPE_BYTES,
+} from '../../codec/keys.ts';
 import { decodeRecord, encodeRecord } from '../../codec/value.ts';
 import { idempotencySlot } from '../../core/scope.ts';
 import { CreatedAtSequence } from '../shared.ts';
@@ -796,6 +804,13 @@ function writeInDoubt(jobId: string): TelhaError {
  * `jobs_ready` partial index, skipping rows another transaction holds.
  * `$1` is the limit; the scope and kind prefixes follow. Exported so a test
  * can check the plan.
+ *
+ * The kind filter is `leaseKindMatches` in SQL: a `system:` kind only for a
+ * prefix that itself starts with `system:`. When no prefix does, the scan
+ * also starts past the system scope (`scope > 32 zero bytes`: system kinds
+ * live there and only there, and it sorts before every tenant), so a
+ * catch-all claim on every scope reads no system row on its way to the first
+ * tenant job.
  */
 export function claimQuery(
   table: string,
@@ -803,14 +818,19 @@ export function claimQuery(
   kinds: readonly string[] | null,
 ): { text: string; values: unknown[] } {
   const values: unknown[] = [];
+  const param = (value: unknown): string => {
+    values.push(value);
+    return `$${values.length + 1}`;
+  };
   let where = 'state = 0 AND not_before IS NULL';
-  if (scope.type !== 'any') {
-    values.push(scopeBytes(scope));
-    where += ` AND scope = $${values.length + 1}`;
+  if (scope.type !== 'any') where += ` AND scope = ${param(scopeBytes(scope))}`;
+  const system = param(SYSTEM_KIND_PREFIX);
+  if (kinds === null || !kinds.some((prefix) => prefix.startsWith(SYSTEM_KIND_PREFIX))) {
+    where += ` AND scope > ${param(SYSTEM_SCOPE_BYTES)} AND NOT starts_with(kind, ${system})`;
   }
   if (kinds !== null) {
-    values.push(kinds);
-    where += ` AND EXISTS (SELECT 1 FROM unnest($${values.length + 1}::text[]) AS p WHERE starts_with(kind, p))`;
+    where += ` AND EXISTS (SELECT 1 FROM unnest(${param(kinds)}::text[]) AS p
+      WHERE starts_with(kind, p) AND (starts_with(p, ${system}) OR NOT starts_with(kind, ${system})))`;
   }
   return {
     text: `SELECT job_id, record FROM ${table}.jobs WHERE ${where}

@@ -17,7 +17,7 @@
  * Keys are latin1 strings of the key bytes: their JS order is the byte order.
  */
 import sortedBtree from 'sorted-btree';
-import { kindMatches } from '../../core/transitions.ts';
+import { leaseKindMatches } from '../../core/transitions.ts';
 import type { Micros } from '../../core/types.ts';
 
 // sorted-btree is CommonJS with `exports.default`; under Node's ESM interop the class is `.default`.
@@ -113,7 +113,8 @@ export class LiveIndex {
 
   /**
    * Remove and return up to `limit` ready jobs in key order, within a scope and
-   * matching the kind prefixes. The caller owns them until it adds them back.
+   * of kinds the lease filter takes (`leaseKindMatches`: no `system:` kind
+   * unless asked for by name). The caller owns them until it adds them back.
    */
   takeReady(scope: ScopePrefix, kinds: readonly string[] | null, limit: number, now: Micros): PendingEntry[] {
     this.promote(now);
@@ -135,7 +136,7 @@ export class LiveIndex {
   private peekReady(scope: ScopePrefix, kinds: readonly string[] | null): PendingEntry | undefined {
     let best: PendingEntry | undefined;
     for (const [kind, tree] of this.readyByKind) {
-      if (!kindMatches(kind, kinds)) continue;
+      if (!leaseKindMatches(kind, kinds)) continue;
       const candidate = scope === null ? firstValue(tree) : firstInScope(tree, scope);
       if (candidate !== undefined && (best === undefined || candidate.key < best.key)) best = candidate;
     }

@@ -1,7 +1,7 @@
 /** Conformance cases: fencing. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { JobState } from '../../core/types.ts';
+import { JobState, type LeaseFence } from '../../core/types.ts';
 import { fenceOf, jobIn } from './harness.ts';
 import { acme, SECOND, ErrorCode, rejects, conflict, type Suite } from './context.ts';
 
@@ -33,6 +33,7 @@ export function fencingCases(s: Suite): void {
         ErrorCode.LeaseConflict,
         conflict('worker_mismatch'),
       );
+      await rejects(s.q.release(job.jobId, wrong), ErrorCode.LeaseConflict, conflict('worker_mismatch'));
       assert.deepEqual(await s.q.show(job.jobId), job);
     });
 
@@ -57,6 +58,7 @@ export function fencingCases(s: Suite): void {
         ErrorCode.LeaseConflict,
         conflict('worker_mismatch'),
       );
+      await rejects(s.q.release(job.jobId, stale), ErrorCode.LeaseConflict, conflict('worker_mismatch'));
       await s.q.heartbeat(job.jobId, fenceOf(b));
       await s.q.checkpoint(job.jobId, fenceOf(b), Buffer.from('ok'));
       const done = await s.q.complete(job.jobId, fenceOf(b));
@@ -74,6 +76,7 @@ export function fencingCases(s: Suite): void {
         () => s.q.fail(first.jobId, stale, { error: 'late' }),
         () => s.q.heartbeat(first.jobId, stale),
         () => s.q.checkpoint(first.jobId, stale, Buffer.from('x')),
+        () => s.q.release(first.jobId, stale),
       ]) {
         await rejects(submit(), ErrorCode.LeaseConflict, (e) => {
           conflict('generation_superseded')(e);
@@ -83,22 +86,27 @@ export function fencingCases(s: Suite): void {
       assert.deepEqual(await s.q.show(second.jobId), second);
     });
 
-    it('rejects a submission for a job that is not leased, and says it is not leased', async () => {
+    it('rejects every fenced submission for a job that is not leased, and says it is not leased', async () => {
       const pending = await jobIn(s.h, acme, 'pending');
-      await rejects(
-        s.q.complete(pending.jobId, { workerId: 'w1', leaseGeneration: 0 }),
-        ErrorCode.LeaseConflict,
-        (e) => {
+      const done = await jobIn(s.h, acme, 'completed');
+      const submissions = (jobId: string, fence: LeaseFence): (() => Promise<unknown>)[] => [
+        () => s.q.complete(jobId, fence),
+        () => s.q.fail(jobId, fence, { error: 'x' }),
+        () => s.q.heartbeat(jobId, fence),
+        () => s.q.checkpoint(jobId, fence, Buffer.from('x')),
+        () => s.q.release(jobId, fence),
+      ];
+      for (const submit of submissions(pending.jobId, { workerId: 'w1', leaseGeneration: 0 })) {
+        await rejects(submit(), ErrorCode.LeaseConflict, (e) => {
           conflict('worker_mismatch')(e);
           assert.match(e.message, /not leased \(state pending\)/);
-        },
-      );
-      const done = await jobIn(s.h, acme, 'completed');
-      await rejects(
-        s.q.complete(done.jobId, { workerId: 'fixture-worker', leaseGeneration: 1 }),
-        ErrorCode.LeaseConflict,
-        conflict('worker_mismatch'),
-      );
+        });
+      }
+      for (const submit of submissions(done.jobId, { workerId: 'fixture-worker', leaseGeneration: 1 })) {
+        await rejects(submit(), ErrorCode.LeaseConflict, conflict('worker_mismatch'));
+      }
+      assert.deepEqual(await s.q.show(pending.jobId), pending);
+      assert.deepEqual(await s.q.show(done.jobId), done);
     });
 
     it('reports an unknown job id as not found and a malformed one as invalid', async () => {

@@ -20,6 +20,7 @@ import { leaseCases } from './lease.ts';
 import { readCases } from './reads.ts';
 import { reaperCases } from './reaper.ts';
 import { recordCases } from './records.ts';
+import { releaseCases } from './release.ts';
 import { retentionCases } from './retention.ts';
 
 /** Register every conformance case for one backend, each on a fresh store from `factory`. */
@@ -31,6 +32,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       leaseCases,
       fencingCases,
       failureCases,
+      releaseCases,
       reaperCases,
       eachCases,
       chainedCases,

@@ -58,13 +58,44 @@ export function leaseCases(s: Suite): void {
       assert.equal(await s.q.leaseNext({ workerId: 'w1', scope: acme }), null);
     });
 
-    it('leases system jobs ahead of every tenant across scopes (lease_next_any)', async () => {
+    it('leases system jobs ahead of every tenant across scopes, for a worker that names system kinds', async () => {
       await s.q.enqueue({ kind: 'k', priority: 0 }, acme);
       await s.q.enqueue({ kind: 'k', priority: 0 }, globex);
       const system = await s.q.enqueue({ kind: 'system:compact', priority: 255 }, SYSTEM_SCOPE);
-      assert.equal((await s.lease(ANY_SCOPE)).jobId, system.job.jobId);
+      assert.equal((await s.lease(ANY_SCOPE, 'w1', ['k', 'system:'])).jobId, system.job.jobId);
       const next = [(await s.lease(ANY_SCOPE)).tenant, (await s.lease(ANY_SCOPE)).tenant].sort();
       assert.deepEqual(next, ['acme', 'globex']);
+    });
+
+    it('never hands a system job to a lease that did not name system kinds', async () => {
+      const system = await s.q.enqueue({ kind: 'system:prune', priority: 0 }, SYSTEM_SCOPE);
+      const tenant = await s.q.enqueue({ kind: 'k', priority: 255 }, acme);
+      // Every kind, on every scope: the tenant job, though the system job sorts first.
+      assert.equal((await s.q.leaseNext({ workerId: 'w1' }))?.jobId, tenant.job.jobId);
+      for (const kinds of [undefined, [], ['sys'], ['s'], ['system'], ['k', 'sys']]) {
+        for (const scope of [ANY_SCOPE, SYSTEM_SCOPE]) {
+          const options = { workerId: 'w1', scope, ...(kinds === undefined ? {} : { kinds }) };
+          assert.equal(await s.q.leaseNext(options), null, `kinds ${JSON.stringify(kinds)} on ${scope.type}`);
+        }
+      }
+      await rejects(s.q.leaseNext({ workerId: 'w1', kinds: [''] }), ErrorCode.InvalidArgument, (e) =>
+        assert.equal(e.field, 'kinds[0]'),
+      );
+      assert.equal((await s.q.show(system.job.jobId)).state, JobState.Pending);
+      // Named by a prefix that is itself a system prefix, it is leased.
+      assert.equal((await s.lease(ANY_SCOPE, 'w1', ['sys', 'system:p'])).jobId, system.job.jobId);
+    });
+
+    it('wakes no catch-all lease call for a system job', async () => {
+      const stop = new AbortController();
+      const parked = s.q.lease({ workerId: 'w1', waitMs: 60_000, signal: stop.signal });
+      while (s.q.waits.parked === 0) await new Promise((resolve) => setImmediate(resolve));
+      await s.q.enqueue({ kind: 'system:prune' }, SYSTEM_SCOPE);
+      assert.equal(s.q.waits.parked, 1, 'still parked');
+      assert.equal(s.q.waits.ended.woken, 0);
+      stop.abort();
+      assert.deepEqual(await parked, []);
+      assert.equal(s.q.waits.ended.aborted, 1);
     });
 
     it('takes up to N jobs at once in lease order', async () => {

@@ -1,0 +1,155 @@
+/**
+ * The worker loop's close() against a scripted source, where the test decides
+ * when jobs arrive and when the session ends: what it hands back (released,
+ * not run), on which path, and what it never submits. The same loop runs over
+ * gRPC and in process (test/server/sdk.test.ts, test/local-worker.test.ts).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { makeConfig } from '../src/core/config.ts';
+import * as transitions from '../src/core/transitions.ts';
+import type { JobRecord } from '../src/core/types.ts';
+import { WorkerRunner, type RunnerOptions } from '../src/worker/runner.ts';
+import type { SettleItem, WorkSession, WorkSessionEvents, WorkSource } from '../src/worker/source.ts';
+
+const NOW = Date.now() * 1000;
+const policy: transitions.RetryPolicy = { config: makeConfig({}).jobs, backoffByKind: new Map() };
+let count = 0;
+
+/** A job leased to `workerId`, as a source would push it. */
+function leasedJob(workerId: string): JobRecord {
+  const jobId = `01a22b9c-0b3f-75cf-b38e-${String(++count).padStart(12, '0')}`;
+  const fields = { jobId, tenant: 'acme', kind: 'k', payload: Buffer.alloc(0), priority: 128 };
+  const pending = transitions.enqueue(
+    { ...fields, createdAt: NOW, notBefore: null, idempotencyKey: null, maxAttempts: null },
+    NOW,
+  );
+  return transitions.lease(pending, workerId, NOW, policy);
+}
+
+/** A source whose single session the test drives; every call lands in `log`, in order. */
+function scriptedSource() {
+  const log: string[] = [];
+  let events: WorkSessionEvents | null = null;
+  let ended = false;
+  const record = (where: string, item: SettleItem): Promise<void> => {
+    log.push(`${where} ${item.type} ${item.jobId}`);
+    return Promise.resolve();
+  };
+  const session: WorkSession = {
+    get writable() {
+      return !ended;
+    },
+    grant: () => {},
+    settle: (item) => record('session', item),
+    end: () => {
+      ended = true;
+      log.push('end');
+    },
+    cancel: () => log.push('cancel'),
+  };
+  const source: WorkSource = {
+    name: 'a test source',
+    open: (_params, opened) => {
+      events = opened;
+      return session;
+    },
+    heartbeat: () => Promise.resolve(NOW + 30_000_000),
+    checkpoint: () => Promise.resolve(NOW + 30_000_000),
+    settle: (item) => record('source', item),
+    close: () => log.push('close'),
+  };
+  /** What the other end of the session does: push jobs, end it. */
+  const remote = {
+    push: (jobs: JobRecord[]) => (events as WorkSessionEvents).onJobs(jobs),
+    end: () => (events as WorkSessionEvents).onEnd(null),
+  };
+  return { source, log, remote };
+}
+
+function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+function runner(source: WorkSource, options: Omit<RunnerOptions, 'workerId'>): WorkerRunner {
+  return new WorkerRunner(source, { workerId: 'w1', heartbeatFraction: 0.999, ...options }).start();
+}
+
+describe('the worker loop at close()', () => {
+  it('releases its prefetched jobs on the session before ending it, and runs none of them', async () => {
+    const { source, log, remote } = scriptedSource();
+    const gate = deferred();
+    const ran: string[] = [];
+    const worker = runner(source, {
+      concurrency: 1,
+      prefetch: 2,
+      handler: async (ctx) => {
+        ran.push(ctx.id);
+        await gate.promise;
+      },
+    });
+    const [running, second, third] = [leasedJob('w1'), leasedJob('w1'), leasedJob('w1')];
+    remote.push([running, second, third]);
+    const closed = worker.close();
+    assert.deepEqual(log, [`session release ${second.jobId}`, `session release ${third.jobId}`, 'end']);
+    gate.resolve();
+    remote.end();
+    await closed;
+    assert.deepEqual(ran, [running.jobId]);
+    assert.deepEqual(log.slice(3), [`source complete ${running.jobId}`, 'close']);
+    assert.deepEqual(worker.stats, { completed: 1, failed: 0, released: 2, leaseLost: 0 });
+  });
+
+  it('releases jobs pushed after close began, without running them, before close() resolves', async () => {
+    const { source, log, remote } = scriptedSource();
+    const ran: string[] = [];
+    const worker = runner(source, {
+      handler: (ctx) => {
+        ran.push(ctx.id);
+        return Promise.resolve();
+      },
+    });
+    const closed = worker.close();
+    // A lease that was on its way when the worker half-closed.
+    const late = leasedJob('w1');
+    remote.push([late]);
+    remote.end();
+    await closed;
+    assert.deepEqual(ran, []);
+    assert.deepEqual(log, ['end', `source release ${late.jobId}`, 'close']);
+  });
+
+  it('gives up on a handler that outlives the close timeout: aborts it, releases its job, drops its late result', async () => {
+    const { source, log, remote } = scriptedSource();
+    const gate = deferred();
+    const returned = deferred();
+    let reason: unknown = null;
+    const worker = runner(source, {
+      handler: async (ctx) => {
+        ctx.signal.addEventListener(
+          'abort',
+          () => {
+            reason = ctx.signal.reason;
+          },
+          { once: true },
+        );
+        await gate.promise; // ignores its signal
+        returned.resolve();
+      },
+    });
+    const job = leasedJob('w1');
+    remote.push([job]);
+    const closed = worker.close(20);
+    remote.end();
+    await closed;
+    assert.match(String(reason), /worker shutting down/);
+    assert.deepEqual(log, ['end', `source release ${job.jobId}`, 'close']);
+    gate.resolve();
+    await returned.promise;
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(log, ['end', `source release ${job.jobId}`, 'close'], 'the late result is not submitted');
+    assert.deepEqual(worker.stats, { completed: 0, failed: 0, released: 1, leaseLost: 0 });
+  });
+});
