@@ -796,6 +796,10 @@ function recordSizes(): { enqueued: number; leased: number; completed: number } 
     idempotencyKey: null,
     maxAttempts: null,
     continuation: null,
+    attemptDeadline: null,
+    timeoutSecs: null,
+    result: null,
+    progress: null,
     events: [{ at: RAW_EPOCH, transition: 'enqueued', detail: null }],
   };
   const leased: JobRecord = {

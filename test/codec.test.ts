@@ -47,6 +47,11 @@ const GOLDEN_RECORD: JobRecord = {
     { at: 1767225600000001, transition: 'enqueued', detail: null },
     { at: 1767225600000002, transition: 'leased', detail: 'worker=w1 generation=2' },
   ],
+  // Fields added later are written only when set: with them null the bytes are version 1's first layout.
+  attemptDeadline: null,
+  timeoutSecs: null,
+  result: null,
+  progress: null,
 };
 const GOLDEN_VALUE_HEX =
   '01' + // VALUE_VERSION
@@ -176,6 +181,33 @@ describe('value codec', () => {
     assert.deepEqual(decodeRecord(Buffer.from(GOLDEN_VALUE_HEX, 'hex'), 'k'), GOLDEN_RECORD);
   });
 
+  it('reads fields added after the first layout, and absent ones as null', () => {
+    const later = {
+      ...GOLDEN_RECORD,
+      attemptDeadline: 1767226200000001,
+      timeoutSecs: 600,
+      result: Buffer.from('{"sent":true}'),
+      progress: '{"done":3,"of":10}',
+    };
+    const encoded = encodeRecord(later);
+    assert.deepEqual(decodeRecord(encoded, 'k'), later);
+    // The golden bytes (written before these fields existed) still read, with each one null.
+    const old = decodeRecord(Buffer.from(GOLDEN_VALUE_HEX, 'hex'), 'k');
+    assert.deepEqual([old.attemptDeadline, old.timeoutSecs, old.result, old.progress], [null, null, null, null]);
+  });
+
+  it('keeps an event name a newer version wrote instead of refusing the record', () => {
+    const newer = {
+      ...GOLDEN_RECORD,
+      events: [...GOLDEN_RECORD.events, { at: 1767225600000003, transition: 'teleported', detail: 'x' }],
+    };
+    assert.deepEqual(decodeRecord(encodeRecord(newer), 'k').events.at(-1), {
+      at: 1767225600000003,
+      transition: 'teleported',
+      detail: 'x',
+    });
+  });
+
   it('round-trips random records', () => {
     const record = fc.record({
       jobId: fc.uuid({ version: 7 }),
@@ -193,6 +225,10 @@ describe('value codec', () => {
       idempotencyKey: fc.option(fc.string()),
       maxAttempts: fc.option(fc.integer({ min: 1, max: 1000 })),
       continuation: fc.option(fc.uint8Array({ maxLength: 16 }).map((a) => Buffer.from(a))),
+      attemptDeadline: fc.option(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER })),
+      timeoutSecs: fc.option(fc.integer({ min: 1, max: 315_360_000 })),
+      result: fc.option(fc.uint8Array({ maxLength: 16 }).map((a) => Buffer.from(a))),
+      progress: fc.option(fc.string()),
       events: fc.array(
         fc.record({
           at: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),

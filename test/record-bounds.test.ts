@@ -63,6 +63,10 @@ const wildRecord: fc.Arbitrary<JobRecord> = fc.record({
   idempotencyKey: fc.option(anyText),
   maxAttempts: fc.option(anyNumber),
   continuation: fc.option(fc.uint8Array({ maxLength: 8 }).map((a) => Buffer.from(a))),
+  attemptDeadline: fc.option(anyNumber),
+  timeoutSecs: fc.option(anyNumber),
+  result: fc.option(fc.uint8Array({ maxLength: 8 }).map((a) => Buffer.from(a))),
+  progress: fc.option(anyText),
   events: fc.array(
     fc.record({
       at: anyNumber,
@@ -98,6 +102,10 @@ const boundedRecord: fc.Arbitrary<JobRecord> = fc.record({
   idempotencyKey: fc.option(text(1)),
   maxAttempts: fc.option(fc.integer({ min: 1, max: MAX_ATTEMPTS_LIMIT })),
   continuation: fc.option(fc.uint8Array({ maxLength: 8 }).map((a) => Buffer.from(a))),
+  attemptDeadline: fc.option(time),
+  timeoutSecs: fc.option(fc.integer({ min: 1, max: 315_360_000 })),
+  result: fc.option(fc.uint8Array({ maxLength: 8 }).map((a) => Buffer.from(a))),
+  progress: fc.option(text(0)),
   events: fc.array(
     fc.record({
       at: time,

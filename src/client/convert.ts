@@ -48,6 +48,10 @@ export function jobFromWire(job: Job): RemoteJob {
       transition: e.transition as EventTransition,
       detail: e.detail ?? null,
     })),
+    attemptDeadline: null,
+    timeoutSecs: null,
+    result: null,
+    progress: null,
     effectiveMaxAttempts: job.effectiveMaxAttempts,
   };
 }

@@ -8,7 +8,7 @@
  */
 import { Packr } from 'msgpackr';
 import { CorruptRecordError, ErrorCode, TelhaError } from '../core/errors.ts';
-import { EVENT_TRANSITIONS, isJobState, type EventTransition, type JobEvent, type JobRecord } from '../core/types.ts';
+import { isJobState, type JobEvent, type JobRecord } from '../core/types.ts';
 import { jobIdFromBytes, jobIdToBytes } from './keys.ts';
 
 /** Version 1: the layout documented above. Bump it, and keep a decoder for every older version, when it changes. */
@@ -70,9 +70,16 @@ export function encodeRecord(record: JobRecord): Buffer {
     continuation: record.continuation,
     events: record.events.map((e) => ({
       at: u64(record, 'events.at', e.at),
-      transition: e.transition,
+      transition: text(record, 'events.transition', e.transition),
       detail: text(record, 'events.detail', e.detail),
     })),
+    // Written only when set, so a record without them is byte for byte what version 1 always wrote.
+    ...(record.attemptDeadline === null
+      ? {}
+      : { attempt_deadline: u64(record, 'attempt_deadline', record.attemptDeadline) }),
+    ...(record.timeoutSecs === null ? {} : { timeout_secs: u64(record, 'timeout_secs', record.timeoutSecs) }),
+    ...(record.result === null ? {} : { result: record.result }),
+    ...(record.progress === null ? {} : { progress: text(record, 'progress', record.progress) }),
   });
   const out = Buffer.allocUnsafe(1 + body.length);
   out[0] = VALUE_VERSION;
@@ -80,7 +87,6 @@ export function encodeRecord(record: JobRecord): Buffer {
   return out;
 }
 
-const TRANSITION_SET: ReadonlySet<string> = new Set(EVENT_TRANSITIONS);
 
 /**
  * Decode a stored value. `keyHex` names the row in the error, so an operator can
@@ -116,13 +122,14 @@ function readRecord(raw: unknown, keyHex: string): JobRecord {
   const events = field('events', Array.isArray, 'an array').map((e: unknown): JobEvent => {
     if (typeof e !== 'object' || e === null) throw new CorruptRecordError(keyHex, 'an event is not a map');
     const ev = e as Record<string, unknown>;
-    if (!isUint(ev['at']) || typeof ev['transition'] !== 'string' || !TRANSITION_SET.has(ev['transition'])) {
+    // An event name this version does not know (a newer one wrote it) is kept as it is.
+    if (!isUint(ev['at']) || typeof ev['transition'] !== 'string' || ev['transition'] === '') {
       throw new CorruptRecordError(keyHex, 'an event is malformed');
     }
     const detail = ev['detail'];
     if (detail !== null && typeof detail !== 'string')
       throw new CorruptRecordError(keyHex, 'an event detail is malformed');
-    return { at: ev['at'], transition: ev['transition'] as EventTransition, detail };
+    return { at: ev['at'], transition: ev['transition'], detail };
   });
   return {
     jobId: jobIdFromBytes(jobIdBytes),
@@ -141,6 +148,26 @@ function readRecord(raw: unknown, keyHex: string): JobRecord {
     maxAttempts: field('max_attempts', isUintOrNull, 'an integer or nil'),
     continuation: field('continuation', isBytesOrNull, 'bytes or nil'),
     events,
+    ...optionalFields(r, keyHex),
+  };
+}
+
+/** Fields added after version 1's first layout, written only when set: absent reads as `null`. */
+function optionalFields(
+  r: Record<string, unknown>,
+  keyHex: string,
+): Pick<JobRecord, 'attemptDeadline' | 'timeoutSecs' | 'result' | 'progress'> {
+  const read = <T>(name: string, check: (v: unknown) => v is T, expected: string): T | null => {
+    const v = r[name];
+    if (v === undefined || v === null) return null;
+    if (!check(v)) throw new CorruptRecordError(keyHex, `field ${name} is not ${expected}`);
+    return v;
+  };
+  return {
+    attemptDeadline: read('attempt_deadline', isUint, 'an integer'),
+    timeoutSecs: read('timeout_secs', isUint, 'an integer'),
+    result: read('result', isBytes, 'bytes'),
+    progress: read('progress', isString, 'a string'),
   };
 }
 

@@ -102,6 +102,10 @@ export function enqueue(fields: NewJobFields, now: Micros): JobRecord {
     workerId: null,
     leaseDeadline: null,
     continuation: null,
+    attemptDeadline: null,
+    timeoutSecs: null,
+    result: null,
+    progress: null,
     events: [event(now, 'enqueued', details.length > 0 ? details.join(' ') : null)],
   });
 }
@@ -347,7 +351,7 @@ function storableDetail(detail: string): string {
 }
 
 /** Transitions that may repeat many times per lease; a run of them is kept as one event with a count. */
-const FOLDED: ReadonlySet<EventTransition> = new Set(['extended', 'checkpoint']);
+const FOLDED: ReadonlySet<string> = new Set<EventTransition>(['extended', 'checkpoint']);
 const COUNT_SUFFIX = / count=(\d+)$/;
 
 /**
@@ -359,7 +363,12 @@ export function appendEvent(events: readonly JobEvent[], next: JobEvent): JobEve
   const last = events[events.length - 1];
   if (last !== undefined && last.transition === next.transition && FOLDED.has(next.transition)) {
     const previousCount = Number(COUNT_SUFFIX.exec(last.detail ?? '')?.[1] ?? '1');
-    const folded = event(next.at, next.transition, `${next.detail ?? ''} count=${previousCount + 1}`.trimStart());
+    // FOLDED holds only known transitions, so this one is an EventTransition.
+    const folded = event(
+      next.at,
+      next.transition as EventTransition,
+      `${next.detail ?? ''} count=${previousCount + 1}`.trimStart(),
+    );
     return [...events.slice(0, -1), folded];
   }
   const all = [...events, next];

@@ -69,7 +69,12 @@ export type EventTransition = (typeof EVENT_TRANSITIONS)[number];
 
 export interface JobEvent {
   readonly at: Micros;
-  readonly transition: EventTransition;
+  /**
+   * One of `EVENT_TRANSITIONS`, or a name a newer version of Telha wrote: a reader keeps
+   * such an event as it is rather than refusing the whole record, so a store can be read by the
+   * version before the one that added an event.
+   */
+  readonly transition: EventTransition | (string & {});
   readonly detail: string | null;
 }
 
@@ -118,6 +123,18 @@ export interface JobRecord {
   /** Lease-scoped checkpoint; cleared on every new lease and whenever the job leaves Leased. */
   readonly continuation: Uint8Array | null;
   readonly events: readonly JobEvent[];
+  /**
+   * The latest this attempt may run, heartbeats or not (the job timeout); `null` when no
+   * timeout applies or the job is not Leased. Stored only when set, like the fields below, so a
+   * record without them reads exactly as version 1 always did.
+   */
+  readonly attemptDeadline: Micros | null;
+  /** This job's own attempt timeout in seconds, instead of its kind's; `null` for none. */
+  readonly timeoutSecs: number | null;
+  /** What the handler returned, stored with the completion (opaque bytes; JSON from the SDK). */
+  readonly result: Uint8Array | null;
+  /** The last progress the current (or last) attempt reported: JSON text, for people to read. */
+  readonly progress: string | null;
 }
 
 /**
