@@ -98,7 +98,14 @@ export async function startServer(
 ): Promise<RunningServer> {
   const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--data', dir, '--listen', '127.0.0.1:0'], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, TELHA_LOG_LEVEL: 'warn', TELHA_RETENTION__ENABLED: 'false', ...env },
+    // No HTTP listener unless `env` asks for one, so runs compare with those made before it existed.
+    env: {
+      ...process.env,
+      TELHA_LOG_LEVEL: 'warn',
+      TELHA_RETENTION__ENABLED: 'false',
+      TELHA_SERVER__HTTP_ADDRESS: '',
+      ...env,
+    },
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   // A server that neither listens nor exits (stuck opening its store) must not hang the benchmark.
