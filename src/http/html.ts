@@ -44,7 +44,9 @@ function render(value: HtmlValue): string {
   if (typeof value === 'string') return escapeHtml(value);
   if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'boolean') return String(value);
   if (isHtml(value)) return value.text;
-  return value.map(render).join('');
+  if (Array.isArray(value)) return value.map(render).join('');
+  // Nothing else is accepted by the types; an object that only looks like markup is text.
+  return escapeHtml(Object.prototype.toString.call(value));
 }
 
 /** The tagged template: `html\`<td>${job.kind}</td>\`` escapes the kind. */

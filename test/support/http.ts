@@ -20,22 +20,40 @@ export interface MetricFamily {
 // The package ships no types; this is its one function.
 const parsePrometheus = require('parse-prometheus-text-format') as (text: string) => MetricFamily[];
 
-/** Parse /metrics text; `value(name, labels)` finds one sample (0 when absent). */
+/**
+ * Parse /metrics text with parse-prometheus-text-format (which throws on a
+ * malformed line). `value(name, labels)` finds a counter or gauge sample (0
+ * when absent). The package folds a histogram's labelled series into one, so
+ * `histogramCount` reads the `_count` sample of the labelled series from the
+ * text itself, once the package has accepted the whole text.
+ */
 export function parseMetrics(text: string): {
   families: Map<string, MetricFamily>;
   value(name: string, labels?: Record<string, string>): number;
   histogramCount(name: string, labels?: Record<string, string>): number;
 } {
   const families = new Map(parsePrometheus(text).map((f) => [f.name, f]));
-  const find = (name: string, labels: Record<string, string>) => {
-    const family = families.get(name);
-    assert.ok(family, `no metric ${name}`);
-    return family.metrics.find((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v));
-  };
+  const matches = (have: Readonly<Record<string, string>> | undefined, want: Record<string, string>): boolean =>
+    Object.entries(want).every(([k, v]) => have?.[k] === v);
   return {
     families,
-    value: (name, labels = {}) => Number(find(name, labels)?.value ?? 0),
-    histogramCount: (name, labels = {}) => Number(find(name, labels)?.count ?? 0),
+    value(name, labels = {}) {
+      const family = families.get(name);
+      assert.ok(family, `no metric ${name}`);
+      return Number(family.metrics.find((m) => matches(m.labels, labels))?.value ?? 0);
+    },
+    histogramCount(name, labels = {}) {
+      assert.equal(families.get(name)?.type, 'HISTOGRAM', `no histogram ${name}`);
+      for (const line of text.split('\n')) {
+        const sample = /^(\w+)(?:\{(.*)\})? (\S+)$/.exec(line);
+        if (sample?.[1] !== `${name}_count`) continue;
+        const have = Object.fromEntries(
+          [...(sample[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]),
+        );
+        if (matches(have, labels)) return Number(sample[3]);
+      }
+      return 0;
+    },
   };
 }
 
