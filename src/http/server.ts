@@ -116,6 +116,9 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
       },
     },
     frameguard: { action: 'deny' },
+    // Not helmet's no-referrer: under it a browser sends `Origin: null` with its own form posts,
+    // which the origin check must refuse. Same-origin keeps URLs (job ids, filters) from other sites.
+    referrerPolicy: { policy: 'same-origin' },
     // A loopback dashboard on plain HTTP must not be told to upgrade: there is no HTTPS to upgrade to.
     strictTransportSecurity: tls,
   });
