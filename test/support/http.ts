@@ -47,9 +47,8 @@ export function parseMetrics(text: string): {
       for (const line of text.split('\n')) {
         const sample = /^(\w+)(?:\{(.*)\})? (\S+)$/.exec(line);
         if (sample?.[1] !== `${name}_count`) continue;
-        const have = Object.fromEntries(
-          [...(sample[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]),
-        );
+        const have: Record<string, string> = {};
+        for (const m of (sample[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) have[m[1] ?? ''] = m[2] ?? '';
         if (matches(have, labels)) return Number(sample[3]);
       }
       return 0;
