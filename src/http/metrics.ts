@@ -45,12 +45,86 @@ const COUNTER_HELP: Readonly<Record<CounterName, string>> = {
   released: 'Leases handed back by their workers without an attempt counted.',
 };
 
-/** The children of one (kind, tenant) label set, made once, so the hot path does no label lookup. */
+/** Observations of one histogram series: counts per bucket (not cumulative), their sum and count. */
+class Buckets {
+  readonly counts = new Float64Array(TIME_BUCKETS.length);
+  sum = 0;
+  count = 0;
+
+  observe(seconds: number): void {
+    this.sum += seconds;
+    this.count++;
+    for (let i = 0; i < TIME_BUCKETS.length; i++) {
+      if (seconds <= (TIME_BUCKETS[i] as number)) {
+        (this.counts[i] as number)++;
+        return;
+      }
+    }
+  }
+}
+
+/**
+ * One (kind[, tenant]) label set's numbers, kept as plain numbers: the hot
+ * path adds to them, and prom-client reads them only when scraped. Going
+ * through prom-client's own `inc`/`observe` would hash the label set and
+ * validate it on every transition, five times per job.
+ */
 interface Series {
-  readonly counters: Readonly<Record<CounterName, client.Counter.Internal>>;
-  readonly wait: client.Histogram.Internal<string>;
-  readonly runCompleted: client.Histogram.Internal<string>;
-  readonly runFailed: client.Histogram.Internal<string>;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly counters: Record<CounterName, number>;
+  readonly wait: Buckets;
+  readonly runCompleted: Buckets;
+  readonly runFailed: Buckets;
+}
+
+/** A metric prom-client's registry reads through `get()`, its values computed from our series at scrape time. */
+interface Collected {
+  readonly name: string;
+  readonly help: string;
+  readonly type: 'counter' | 'histogram';
+  readonly aggregator: 'sum';
+  get(): Promise<{
+    name: string;
+    help: string;
+    type: 'counter' | 'histogram';
+    aggregator: 'sum';
+    values: { value: number; labels: Record<string, string | number>; metricName?: string }[];
+  }>;
+  reset(): void;
+}
+
+function collected(
+  name: string,
+  help: string,
+  type: 'counter' | 'histogram',
+  values: () => { value: number; labels: Record<string, string | number>; metricName?: string }[],
+): Collected {
+  return {
+    name,
+    help,
+    type,
+    aggregator: 'sum',
+    get: () => Promise.resolve({ name, help, type, aggregator: 'sum', values: values() }),
+    reset: () => undefined,
+  };
+}
+
+function histogramValues(
+  name: string,
+  series: Iterable<{ labels: Readonly<Record<string, string>>; buckets: Buckets }>,
+): { value: number; labels: Record<string, string | number>; metricName: string }[] {
+  const out: { value: number; labels: Record<string, string | number>; metricName: string }[] = [];
+  for (const { labels, buckets } of series) {
+    let cumulative = 0;
+    TIME_BUCKETS.forEach((le, i) => {
+      cumulative += buckets.counts[i] as number;
+      out.push({ value: cumulative, labels: { ...labels, le }, metricName: `${name}_bucket` });
+    });
+    out.push({ value: buckets.count, labels: { ...labels, le: '+Inf' }, metricName: `${name}_bucket` });
+    out.push({ value: buckets.sum, labels: { ...labels }, metricName: `${name}_sum` });
+    out.push({ value: buckets.count, labels: { ...labels }, metricName: `${name}_count` });
+  }
+  return out;
 }
 
 export interface MetricsSources {
@@ -67,12 +141,8 @@ export class QueueMetrics {
   readonly registry = new client.Registry();
   private readonly kinds = new Set<string>();
   private readonly series = new Map<string, Series>();
-  private readonly counters: Record<CounterName, client.Counter>;
-  private readonly wait: client.Histogram;
-  private readonly run: client.Histogram;
   private readonly refused: client.Counter;
   private readonly grpc: client.Counter;
-  private readonly labels: readonly string[];
 
   constructor(
     private readonly config: MetricsConfig,
@@ -80,33 +150,37 @@ export class QueueMetrics {
   ) {
     const registers = [this.registry];
     client.collectDefaultMetrics({ register: this.registry });
-    this.labels = config.tenant_labels ? ['kind', 'tenant'] : ['kind'];
-    const names = Object.keys(COUNTER_HELP) as CounterName[];
-    this.counters = Object.fromEntries(
-      names.map((name) => [
-        name,
-        new client.Counter({
-          name: `telha_jobs_${name}_total`,
-          help: COUNTER_HELP[name],
-          labelNames: this.labels,
-          registers,
-        }),
-      ]),
-    ) as Record<CounterName, client.Counter>;
-    this.wait = new client.Histogram({
-      name: 'telha_job_wait_seconds',
-      help: 'From when a job became ready (enqueued, gate opened, failed or retried) to its lease.',
-      labelNames: this.labels,
-      buckets: TIME_BUCKETS,
-      registers,
-    });
-    this.run = new client.Histogram({
-      name: 'telha_job_run_seconds',
-      help: 'From a lease to its completion or failure, by outcome.',
-      labelNames: [...this.labels, 'outcome'],
-      buckets: TIME_BUCKETS,
-      registers,
-    });
+    const all = (): Series[] => [...this.series.values()];
+    for (const name of Object.keys(COUNTER_HELP) as CounterName[]) {
+      this.registry.registerMetric(
+        collected(`telha_jobs_${name}_total`, COUNTER_HELP[name], 'counter', () =>
+          all().map((series) => ({ value: series.counters[name], labels: { ...series.labels } })),
+        ) as unknown as client.Metric,
+      );
+    }
+    this.registry.registerMetric(
+      collected(
+        'telha_job_wait_seconds',
+        'From when a job became ready (enqueued, gate opened, failed or retried) to its lease.',
+        'histogram',
+        () =>
+          histogramValues(
+            'telha_job_wait_seconds',
+            all().map((x) => ({ labels: x.labels, buckets: x.wait })),
+          ),
+      ) as unknown as client.Metric,
+    );
+    this.registry.registerMetric(
+      collected('telha_job_run_seconds', 'From a lease to its completion or failure, by outcome.', 'histogram', () =>
+        histogramValues(
+          'telha_job_run_seconds',
+          all().flatMap((x) => [
+            { labels: { ...x.labels, outcome: 'completed' }, buckets: x.runCompleted },
+            { labels: { ...x.labels, outcome: 'failed' }, buckets: x.runFailed },
+          ]),
+        ),
+      ) as unknown as client.Metric,
+    );
     this.refused = new client.Counter({
       name: 'telha_fenced_refused_total',
       help: 'Fenced submissions refused because the caller no longer held the lease, by reason.',
@@ -114,8 +188,8 @@ export class QueueMetrics {
       registers,
     });
     // Both reasons exist from the start, so a rate() over them never starts from nothing.
-    this.refused.labels('worker_mismatch');
-    this.refused.labels('generation_superseded');
+    this.refused.labels('worker_mismatch').inc(0);
+    this.refused.labels('generation_superseded').inc(0);
     this.grpc = new client.Counter({
       name: 'telha_grpc_calls_total',
       help: 'gRPC calls answered, by method and status code (a Work stream counts when it ends).',
@@ -203,8 +277,8 @@ export class QueueMetrics {
     const { transition, record, at } = observation;
     const series = this.seriesOf(record);
     const counter = COUNTED[transition];
-    if (counter !== undefined) series.counters[counter].inc();
-    if (record.state === JobState.Dead && observation.previous !== JobState.Dead) series.counters.dead.inc();
+    if (counter !== undefined) series.counters[counter]++;
+    if (record.state === JobState.Dead && observation.previous !== JobState.Dead) series.counters.dead++;
     if (transition === 'lease') {
       series.wait.observe(Math.max(0, at - readySince(record)) / 1e6);
     } else if (transition === 'complete' || transition === 'fail') {
@@ -241,16 +315,12 @@ export class QueueMetrics {
     const key = tenant === null ? kind : `${kind}\u0000${tenant}`;
     let series = this.series.get(key);
     if (series === undefined) {
-      const values = tenant === null ? [kind] : [kind, tenant];
-      const names = Object.keys(this.counters) as CounterName[];
       series = {
-        counters: Object.fromEntries(names.map((n) => [n, this.counters[n].labels(...values)])) as Record<
-          CounterName,
-          client.Counter.Internal
-        >,
-        wait: this.wait.labels(...values),
-        runCompleted: this.run.labels(...values, 'completed'),
-        runFailed: this.run.labels(...values, 'failed'),
+        labels: tenant === null ? { kind } : { kind, tenant },
+        counters: { enqueued: 0, leased: 0, completed: 0, failed: 0, dead: 0, reaped: 0, retried: 0, released: 0 },
+        wait: new Buckets(),
+        runCompleted: new Buckets(),
+        runFailed: new Buckets(),
       };
       this.series.set(key, series);
     }
