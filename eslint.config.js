@@ -21,6 +21,8 @@ export default tseslint.config(
       '.dependency-cruiser.cjs',
       'src/gen/',
       'test/support/record-loads.mjs',
+      // A browser script, checked by the browser test rather than the type-aware rules.
+      'src/http/assets/',
     ],
   },
   js.configs.recommended,
@@ -95,6 +97,11 @@ export default tseslint.config(
     ['src/server/**', 'src/cli/**'],
     ['**/storage/**', '**/codec/**'],
     'the server and the CLI work through the engine (and src/open.ts), never the storage or codec layers.',
+  ),
+  layer(
+    ['src/http/**'],
+    ['**/storage/**', '**/codec/**', '**/client/**', '**/cli/**', '**/open.ts'],
+    'the HTTP side works through the engine (and server/auth.ts, server/status.ts), never the storage or codec layers.',
   ),
   layer(
     ['src/testing/**'],

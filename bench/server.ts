@@ -20,39 +20,12 @@ import { join } from 'node:path';
 import { TelhaClient, Worker, tenantScope } from '../src/client/index.ts';
 import { makeConfig } from '../src/core/config.ts';
 import { openQueue } from '../src/open.ts';
-import { envNumber, fmt, percentile, startServer } from './support.ts';
+import { drainRate, envNumber, fmt, percentile, startServer } from './support.ts';
 
 const E2E_JOBS = envNumber('BENCH_E2E_JOBS', 20_000);
 const RATE = envNumber('BENCH_RATE', 500);
 const LATENCY_SECONDS = envNumber('BENCH_LATENCY_SECONDS', 10);
 const scope = tenantScope('bench');
-
-async function endToEnd(address: string, concurrency: number, jobs: number): Promise<number> {
-  const producer = new TelhaClient({ address });
-  let completed = 0;
-  let finish!: () => void;
-  const done = new Promise<void>((resolve) => (finish = resolve));
-  const worker = new Worker({
-    address,
-    concurrency,
-    handler: () => Promise.resolve(),
-    onCompleted: () => {
-      if (++completed === jobs) finish();
-    },
-  });
-  const started = performance.now();
-  worker.start();
-  for (let i = 0; i < jobs; i += 100) {
-    await producer.enqueueBatch(
-      Array.from({ length: Math.min(100, jobs - i) }, () => ({ kind: `e2e.${concurrency}` })),
-      scope,
-    );
-  }
-  await done;
-  const seconds = (performance.now() - started) / 1000;
-  await worker.close();
-  return jobs / seconds;
-}
 
 async function latency(address: string): Promise<{ p50: number; p99: number; max: number; n: number }> {
   const producer = new TelhaClient({ address });
@@ -131,7 +104,7 @@ try {
   console.log('   concurrency   jobs/s');
   for (const c of [1, 10, 100]) {
     const jobs = c === 1 ? Math.min(E2E_JOBS, 3_000) : E2E_JOBS;
-    const rate = await endToEnd(server.address, c, jobs);
+    const rate = await drainRate(server.address, { concurrency: c, jobs, kind: () => `e2e.${c}` });
     rates.push(rate);
     console.log(
       `   ${String(c).padStart(11)}   ${fmt(rate).padStart(6)}${jobs !== E2E_JOBS ? `  (${fmt(jobs)} jobs)` : ''}`,

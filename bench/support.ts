@@ -7,6 +7,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { TelhaClient, Worker, tenantScope } from '../src/client/index.ts';
 
 /** The CLI entry point, run through tsx like `npm start` does. */
 export const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
@@ -98,7 +99,14 @@ export async function startServer(
 ): Promise<RunningServer> {
   const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--data', dir, '--listen', '127.0.0.1:0'], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, TELHA_LOG_LEVEL: 'warn', TELHA_RETENTION__ENABLED: 'false', ...env },
+    // No HTTP listener unless `env` asks for one, so runs compare with those made before it existed.
+    env: {
+      ...process.env,
+      TELHA_LOG_LEVEL: 'warn',
+      TELHA_RETENTION__ENABLED: 'false',
+      TELHA_SERVER__HTTP_ADDRESS: '',
+      ...env,
+    },
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   // A server that neither listens nor exits (stuck opening its store) must not hang the benchmark.
@@ -131,4 +139,42 @@ export async function startServer(
   throw new Error(
     timedOut ? `telha serve did not listen within ${startTimeoutMs / 1000} s` : 'telha serve exited before listening',
   );
+}
+
+/**
+ * End-to-end drain through a server: a producer enqueues `jobs` no-op jobs in
+ * batches of 100 while one SDK Worker at `concurrency` drains them. Jobs/s
+ * from the first enqueue to the last accepted completion.
+ */
+export async function drainRate(
+  address: string,
+  options: { concurrency: number; jobs: number; kind: (index: number) => string },
+): Promise<number> {
+  const { concurrency, jobs, kind } = options;
+  const scope = tenantScope('bench');
+  const producer = new TelhaClient({ address });
+  let completed = 0;
+  let finish!: () => void;
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  const worker = new Worker({
+    address,
+    concurrency,
+    handler: () => Promise.resolve(),
+    onCompleted: () => {
+      if (++completed === jobs) finish();
+    },
+  });
+  const started = performance.now();
+  worker.start();
+  for (let i = 0; i < jobs; i += 100) {
+    await producer.enqueueBatch(
+      Array.from({ length: Math.min(100, jobs - i) }, (_, j) => ({ kind: kind(i + j) })),
+      scope,
+    );
+  }
+  await done;
+  const rate = jobs / ((performance.now() - started) / 1000);
+  await worker.close();
+  producer.close();
+  return rate;
 }

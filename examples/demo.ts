@@ -25,7 +25,7 @@ const config = makeConfig({
   // Short timings so the demo's failures, retries and reaping play out in seconds.
   jobs: { lease_ttl_secs: 2, reaper_interval_secs: 1, backoff_base_secs: 1, backoff_factor: 1, max_attempts: 3 },
   retention: { enabled: false },
-  server: { address: '127.0.0.1:0' },
+  server: { address: '127.0.0.1:0', http_address: process.env['DEMO_HTTP_ADDRESS'] ?? '127.0.0.1:0' },
 });
 const queue = await openQueue({ config, logger: silentLogger });
 const server = await startServer({ queue, config, logger: silentLogger });

@@ -20,7 +20,10 @@ export type {
   ListOptions,
   QueueOptions,
   Release,
+  StoreMetrics,
 } from './engine/queue.ts';
+export type { QueueObservation, QueueObserver } from './engine/observers.ts';
+export type { TransitionName } from './core/transitions.ts';
 export { Maintenance, PRUNE_KIND } from './engine/maintenance.ts';
 export type { ReapResult } from './engine/maintenance.ts';
 export { LocalWorker } from './engine/worker.ts';

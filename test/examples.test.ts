@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -34,8 +36,27 @@ describe('examples', () => {
     assert.match(stdout, /reaped {4}worker=doomed-\d+ generation=1/);
   });
 
+  it('runs the dashboard demo and takes its screenshots with Chromium', async () => {
+    const shots = mkdtempSync(join(tmpdir(), 'telha-shots-'));
+    try {
+      const { stdout } = await run(
+        process.execPath,
+        ['--import', 'tsx', `${examples}dashboard-demo.ts`, '--screenshots', shots],
+        { env: { ...process.env, DEMO_SECONDS: '3' } },
+      );
+      assert.match(stdout, /^dashboard on http:\/\/127\.0\.0\.1:\d+\//m);
+      assert.match(stdout, /the long-lived job is http:\/\/\S+\/jobs\/[0-9a-f-]{36}$/m);
+      for (const file of ['dashboard-overview.png', 'dashboard-job.png']) {
+        assert.ok(statSync(join(shots, file)).size > 10_000, `${file} holds a picture`);
+      }
+    } finally {
+      rmSync(shots, { recursive: true, force: true });
+    }
+  });
+
   it('covers every file in examples/', () => {
     assert.deepEqual(readdirSync(examples).sort(), [
+      'dashboard-demo.ts',
       'demo-doomed-worker.ts',
       'demo.ts',
       'engine-demo.ts',

@@ -1,4 +1,5 @@
 /** How the CLI prints jobs for a person (the `--json` forms print records as they are). */
+import { duration } from '../core/durations.ts';
 import { JOB_STATE_NAMES, JobState, type CountRow, type JobRecord } from '../core/types.ts';
 
 function time(us: number): string {
@@ -9,18 +10,7 @@ function clock(us: number): string {
   return new Date(Math.floor(us / 1000)).toISOString().slice(11, 23);
 }
 
-/** A duration a person reads at a glance: 850ms, 12.3s, 4m05s, 2h10m, 3d4h. */
-export function duration(us: number): string {
-  const ms = Math.round(us / 1000);
-  if (ms < 1000) return `${ms}ms`;
-  const s = ms / 1000;
-  if (s < 60) return `${s.toFixed(1)}s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m${String(Math.floor(s % 60)).padStart(2, '0')}s`;
-  const h = Math.floor(m / 60);
-  if (h < 48) return `${h}h${String(m % 60).padStart(2, '0')}m`;
-  return `${Math.floor(h / 24)}d${h % 24}h`;
-}
+export { duration } from '../core/durations.ts';
 
 /** Payload preview: text when it is printable UTF-8, else hex; cut at 200 characters. */
 export function preview(bytes: Uint8Array): string {

@@ -31,6 +31,9 @@ export async function serve(options: ServeOptions): Promise<void> {
   );
   // Tests and scripts wait for this line on stdout to know the port.
   process.stdout.write(`telha listening on ${server.address}\n`);
+  if (server.http !== null) {
+    process.stdout.write(`telha dashboard on http${server.tls ? 's' : ''}://${server.http.address}/\n`);
+  }
 
   await new Promise<void>((resolve) => {
     const stop = (signal: NodeJS.Signals): void => {

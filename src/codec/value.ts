@@ -87,7 +87,6 @@ export function encodeRecord(record: JobRecord): Buffer {
   return out;
 }
 
-
 /**
  * Decode a stored value. `keyHex` names the row in the error, so an operator can
  * find it; callers that scan skip such rows and count them.

@@ -7,7 +7,7 @@
  * merges and validates plain values.
  */
 import { z } from 'zod';
-import { DEFAULT_ADDRESS } from './defaults.ts';
+import { DEFAULT_ADDRESS, DEFAULT_HTTP_ADDRESS } from './defaults.ts';
 import { invalidArgument } from './errors.ts';
 import { MAX_ATTEMPTS_LIMIT, MAX_DURATION_SECS, MAX_PAYLOAD_BYTES_LIMIT, MAX_TIMER_MS } from './limits.ts';
 
@@ -167,6 +167,27 @@ const serverSchema = z.strictObject({
   shutdown_grace_ms: timerMs(0).default(DEFAULT_SHUTDOWN_GRACE_MS),
   max_concurrent_calls: callCount.default(DEFAULT_MAX_CONCURRENT_CALLS),
   max_parked_calls: callCount.default(DEFAULT_MAX_PARKED_CALLS),
+  /** HTTP: `/healthz`, `/readyz`, `/metrics` and the dashboard, with the same TLS and tokens as gRPC. Empty turns it off. */
+  http_address: z
+    .string()
+    .regex(/^((\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5})?$/, 'must be host:port, or empty to turn HTTP off')
+    .default(DEFAULT_HTTP_ADDRESS),
+});
+
+/** `metrics.max_kinds`: distinct `kind` label values before the rest are counted as `other`. */
+export const DEFAULT_METRICS_MAX_KINDS = 100;
+/** `metrics.refresh_ms`: how stale the job-count gauges and store size may be (a scrape never waits on a count). */
+export const DEFAULT_METRICS_REFRESH_MS = 5_000;
+
+const metricsSchema = z.strictObject({
+  /** Serve `/metrics` and watch the engine for it; off, the engine has no observer and costs nothing. */
+  enabled: z.boolean().default(true),
+  /** Add a `tenant` label to the job counters and histograms; off by default, as tenants may be many. */
+  tenant_labels: z.boolean().default(false),
+  max_kinds: wholeNumber(1, 10_000, 'each kind is a label value; more would flood the scrape').default(
+    DEFAULT_METRICS_MAX_KINDS,
+  ),
+  refresh_ms: timerMs(1).default(DEFAULT_METRICS_REFRESH_MS),
 });
 
 const configSchema = z.strictObject({
@@ -174,6 +195,7 @@ const configSchema = z.strictObject({
   jobs: jobsSchema.default(jobsSchema.parse({})),
   retention: retentionSchema.default(retentionSchema.parse({})),
   server: serverSchema.default(serverSchema.parse({})),
+  metrics: metricsSchema.default(metricsSchema.parse({})),
 });
 
 export type TelhaConfig = z.infer<typeof configSchema>;
@@ -181,6 +203,7 @@ export type JobsConfig = TelhaConfig['jobs'];
 export type StorageConfig = TelhaConfig['storage'];
 export type RetentionConfig = TelhaConfig['retention'];
 export type ServerConfig = TelhaConfig['server'];
+export type MetricsConfig = TelhaConfig['metrics'];
 export type TokenConfig = ServerConfig['tokens'][number];
 
 /** Every key with its default. */

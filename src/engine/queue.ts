@@ -9,7 +9,7 @@
  *     workers     leaseNext · lease (many, optional long poll) · heartbeat · checkpoint
  *                 complete · fail · release · completeEach · failEach · releaseEach
  *     operators   show · list · counts · leased · retry
- *     lifecycle   maintenance (reaper, pruning) · waits · stats · close
+ *     lifecycle   maintenance (reaper, pruning) · waits · observe · stats · storeMetrics · close
  */
 import { checkBackoffByKind, type BackoffByKind } from '../core/backoff.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
@@ -47,9 +47,12 @@ import {
   checkScope,
   checkWorkerId,
 } from '../core/validate.ts';
-import type { JobStore, StoreStats, UpdateItem } from '../storage/types.ts';
+import type { JobStore, StoreMetrics, StoreStats, UpdateItem } from '../storage/types.ts';
 import { newJobId } from '../codec/job-ids.ts';
 import { Maintenance } from './maintenance.ts';
+import { Observers, type QueueObserver } from './observers.ts';
+
+export type { StoreMetrics };
 import { WorkSignal, type WakeReason } from './work-signal.ts';
 
 export interface LeaseOptions {
@@ -154,6 +157,7 @@ export class Queue {
   private readonly logger: Logger;
   private readonly policy: transitions.RetryPolicy;
   private readonly work = new WorkSignal();
+  private readonly observers = new Observers();
   private readonly waitsEnded: Record<WakeReason, number> = { woken: 0, timeout: 0, aborted: 0 };
   private closed = false;
 
@@ -172,6 +176,7 @@ export class Queue {
       logger: this.logger,
       onReaped: (records, now) => {
         for (const record of records) if (record.state === JobState.Dead) this.logDead(record, 'lease expired');
+        this.observers.transition('reap', records, JobState.Leased, now);
         this.announce(records, now);
       },
     });
@@ -232,10 +237,9 @@ export class Queue {
 
   private async insert(drafts: Parameters<JobStore['insert']>[0], now: Micros): Promise<EnqueueResult[]> {
     const outcomes = await this.store.insert(drafts, now);
-    this.announce(
-      outcomes.filter((o) => o.created).map((o) => o.record),
-      now,
-    );
+    const created = outcomes.filter((o) => o.created).map((o) => o.record);
+    this.observers.transition('enqueue', created, null, now);
+    this.announce(created, now);
     return outcomes.map(({ record, created }) => ({ job: record, created }));
   }
 
@@ -276,20 +280,22 @@ export class Queue {
     }
   }
 
-  private claim(options: LeaseOptions, limit: number): Promise<JobRecord[]> {
+  private async claim(options: LeaseOptions, limit: number): Promise<JobRecord[]> {
     this.assertOpen();
     const scope = options.scope ?? ANY_SCOPE;
     if (scope.type !== 'any') checkScope(scope);
     const workerId = checkWorkerId(options.workerId);
     const kinds = checkKindPrefixes(options.kinds);
     const now = this.clock.now();
-    return this.store.claim({
+    const leased = await this.store.claim({
       scope,
       kinds,
       now,
       limit,
       lease: (record) => transitions.lease(record, workerId, now, this.policy),
     });
+    this.observers.transition('lease', leased, JobState.Pending, now);
+    return leased;
   }
 
   /** Lease long-polls: parked now, and how the finished ones ended. */
@@ -299,7 +305,7 @@ export class Queue {
 
   /** Extend a lease by one TTL. `scope` (default every scope) confines which jobs the caller may touch. */
   heartbeat(jobId: string, fence: LeaseFence, scope: ScopeFilter = ANY_SCOPE): Promise<JobRecord> {
-    return this.fenced(jobId, fence, scope, (r, f, now) => transitions.heartbeat(r, f, now, this.policy));
+    return this.fenced('heartbeat', jobId, fence, scope, (r, f, now) => transitions.heartbeat(r, f, now, this.policy));
   }
 
   /** Store an opaque continuation and extend the lease, in the same write. */
@@ -310,7 +316,9 @@ export class Queue {
     scope: ScopeFilter = ANY_SCOPE,
   ): Promise<JobRecord> {
     const bytes = asBuffer(checkBytes('continuation', continuation, this.config.jobs.max_payload_bytes));
-    return this.fenced(jobId, fence, scope, (r, f, now) => transitions.checkpoint(r, f, bytes, now, this.policy));
+    return this.fenced('checkpoint', jobId, fence, scope, (r, f, now) =>
+      transitions.checkpoint(r, f, bytes, now, this.policy),
+    );
   }
 
   /**
@@ -329,22 +337,27 @@ export class Queue {
     const requested = options.successors ?? [];
     if (requested.length > MAX_BATCH_JOBS) throw invalidArgument('successors', `at most ${MAX_BATCH_JOBS} successors`);
     const now = this.clock.now();
-    const outcome = await this.store.update(
-      id,
-      (current) => {
-        assertInScope(current, scope);
-        // The successors' scope is the completed job's, known only once it is read.
-        const successorScope: QueueScope =
-          current.tenant === null ? SYSTEM_SCOPE : { type: 'tenant', tenant: current.tenant };
-        const successors = requested.map((job, i) => this.draft(successorScope, job, now, `successors[${i}].`));
-        return { record: transitions.complete(current, checkedFence, now), successors };
-      },
-      now,
-    );
-    this.announce(
-      outcome.successors.filter((o) => o.created).map((o) => o.record),
-      now,
-    );
+    const outcome = await this.store
+      .update(
+        id,
+        (current) => {
+          assertInScope(current, scope);
+          // The successors' scope is the completed job's, known only once it is read.
+          const successorScope: QueueScope =
+            current.tenant === null ? SYSTEM_SCOPE : { type: 'tenant', tenant: current.tenant };
+          const successors = requested.map((job, i) => this.draft(successorScope, job, now, `successors[${i}].`));
+          return { record: transitions.complete(current, checkedFence, now), successors };
+        },
+        now,
+      )
+      .catch((error: unknown) => {
+        this.observers.refused(error, now);
+        throw error;
+      });
+    const created = outcome.successors.filter((o) => o.created).map((o) => o.record);
+    this.observers.transition('complete', [outcome.record], JobState.Leased, now);
+    this.observers.transition('enqueue', created, null, now);
+    this.announce(created, now);
     return {
       job: outcome.record,
       successors: outcome.successors.map(({ record, created }) => ({ job: record, created })),
@@ -359,7 +372,7 @@ export class Queue {
     scope: ScopeFilter = ANY_SCOPE,
   ): Promise<JobRecord> {
     const request = failRequest(options);
-    const record = await this.fenced(jobId, fence, scope, (r, f, now) =>
+    const record = await this.fenced('fail', jobId, fence, scope, (r, f, now) =>
       transitions.fail(r, f, request, now, this.policy),
     );
     this.afterFailures([record]);
@@ -373,7 +386,7 @@ export class Queue {
    * generation, so the releasing worker can submit nothing more for it.
    */
   async release(jobId: string, fence: LeaseFence, scope: ScopeFilter = ANY_SCOPE): Promise<JobRecord> {
-    const record = await this.fenced(jobId, fence, scope, (r, f, now) => transitions.release(r, f, now));
+    const record = await this.fenced('release', jobId, fence, scope, (r, f, now) => transitions.release(r, f, now));
     this.announce([record], this.clock.now());
     return record;
   }
@@ -399,6 +412,7 @@ export class Queue {
     });
     const plain = items.flatMap((item, index) => ((item.successors ?? []).length === 0 ? [{ item, index }] : []));
     const applied = await this.fencedEach(
+      'complete',
       plain.map(({ item }) => item),
       scope,
       (record, fence, _item, now) => transitions.complete(record, fence, now),
@@ -416,6 +430,7 @@ export class Queue {
   async failEach(items: readonly Failure[], scope: ScopeFilter = ANY_SCOPE): Promise<ItemResult<JobRecord>[]> {
     this.checkEach(items);
     const results = await this.fencedEach(
+      'fail',
       items,
       scope,
       (record, fence, request, now) => transitions.fail(record, fence, request, now, this.policy),
@@ -428,7 +443,7 @@ export class Queue {
   /** Hand back many leased jobs, each as `release` would, in one pass of the store (see `completeEach`). */
   async releaseEach(items: readonly Release[], scope: ScopeFilter = ANY_SCOPE): Promise<ItemResult<JobRecord>[]> {
     this.checkEach(items);
-    const results = await this.fencedEach(items, scope, (record, fence, _item, now) =>
+    const results = await this.fencedEach('release', items, scope, (record, fence, _item, now) =>
       transitions.release(record, fence, now),
     );
     this.announce(
@@ -444,14 +459,15 @@ export class Queue {
   }
 
   /** Each item's fenced change, validated on its own (`check` turns it into what `apply` needs), then all applied in one `updateMany`. */
-  private fencedEach<T extends { readonly jobId: string; readonly fence: LeaseFence }, R = T>(
+  private async fencedEach<T extends { readonly jobId: string; readonly fence: LeaseFence }, R = T>(
+    transition: transitions.TransitionName,
     items: readonly T[],
     scope: ScopeFilter,
     apply: (record: JobRecord, fence: LeaseFence, request: R, now: Micros) => JobRecord,
     check: (item: T) => R = (item) => item as unknown as R,
   ): Promise<ItemResult<JobRecord>[]> {
     const now = this.clock.now();
-    return eachOnItsOwn(
+    const results = await eachOnItsOwn(
       items,
       (item): UpdateItem => {
         const jobId = checkJobId(item.jobId);
@@ -467,6 +483,11 @@ export class Queue {
       },
       (updates) => this.store.updateMany(updates, now),
     );
+    for (const result of results) {
+      if (result.ok) this.observers.transition(transition, [result.value], JobState.Leased, now);
+      else this.observers.refused(result.error, now);
+    }
+    return results;
   }
 
   private checkEach(items: readonly unknown[]): void {
@@ -475,6 +496,7 @@ export class Queue {
   }
 
   private async fenced(
+    transition: transitions.TransitionName,
     jobId: string,
     fence: LeaseFence,
     scope: ScopeFilter,
@@ -484,14 +506,20 @@ export class Queue {
     const id = checkJobId(jobId);
     const checked = checkFence(fence);
     const now = this.clock.now();
-    const outcome = await this.store.update(
-      id,
-      (current) => {
-        assertInScope(current, scope);
-        return { record: apply(current, checked, now) };
-      },
-      now,
-    );
+    const outcome = await this.store
+      .update(
+        id,
+        (current) => {
+          assertInScope(current, scope);
+          return { record: apply(current, checked, now) };
+        },
+        now,
+      )
+      .catch((error: unknown) => {
+        this.observers.refused(error, now);
+        throw error;
+      });
+    this.observers.transition(transition, [outcome.record], JobState.Leased, now);
     return outcome.record;
   }
 
@@ -510,6 +538,7 @@ export class Queue {
       },
       now,
     );
+    this.observers.transition('retry', [outcome.record], JobState.Dead, now);
     this.announce([outcome.record], now);
     return outcome.record;
   }
@@ -566,8 +595,23 @@ export class Queue {
     await this.store.health();
   }
 
+  /**
+   * Be told of every committed transition (and of refused fenced submissions),
+   * in this process, after the write. Returns the unsubscribe. Listeners run
+   * synchronously on the caller's path, so they must be cheap; their errors are ignored.
+   */
+  observe(listener: QueueObserver): () => void {
+    return this.observers.add(listener);
+  }
+
   stats(): StoreStats {
     return this.store.stats();
+  }
+
+  /** The store's size and health figures, for metrics and readiness; `{}` from a store that keeps none. */
+  async storeMetrics(): Promise<StoreMetrics> {
+    this.assertOpen();
+    return (await this.store.metrics?.()) ?? {};
   }
 
   /** Stop the maintenance, end parked long-polls, close the store. Idempotent. */

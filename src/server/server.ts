@@ -1,6 +1,7 @@
 /**
  * `telha serve`: the process that owns the store and speaks gRPC to
- * stateless workers, tenants and operators, with @grpc/grpc-js.
+ * stateless workers, tenants and operators, with @grpc/grpc-js, and HTTP
+ * (health checks, metrics, the dashboard; `src/http/`) over the same queue.
  */
 import { setMaxListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
@@ -18,32 +19,30 @@ import {
   REASON_HEADER,
   responseOf,
   WORK_OPEN_HEADER,
+  Status,
   type MethodName,
 } from '../wire/service.ts';
+import { assertLoopbackWhenOpen, splitAddress } from './address.ts';
 import { Authenticator } from './auth.ts';
 import { create } from '@bufbuild/protobuf';
 import { WorkResponseSchema, type WorkRequest, type WorkResponse } from '../gen/telha/v1/queue_pb.ts';
 import { CallFailed, createQueueService, type CallContext, type QueueServiceHandlers } from './service.ts';
 import { describeError, type WireStatus } from './status.ts';
+import { startHttpServer, type RunningHttp } from '../http/server.ts';
+import { Telemetry, type CallObserver } from '../http/telemetry.ts';
 
 export interface RunningServer {
   /** `host:port` actually bound (port 0 in the config picks a free one). */
   readonly address: string;
   readonly port: number;
   readonly tls: boolean;
+  /** The HTTP listener (`server.http_address`), or `null` when it is turned off. */
+  readonly http: { readonly address: string; readonly port: number } | null;
   /** Stop accepting, let in-flight calls finish (up to `server.shutdown_grace_ms`), then cut the rest. Does not close the queue. */
   close(): Promise<void>;
 }
 
-export function splitAddress(address: string): { host: string; port: number } {
-  const at = address.lastIndexOf(':');
-  const host = address.slice(0, at).replace(/^\[(.*)\]$/, '$1');
-  return { host, port: Number(address.slice(at + 1)) };
-}
-
-export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
-}
+export { isLoopback, splitAddress } from './address.ts';
 
 export async function startServer(options: {
   queue: Queue;
@@ -53,12 +52,7 @@ export async function startServer(options: {
   const { queue, config, logger } = options;
   const { host, port } = splitAddress(config.server.address);
   const auth = new Authenticator(config.server.tokens);
-  if (auth.open && !isLoopback(host)) {
-    throw invalidArgument(
-      'server.address',
-      `refusing to listen on ${config.server.address} without server.tokens: anyone who can reach it could read and change every tenant's jobs. Configure tokens, or bind 127.0.0.1.`,
-    );
-  }
+  assertLoopbackWhenOpen(auth.open, 'server.address', config.server.address);
   const { tls_cert_file: certFile, tls_key_file: keyFile } = config.server;
   if ((certFile === undefined) !== (keyFile === undefined)) {
     throw invalidArgument('server.tls_cert_file', 'TLS needs both server.tls_cert_file and server.tls_key_file');
@@ -72,7 +66,10 @@ export async function startServer(options: {
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
   });
-  server.addService(queueServiceDefinition, adaptService(service, logger));
+  // The engine is observed (metrics, live charts) only when there is an HTTP listener to show them.
+  const telemetry = config.server.http_address === '' ? null : new Telemetry(queue, config, logger);
+  const calls: CallObserver = telemetry ?? { call: () => undefined, workStream: () => undefined };
+  server.addService(queueServiceDefinition, adaptService(service, logger, calls));
 
   const credentials =
     certFile !== undefined && keyFile !== undefined
@@ -87,9 +84,21 @@ export async function startServer(options: {
     );
   }).catch((error: unknown) => {
     server.forceShutdown();
+    telemetry?.stop();
     throw error;
   });
   const address = `${bindHost}:${boundPort}`;
+  let http: RunningHttp | null = null;
+  if (telemetry !== null) {
+    try {
+      http = await startHttpServer({ queue, config, logger, auth, telemetry });
+    } catch (error) {
+      telemetry.stop();
+      server.forceShutdown();
+      throw error;
+    }
+    telemetry.start();
+  }
   logger.info(
     { address, tls: certFile !== undefined, backend: queue.backend, tokenCount: config.server.tokens.length },
     auth.open ? 'listening on loopback without tokens: every local caller is an operator' : 'listening',
@@ -100,11 +109,14 @@ export async function startServer(options: {
     address,
     port: boundPort,
     tls: certFile !== undefined,
+    http: http === null ? null : { address: http.address, port: http.port },
     close() {
       closing ??= (async () => {
         logger.info({}, 'shutting down: no new calls');
         // Parked long-polls return at once with no jobs; other calls run to completion.
         shutdown.abort();
+        telemetry?.stop();
+        const httpClosed = http?.close();
         const drained = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
         const grace = new Promise<'timeout'>((resolve) =>
           setTimeout(() => resolve('timeout'), config.server.shutdown_grace_ms).unref(),
@@ -113,6 +125,7 @@ export async function startServer(options: {
           logger.warn({}, 'grace period over: cutting remaining calls');
           server.forceShutdown();
         }
+        await httpClosed;
       })();
       return closing;
     },
@@ -139,8 +152,12 @@ function serviceError(status: WireStatus): Partial<grpc.StatusObject> {
 }
 
 /** The transport-agnostic handlers as grpc-js handlers. */
-function adaptService(service: QueueServiceHandlers, logger: Logger): grpc.UntypedServiceImplementation {
-  const handlers: grpc.UntypedServiceImplementation = { work: adaptWork(service) };
+function adaptService(
+  service: QueueServiceHandlers,
+  logger: Logger,
+  calls: CallObserver,
+): grpc.UntypedServiceImplementation {
+  const handlers: grpc.UntypedServiceImplementation = { work: adaptWork(service, calls) };
   for (const name of Object.keys(service.unary) as MethodName[]) {
     const impl = service.unary[name] as (req: unknown, ctx: CallContext) => Promise<object>;
     handlers[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
@@ -156,9 +173,13 @@ function adaptService(service: QueueServiceHandlers, logger: Logger): grpc.Untyp
           return abort.signal;
         },
       }).then(
-        (response) => callback(null, responseOf(name, response as never)),
+        (response) => {
+          calls.call(name, Status.OK);
+          callback(null, responseOf(name, response as never));
+        },
         (error: unknown) => {
           const status = error instanceof CallFailed ? error.status : describeError(error, logger, { method: name });
+          calls.call(name, status.code);
           callback(serviceError(status));
         },
       );
@@ -168,10 +189,24 @@ function adaptService(service: QueueServiceHandlers, logger: Logger): grpc.Untyp
 }
 
 /** The Work stream: grpc-js's duplex stream feeding a transport-agnostic session. */
-function adaptWork(service: QueueServiceHandlers): grpc.handleBidiStreamingCall<WorkRequest, WorkResponse> {
+function adaptWork(
+  service: QueueServiceHandlers,
+  calls: CallObserver,
+): grpc.handleBidiStreamingCall<WorkRequest, WorkResponse> {
   return (call) => {
     const abort = new AbortController();
-    call.once('cancelled', () => abort.abort());
+    calls.workStream(1);
+    let ended = false;
+    const ending = (code: Status): void => {
+      if (ended) return;
+      ended = true;
+      calls.workStream(-1);
+      calls.call('work', code);
+    };
+    call.once('cancelled', () => {
+      ending(Status.CANCELLED);
+      abort.abort();
+    });
     const authorization = call.metadata.get('authorization')[0];
     const session = service.openWork({
       authorization: typeof authorization === 'string' ? authorization : null,
@@ -182,9 +217,15 @@ function adaptWork(service: QueueServiceHandlers): grpc.handleBidiStreamingCall<
         call.sendMetadata(headers);
       },
       send: (message) => call.write(create(WorkResponseSchema, message)),
-      end: () => call.end(),
+      end: () => {
+        ending(Status.OK);
+        call.end();
+      },
       // grpc-js ends the call with this status (its documented way for streaming handlers).
-      fail: (status) => call.emit('error', serviceError(status)),
+      fail: (status) => {
+        ending(status.code);
+        call.emit('error', serviceError(status));
+      },
     });
     call.on('data', (message: WorkRequest) => session.receive(message));
     call.on('end', () => session.finish());

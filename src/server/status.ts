@@ -1,28 +1,32 @@
 /**
- * The one place engine errors become wire status codes. The client maps
- * them back (`src/client/errors.ts`), so a caller sees the same codes
- * in-process and over the network.
+ * The one place engine errors become wire status codes: gRPC for the API,
+ * HTTP for the dashboard and health checks, side by side in one table. The
+ * client maps gRPC back (`src/client/errors.ts`), so a caller sees the same
+ * codes in-process and over the network.
  */
 import { ErrorCode, LeaseConflictError, TelhaError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { Status } from '../wire/service.ts';
 
-const CODES: Readonly<Record<ErrorCode, Status>> = {
-  [ErrorCode.LeaseConflict]: Status.ABORTED,
-  [ErrorCode.NotFound]: Status.NOT_FOUND,
-  [ErrorCode.InvalidArgument]: Status.INVALID_ARGUMENT,
-  [ErrorCode.FailedPrecondition]: Status.FAILED_PRECONDITION,
-  [ErrorCode.CorruptRecord]: Status.DATA_LOSS,
-  [ErrorCode.Unauthenticated]: Status.UNAUTHENTICATED,
-  [ErrorCode.PermissionDenied]: Status.PERMISSION_DENIED,
-  [ErrorCode.ResourceExhausted]: Status.RESOURCE_EXHAUSTED,
-  [ErrorCode.Unavailable]: Status.UNAVAILABLE,
-  [ErrorCode.Internal]: Status.INTERNAL,
+/** Each code's gRPC status and HTTP status. */
+const CODES: Readonly<Record<ErrorCode, { readonly grpc: Status; readonly http: number }>> = {
+  [ErrorCode.LeaseConflict]: { grpc: Status.ABORTED, http: 409 },
+  [ErrorCode.NotFound]: { grpc: Status.NOT_FOUND, http: 404 },
+  [ErrorCode.InvalidArgument]: { grpc: Status.INVALID_ARGUMENT, http: 400 },
+  [ErrorCode.FailedPrecondition]: { grpc: Status.FAILED_PRECONDITION, http: 409 },
+  [ErrorCode.CorruptRecord]: { grpc: Status.DATA_LOSS, http: 500 },
+  [ErrorCode.Unauthenticated]: { grpc: Status.UNAUTHENTICATED, http: 401 },
+  [ErrorCode.PermissionDenied]: { grpc: Status.PERMISSION_DENIED, http: 403 },
+  [ErrorCode.ResourceExhausted]: { grpc: Status.RESOURCE_EXHAUSTED, http: 429 },
+  [ErrorCode.Unavailable]: { grpc: Status.UNAVAILABLE, http: 503 },
+  [ErrorCode.Internal]: { grpc: Status.INTERNAL, http: 500 },
 };
 
 /** A status as the wire carries it: code, message, and the metadata that says more. */
 export interface WireStatus {
   readonly code: Status;
+  /** The same outcome as an HTTP status, for the HTTP listener. */
+  readonly http: number;
   readonly message: string;
   readonly reason: string | null;
   readonly field: string | null;
@@ -36,7 +40,8 @@ export function describeError(error: unknown, logger: Logger, context: object): 
       logger.error({ ...context, err: error.message }, 'request failed');
     }
     return {
-      code: CODES[error.code],
+      code: CODES[error.code].grpc,
+      http: CODES[error.code].http,
       message: error.message,
       reason: error instanceof LeaseConflictError ? error.reason : null,
       field: error.field ?? null,
@@ -48,5 +53,5 @@ export function describeError(error: unknown, logger: Logger, context: object): 
     { ...context, err: error instanceof Error ? (error.stack ?? error.message) : String(error) },
     'internal error',
   );
-  return { code: Status.INTERNAL, message: 'internal error', reason: null, field: null, jobId: null };
+  return { code: Status.INTERNAL, http: 500, message: 'internal error', reason: null, field: null, jobId: null };
 }

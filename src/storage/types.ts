@@ -81,6 +81,23 @@ export interface StoreStats {
   readonly corruptRows: number;
 }
 
+/**
+ * Size and health figures a backend can give cheaply, for metrics and
+ * readiness checks. Each is absent where the backend has no such figure.
+ */
+export interface StoreMetrics {
+  /** Bytes the store occupies (RocksDB: SST files; PostgreSQL: the jobs table with its indexes and TOAST). */
+  readonly sizeBytes?: number;
+  /** RocksDB's estimate of the live data, without obsolete versions awaiting compaction. */
+  readonly liveDataBytes?: number;
+  /** RocksDB has stopped writes (too many memtables or level-0 files): every write waits. */
+  readonly writeStopped?: boolean;
+  /** RocksDB's current delayed write rate in bytes/s; 0 when writes are not being slowed. */
+  readonly delayedWriteRateBytes?: number;
+  /** When the oldest Pending job (in any scope, gated or ready) was created; `null` when none is Pending. */
+  readonly oldestPendingAt?: Micros | null;
+}
+
 export interface JobStore {
   /** Human-readable backend name, e.g. `rocksdb` or `memory`. */
   readonly backend: string;
@@ -152,5 +169,13 @@ export interface JobStore {
   health(): Promise<void>;
 
   stats(): StoreStats;
+
+  /**
+   * Size and health figures for metrics and readiness (`/readyz` calls it:
+   * on PostgreSQL it is a round trip to the database). Optional for
+   * third-party stores; those report nothing.
+   */
+  metrics?(): Promise<StoreMetrics>;
+
   close(): Promise<void>;
 }

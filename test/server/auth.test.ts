@@ -165,7 +165,7 @@ describe('who may do what', () => {
     };
     const config = makeConfig({
       storage: { path: server.dir },
-      server: { address: '127.0.0.1:0', tokens: [{ token: TOKENS.operator, role: 'operator' }] },
+      server: { address: '127.0.0.1:0', http_address: '', tokens: [{ token: TOKENS.operator, role: 'operator' }] },
     });
     const queue = await openQueue({ inMemory: true, config, services: false, logger: capture });
     const running = await startServer({ queue, config, logger: capture });

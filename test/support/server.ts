@@ -18,6 +18,8 @@ export const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.ur
 
 export interface TestServer {
   readonly address: string;
+  /** `http://host:port` of the HTTP listener (dashboard, metrics, probes). */
+  readonly http: string;
   readonly queue: Queue;
   /** The server's clock: real time, which a test may move ahead. */
   readonly clock: OffsetClock;
@@ -31,18 +33,25 @@ export async function startTestServer(
   options: { services?: boolean } = {},
 ): Promise<TestServer> {
   const dir = tempDir('telha-server-');
-  const { jobs, server, retention } = values as { jobs?: object; server?: object; retention?: object };
+  const { jobs, server, retention, metrics } = values as {
+    jobs?: object;
+    server?: object;
+    retention?: object;
+    metrics?: object;
+  };
   const config = makeConfig({
     storage: { path: dir },
     jobs: { ...(jobs ?? {}) },
     retention: { enabled: false, ...(retention ?? {}) },
-    server: { address: '127.0.0.1:0', shutdown_grace_ms: 1_000, ...(server ?? {}) },
+    metrics: { ...(metrics ?? {}) },
+    server: { address: '127.0.0.1:0', http_address: '127.0.0.1:0', shutdown_grace_ms: 1_000, ...(server ?? {}) },
   });
   const clock = new OffsetClock();
   const queue = await openQueue({ config, clock, services: options.services ?? false });
   const running = await startServer({ queue, config, logger: silentLogger });
   return {
     address: running.address,
+    http: running.http === null ? '' : `http://${running.http.address}`,
     queue,
     clock,
     dir,
@@ -80,7 +89,8 @@ export async function spawnServer(dir: string, port: number, env: Record<string,
     ['--import', 'tsx', CLI, 'serve', '--data', dir, '--listen', `127.0.0.1:${port}`],
     {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, TELHA_LOG_LEVEL: 'warn', ...env },
+      // HTTP on a free port: tests run beside other servers on this machine, and 7071 may be taken.
+      env: { ...process.env, TELHA_LOG_LEVEL: 'warn', TELHA_SERVER__HTTP_ADDRESS: '127.0.0.1:0', ...env },
     },
   );
   const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>

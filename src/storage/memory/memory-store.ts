@@ -29,6 +29,7 @@ import type {
   ListPage,
   ListQuery,
   PruneParams,
+  StoreMetrics,
   StoreStats,
   UpdateItem,
   UpdateOutcome,
@@ -199,6 +200,15 @@ export class MemoryJobStore implements JobStore {
 
   stats(): StoreStats {
     return { corruptRows: 0 };
+  }
+
+  metrics(): Promise<StoreMetrics> {
+    let oldestPendingAt: Micros | null = null;
+    for (const r of this.jobs.values()) {
+      if (r.state === JobState.Pending && (oldestPendingAt === null || r.createdAt < oldestPendingAt))
+        oldestPendingAt = r.createdAt;
+    }
+    return Promise.resolve({ oldestPendingAt });
   }
 
   close(): Promise<void> {

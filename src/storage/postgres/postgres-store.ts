@@ -69,6 +69,7 @@ import type {
   ListPage,
   ListQuery,
   PruneParams,
+  StoreMetrics,
   StoreStats,
   UpdateItem,
   UpdateOutcome,
@@ -775,6 +776,16 @@ export class PostgresJobStore implements JobStore {
 
   stats(): StoreStats {
     return { corruptRows: this.corruptRows };
+  }
+
+  /** One round trip: the table's size with indexes and TOAST, and the oldest Pending job (a scan of the Pending rows). */
+  async metrics(): Promise<StoreMetrics> {
+    const { rows } = await this.pool.query<{ size: string; oldest: string | null }>(
+      `SELECT pg_total_relation_size('${this.t}.jobs') AS size,
+              (SELECT min(created_at) FROM ${this.t}.jobs WHERE state = 0) AS oldest`,
+    );
+    const row = rows[0];
+    return { sizeBytes: Number(row?.size ?? 0), oldestPendingAt: row?.oldest == null ? null : Number(row.oldest) };
   }
 
   async close(): Promise<void> {

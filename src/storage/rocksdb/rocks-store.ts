@@ -62,6 +62,7 @@ import type {
   ListPage,
   ListQuery,
   PruneParams,
+  StoreMetrics,
   StoreStats,
   UpdateItem,
   UpdateOutcome,
@@ -658,6 +659,18 @@ export class RocksJobStore implements JobStore {
       pending: this.index.pendingCount,
       leased: this.index.leasedCount,
     };
+  }
+
+  metrics(): Promise<StoreMetrics> {
+    this.assertOpen();
+    const number = (name: string): number => Number(this.db.property(name));
+    return Promise.resolve({
+      sizeBytes: number('rocksdb.total-sst-files-size'),
+      liveDataBytes: number('rocksdb.estimate-live-data-size'),
+      writeStopped: number('rocksdb.is-write-stopped') !== 0,
+      delayedWriteRateBytes: number('rocksdb.actual-delayed-write-rate'),
+      oldestPendingAt: this.index.oldestPendingCreatedAt(),
+    });
   }
 
   async close(): Promise<void> {

@@ -17,6 +17,7 @@ import { failureCases } from './failure.ts';
 import { fencingCases } from './fencing.ts';
 import type { HarnessFactory } from './harness.ts';
 import { leaseCases } from './lease.ts';
+import { observeCases } from './observe.ts';
 import { readCases } from './reads.ts';
 import { reaperCases } from './reaper.ts';
 import { recordCases } from './records.ts';
@@ -39,6 +40,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       readCases,
       recordCases,
       retentionCases,
+      observeCases,
     ]) {
       area(suite);
     }

@@ -1,0 +1,109 @@
+// The dashboard's own script: the overview's live charts and counts, fed by
+// server-sent events from /events. It writes only text (textContent) and
+// numbers into the page, never markup. Loaded from this origin; the page's
+// Content-Security-Policy allows no inline script.
+'use strict';
+
+(function () {
+  const SERIES = {
+    enqueued: { label: 'enqueued', stroke: '#2563eb' },
+    completed: { label: 'completed', stroke: '#16a34a' },
+    failed: { label: 'failed', stroke: '#ea580c' },
+    dead: { label: 'dead', stroke: '#dc2626' },
+    oldestPendingAge: { label: 'oldest pending, s', stroke: '#7c3aed' },
+  };
+
+  function fmt(n) {
+    if (n === null || n === undefined) return '–';
+    return n >= 100 ? Math.round(n).toLocaleString('en-US') : (Math.round(n * 10) / 10).toLocaleString('en-US');
+  }
+
+  function makeChart(el, names) {
+    const data = [[]].concat(names.map(() => []));
+    const opts = {
+      width: Math.max(240, el.clientWidth),
+      height: 200,
+      cursor: { drag: { x: false, y: false } },
+      legend: { live: true },
+      scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max * 1.1)] } },
+      axes: [
+        { stroke: '#6b7280', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#e5e7eb' } },
+        {
+          stroke: '#6b7280',
+          grid: { stroke: '#eef0f3' },
+          ticks: { stroke: '#e5e7eb' },
+          size: 56,
+          values: (u, vals) => vals.map(fmt),
+        },
+      ],
+      series: [{}].concat(
+        names.map((name) => ({
+          label: SERIES[name].label,
+          stroke: SERIES[name].stroke,
+          width: 2,
+          points: { show: false },
+          value: (u, v) => fmt(v),
+        })),
+      ),
+    };
+    const plot = new uPlot(opts, data, el);
+    return { el, names, data, plot };
+  }
+
+  function push(chart, sample) {
+    chart.data[0].push(sample.t);
+    chart.names.forEach((name, i) => chart.data[i + 1].push(sample[name]));
+    // The server keeps an hour; so does the chart.
+    const cutoff = sample.t - 3600;
+    while (chart.data[0].length > 0 && chart.data[0][0] < cutoff) chart.data.forEach((column) => column.shift());
+  }
+
+  function setCounts(counts) {
+    for (const [name, value] of Object.entries(counts)) {
+      const el = document.querySelector('[data-count="' + name + '"]');
+      if (el !== null) el.textContent = value.toLocaleString('en-US');
+    }
+  }
+
+  function setLive(state, text) {
+    const live = document.getElementById('live');
+    const label = document.getElementById('live-text');
+    if (live === null || label === null) return;
+    live.dataset.state = state;
+    label.textContent = text;
+  }
+
+  function startOverview() {
+    const boxes = Array.from(document.querySelectorAll('.chart[data-series]'));
+    if (boxes.length === 0 || typeof EventSource === 'undefined') return;
+    let charts = [];
+    const events = new EventSource('/events');
+    events.addEventListener('snapshot', (message) => {
+      const { history, counts } = JSON.parse(message.data);
+      charts.forEach((chart) => chart.plot.destroy());
+      charts = boxes.map((el) => makeChart(el, el.dataset.series.split(' ')));
+      for (const sample of history) charts.forEach((chart) => push(chart, sample));
+      charts.forEach((chart) => chart.plot.setData(chart.data));
+      setCounts(counts);
+      setLive('live', 'live');
+    });
+    events.addEventListener('sample', (message) => {
+      const { sample, counts } = JSON.parse(message.data);
+      if (sample !== null) {
+        charts.forEach((chart) => {
+          push(chart, sample);
+          chart.plot.setData(chart.data);
+        });
+      }
+      setCounts(counts);
+      setLive('live', 'live · updated ' + new Date().toLocaleTimeString());
+    });
+    events.addEventListener('error', () => setLive('offline', 'reconnecting…'));
+    window.addEventListener('resize', () =>
+      charts.forEach((chart) => chart.plot.setSize({ width: Math.max(240, chart.el.clientWidth), height: 200 })),
+    );
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', startOverview);
+  else startOverview();
+})();

@@ -1,0 +1,389 @@
+/** The jobs list, one job with its audit trail, and the bulk retry's confirmation. */
+import { JOB_STATE_NAMES, JobState, type JobEvent, type JobRecord, type Micros } from '../../core/types.ts';
+import { MAX_BULK_JOBS, MAX_SCANNED_ROWS, type BulkResult, type JobsPage } from '../browse.ts';
+import { href, html, type Html } from '../html.ts';
+import { filterQuery, type JobFilter, type ListParams } from '../params.ts';
+import { csrfField, notice, number, page, span, stateBadge, timestamp, when, type Viewer } from './layout.ts';
+
+/** Bytes of a payload or continuation shown at most as text (hex shows a quarter of it). */
+export const MAX_SHOWN_BYTES = 64 * 1024;
+
+const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+
+export const canRetry = (viewer: Viewer): boolean => viewer.principal.role === 'operator';
+
+/** `datetime-local` value (UTC) for µs. */
+function localInput(at: Micros | null): string {
+  return at === null ? '' : new Date(Math.floor(at / 1000)).toISOString().slice(0, 16);
+}
+
+function filterForm(viewer: Viewer, filter: JobFilter): Html {
+  const stateName = filter.state === null ? '' : JOB_STATE_NAMES[filter.state];
+  const option = (value: string, label: string): Html =>
+    html`<option value="${value}" ${value === stateName ? html` selected` : ''}>${label}</option>`;
+  return html`<form
+    class="filters"
+    method="get"
+    action="/jobs"
+    hx-get="/jobs"
+    hx-target="#results"
+    hx-select="#results"
+    hx-swap="outerHTML"
+    hx-push-url="true"
+    hx-trigger="change, submit"
+  >
+    <label
+      >State
+      <select name="state">
+        ${option('', 'any')}${option('pending', 'Pending')}${option('leased', 'Leased')}${option('completed', 'Completed')}${option('dead', 'Dead')}
+      </select></label
+    >
+    <label
+      >Kind prefix
+      <input name="kind" value="${filter.kind ?? ''}" placeholder="email." spellcheck="false" autocomplete="off"
+    /></label>
+    ${
+      viewer.principal.role === 'tenant'
+        ? ''
+        : html`<label
+            >Tenant
+            <input
+              name="tenant"
+              value="${filter.tenant ?? ''}"
+              placeholder="every tenant"
+              spellcheck="false"
+              autocomplete="off"
+          /></label>`
+    }
+    <label
+      >Created after <input type="datetime-local" name="created_after" value="${localInput(filter.createdAfter)}"
+    /></label>
+    <label
+      >Created before <input type="datetime-local" name="created_before" value="${localInput(filter.createdBefore)}"
+    /></label>
+    <button type="submit">Filter</button>
+    <a class="button subtle" href="/jobs">Clear</a>
+  </form>`;
+}
+
+function lastEvent(job: JobRecord): JobEvent | undefined {
+  return job.events[job.events.length - 1];
+}
+
+export function jobsPage(viewer: Viewer, params: ListParams, result: JobsPage, now: Micros): Html {
+  const filter = filterQuery(params);
+  const showTenant = viewer.principal.role !== 'tenant';
+  const timeFiltered = params.createdAfter !== null || params.createdBefore !== null;
+  const bulk =
+    canRetry(viewer) && params.state === JobState.Dead
+      ? html`<a class="button danger" href="${href('/jobs/retry-dead', filter)}"
+          >Retry all Dead jobs matching this filter…</a
+        >`
+      : '';
+  const rows = result.jobs.map((job) => {
+    const last = lastEvent(job);
+    return html`<tr>
+      <td><a class="mono id" href="${href(`/jobs/${job.jobId}`)}">${job.jobId}</a></td>
+      <td class="mono">${job.kind}</td>
+      ${showTenant ? html`<td class="mono">${job.tenant ?? html`<span class="system">system</span>`}</td>` : ''}
+      <td>${stateBadge(job.state)}</td>
+      <td class="num">${job.attempts}</td>
+      <td class="num">${job.priority}</td>
+      <td>${when(job.createdAt, now)}</td>
+      <td>
+        ${last === undefined ? '' : html`<span class="ev ${last.transition}">${last.transition}</span> ${when(last.at, now)}`}
+      </td>
+    </tr>`;
+  });
+  return page({
+    title: 'Jobs',
+    section: 'jobs',
+    viewer,
+    body: html`<div class="heading">
+        <h1>Jobs</h1>
+        ${bulk}
+      </div>
+      ${filterForm(viewer, params)}
+      <div id="results">
+        ${
+          result.jobs.length === 0
+            ? html`<p class="empty">
+                No jobs
+                match${timeFiltered && result.nextPageToken !== null ? html` in the first ${number(result.scanned)} rows read` : ''}.
+              </p>`
+            : html`<table class="grid jobs">
+                <thead>
+                  <tr>
+                    <th>Job</th>
+                    <th>Kind</th>
+                    ${showTenant ? html`<th>Tenant</th>` : ''}
+                    <th>State</th>
+                    <th class="num">Attempts</th>
+                    <th class="num">Priority</th>
+                    <th>Created</th>
+                    <th>Last event</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  ${rows}
+                </tbody>
+              </table>`
+        }
+        <nav class="pager" hx-boost="true" hx-target="#results" hx-select="#results" hx-swap="outerHTML">
+          ${params.pageToken === null ? '' : html`<a class="button subtle" href="${href('/jobs', filter)}">« First page</a>`}
+          <span class="hint"
+            >${number(result.jobs.length)}
+            shown${timeFiltered ? html` · ${number(result.scanned)} read (the time filter applies within pages of at most ${number(MAX_SCANNED_ROWS)} rows)` : ''}
+            · in key order: scope, state, priority, creation</span
+          >
+          ${
+            result.nextPageToken === null
+              ? ''
+              : html`<a
+                  class="button"
+                  rel="next"
+                  href="${href('/jobs', { ...filter, page_token: result.nextPageToken, limit: params.limit === 50 ? null : params.limit })}"
+                  >Next page »</a
+                >`
+          }
+        </nav>
+      </div>`,
+  });
+}
+
+/** Payload or continuation bytes: UTF-8 text (JSON pretty-printed) when they are text, else hex; cut at a limit. */
+export function bytesView(bytes: Uint8Array): Html {
+  if (bytes.byteLength === 0) return html`<p class="empty">(empty)</p>`;
+  const shown = bytes.subarray(0, MAX_SHOWN_BYTES);
+  let text: string | null = null;
+  try {
+    // stream: a multi-byte character cut by the limit is held back, not an error.
+    text = new TextDecoder('utf-8', { fatal: true }).decode(shown, { stream: shown.byteLength < bytes.byteLength });
+    // eslint-disable-next-line no-control-regex
+    if (/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/.test(text)) text = null;
+  } catch {
+    text = null;
+  }
+  const cut = (n: number): Html =>
+    n < bytes.byteLength
+      ? html`<p class="hint">Showing the first ${number(n)} of ${number(bytes.byteLength)} bytes.</p>`
+      : html`<p class="hint">${number(bytes.byteLength)} bytes.</p>`;
+  if (text !== null) {
+    let pretty = text;
+    if (shown.byteLength === bytes.byteLength && /^\s*[[{]/.test(text)) {
+      try {
+        pretty = JSON.stringify(JSON.parse(text), null, 2);
+      } catch {
+        /* not JSON: show as it is */
+      }
+    }
+    return html`${cut(shown.byteLength)}
+      <pre class="payload">${pretty}</pre>`;
+  }
+  const hexBytes = bytes.subarray(0, MAX_SHOWN_BYTES / 4);
+  const hex = Buffer.from(hexBytes)
+    .toString('hex')
+    .replace(/(.{2})/g, '$1 ')
+    .replace(/((?:\S\S ){16})/g, '$1\n');
+  return html`${cut(hexBytes.byteLength)}
+    <pre class="payload hex">${hex.trimEnd()}</pre>`;
+}
+
+/** Words a detail may carry on their own (a permanent failure's mark). */
+const FLAGS: ReadonlySet<string> = new Set(['permanent']);
+
+/** An event's `key=value` words, and the text after the first `: ` (a failure's error). */
+function parseDetail(detail: string | null): { fields: Map<string, string>; flags: string[]; message: string | null } {
+  const fields = new Map<string, string>();
+  const flags: string[] = [];
+  if (detail === null) return { fields, flags, message: null };
+  const colon = detail.indexOf(': ');
+  const head = colon === -1 ? detail : detail.slice(0, colon);
+  const message = colon === -1 ? null : detail.slice(colon + 2);
+  const words = head.split(' ').filter((w) => w !== '');
+  // Only `key=value` words (worker ids and generations carry no spaces); anything else stays in the message.
+  if (!words.every((w) => /^[a-z_]+=\S*$/.test(w) || FLAGS.has(w))) return { fields, flags, message: detail };
+  for (const word of words) {
+    const eq = word.indexOf('=');
+    if (eq === -1) flags.push(word);
+    else fields.set(word.slice(0, eq), word.slice(eq + 1));
+  }
+  return { fields, flags, message };
+}
+
+/** Free text with any job ids in it as links to those jobs (chained successors, for one). */
+function linkIds(text: string): Html {
+  const parts: Html[] = [];
+  let last = 0;
+  for (const match of text.matchAll(UUID)) {
+    parts.push(html`${text.slice(last, match.index)}`);
+    parts.push(html`<a class="mono" href="${href(`/jobs/${match[0]}`)}">${match[0]}</a>`);
+    last = match.index + match[0].length;
+  }
+  parts.push(html`${text.slice(last)}`);
+  return html`${parts}`;
+}
+
+const TITLES: Readonly<Record<string, string>> = {
+  enqueued: 'Enqueued',
+  leased: 'Leased',
+  extended: 'Heartbeat',
+  checkpoint: 'Checkpoint',
+  completed: 'Completed',
+  failed: 'Failed',
+  reaped: 'Lease expired, reaped',
+  dead: 'Dead-lettered',
+  retried: 'Retried by an operator',
+  stats: 'Older events folded',
+  released: 'Released',
+};
+
+function eventView(event: JobEvent, previous: JobEvent | undefined): Html {
+  const { fields, flags, message } = parseDetail(event.detail);
+  const count = Number(fields.get('count') ?? '1');
+  const chips: Html[] = [];
+  const worker = fields.get('worker');
+  const generation = fields.get('generation');
+  if (worker !== undefined) chips.push(html`<span class="chip">worker <b class="mono">${worker}</b></span>`);
+  if (generation !== undefined) chips.push(html`<span class="chip gen">generation <b>${generation}</b></span>`);
+  const attempt = fields.get('attempt');
+  if (attempt !== undefined) chips.push(html`<span class="chip">attempt <b>${attempt}</b></span>`);
+  const bytes = fields.get('bytes');
+  if (bytes !== undefined) chips.push(html`<span class="chip">${number(Number(bytes))} bytes</span>`);
+  for (const flag of flags) chips.push(html`<span class="chip warn">${flag}</span>`);
+  for (const [key, value] of fields) {
+    if (['worker', 'generation', 'attempt', 'bytes', 'count'].includes(key)) continue;
+    chips.push(
+      html`<span class="chip"
+        >${key.replace(/_/g, ' ')} <b class="mono">${key === 'not_before' ? timestamp(Number(value)) : value}</b></span
+      >`,
+    );
+  }
+  const title =
+    event.transition === 'extended' && count > 1
+      ? `Heartbeats ×${number(count)}`
+      : event.transition === 'checkpoint' && count > 1
+        ? `Checkpoints ×${number(count)}`
+        : (TITLES[event.transition] ?? event.transition);
+  return html`<li class="event ${event.transition}">
+    <div class="when">
+      <time datetime="${new Date(Math.floor(event.at / 1000)).toISOString()}">${timestamp(event.at)}</time>${
+        previous === undefined ? '' : html`<span class="delta">+${span(event.at - previous.at)}</span>`
+      }
+    </div>
+    <div class="what">
+      <span class="title">${title}</span>${chips}
+      ${message === null ? '' : html`<div class="message${event.transition === 'failed' ? ' error' : ''}">${linkIds(message)}</div>`}
+    </div>
+  </li>`;
+}
+
+function fact(label: string, value: Html | string | number): Html {
+  return html`<div class="fact">
+    <dt>${label}</dt>
+    <dd>${value}</dd>
+  </div>`;
+}
+
+export function jobPage(viewer: Viewer, job: JobRecord, now: Micros, maxAttempts: number, message: Html | null): Html {
+  const retry =
+    canRetry(viewer) && job.state === JobState.Dead
+      ? html`<form method="post" action="${href(`/jobs/${job.jobId}/retry`)}" class="inline">
+          ${csrfField(viewer)}<button class="primary" id="retry">Retry this job</button>
+        </form>`
+      : '';
+  const none = html`<span class="zero">—</span>`;
+  return page({
+    title: `Job ${job.jobId}`,
+    section: 'jobs',
+    viewer,
+    body: html`<div class="heading">
+        <h1><span class="mono">${job.kind}</span> ${stateBadge(job.state)}</h1>
+        ${retry}
+      </div>
+      ${message ?? ''}
+      <p class="mono id-line">${job.jobId}</p>
+      <section class="panel">
+        <dl class="facts">
+          ${fact('Tenant', job.tenant === null ? html`<span class="system">system</span>` : html`<span class="mono">${job.tenant}</span>`)}
+          ${fact('State', stateBadge(job.state))}
+          ${fact('Attempts', `${job.attempts} of ${job.maxAttempts ?? maxAttempts}`)} ${fact('Priority', job.priority)}
+          ${fact('Lease generation', job.leaseGeneration)}
+          ${fact('Worker', job.workerId === null ? none : html`<a class="mono" href="${href('/leases', { worker: job.workerId })}">${job.workerId}</a>`)}
+          ${fact('Lease deadline', job.leaseDeadline === null ? none : when(job.leaseDeadline, now))}
+          ${fact('Not before', job.notBefore === null ? none : when(job.notBefore, now))}
+          ${fact('Idempotency key', job.idempotencyKey === null ? none : html`<span class="mono">${job.idempotencyKey}</span>`)}
+          ${fact('Created', when(job.createdAt, now))}
+        </dl>
+      </section>
+      <div class="split">
+        <section class="panel">
+          <h2>Audit trail <span class="hint">${number(job.events.length)} events, oldest first</span></h2>
+          <ol class="timeline">
+            ${job.events.map((event, i) => eventView(event, job.events[i - 1]))}
+          </ol>
+        </section>
+        <section class="panel">
+          <h2>Payload</h2>
+          ${bytesView(job.payload)}
+          <h2>Continuation <span class="hint">the last checkpoint of the current lease</span></h2>
+          ${job.continuation === null ? html`<p class="empty">none</p>` : bytesView(job.continuation)}
+        </section>
+      </div>`,
+  });
+}
+
+export function confirmRetryPage(viewer: Viewer, filter: JobFilter, count: number): Html {
+  const query = filterQuery(filter);
+  const described = [
+    filter.kind === null ? null : html`kind starting with <b class="mono">${filter.kind}</b>`,
+    filter.tenant === null ? null : html`tenant <b class="mono">${filter.tenant}</b>`,
+    filter.createdAfter === null ? null : html`created after ${timestamp(filter.createdAfter)} UTC`,
+    filter.createdBefore === null ? null : html`created before ${timestamp(filter.createdBefore)} UTC`,
+  ].filter((x) => x !== null);
+  const over = count > MAX_BULK_JOBS;
+  return page({
+    title: 'Retry Dead jobs',
+    section: 'jobs',
+    viewer,
+    body: html`<h1>Retry Dead jobs</h1>
+      <section class="panel confirm">
+        ${
+          count === 0
+            ? html`<p>No Dead job matches this filter.</p>
+                <p><a class="button" href="${href('/jobs', query)}">Back to the list</a></p>`
+            : html`<p>
+                  This moves <b id="bulk-count">${over ? `the first ${number(MAX_BULK_JOBS)}` : number(count)}</b> Dead
+                  job${count === 1 ? '' : 's'}${
+                    described.length === 0 ? '' : html` (${described.map((d, i) => html`${i > 0 ? ', ' : ''}${d}`)})`
+                  }
+                  back to Pending with their attempts reset. Each retry is written to its job's audit trail.
+                </p>
+                ${over ? notice('info', html`More than ${number(MAX_BULK_JOBS)} match; run it again for the rest.`) : ''}
+                <form method="post" action="/jobs/retry-dead">
+                  ${csrfField(viewer)}
+                  ${Object.entries(query).map(([name, value]) => (value === null ? '' : html`<input type="hidden" name="${name}" value="${value}" />`))}
+                  <button class="danger" id="confirm">Yes, retry them</button>
+                  <a class="button subtle" href="${href('/jobs', query)}">Cancel</a>
+                </form>`
+        }
+      </section>`,
+  });
+}
+
+export function bulkDonePage(viewer: Viewer, filter: JobFilter, result: BulkResult): Html {
+  const query = filterQuery({ ...filter, state: JobState.Pending });
+  return page({
+    title: 'Retried',
+    section: 'jobs',
+    viewer,
+    body: html`<h1>Retry Dead jobs</h1>
+      ${notice(
+        'ok',
+        html`Retried <b id="bulk-retried">${number(result.retried)}</b> job${result.retried === 1 ? '' : 's'}${
+            result.skipped > 0 ? html`; ${number(result.skipped)} were no longer Dead` : ''
+          }.`,
+      )}
+      <p><a class="button" href="${href('/jobs', query)}">See them in Pending</a></p>`,
+  });
+}
