@@ -75,6 +75,8 @@ describe('configuration', () => {
     ['server', 'shutdown_grace_ms', 0, 2_147_483_647],
     ['server', 'max_concurrent_calls', 1, 1_000_000],
     ['server', 'max_parked_calls', 1, 1_000_000],
+    ['metrics', 'max_kinds', 1, 10_000],
+    ['metrics', 'refresh_ms', 1, 2_147_483_647],
   ];
 
   for (const [section, key, min, max] of NUMERIC_KEYS) {

@@ -58,7 +58,7 @@ async function serve(url: string, schema: string, logger: Logger): Promise<Serve
     storage: { kind: 'postgres', url, schema, poll_interval_ms: 200 },
     jobs: { lease_ttl_secs: 2, reaper_interval_secs: 1, backoff_base_secs: 0 },
     retention: { enabled: false },
-    server: { address: '127.0.0.1:0', shutdown_grace_ms: 1_000 },
+    server: { address: '127.0.0.1:0', http_address: '', shutdown_grace_ms: 1_000 },
   });
   const store = await PostgresJobStore.open({ url, schema, poolSize: 4, pollIntervalMs: 200, logger });
   const queue = new Queue({ store, config, logger });

@@ -26,7 +26,7 @@ describe('listening', () => {
   });
 
   it('refuses a port in use, naming the address', async () => {
-    const config = makeConfig({ server: { address: `127.0.0.1:${port}` } });
+    const config = makeConfig({ server: { address: `127.0.0.1:${port}`, http_address: '' } });
     await assert.rejects(startServer({ queue, config, logger: silentLogger }), (error: unknown) => {
       assert.ok(isTelhaError(error, ErrorCode.FailedPrecondition), String(error));
       assert.equal(error.message, `cannot listen on 127.0.0.1:${port}: the port is in use (another telha serve?)`);
