@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -378,6 +378,7 @@ describe('the telha binary', () => {
       /^#!\/usr\/bin\/env node\n/,
       'built by npm run build (npm test builds first)',
     );
+    assert.ok((statSync(bin).mode & 0o111) !== 0, 'executable, so npx telha can run it');
     const exec = async (...args: string[]): Promise<Run> => {
       try {
         const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args]);
