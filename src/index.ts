@@ -18,6 +18,7 @@ export type {
   LeaseOptions,
   LeaseWaits,
   ListOptions,
+  QueueEvents,
   QueueOptions,
 } from './engine/queue.ts';
 export { Maintenance, PRUNE_KIND } from './engine/maintenance.ts';

@@ -9,8 +9,9 @@
  *     workers     leaseNext · lease (many, optional long poll) · heartbeat · checkpoint
  *                 complete · fail · completeEach · failEach
  *     operators   show · list · counts · leased · retry
- *     lifecycle   maintenance (reaper, pruning) · waits · stats · close
+ *     lifecycle   maintenance (reaper, pruning) · waits · events · stats · close
  */
+import { EventEmitter } from 'node:events';
 import type { BackoffByKind } from '../core/backoff.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { DEFAULT_CONFIG, type TelhaConfig } from '../core/config.ts';
@@ -124,6 +125,23 @@ export interface LeaseWaits {
   readonly ended: Readonly<Record<WakeReason, number>>;
 }
 
+/**
+ * What a queue tells listeners in its own process (`queue.events`), as it happens.
+ * Listeners run synchronously after the write; one that throws is logged and
+ * does not fail the call.
+ */
+export interface QueueEvents {
+  /**
+   * Records as one of this queue's writes stored them: enqueued (created, not
+   * an idempotent repeat), leased, heartbeated, checkpointed, completed (with
+   * created successors), failed, reaped, retried. Not pruned jobs, and not the
+   * writes of other servers sharing a store.
+   */
+  written: [records: readonly JobRecord[]];
+  /** A lease call began to wait for work: `waits.parked` has just grown. */
+  parked: [];
+}
+
 export interface QueueOptions {
   readonly store: JobStore;
   readonly config?: TelhaConfig;
@@ -143,7 +161,9 @@ export class Queue {
   private readonly store: JobStore;
   private readonly logger: Logger;
   private readonly policy: transitions.RetryPolicy;
-  private readonly work = new WorkSignal();
+  /** In-process notifications of what this queue does; see {@link QueueEvents}. */
+  readonly events = new EventEmitter<QueueEvents>();
+  private readonly work = new WorkSignal(() => this.tell('parked', () => this.events.emit('parked')));
   private readonly waitsEnded: Record<WakeReason, number> = { woken: 0, timeout: 0, aborted: 0 };
   private closed = false;
 
@@ -162,6 +182,7 @@ export class Queue {
       logger: this.logger,
       onReaped: (records, now) => {
         for (const record of records) if (record.state === JobState.Dead) this.logDead(record, 'lease expired');
+        this.written(records);
         this.announce(records, now);
       },
     });
@@ -222,10 +243,9 @@ export class Queue {
 
   private async insert(drafts: Parameters<JobStore['insert']>[0], now: Micros): Promise<EnqueueResult[]> {
     const outcomes = await this.store.insert(drafts, now);
-    this.announce(
-      outcomes.filter((o) => o.created).map((o) => o.record),
-      now,
-    );
+    const created = outcomes.filter((o) => o.created).map((o) => o.record);
+    this.written(created);
+    this.announce(created, now);
     return outcomes.map(({ record, created }) => ({ job: record, created }));
   }
 
@@ -264,20 +284,22 @@ export class Queue {
     }
   }
 
-  private claim(options: LeaseOptions, limit: number): Promise<JobRecord[]> {
+  private async claim(options: LeaseOptions, limit: number): Promise<JobRecord[]> {
     this.assertOpen();
     const scope = options.scope ?? ANY_SCOPE;
     if (scope.type !== 'any') checkScope(scope);
     const workerId = checkWorkerId(options.workerId);
     const kinds = checkKindPrefixes(options.kinds);
     const now = this.clock.now();
-    return this.store.claim({
+    const leased = await this.store.claim({
       scope,
       kinds,
       now,
       limit,
       lease: (record) => transitions.lease(record, workerId, now, this.policy),
     });
+    this.written(leased);
+    return leased;
   }
 
   /** Lease long-polls: parked now, and how the finished ones ended. */
@@ -329,10 +351,9 @@ export class Queue {
       },
       now,
     );
-    this.announce(
-      outcome.successors.filter((o) => o.created).map((o) => o.record),
-      now,
-    );
+    const successors = outcome.successors.filter((o) => o.created).map((o) => o.record);
+    this.written([outcome.record, ...successors]);
+    this.announce(successors, now);
     return {
       job: outcome.record,
       successors: outcome.successors.map(({ record, created }) => ({ job: record, created })),
@@ -407,14 +428,14 @@ export class Queue {
   }
 
   /** Each item's fenced change, validated on its own (`check` turns it into what `apply` needs), then all applied in one `updateMany`. */
-  private fencedEach<T extends { readonly jobId: string; readonly fence: LeaseFence }, R = T>(
+  private async fencedEach<T extends { readonly jobId: string; readonly fence: LeaseFence }, R = T>(
     items: readonly T[],
     scope: ScopeFilter,
     apply: (record: JobRecord, fence: LeaseFence, request: R, now: Micros) => JobRecord,
     check: (item: T) => R = (item) => item as unknown as R,
   ): Promise<ItemResult<JobRecord>[]> {
     const now = this.clock.now();
-    return eachOnItsOwn(
+    const results = await eachOnItsOwn(
       items,
       (item): UpdateItem => {
         const jobId = checkJobId(item.jobId);
@@ -430,6 +451,8 @@ export class Queue {
       },
       (updates) => this.store.updateMany(updates, now),
     );
+    this.written(results.flatMap((result) => (result.ok ? [result.value] : [])));
+    return results;
   }
 
   private checkEach(items: readonly unknown[]): void {
@@ -455,6 +478,7 @@ export class Queue {
       },
       now,
     );
+    this.written([outcome.record]);
     return outcome.record;
   }
 
@@ -473,6 +497,7 @@ export class Queue {
       },
       now,
     );
+    this.written([outcome.record]);
     this.announce([outcome.record], now);
     return outcome.record;
   }
@@ -531,6 +556,19 @@ export class Queue {
     this.closed = true;
     this.work.wakeAll();
     await this.store.close();
+  }
+
+  private written(records: readonly JobRecord[]): void {
+    if (records.length > 0) this.tell('written', () => this.events.emit('written', records));
+  }
+
+  /** Listeners must not fail the call whose write they hear about: it is stored already. */
+  private tell(event: keyof QueueEvents, emit: () => void): void {
+    try {
+      emit();
+    } catch (error) {
+      this.logger.error({ event, err: String(error) }, 'a queue event listener threw');
+    }
   }
 
   /** Wake lease waiters for the jobs among `records` that are Pending now. */
