@@ -9,7 +9,7 @@ const run = promisify(execFile);
 const examples = fileURLToPath(new URL('../examples/', import.meta.url));
 
 describe('examples', () => {
-  it('runs the quickstart from the README', async () => {
+  it('runs the quickstart', async () => {
     const { stdout } = await run(process.execPath, ['--import', 'tsx', `${examples}quickstart.ts`]);
     assert.match(stdout, /^email [0-9a-f-]{36}: enqueued → leased → extended → completed$/m);
   });
