@@ -102,6 +102,12 @@ describe('README.md', () => {
           break;
         }
         case 'sh': {
+          // Set-up commands would reinstall this checkout under the running tests, or run them again.
+          assert.doesNotMatch(
+            block.code,
+            /\bnpm (ci|install|i|test|start)\b/,
+            `README.md:${block.line}: a set-up block: mark it <!-- readme-test: skip (why) --> instead`,
+          );
           const { stdout } = await exec('sh', ['-e', '-c', block.code], options);
           assertShellOutput(block.code, stdout);
           break;
