@@ -12,6 +12,8 @@ new Worker({
   kinds: ['fragile'],
   concurrency: 1,
   workerId: `doomed-${process.pid}`,
+  // Its first heartbeat would come at 90% of the lease; it dies long before, so the lease the demo
+  // waits out runs from the moment it was granted.
   heartbeatFraction: 0.9,
   handler: (job) => {
     process.stdout.write(`leased ${job.id}\n`);

@@ -1,6 +1,7 @@
 /**
- * The README's example, runnable: enqueue, lease, heartbeat, complete, on a
- * temporary store. `test/examples.test.ts` runs every file in examples/.
+ * The engine in a few lines: enqueue, lease, heartbeat, complete, on a
+ * temporary store. `test/examples.test.ts` runs every file in examples/
+ * (and `test/readme.test.ts` every block of the README).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -22,7 +22,7 @@ export type {
   Release,
   StoreMetrics,
 } from './engine/queue.ts';
-export type { QueueObservation, QueueObserver } from './engine/observers.ts';
+export type { QueueEvents, TransitionEvent, RefusedEvent, QueueEventEmitter } from './engine/observers.ts';
 export type { TransitionName } from './core/transitions.ts';
 export { Maintenance, PRUNE_KIND } from './engine/maintenance.ts';
 export type { ReapResult } from './engine/maintenance.ts';

@@ -1,67 +1,82 @@
-/** The CLI as an operator runs it: a child process against a live server. */
+/**
+ * The CLI as an operator runs it, command by command, in this process: `main`
+ * with the output collected, against a live server on a real socket. One
+ * test at the end runs the built binary as a child process, as a newcomer does.
+ */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { TelhaClient } from '../src/client/client.ts';
-import { tenantScope } from '../src/core/types.ts';
-import { CLI, startTestServer, type TestServer } from './support/server.ts';
+import { main } from '../src/cli/program.ts';
+import type { Clock } from '../src/core/clock.ts';
+import { JobState, tenantScope, type QueueScope } from '../src/core/types.ts';
+import type { Queue } from '../src/engine/queue.ts';
+import { startTestServer, type TestServer } from './support/server.ts';
 
-const exec = promisify(execFile);
+const acme = tenantScope('acme');
+const globex = tenantScope('globex');
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+const MISSING_ID = '01890a5d-ac96-774b-bcce-b302099a8057';
 
 interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** `telha <args>` in this process, its output collected; the clock is the server's unless given. */
+async function telha(args: readonly string[], options: { clock: Clock; env?: Record<string, string> }): Promise<Run> {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(args, {
+    stdout: (text) => (stdout += text),
+    stderr: (text) => (stderr += text),
+    env: options.env ?? {},
+    clock: options.clock,
+  });
+  return { code, stdout, stderr };
+}
+
+/** `n` jobs of `kind` in `scope`, leased and failed permanently: Dead. */
+async function deadJobs(queue: Queue, scope: QueueScope, kind: string, n: number): Promise<string[]> {
+  await queue.enqueueBatch(
+    Array.from({ length: n }, () => ({ kind })),
+    scope,
+  );
+  const leased = await queue.lease({ workerId: 'w-dead', kinds: [kind], scope, limit: n });
+  assert.equal(leased.length, n);
+  const failed = await queue.failEach(
+    leased.map((job) => ({
+      jobId: job.jobId,
+      fence: { workerId: 'w-dead', leaseGeneration: job.leaseGeneration },
+      error: 'disk full',
+      permanent: true,
+    })),
+  );
+  assert.ok(failed.every((r) => r.ok && r.value.state === JobState.Dead));
+  return leased.map((job) => job.jobId);
 }
 
 describe('the telha CLI', () => {
   let server: TestServer;
   let deadId: string;
-
-  async function telha(...args: string[]): Promise<Run> {
-    try {
-      const { stdout, stderr } = await exec(process.execPath, [
-        '--import',
-        'tsx',
-        CLI,
-        '--address',
-        server.address,
-        ...args,
-      ]);
-      return { code: 0, stdout, stderr };
-    } catch (error) {
-      const e = error as { code: number; stdout: string; stderr: string };
-      return { code: e.code, stdout: e.stdout, stderr: e.stderr };
-    }
-  }
+  const run = (...args: string[]): Promise<Run> => telha(['--address', server.address, ...args], server);
 
   before(async () => {
     server = await startTestServer();
-    const client = new TelhaClient({ address: server.address });
-    await client.enqueue({ kind: 'report' }, tenantScope('acme'));
-    await client.enqueue({ kind: 'doomed' }, tenantScope('acme'));
-    const [job] = await client.lease({ workerId: 'w1', kinds: ['doomed'] });
-    assert.ok(job);
-    deadId = (
-      await client.fail(
-        job.jobId,
-        { workerId: 'w1', leaseGeneration: job.leaseGeneration },
-        {
-          error: 'disk full',
-          permanent: true,
-        },
-      )
-    ).jobId;
+    await server.queue.enqueue({ kind: 'report' }, acme);
+    [deadId] = (await deadJobs(server.queue, acme, 'doomed', 1)) as [string];
   });
   after(async () => {
     await server.close();
   });
 
   it('enqueues a job with a JSON payload and shows its lifecycle', async () => {
-    const enqueued = await telha(
+    const enqueued = await run(
       'jobs',
       'enqueue',
       '--kind',
@@ -81,7 +96,7 @@ describe('the telha CLI', () => {
     assert.equal(job.payloadText, '{"to":"a@b.c"}');
     assert.equal(job.state, 'pending');
 
-    const shown = await telha('jobs', 'show', job.jobId);
+    const shown = await run('jobs', 'show', job.jobId);
     assert.equal(shown.code, 0);
     assert.match(shown.stdout, new RegExp(`^job\\s+${job.jobId}$`, 'm'));
     assert.match(shown.stdout, /^state\s+pending, ready to lease$/m);
@@ -91,35 +106,80 @@ describe('the telha CLI', () => {
     assert.match(shown.stdout, /enqueued/);
   });
 
+  it('prints only the new job’s id, so a shell can capture it', async () => {
+    const first = await run('jobs', 'enqueue', '--kind', 'email', '--tenant', 'acme', '--idempotency-key', 'order-9');
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stdout, /^[0-9a-f-]{36}\n$/);
+    assert.equal(first.stderr, '');
+    const again = await run('jobs', 'enqueue', '--kind', 'email', '--tenant', 'acme', '--idempotency-key', 'order-9');
+    assert.equal(again.stdout, first.stdout);
+    assert.match(again.stderr, /already enqueued/);
+  });
+
   it('reads a raw payload from a file', async () => {
     const file = join(server.dir, 'payload.bin');
     writeFileSync(file, Buffer.from([0, 1, 2, 255]));
-    const run = await telha('jobs', 'enqueue', '--kind', 'blob', '--tenant', 'acme', '--payload', `@${file}`, '--json');
-    assert.equal(run.code, 0, run.stderr);
-    const { job } = JSON.parse(run.stdout) as { job: { payload: string } };
+    const enqueued = await run(
+      'jobs',
+      'enqueue',
+      '--kind',
+      'blob',
+      '--tenant',
+      'acme',
+      '--payload',
+      `@${file}`,
+      '--json',
+    );
+    assert.equal(enqueued.code, 0, enqueued.stderr);
+    const { job } = JSON.parse(enqueued.stdout) as { job: { payload: string } };
     assert.equal(job.payload, Buffer.from([0, 1, 2, 255]).toString('base64'));
   });
 
   it('shows a dead job with its error and how to retry it', async () => {
-    const shown = await telha('jobs', 'show', deadId);
+    const shown = await run('jobs', 'show', deadId);
     assert.match(shown.stdout, /^state\s+DEAD after 1 attempt: retry with `telha jobs retry/m);
-    assert.match(shown.stdout, /failed\s+worker=w1 generation=1 attempt=1 permanent: disk full/);
+    assert.match(shown.stdout, /failed\s+worker=w-dead generation=1 attempt=1 permanent: disk full/);
+  });
+
+  it('calls a gate set at enqueue a delay, and one set by a failure backoff', async () => {
+    const delayed = await server.queue.enqueue({ kind: 'later', delayMs: 60_000 }, acme);
+    assert.match(
+      (await run('jobs', 'show', delayed.job.jobId)).stdout,
+      /^state\s+pending, gated until \d{4}-\d\d-\d\d [\d:.]+ UTC \(delay\), in (59\.\d|60\.0)s$/m,
+    );
+    await server.queue.enqueue({ kind: 'flaky' }, acme);
+    const [leased] = await server.queue.lease({ workerId: 'w-flaky', kinds: ['flaky'], scope: acme });
+    assert.ok(leased);
+    const fence = { workerId: 'w-flaky', leaseGeneration: leased.leaseGeneration };
+    await server.queue.fail(leased.jobId, fence, { error: 'timeout' });
+    assert.match(
+      (await run('jobs', 'show', leased.jobId)).stdout,
+      /^state\s+pending, gated until .* \(backoff\), in /m,
+    );
+  });
+
+  it('does not show a gate that has already opened', async () => {
+    const { job } = await server.queue.enqueue({ kind: 'soon', delayMs: 5_000 }, acme);
+    const later: Clock = { now: () => server.clock.now() + 6_000_000 };
+    const shown = await telha(['--address', server.address, 'jobs', 'show', job.jobId], { clock: later });
+    assert.match(shown.stdout, /^state\s+pending, ready to lease$/m);
+    assert.doesNotMatch(shown.stdout, /gated/);
   });
 
   it('lists with filters, pages, and prints JSON for scripts', async () => {
-    const table = await telha('jobs', 'list', '--tenant', 'acme', '--state', 'dead');
+    const table = await run('jobs', 'list', '--tenant', 'acme', '--state', 'dead');
     assert.equal(table.code, 0);
     assert.match(table.stdout, /^JOB\s+STATE\s+KIND/m);
     assert.match(table.stdout, new RegExp(`^${deadId}\\s+dead\\s+doomed\\s+acme`, 'm'));
-    const page = await telha('jobs', 'list', '--limit', '1', '--json');
+    const page = await run('jobs', 'list', '--limit', '1', '--json');
     const parsed = JSON.parse(page.stdout) as { jobs: unknown[]; nextPageToken: string | null };
     assert.equal(parsed.jobs.length, 1);
     assert.ok(parsed.nextPageToken);
-    const all = JSON.parse((await telha('jobs', 'list', '--limit', '1', '--all', '--json')).stdout) as {
+    const all = JSON.parse((await run('jobs', 'list', '--limit', '1', '--all', '--json')).stdout) as {
       jobs: unknown[];
     };
     assert.ok(all.jobs.length >= 3);
-    const kinds = JSON.parse((await telha('jobs', 'list', '--kind-prefix', 'rep', '--json')).stdout) as {
+    const kinds = JSON.parse((await run('jobs', 'list', '--kind-prefix', 'rep', '--json')).stdout) as {
       jobs: { kind: string }[];
     };
     assert.deepEqual(
@@ -128,11 +188,11 @@ describe('the telha CLI', () => {
     );
   });
 
-  it('prints stats per state and kind', async () => {
-    const stats = await telha('jobs', 'counts', '--tenant', 'acme');
-    assert.match(stats.stdout, /^dead\s+doomed\s+1$/m);
-    assert.match(stats.stdout, /^total: /m);
-    const json = JSON.parse((await telha('jobs', 'stats', '--json')).stdout) as {
+  it('prints counts per state and kind', async () => {
+    const counts = await run('jobs', 'counts', '--tenant', 'acme');
+    assert.match(counts.stdout, /^dead\s+doomed\s+1$/m);
+    assert.match(counts.stdout, /^total: /m);
+    const json = JSON.parse((await run('jobs', 'stats', '--json')).stdout) as {
       state: string;
       kind: string;
       count: number;
@@ -141,26 +201,102 @@ describe('the telha CLI', () => {
   });
 
   it('retries a dead job', async () => {
-    const run = await telha('jobs', 'retry', deadId, '--json');
-    assert.equal(run.code, 0, run.stderr);
-    assert.equal((JSON.parse(run.stdout) as { state: string }).state, 'pending');
+    const retried = await run('jobs', 'retry', deadId, '--json');
+    assert.equal(retried.code, 0, retried.stderr);
+    const { retried: jobs, failed } = JSON.parse(retried.stdout) as { retried: { state: string }[]; failed: [] };
+    assert.deepEqual(
+      jobs.map((j) => j.state),
+      ['pending'],
+    );
+    assert.deepEqual(failed, []);
+  });
+
+  it('retries several jobs by id, each on its own, and counts what moved', async () => {
+    const [a, b] = (await deadJobs(server.queue, acme, 'pair', 2)) as [string, string];
+    const { job: pending } = await server.queue.enqueue({ kind: 'pair' }, acme);
+    const retried = await run('jobs', 'retry', a, pending.jobId, b);
+    assert.equal(retried.code, 1, 'a job that could not be retried fails the command');
+    assert.match(retried.stdout, new RegExp(`^retried ${a}: pending, attempts 0$`, 'm'));
+    assert.match(retried.stdout, new RegExp(`^retried ${b}: pending, attempts 0$`, 'm'));
+    assert.match(retried.stdout, /^retried 2 of 3 jobs$/m);
+    assert.match(retried.stderr, new RegExp(`^error: failed_precondition: job ${pending.jobId}: cannot retry`, 'm'));
+    assert.equal((await server.queue.show(a)).state, JobState.Pending);
+    assert.equal((await server.queue.show(b)).state, JobState.Pending);
+  });
+
+  it('retries every dead job of a kind in a scope, page after page, and says how many moved', async () => {
+    const chosen = await deadJobs(server.queue, acme, 'bulk.mail', 130);
+    const otherKind = await deadJobs(server.queue, acme, 'bulk.sms', 2);
+    const otherTenant = await deadJobs(server.queue, globex, 'bulk.mail', 2);
+    const retried = await run('jobs', 'retry', '--dead', '--kind-prefix', 'bulk.mail', '--tenant', 'acme');
+    assert.equal(retried.code, 0, retried.stderr);
+    assert.match(retried.stdout, /^retried 130 of 130 dead jobs$/m);
+    const stateOf = async (scope: QueueScope, kindPrefix: string): Promise<Map<string, JobState>> =>
+      new Map((await server.queue.list({ scope, kindPrefix, limit: 1000 })).jobs.map((j) => [j.jobId, j.state]));
+    const mail = await stateOf(acme, 'bulk.mail');
+    assert.ok(chosen.every((id) => mail.get(id) === JobState.Pending));
+    const untouched = new Map([...(await stateOf(acme, 'bulk.sms')), ...(await stateOf(globex, 'bulk.mail'))]);
+    assert.ok([...otherKind, ...otherTenant].every((id) => untouched.get(id) === JobState.Dead));
+    const json = await run('jobs', 'retry', '--dead', '--tenant', 'globex', '--json');
+    const parsed = JSON.parse(json.stdout) as { retried: { jobId: string }[]; failed: unknown[] };
+    assert.deepEqual(parsed.retried.map((j) => j.jobId).sort(), [...otherTenant].sort());
+  });
+
+  it('refuses a retry filter without a scope, naming both flags, and ids mixed with a filter', async () => {
+    const unscoped = await run('jobs', 'retry', '--dead', '--kind-prefix', 'bulk');
+    assert.equal(unscoped.code, 2);
+    assert.match(unscoped.stderr, /--tenant <tenant> or --system/);
+    assert.equal((await run('jobs', 'retry', deadId, '--dead', '--tenant', 'acme')).code, 2);
+    assert.equal((await run('jobs', 'retry', deadId, '--tenant', 'acme')).code, 2);
+    assert.equal((await run('jobs', 'retry')).code, 2);
   });
 
   it("fails with exit code 1 and the server's error for a failed call", async () => {
-    const run = await telha('jobs', 'show', '01890a5d-ac96-774b-bcce-b302099a8057');
-    assert.equal(run.code, 1);
-    assert.match(run.stderr, /^error: not_found: job 01890a5d-ac96-774b-bcce-b302099a8057 not found$/m);
-    const again = await telha('jobs', 'retry', 'nope');
+    const shown = await run('jobs', 'show', MISSING_ID);
+    assert.equal(shown.code, 1);
+    assert.match(shown.stderr, new RegExp(`^error: not_found: job ${MISSING_ID} not found$`, 'm'));
+    const again = await run('jobs', 'retry', 'nope');
     assert.equal(again.code, 1);
     assert.match(again.stderr, /invalid_argument: job_id/);
   });
 
   it('fails with exit code 2 for bad usage', async () => {
-    assert.equal((await telha('jobs', 'list', '--state', 'bogus')).code, 2);
-    assert.equal((await telha('jobs', 'enqueue')).code, 2);
-    const payload = await telha('jobs', 'enqueue', '--kind', 'k', '--tenant', 'acme', '--payload', '{not json');
+    assert.equal((await run('jobs', 'list', '--state', 'bogus')).code, 2);
+    assert.equal((await run('jobs', 'enqueue')).code, 2);
+    const payload = await run('jobs', 'enqueue', '--kind', 'k', '--tenant', 'acme', '--payload', '{not json');
     assert.equal(payload.code, 2);
     assert.match(payload.stderr, /--payload must be JSON/);
+  });
+
+  it('offers no failed state to list, since no job is ever Failed', async () => {
+    const failed = await run('jobs', 'list', '--state', 'failed');
+    assert.equal(failed.code, 2);
+    assert.match(failed.stderr, /Allowed choices are pending, leased, completed, dead/);
+  });
+
+  it('refuses an enqueue without a scope as bad usage, naming --tenant and --system', async () => {
+    const enqueued = await run('jobs', 'enqueue', '--kind', 'email');
+    assert.equal(enqueued.code, 2);
+    assert.match(enqueued.stderr, /^error: jobs enqueue needs a scope: --tenant <tenant> or --system$/m);
+    assert.equal((await run('jobs', 'enqueue', '--kind', 'email', '--tenant', 'acme', '--system')).code, 2);
+  });
+
+  it('checks --limit before sending anything', async () => {
+    // Nothing listens at port 1: a request sent there would fail with exit code 1, not 2.
+    for (const limit of ['0', '1001', '-3', 'ten']) {
+      const listed = await telha(['--address', '127.0.0.1:1', 'jobs', 'list', '--limit', limit], server);
+      assert.equal(listed.code, 2, limit);
+      assert.match(listed.stderr, /--limit must be an integer from 1 to 1000/);
+    }
+    assert.equal((await run('jobs', 'list', '--limit', '1000')).code, 0);
+  });
+
+  it('prints its version', async () => {
+    for (const flag of ['--version', '-V']) {
+      const printed = await run(flag);
+      assert.equal(printed.code, 0);
+      assert.equal(printed.stdout, `${VERSION}\n`);
+    }
   });
 
   it('has --help on every command', async () => {
@@ -174,15 +310,88 @@ describe('the telha CLI', () => {
       ['jobs', 'enqueue'],
       ['jobs', 'stats'],
     ]) {
-      const run = await telha(...args, '--help');
-      assert.equal(run.code, 0, args.join(' '));
-      assert.match(run.stdout, /^Usage: telha/m);
+      const help = await run(...args, '--help');
+      assert.equal(help.code, 0, args.join(' '));
+      assert.match(help.stdout, /^Usage: telha/m);
     }
   });
 
+  it('takes the address and token from TELHA_ADDRESS and TELHA_TOKEN', async () => {
+    const counted = await telha(['jobs', 'counts', '--json'], {
+      clock: server.clock,
+      env: { TELHA_ADDRESS: server.address },
+    });
+    assert.equal(counted.code, 0, counted.stderr);
+    assert.ok(Array.isArray(JSON.parse(counted.stdout)));
+  });
+
   it('reports an unreachable server clearly', async () => {
-    const run = await telha('--address', '127.0.0.1:1', 'jobs', 'counts');
-    assert.equal(run.code, 1);
-    assert.match(run.stderr, /^error: unavailable: /m);
+    const counted = await telha(['--address', '127.0.0.1:1', 'jobs', 'counts'], server);
+    assert.equal(counted.code, 1);
+    assert.match(counted.stderr, /^error: unavailable: /m);
+  });
+});
+
+describe('the telha CLI with tokens', () => {
+  const TENANT = 'acme-token-0123456789';
+  const OPERATOR = 'operator-token-0123456789';
+  let server: TestServer;
+  const as = (token: string, ...args: string[]): Promise<Run> =>
+    telha(['--address', server.address, '--token', token, ...args], server);
+
+  before(async () => {
+    server = await startTestServer({
+      server: {
+        tokens: [
+          { token: TENANT, role: 'tenant', tenant: 'acme' },
+          { token: OPERATOR, role: 'operator' },
+        ],
+      },
+    });
+  });
+  after(async () => {
+    await server.close();
+  });
+
+  it("enqueues in a tenant token's own scope without --tenant", async () => {
+    const enqueued = await as(TENANT, 'jobs', 'enqueue', '--kind', 'email');
+    assert.equal(enqueued.code, 0, enqueued.stderr);
+    assert.equal((await server.queue.show(enqueued.stdout.trim())).tenant, 'acme');
+  });
+
+  it('leaves retrying to operators, as the server decides', async () => {
+    await deadJobs(server.queue, acme, 'doomed', 1);
+    const denied = await as(TENANT, 'jobs', 'retry', '--dead', '--tenant', 'acme');
+    assert.equal(denied.code, 1);
+    assert.match(denied.stderr, /^error: permission_denied: /m);
+    const allowed = await as(OPERATOR, 'jobs', 'retry', '--dead', '--tenant', 'acme');
+    assert.equal(allowed.code, 0, allowed.stderr);
+    assert.match(allowed.stdout, /^retried 1 of 1 dead jobs$/m);
+  });
+});
+
+describe('the telha binary', () => {
+  it('runs from the build with plain node: the version, and exit codes 1 and 2', async () => {
+    const bin = join(ROOT, 'dist/cli/main.js');
+    assert.match(
+      readFileSync(bin, 'utf8'),
+      /^#!\/usr\/bin\/env node\n/,
+      'built by npm run build (npm test builds first)',
+    );
+    assert.ok((statSync(bin).mode & 0o111) !== 0, 'executable, so npx telha can run it');
+    const exec = async (...args: string[]): Promise<Run> => {
+      try {
+        const { stdout, stderr } = await promisify(execFile)(process.execPath, [bin, ...args]);
+        return { code: 0, stdout, stderr };
+      } catch (error) {
+        const e = error as Run;
+        return { code: e.code, stdout: e.stdout, stderr: e.stderr };
+      }
+    };
+    assert.equal((await exec('--version')).stdout, `${VERSION}\n`);
+    const unreachable = await exec('--address', '127.0.0.1:1', 'jobs', 'show', MISSING_ID);
+    assert.equal(unreachable.code, 1);
+    assert.match(unreachable.stderr, /^error: unavailable: /m);
+    assert.equal((await exec('jobs', 'list', '--state', 'failed')).code, 2);
   });
 });

@@ -11,7 +11,7 @@ const run = promisify(execFile);
 const examples = fileURLToPath(new URL('../examples/', import.meta.url));
 
 describe('examples', () => {
-  it('runs the quickstart from the README', async () => {
+  it('runs the quickstart', async () => {
     const { stdout } = await run(process.execPath, ['--import', 'tsx', `${examples}quickstart.ts`]);
     assert.match(stdout, /^email [0-9a-f-]{36}: enqueued → leased → extended → completed$/m);
   });
@@ -29,11 +29,30 @@ describe('examples', () => {
     });
     assert.match(stdout, /^enqueued 501 jobs$/m);
     assert.match(stdout, /killed with SIGKILL/);
+    // Why the end of the run waits: the killed worker's lease, from the settings that time it.
+    assert.match(
+      stdout,
+      /^ {2}that job waits for its lease to run out \(2 s, jobs\.lease_ttl_secs\), the reaper to take it back \(every 1 s, jobs\.reaper_interval_secs\) and a backoff \(1 s\), then runs on another worker$/m,
+    );
     assert.match(stdout, /^ {2}completed {3}491$/m);
     assert.match(stdout, /^ {2}dead {8}10 \(failed all 3 attempts\)$/m);
     assert.match(stdout, /^ {2}reaped {6}1 /m);
-    assert.match(stdout, /^ {2}throughput {2}\d+ jobs\/s/m);
-    assert.match(stdout, /reaped {4}worker=doomed-\d+ generation=1/);
+    // The rate is over the time handlers ran, which the waits for backoff and the reaped lease are not.
+    const throughput =
+      /^ {2}throughput {2}\d+ handler runs\/s, end to end through gRPC \((\d+) runs in the ([\d.]+) s handlers were running; ([\d.]+) s in all/m.exec(
+        stdout,
+      );
+    assert.ok(throughput, stdout);
+    // 500 first attempts, 2 more for each of 10 bouncing jobs, 1 more for each of 25 flaky ones, and
+    // the fragile job's run after its reap (its first run was in the killed process).
+    assert.ok(Number(throughput[1]) >= 500 + 20 + 25 + 1, throughput[0]);
+    assert.ok(Number(throughput[2]) < Number(throughput[3]), 'the waits are not counted');
+    // The lifecycle as the CLI prints it, by the command the demo names, while its server runs.
+    const show = /^\$ telha jobs show ([0-9a-f-]{36}) --address 127\.0\.0\.1:\d+$/m.exec(stdout);
+    assert.ok(show, stdout);
+    assert.match(stdout, new RegExp(`^job {8}${show[1]}$`, 'm'));
+    assert.match(stdout, /^state {6}completed$/m);
+    assert.match(stdout, /reaped\s+worker=doomed-\d+ generation=1 attempt=1$/m);
   });
 
   it('runs the dashboard demo and takes its screenshots with Chromium', async () => {

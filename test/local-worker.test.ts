@@ -17,7 +17,7 @@ import type { Queue } from '../src/engine/queue.ts';
 import { LocalWorker, type LocalWorkerOptions } from '../src/engine/worker.ts';
 import { PermanentError } from '../src/worker/runner.ts';
 import { tempDir } from './support/backends.ts';
-import { eventually } from './support/server.ts';
+import { written } from './support/events.ts';
 
 const acme = tenantScope('acme');
 const globex = tenantScope('globex');
@@ -68,15 +68,19 @@ for (const backend of ['memory', 'rocksdb'] as const) {
         acme,
       );
       const seen: JobRecord[] = [];
+      const completed = deferred();
+      let count = 0;
       const worker = start({
         workerId: 'local-1',
         concurrency: 4,
+        onCompleted: () => ++count === 40 && completed.resolve(),
         handler: (job) => {
           seen.push(job.record);
           return Promise.resolve();
         },
       });
-      await eventually(async () => (await states()).every((s) => s === JobState.Completed), 'all 40 completed');
+      await completed.promise;
+      assert.ok((await states()).every((s) => s === JobState.Completed));
       assert.equal(worker.stats.completed, 40);
       assert.equal(new Set(seen.map((j) => j.jobId)).size, 40);
       assert.deepEqual(
@@ -96,11 +100,12 @@ for (const backend of ['memory', 'rocksdb'] as const) {
     it('retries a throwing handler with backoff and dead-letters a PermanentError', async () => {
       const retried = (await queue.enqueue({ kind: 'flaky' }, acme)).job.jobId;
       const doomed = (await queue.enqueue({ kind: 'doomed' }, acme)).job.jobId;
+      const dead = written(queue, 'doomed is dead', (r) => r.jobId === doomed && r.state === JobState.Dead);
+      const failedOnce = written(queue, 'flaky failed once', (r) => r.jobId === retried && r.attempts === 1);
       start({
         handler: (job) => Promise.reject(job.kind === 'doomed' ? new PermanentError('bad input') : new Error('later')),
       });
-      await eventually(async () => (await queue.show(doomed)).state === JobState.Dead, 'doomed is dead');
-      await eventually(async () => (await queue.show(retried)).attempts === 1, 'flaky failed once');
+      await Promise.all([dead, failedOnce]);
       const flaky = await queue.show(retried);
       assert.equal(flaky.state, JobState.Pending);
       assert.ok((flaky.notBefore ?? 0) > Date.now() * 1000, 'gated by its backoff');
@@ -108,6 +113,7 @@ for (const backend of ['memory', 'rocksdb'] as const) {
 
     it('enqueues chained successors in the completed job’s scope', async () => {
       await queue.enqueue({ kind: 'parent' }, acme);
+      const chained = written(queue, 'the child', (r) => r.kind === 'child');
       start({
         kinds: ['parent'],
         handler: (job) => {
@@ -115,7 +121,7 @@ for (const backend of ['memory', 'rocksdb'] as const) {
           return Promise.resolve();
         },
       });
-      await eventually(async () => (await queue.list({ scope: acme, kindPrefix: 'child' })).jobs.length === 1, 'child');
+      await chained;
       const [child] = (await queue.list({ scope: acme, kindPrefix: 'child' })).jobs;
       assert.equal(Buffer.from(child?.payload ?? []).toString(), 'from parent');
       assert.equal(child?.state, JobState.Pending);
@@ -125,6 +131,7 @@ for (const backend of ['memory', 'rocksdb'] as const) {
       await queue.enqueue({ kind: 'theirs' }, globex);
       const mine = (await queue.enqueue({ kind: 'mine' }, acme)).job.jobId;
       const ran: string[] = [];
+      const done = written(queue, 'own job done', (r) => r.jobId === mine && r.state === JobState.Completed);
       start({
         scope: acme,
         handler: (job) => {
@@ -132,7 +139,7 @@ for (const backend of ['memory', 'rocksdb'] as const) {
           return Promise.resolve();
         },
       });
-      await eventually(async () => (await queue.show(mine)).state === JobState.Completed, 'own job done');
+      await done;
       assert.deepEqual(ran, [mine]);
       assert.deepEqual(await states(globex), [JobState.Pending]);
     });
@@ -180,7 +187,7 @@ for (const backend of ['memory', 'rocksdb'] as const) {
           await gate.promise;
         },
       });
-      await eventually(async () => (await queue.leased()).length === 3, 'one running and two prefetched jobs');
+      await written(queue, 'one running and two prefetched jobs', (r) => r.state === JobState.Leased, 3);
       const closed = worker.close();
       gate.resolve();
       await closed;

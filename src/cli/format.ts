@@ -1,6 +1,6 @@
 /** How the CLI prints jobs for a person (the `--json` forms print records as they are). */
 import { duration } from '../core/durations.ts';
-import { JOB_STATE_NAMES, JobState, type CountRow, type JobRecord } from '../core/types.ts';
+import { JOB_STATE_NAMES, JobState, type CountRow, type JobRecord, type Micros } from '../core/types.ts';
 
 function time(us: number): string {
   return new Date(Math.floor(us / 1000)).toISOString().replace('T', ' ').replace('Z', ' UTC');
@@ -22,9 +22,20 @@ export function preview(bytes: Uint8Array): string {
   return shown.length > 200 ? `${shown.slice(0, 200)}… (${bytes.byteLength} bytes)` : shown;
 }
 
-const SUMMARY: Readonly<Record<JobState, (job: JobRecord) => string>> = {
-  [JobState.Pending]: (j) =>
-    j.notBefore !== null ? `pending, gated until ${time(j.notBefore)} (backoff)` : 'pending, ready to lease',
+/**
+ * Why a Pending job waits, from the event that last put it back: a gate set at
+ * enqueue is the delay the producer asked for, one set by a failure or a reaped
+ * lease is backoff. Only a gate still closed at `now` is shown.
+ */
+function pending(job: JobRecord, now: Micros): string {
+  if (job.notBefore === null || job.notBefore <= now) return 'pending, ready to lease';
+  const last = job.events[job.events.length - 1]?.transition;
+  const why = last === 'enqueued' ? ' (delay)' : last === 'failed' || last === 'reaped' ? ' (backoff)' : '';
+  return `pending, gated until ${time(job.notBefore)}${why}, in ${duration(job.notBefore - now)}`;
+}
+
+const SUMMARY: Readonly<Record<JobState, (job: JobRecord, now: Micros) => string>> = {
+  [JobState.Pending]: pending,
   [JobState.Leased]: (j) =>
     `leased by ${j.workerId ?? '?'} (generation ${j.leaseGeneration}), lease until ${j.leaseDeadline === null ? '?' : time(j.leaseDeadline)}`,
   [JobState.Completed]: () => 'completed',
@@ -34,12 +45,12 @@ const SUMMARY: Readonly<Record<JobState, (job: JobRecord) => string>> = {
 };
 
 /** `telha jobs show`: the whole lifecycle, readable at 2 am. */
-export function formatShow(job: JobRecord & { effectiveMaxAttempts: number }): string {
+export function formatShow(job: JobRecord & { effectiveMaxAttempts: number }, now: Micros): string {
   const lines = [
     `job        ${job.jobId}`,
     `kind       ${job.kind}`,
     `scope      ${job.tenant === null ? 'system' : `tenant ${job.tenant}`}`,
-    `state      ${SUMMARY[job.state](job)}`,
+    `state      ${SUMMARY[job.state](job, now)}`,
     `attempts   ${job.attempts} of ${job.effectiveMaxAttempts}`,
     `priority   ${job.priority}`,
     `created    ${time(job.createdAt)}`,
@@ -96,4 +107,20 @@ export function formatStats(rows: readonly CountRow[]): string {
     ['STATE', 'KIND', 'COUNT'],
     rows.map((r) => [JOB_STATE_NAMES[r.state], r.kind, String(r.count)]),
   )}\n\ntotal: ${totals}`;
+}
+
+/** A record for `--json`: bytes as base64 plus a UTF-8 copy when it reads as text, state by name. */
+export function jobJson(job: JobRecord): object {
+  const text = (b: Uint8Array | null): string | null => {
+    if (b === null) return null;
+    const s = Buffer.from(b).toString('utf8');
+    return s.includes('\uFFFD') ? null : s;
+  };
+  return {
+    ...job,
+    state: JOB_STATE_NAMES[job.state],
+    payload: Buffer.from(job.payload).toString('base64'),
+    payloadText: text(job.payload),
+    continuation: job.continuation === null ? null : Buffer.from(job.continuation).toString('base64'),
+  };
 }

@@ -2,100 +2,60 @@
  * `telha`: the operator CLI. `telha serve` runs the server; `telha jobs ...`
  * talks to one over gRPC. Exit codes: 0 success, 1 the call failed (the
  * server's error is printed), 2 bad usage.
+ *
+ * This file only parses: each command is a function in its own file taking
+ * its options, a client and the output to print to, so tests run them in
+ * their own process against a live server.
  */
 import { readFileSync } from 'node:fs';
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import type { RemoteJob } from '../client/convert.ts';
+import { Command, CommanderError, Option } from 'commander';
 import { TelhaClient, DEFAULT_ADDRESS } from '../client/client.ts';
 import { isUnreachable } from '../client/errors.ts';
 import { isTelhaError } from '../core/errors.ts';
-import type { JobState } from '../core/types.ts';
-import { JOB_STATE_NAMES, SYSTEM_SCOPE, tenantScope, type JobRecord, type QueueScope } from '../core/types.ts';
-import { formatList, formatShow, formatStats } from './format.ts';
-import { serve } from './serve.ts';
-
-class UsageError extends Error {}
+import { MAX_LIST_LIMIT } from '../core/limits.ts';
+import { integer, integerIn, LISTED_STATES, type ScopeOptions } from './args.ts';
+import { processIo, UsageError, type CliIo, type OperatorClient } from './io.ts';
+import { countJobs } from './jobs/counts.ts';
+import { enqueueJob } from './jobs/enqueue.ts';
+import { listJobs } from './jobs/list.ts';
+import { retryJobs } from './jobs/retry.ts';
+import { showJob } from './jobs/show.ts';
 
 interface GlobalOptions {
-  address: string;
+  address?: string;
   token?: string;
   tls?: boolean;
 }
 
-interface ScopeOptions {
-  tenant?: string;
-  system?: boolean;
-}
-
-function integer(name: string): (value: string) => number {
-  return (value) => {
-    if (!/^-?\d+$/.test(value)) throw new InvalidArgumentError(`${name} must be an integer`);
-    return Number(value);
+/** The package's version, read from the package.json two folders up (from src/cli/ and from dist/cli/ alike). */
+function version(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    version: string;
   };
+  return manifest.version;
 }
 
-const STATES = Object.fromEntries(Object.entries(JOB_STATE_NAMES).map(([k, v]) => [v, Number(k) as JobState]));
-
-function scopeOf(options: ScopeOptions): QueueScope | undefined {
-  if (options.tenant !== undefined && options.system) throw new UsageError('--tenant and --system exclude each other');
-  if (options.system) return SYSTEM_SCOPE;
-  return options.tenant === undefined ? undefined : tenantScope(options.tenant);
-}
-
-/** A record for `--json`: bytes as base64 plus a UTF-8 copy when it reads as text, state by name. */
-function jobJson(job: JobRecord): object {
-  const text = (b: Uint8Array | null): string | null => {
-    if (b === null) return null;
-    const s = Buffer.from(b).toString('utf8');
-    return s.includes('\uFFFD') ? null : s;
-  };
-  return {
-    ...job,
-    state: JOB_STATE_NAMES[job.state],
-    payload: Buffer.from(job.payload).toString('base64'),
-    payloadText: text(job.payload),
-    continuation: job.continuation === null ? null : Buffer.from(job.continuation).toString('base64'),
-  };
-}
-
-function print(value: unknown): void {
-  process.stdout.write(`${typeof value === 'string' ? value : JSON.stringify(value, null, 2)}\n`);
-}
-
-function readPayload(spec: string | undefined): Uint8Array | undefined {
-  if (spec === undefined) return undefined;
-  if (spec.startsWith('@')) {
-    try {
-      return readFileSync(spec.slice(1));
-    } catch (error) {
-      throw new UsageError(`cannot read payload file ${spec.slice(1)}: ${(error as Error).message}`);
-    }
-  }
-  try {
-    JSON.parse(spec);
-  } catch {
-    throw new UsageError('--payload must be JSON (or @file for raw bytes)');
-  }
-  return Buffer.from(spec, 'utf8');
-}
-
-export function buildProgram(): Command {
+/**
+ * The command tree. `run` receives each command's work: given a client (made
+ * from the global options once a command needs one), it returns the exit code.
+ */
+function buildProgram(
+  io: CliIo,
+  run: (work: (client: () => OperatorClient, token: string | undefined) => Promise<number>) => Promise<void>,
+): Command {
   const program = new Command('telha')
     .description('Telha: a durable job queue with leases and fencing tokens')
-    .addOption(new Option('--address <host:port>', 'server address').env('TELHA_ADDRESS').default(DEFAULT_ADDRESS))
-    .addOption(new Option('--token <token>', 'bearer token').env('TELHA_TOKEN'))
+    .version(version(), '-V, --version', 'print the version')
+    .addOption(new Option('--address <host:port>', `server address (env TELHA_ADDRESS; default ${DEFAULT_ADDRESS})`))
+    .addOption(new Option('--token <token>', 'bearer token (env TELHA_TOKEN)'))
     .option('--tls', 'connect with TLS')
+    // Settings a subcommand copies when it is created: set before any is.
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
     .showHelpAfterError()
     .exitOverride();
 
-  const client = (): TelhaClient => {
-    const g = program.opts<GlobalOptions>();
-    return new TelhaClient({
-      address: g.address,
-      ...(g.token ? { token: g.token } : {}),
-      ...(g.tls ? { tls: true } : {}),
-    });
-  };
+  const jobsCall = (work: (client: OperatorClient) => Promise<number>): Promise<void> =>
+    run((client) => work(client()));
 
   program
     .command('serve')
@@ -104,11 +64,18 @@ export function buildProgram(): Command {
     .option('--listen <host:port>', 'address to serve on (server.address)')
     .option('--data <dir>', 'store directory (storage.path)')
     .action(async (o: { config?: string; listen?: string; data?: string }) => {
-      await serve({
-        ...(o.config ? { config: o.config } : {}),
-        ...(o.listen ? { address: o.listen } : {}),
-        ...(o.data ? { data: o.data } : {}),
-      });
+      // Loaded only here, so `telha jobs ...` never loads the engine and its stores.
+      const { serve } = await import('./serve.ts');
+      await run(() =>
+        serve(
+          {
+            ...(o.config ? { config: o.config } : {}),
+            ...(o.listen ? { address: o.listen } : {}),
+            ...(o.data ? { data: o.data } : {}),
+          },
+          io,
+        ),
+      );
     });
 
   const jobs = program.command('jobs').description('inspect and manage jobs on a running server');
@@ -118,24 +85,21 @@ export function buildProgram(): Command {
     .description("print a job's whole lifecycle from its events")
     .argument('<id>', 'job id')
     .option('--json', 'print the record as JSON')
-    .action(async (id: string, o: { json?: boolean }) => {
-      const job = await client().show(id);
-      print(o.json ? jobJson(job) : formatShow(job));
-    });
+    .action((id: string, o: { json?: boolean }) => jobsCall((client) => showJob({ id, ...o }, client, io)));
 
   jobs
     .command('list')
     .description('list jobs in key order (priority, then age)')
-    .addOption(new Option('--state <state>', 'only this state').choices(Object.keys(STATES)))
+    .addOption(new Option('--state <state>', 'only this state').choices(Object.keys(LISTED_STATES)))
     .option('--kind-prefix <prefix>', 'only kinds starting with this')
     .option('--tenant <tenant>', "one tenant's jobs (operators)")
     .option('--system', 'system-scope jobs (operators)')
-    .option('--limit <n>', 'page size (1-1000)', integer('--limit'), 50)
+    .option(`--limit <n>`, `page size (1-${MAX_LIST_LIMIT})`, integerIn('--limit', 1, MAX_LIST_LIMIT), 50)
     .option('--page-token <token>', 'continue from a previous page')
     .option('--all', 'follow every page')
     .option('--json', 'print JSON')
     .action(
-      async (
+      (
         o: ScopeOptions & {
           state?: string;
           kindPrefix?: string;
@@ -144,56 +108,43 @@ export function buildProgram(): Command {
           all?: boolean;
           json?: boolean;
         },
-      ) => {
-        const c = client();
-        const scope = scopeOf(o);
-        const all: RemoteJob[] = [];
-        let token = o.pageToken;
-        let next: string | null = null;
-        do {
-          const page = await c.list({
-            ...(scope ? { scope } : {}),
-            ...(o.state ? { state: STATES[o.state] as JobState } : {}),
-            ...(o.kindPrefix ? { kindPrefix: o.kindPrefix } : {}),
-            limit: o.limit,
-            ...(token ? { pageToken: token } : {}),
-          });
-          all.push(...page.jobs);
-          next = page.nextPageToken;
-          token = next ?? undefined;
-        } while (o.all && next !== null);
-        if (o.json) print({ jobs: all.map(jobJson), nextPageToken: next });
-        else {
-          print(formatList(all));
-          if (next !== null) process.stderr.write(`more: --page-token ${next}\n`);
-        }
-      },
+      ) =>
+        jobsCall((client) => {
+          const { state, ...rest } = o;
+          return listJobs({ ...rest, ...(state === undefined ? {} : { state: LISTED_STATES[state] }) }, client, io);
+        }),
     );
 
   jobs
     .command('retry')
-    .description('move a dead job back to pending with its attempts reset (operators)')
-    .argument('<id>', 'job id')
-    .option('--json', 'print the record as JSON')
-    .action(async (id: string, o: { json?: boolean }) => {
-      const job = await client().retry(id);
-      print(o.json ? jobJson(job) : `retried ${job.jobId}: ${JOB_STATE_NAMES[job.state]}, attempts ${job.attempts}`);
-    });
+    .description(
+      'move dead jobs back to pending with their attempts reset (operators): by id, or every dead job of a scope with --dead',
+    )
+    .argument('[ids...]', 'job ids')
+    .option('--dead', 'retry every dead job of the scope (--tenant or --system), optionally of --kind-prefix')
+    .option('--kind-prefix <prefix>', 'with --dead: only kinds starting with this')
+    .option('--tenant <tenant>', "with --dead: this tenant's dead jobs")
+    .option('--system', "with --dead: the system scope's dead jobs")
+    .option('--json', 'print what moved and what failed as JSON')
+    .action((ids: string[], o: ScopeOptions & { dead?: boolean; kindPrefix?: string; json?: boolean }) =>
+      jobsCall((client) => retryJobs({ ids, ...o }, client, io)),
+    );
 
   jobs
     .command('enqueue')
-    .description('enqueue a job')
+    .description('enqueue a job and print its id')
     .requiredOption('--kind <kind>', 'job kind')
     .option('--payload <json|@file>', 'payload: JSON text, or @path for raw bytes from a file')
-    .option('--tenant <tenant>', 'tenant scope (operators)')
-    .option('--system', 'system scope (operators; kind must start with system:)')
+    .option('--tenant <tenant>', 'tenant scope (required unless a tenant token names it)')
+    .option('--system', 'system scope (kind must start with system:)')
+    // The server checks these ranges and names the field; here only that they are integers.
     .option('--priority <n>', '0-255, lower is sooner', integer('--priority'))
     .option('--delay-ms <n>', 'not leased before this many ms from now', integer('--delay-ms'))
     .option('--max-attempts <n>', "this job's attempt ceiling", integer('--max-attempts'))
     .option('--idempotency-key <key>', 'a repeat returns the first job')
     .option('--json', 'print the record as JSON')
     .action(
-      async (
+      (
         o: ScopeOptions & {
           kind: string;
           payload?: string;
@@ -203,23 +154,7 @@ export function buildProgram(): Command {
           idempotencyKey?: string;
           json?: boolean;
         },
-      ) => {
-        const payload = readPayload(o.payload);
-        const scope = scopeOf(o);
-        const result = await client().enqueue(
-          {
-            kind: o.kind,
-            ...(payload ? { payload } : {}),
-            ...(o.priority === undefined ? {} : { priority: o.priority }),
-            ...(o.delayMs === undefined ? {} : { delayMs: o.delayMs }),
-            ...(o.maxAttempts === undefined ? {} : { maxAttempts: o.maxAttempts }),
-            ...(o.idempotencyKey === undefined ? {} : { idempotencyKey: o.idempotencyKey }),
-          },
-          scope,
-        );
-        if (o.json) print({ created: result.created, job: jobJson(result.job) });
-        else print(`${result.created ? 'enqueued' : 'already enqueued (idempotency key)'} ${result.job.jobId}`);
-      },
+      ) => run((client, token) => enqueueJob({ ...o, withToken: token !== undefined }, client(), io)),
     );
 
   jobs
@@ -229,30 +164,36 @@ export function buildProgram(): Command {
     .option('--tenant <tenant>', "one tenant's jobs (operators)")
     .option('--system', 'system-scope jobs (operators)')
     .option('--json', 'print JSON')
-    .action(async (o: ScopeOptions & { json?: boolean }) => {
-      const rows = await client().counts(scopeOf(o));
-      print(
-        o.json
-          ? rows.map((r) => ({ state: JOB_STATE_NAMES[r.state], kind: r.kind, count: r.count }))
-          : formatStats(rows),
-      );
-    });
+    .action((o: ScopeOptions & { json?: boolean }) => jobsCall((client) => countJobs(o, client, io)));
 
   return program;
 }
 
-export async function main(argv: readonly string[]): Promise<number> {
-  const program = buildProgram();
+/** Run the CLI on `argv` (without the node and script paths); resolves with the exit code. */
+export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
+  let exitCode = 0;
+  let client: TelhaClient | null = null;
+  const program = buildProgram(io, async (work) => {
+    const g = program.opts<GlobalOptions>();
+    const token = g.token ?? io.env['TELHA_TOKEN'];
+    const connect = (): TelhaClient =>
+      (client ??= new TelhaClient({
+        address: g.address ?? io.env['TELHA_ADDRESS'] ?? DEFAULT_ADDRESS,
+        ...(token ? { token } : {}),
+        ...(g.tls ? { tls: true } : {}),
+      }));
+    exitCode = await work(connect, token || undefined);
+  });
   try {
     await program.parseAsync([...argv], { from: 'user' });
-    return 0;
+    return exitCode;
   } catch (error) {
     if (error instanceof CommanderError) {
       // --help and --version end here too, with exit code 0.
       return error.exitCode === 0 ? 0 : 2;
     }
     if (error instanceof UsageError) {
-      process.stderr.write(`error: ${error.message}\n`);
+      io.stderr(`error: ${error.message}\n`);
       return 2;
     }
     if (isUnreachable(error)) {
@@ -263,10 +204,12 @@ export async function main(argv: readonly string[]): Promise<number> {
       return 1;
     }
     if (isTelhaError(error)) {
-      process.stderr.write(`error: ${error.code}: ${error.message}\n`);
+      io.stderr(`error: ${error.code}: ${error.message}\n`);
       return 1;
     }
-    process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+    io.stderr(`error: ${error instanceof Error ? error.message : String(error)}\n`);
     return 1;
+  } finally {
+    (client as TelhaClient | null)?.close();
   }
 }

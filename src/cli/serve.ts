@@ -2,6 +2,7 @@
 import { loadConfig, openQueue } from '../open.ts';
 import { createLogger } from '../server/logging.ts';
 import { startServer } from '../server/server.ts';
+import type { CliIo } from './io.ts';
 
 export interface ServeOptions {
   readonly config?: string;
@@ -9,7 +10,7 @@ export interface ServeOptions {
   readonly data?: string;
 }
 
-export async function serve(options: ServeOptions): Promise<void> {
+export async function serve(options: ServeOptions, io: Pick<CliIo, 'stdout'>): Promise<number> {
   const overrides: Record<string, Record<string, unknown>> = {};
   if (options.address !== undefined) overrides['server'] = { address: options.address };
   if (options.data !== undefined) overrides['storage'] = { path: options.data };
@@ -30,9 +31,9 @@ export async function serve(options: ServeOptions): Promise<void> {
     'store open',
   );
   // Tests and scripts wait for this line on stdout to know the port.
-  process.stdout.write(`telha listening on ${server.address}\n`);
+  io.stdout(`telha listening on ${server.address}\n`);
   if (server.http !== null) {
-    process.stdout.write(`telha dashboard on http${server.tls ? 's' : ''}://${server.http.address}/\n`);
+    io.stdout(`telha dashboard on http${server.tls ? 's' : ''}://${server.http.address}/\n`);
   }
 
   await new Promise<void>((resolve) => {
@@ -48,4 +49,5 @@ export async function serve(options: ServeOptions): Promise<void> {
   await server.close();
   await queue.close();
   logger.info({}, 'stopped');
+  return 0;
 }

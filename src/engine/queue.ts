@@ -9,7 +9,7 @@
  *     workers     leaseNext · lease (many, optional long poll) · heartbeat · checkpoint
  *                 complete · fail · release · completeEach · failEach · releaseEach
  *     operators   show · list · counts · leased · retry
- *     lifecycle   maintenance (reaper, pruning) · waits · observe · stats · storeMetrics · close
+ *     lifecycle   maintenance (reaper, pruning) · waits · events · stats · storeMetrics · close
  */
 import { checkBackoffByKind, type BackoffByKind } from '../core/backoff.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
@@ -50,7 +50,7 @@ import {
 import type { JobStore, StoreMetrics, StoreStats, UpdateItem } from '../storage/types.ts';
 import { newJobId } from '../codec/job-ids.ts';
 import { Maintenance } from './maintenance.ts';
-import { Observers, type QueueObserver } from './observers.ts';
+import { QueueEventEmitter } from './observers.ts';
 
 export type { StoreMetrics };
 import { WorkSignal, type WakeReason } from './work-signal.ts';
@@ -156,8 +156,9 @@ export class Queue {
   private readonly store: JobStore;
   private readonly logger: Logger;
   private readonly policy: transitions.RetryPolicy;
-  private readonly work = new WorkSignal();
-  private readonly observers = new Observers();
+  /** In-process notifications of what this queue does (`transition`, `refused`, `parked`); see `QueueEvents`. */
+  readonly events: QueueEventEmitter;
+  private readonly work = new WorkSignal(() => this.events.parked());
   private readonly waitsEnded: Record<WakeReason, number> = { woken: 0, timeout: 0, aborted: 0 };
   private closed = false;
 
@@ -166,6 +167,7 @@ export class Queue {
     this.config = options.config ?? DEFAULT_CONFIG;
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
+    this.events = new QueueEventEmitter(this.logger);
     this.policy = { config: this.config.jobs, backoffByKind: checkBackoffByKind(options.backoffByKind ?? new Map()) };
     this.maintenance = new Maintenance({
       store: this.store,
@@ -176,7 +178,7 @@ export class Queue {
       logger: this.logger,
       onReaped: (records, now) => {
         for (const record of records) if (record.state === JobState.Dead) this.logDead(record, 'lease expired');
-        this.observers.transition('reap', records, JobState.Leased, now);
+        this.events.transition('reap', records, JobState.Leased, now);
         this.announce(records, now);
       },
     });
@@ -238,7 +240,7 @@ export class Queue {
   private async insert(drafts: Parameters<JobStore['insert']>[0], now: Micros): Promise<EnqueueResult[]> {
     const outcomes = await this.store.insert(drafts, now);
     const created = outcomes.filter((o) => o.created).map((o) => o.record);
-    this.observers.transition('enqueue', created, null, now);
+    this.events.transition('enqueue', created, null, now);
     this.announce(created, now);
     return outcomes.map(({ record, created }) => ({ job: record, created }));
   }
@@ -294,7 +296,7 @@ export class Queue {
       limit,
       lease: (record) => transitions.lease(record, workerId, now, this.policy),
     });
-    this.observers.transition('lease', leased, JobState.Pending, now);
+    this.events.transition('lease', leased, JobState.Pending, now);
     return leased;
   }
 
@@ -351,12 +353,12 @@ export class Queue {
         now,
       )
       .catch((error: unknown) => {
-        this.observers.refused(error, now);
+        this.events.refused(error, now);
         throw error;
       });
     const created = outcome.successors.filter((o) => o.created).map((o) => o.record);
-    this.observers.transition('complete', [outcome.record], JobState.Leased, now);
-    this.observers.transition('enqueue', created, null, now);
+    this.events.transition('complete', [outcome.record], JobState.Leased, now);
+    this.events.transition('enqueue', created, null, now);
     this.announce(created, now);
     return {
       job: outcome.record,
@@ -483,10 +485,13 @@ export class Queue {
       },
       (updates) => this.store.updateMany(updates, now),
     );
-    for (const result of results) {
-      if (result.ok) this.observers.transition(transition, [result.value], JobState.Leased, now);
-      else this.observers.refused(result.error, now);
-    }
+    this.events.transition(
+      transition,
+      results.flatMap((result) => (result.ok ? [result.value] : [])),
+      JobState.Leased,
+      now,
+    );
+    for (const result of results) if (!result.ok) this.events.refused(result.error, now);
     return results;
   }
 
@@ -516,10 +521,10 @@ export class Queue {
         now,
       )
       .catch((error: unknown) => {
-        this.observers.refused(error, now);
+        this.events.refused(error, now);
         throw error;
       });
-    this.observers.transition(transition, [outcome.record], JobState.Leased, now);
+    this.events.transition(transition, [outcome.record], JobState.Leased, now);
     return outcome.record;
   }
 
@@ -538,7 +543,7 @@ export class Queue {
       },
       now,
     );
-    this.observers.transition('retry', [outcome.record], JobState.Dead, now);
+    this.events.transition('retry', [outcome.record], JobState.Dead, now);
     this.announce([outcome.record], now);
     return outcome.record;
   }
@@ -593,15 +598,6 @@ export class Queue {
   async health(): Promise<void> {
     this.assertOpen();
     await this.store.health();
-  }
-
-  /**
-   * Be told of every committed transition (and of refused fenced submissions),
-   * in this process, after the write. Returns the unsubscribe. Listeners run
-   * synchronously on the caller's path, so they must be cheap; their errors are ignored.
-   */
-  observe(listener: QueueObserver): () => void {
-    return this.observers.add(listener);
   }
 
   stats(): StoreStats {

@@ -24,6 +24,10 @@ interface Waiter {
 
 export class WorkSignal {
   private readonly waiters = new Set<Waiter>();
+
+  /** `onPark` runs each time a caller starts waiting. */
+  constructor(private readonly onPark: () => void = () => {}) {}
+
   /**
    * Bumped by every notify. A caller reads it before looking for work and
    * passes it to `wait`, which returns at once if work was announced in
@@ -92,6 +96,7 @@ export class WorkSignal {
       const timer = setTimeout(() => done('timeout'), Math.min(timeoutMs, MAX_TIMER_MS));
       signal?.addEventListener('abort', onAbort, { once: true });
       this.waiters.add(waiter);
+      this.onPark();
     });
   }
 

@@ -8,7 +8,7 @@ import type { TelhaConfig } from '../core/config.ts';
 import type { Logger } from '../core/logger.ts';
 import type { CountRow } from '../core/types.ts';
 import { ANY_SCOPE, JOB_STATE_NAMES } from '../core/types.ts';
-import type { QueueObservation } from '../engine/observers.ts';
+import { observeEach, type QueueObservation } from '../engine/observers.ts';
 import type { Queue, StoreMetrics } from '../engine/queue.ts';
 import type { Status } from '../wire/service.ts';
 import { CountsCache } from './counts.ts';
@@ -60,7 +60,7 @@ export class Telemetry implements CallObserver {
       : null;
     const metrics = this.metrics;
     const samples = this.samples;
-    this.unobserve = queue.observe((observation: QueueObservation) => {
+    this.unobserve = observeEach(queue.events, (observation: QueueObservation) => {
       samples.observe(observation);
       metrics?.observe(observation);
       if (observation.type === 'transition') this.noteTenant(observation.record.tenant);

@@ -57,6 +57,7 @@ describe('PostgreSQL batch completion', () => {
       { jobId: second.jobId, fence: fenceOf(second) },
     ]);
     // The batch read the rows before the heartbeat commits; its UPDATE now waits for that transaction.
+    // Only PostgreSQL knows when it does: poll its lock table.
     await eventually(async () => {
       const { rows } = await other.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND locktype = 'transactionid'`,

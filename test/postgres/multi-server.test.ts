@@ -51,6 +51,7 @@ describe('several servers on one PostgreSQL store', () => {
             concurrency: 10,
             timeoutMs: 2_000,
             workerId: `w${w}`,
+            // Work that takes a little time, so jobs are mid-handler when a server dies (not a wait).
             handler: () => new Promise((resolve) => setTimeout(resolve, 1)),
             onCompleted: () => {
               if (++completions === 1_000) reachedKillPoint();
@@ -62,7 +63,8 @@ describe('several servers on one PostgreSQL store', () => {
       servers[0]!.child.kill('SIGKILL');
       assert.equal(await servers[0]!.exited, 'SIGKILL');
 
-      // The survivors' reapers hand the dead server's workers' leases to the others.
+      // The survivors' reapers hand the dead server's workers' leases to the others. The servers are
+      // other processes, so their counts are the only word on when every job is done.
       await eventually(
         async () => {
           const counts = await producer.counts();

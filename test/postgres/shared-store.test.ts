@@ -14,6 +14,7 @@ import { enqueueInTransaction } from '../../src/storage/postgres/transactional.t
 import { claimQuery, pgSchema, PostgresJobStore } from '../../src/storage/postgres/postgres-store.ts';
 import { testConfig } from '../../src/testing/conformance/harness.ts';
 import { dropTestSchema, TEST_PG_URL, uniqueSchema } from '../support/backends.ts';
+import { parked } from '../support/events.ts';
 import { eventually } from '../support/server.ts';
 
 const acme = tenantScope('acme');
@@ -73,10 +74,11 @@ describe('queues sharing one PostgreSQL schema', () => {
     const { queues, close } = await servers(2);
     const [a, b] = queues as [Queue, Queue];
     try {
-      const parked = a.lease({ workerId: 'wa', scope: acme, limit: 1, waitMs: PARK_MS });
-      await eventually(() => Promise.resolve(a.waits.parked === 1), 'the lease call to park');
+      const waiting = parked(a);
+      const lease = a.lease({ workerId: 'wa', scope: acme, limit: 1, waitMs: PARK_MS });
+      await waiting;
       const { job } = await b.enqueue({ kind: 'email' }, acme);
-      const leased = only(await parked);
+      const leased = only(await lease);
       assert.equal(leased.jobId, job.jobId);
       assert.deepEqual(a.waits.ended, { woken: 1, timeout: 0, aborted: 0 });
     } finally {
@@ -89,6 +91,7 @@ describe('queues sharing one PostgreSQL schema', () => {
     const [a, b] = queues as [Queue, Queue];
     try {
       const controller = new AbortController();
+      const waiting = parked(a, 4);
       const otherTenant = a.lease({
         workerId: 'w0',
         scope: tenantScope('other'),
@@ -115,7 +118,7 @@ describe('queues sharing one PostgreSQL schema', () => {
         }),
         a.lease({ workerId: 'w3', scope: acme, limit: 1, waitMs: PARK_MS, signal: controller.signal }),
       ];
-      await eventually(() => Promise.resolve(a.waits.parked === 4), 'four lease calls to park');
+      await waiting;
       await b.enqueue({ kind: 'email' }, acme);
       const woken = only(await Promise.race(matching));
       assert.equal(woken.kind, 'email');
@@ -136,12 +139,13 @@ describe('queues sharing one PostgreSQL schema', () => {
     const app = new pg.Client({ connectionString: TEST_PG_URL });
     await app.connect();
     try {
-      const parked = queue.lease({ workerId: 'w', scope: acme, limit: 1, waitMs: PARK_MS });
-      await eventually(() => Promise.resolve(queue.waits.parked === 1), 'the lease call to park');
+      const waiting = parked(queue);
+      const lease = queue.lease({ workerId: 'w', scope: acme, limit: 1, waitMs: PARK_MS });
+      await waiting;
       await app.query('BEGIN');
       const [result] = await enqueueInTransaction(app, [{ kind: 'invoice' }], acme, { schema: schemaOf(stores[0]) });
       await app.query('COMMIT');
-      assert.equal(only(await parked).jobId, result?.job.jobId);
+      assert.equal(only(await lease).jobId, result?.job.jobId);
       assert.deepEqual(queue.waits.ended, { woken: 1, timeout: 0, aborted: 0 });
     } finally {
       await app.end();
@@ -159,6 +163,7 @@ describe('queues sharing one PostgreSQL schema', () => {
       const pid = store.listenerPid;
       assert.ok(pid !== null);
       await admin.query('SELECT pg_terminate_backend($1)', [pid]);
+      // The store tells no one when its listening connection drops or comes back: poll it.
       await eventually(() => Promise.resolve(!store.listening), 'the listener to notice');
       // Nobody hears this notification; the waiter still finds the job by looking again.
       const { job } = await b.enqueue({ kind: 'during-outage' }, acme);

@@ -116,6 +116,7 @@ describe('crashes', () => {
             workerId: `w${w}`,
             handler: async (job) => {
               runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+              // Work that takes a little time, so jobs are mid-handler when the server dies (not a wait).
               await new Promise((resolve) => setTimeout(resolve, 2));
             },
             onCompleted: () => {
@@ -136,6 +137,7 @@ describe('crashes', () => {
             acknowledged.add(job.jobId);
             if (restarted) ackedAfterRestart();
           } catch {
+            // The server is down (another process, which tells this one nothing): try again shortly.
             await new Promise((resolve) => setTimeout(resolve, 20));
           }
         }
@@ -154,6 +156,8 @@ describe('crashes', () => {
         const counts = await client.counts();
         return !counts.some((r) => r.state === JobState.Pending || r.state === JobState.Leased);
       };
+      // The restarted server is another process: its reaper hands back the leases the crash left, and
+      // only its counts say when every job is done (handlers may run again, so completions do not).
       await eventually(settled, 'every job to complete after the restart', 90_000);
 
       const all = await allJobs(client, acme);

@@ -7,7 +7,8 @@ import { TelhaClient } from '../../src/client/client.ts';
 import type { RemoteJob } from '../../src/client/convert.ts';
 import { PermanentError, Worker, type JobContext } from '../../src/client/worker.ts';
 import { tenantScope } from '../../src/core/types.ts';
-import { eventually, startTestServer, type TestServer } from '../support/server.ts';
+import { lastTransition, parked, written } from '../support/events.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 
@@ -34,6 +35,11 @@ describe('the SDK against a live server', () => {
     const { job } = await client.enqueue({ kind: 'email', payload: '{"to":"a@b.c"}' }, acme);
     const done = deferred<JobContext>();
     const completed = deferred();
+    const extended = written(
+      server.queue,
+      'a heartbeat',
+      (r) => r.jobId === job.jobId && lastTransition(r) === 'extended',
+    );
     const worker = new Worker({
       address: server.address,
       kinds: ['email'],
@@ -41,8 +47,8 @@ describe('the SDK against a live server', () => {
       heartbeatFraction: 0.001, // beat as often as allowed, to see heartbeats on the record
       onCompleted: () => completed.resolve(),
       handler: async (ctx) => {
-        // Long enough for the minimum heartbeat interval (50 ms) to pass at least once.
-        await new Promise((resolve) => setTimeout(resolve, 150));
+        // Run until the server has stored a heartbeat for this lease.
+        await extended;
         done.resolve(ctx);
       },
     }).start();
@@ -64,24 +70,27 @@ describe('the SDK against a live server', () => {
   });
 
   it('fails a throwing handler with backoff, and dead-letters a PermanentError', async () => {
+    // A backoff long enough that the failed job is not leased again before the worker closes.
+    await server.close();
+    server = await startTestServer({ jobs: { backoff_base_secs: 60 } });
+    client = new TelhaClient({ address: server.address });
     const retryable = await client.enqueue({ kind: 'flaky' }, acme);
     const permanent = await client.enqueue({ kind: 'broken' }, acme);
-    const failures = deferred();
-    let seen = 0;
+    const failures = written(server.queue, 'both failures', (r) => r.attempts === 1 && r.state !== JobState.Leased, 2);
     const worker = new Worker({
       address: server.address,
-      handler: (ctx) => {
-        if (++seen === 2) setImmediate(() => failures.resolve());
-        return Promise.reject(ctx.kind === 'broken' ? new PermanentError('bad input') : new Error('try again'));
-      },
+      handler: (ctx) =>
+        Promise.reject(ctx.kind === 'broken' ? new PermanentError('bad input') : new Error('try again')),
     }).start();
-    await failures.promise;
+    await failures;
     await worker.close();
     const r = await client.show(retryable.job.jobId);
     const p = await client.show(permanent.job.jobId);
     assert.equal(p.state, JobState.Dead);
     assert.match(p.events.find((e) => e.transition === 'failed')?.detail ?? '', /permanent: bad input/);
     assert.equal(r.attempts, 1);
+    assert.equal(r.state, JobState.Pending);
+    assert.ok((r.notBefore ?? 0) > server.clock.now(), 'gated by its backoff');
     assert.match(r.events.find((e) => e.transition === 'failed')?.detail ?? '', /try again/);
   });
 
@@ -112,22 +121,23 @@ describe('the SDK against a live server', () => {
   });
 
   it('wakes a parked lease call when a matching job is enqueued, without waiting out its timeout', async () => {
-    const parked = client.lease({ workerId: 'w1', kinds: ['late'], waitMs: 25_000 });
-    // The server has the call parked once its waiter is registered.
-    while (server.queue.waits.parked === 0) await new Promise((resolve) => setImmediate(resolve));
+    const waiting = parked(server.queue);
+    const lease = client.lease({ workerId: 'w1', kinds: ['late'], waitMs: 25_000 });
+    await waiting;
     const before = { ...server.queue.waits.ended };
     const { job } = await client.enqueue({ kind: 'late' }, acme);
-    const [leased] = await parked;
+    const [leased] = await lease;
     assert.equal(leased?.jobId, job.jobId);
     assert.equal(server.queue.waits.ended.woken, before.woken + 1, 'woken by the enqueue');
     assert.equal(server.queue.waits.ended.timeout, before.timeout, 'not by its timeout');
   });
 
   it('does not wake a parked call for a job of another kind', async () => {
-    const parked = client.lease({ workerId: 'w1', kinds: ['wanted'], waitMs: 300 });
-    while (server.queue.waits.parked === 0) await new Promise((resolve) => setImmediate(resolve));
+    const waiting = parked(server.queue);
+    const lease = client.lease({ workerId: 'w1', kinds: ['wanted'], waitMs: 300 });
+    await waiting;
     await client.enqueue({ kind: 'other' }, acme);
-    assert.deepEqual(await parked, []);
+    assert.deepEqual(await lease, []);
     assert.equal(server.queue.waits.ended.woken, 0);
   });
 
@@ -137,21 +147,34 @@ describe('the SDK against a live server', () => {
     assert.equal(jobs.length, 3);
   });
 
-  /** A worker of concurrency 1 whose handlers wait for `gate`, recording the order they start in. */
+  /**
+   * A worker of concurrency 1 whose handlers wait for `gate`, recording the order they start in;
+   * `first` settles when the first handler has started.
+   */
   function gatedWorker(options: { prefetch?: number | 'auto'; heartbeatFraction?: number }) {
     const gate = deferred();
+    const first = deferred();
     const started: string[] = [];
     const worker = new Worker({
       address: server.address,
       concurrency: 1,
       ...options,
       handler: async (ctx) => {
-        started.push(ctx.id);
+        if (started.push(ctx.id) === 1) first.resolve();
         await gate.promise;
       },
     }).start();
-    return { worker, started, open: () => gate.resolve() };
+    return { worker, started, first: first.promise, open: () => gate.resolve() };
   }
+
+  /** The `count` jobs of `kind` once the server has stored them in `state`. */
+  const reach = (kind: string, state: JobState, count: number): Promise<unknown> =>
+    written(
+      server.queue,
+      `${count} ${kind} jobs in state ${state}`,
+      (r) => r.kind === kind && r.state === state,
+      count,
+    );
 
   const countOf = async (state: JobState): Promise<number> =>
     (await client.counts(acme)).filter((r) => r.state === state).reduce((n, r) => n + r.count, 0);
@@ -167,51 +190,56 @@ describe('the SDK against a live server', () => {
 
   it('prefetches jobs ahead of its slots, heartbeats them while they wait, and runs them in lease order', async () => {
     const ids = await enqueueMany(4, 'pre');
-    const { worker, started, open } = gatedWorker({ prefetch: 2, heartbeatFraction: 0.001 });
-    await eventually(async () => (await countOf(JobState.Leased)) === 3, 'one running and two prefetched jobs');
+    const leased = reach('pre', JobState.Leased, 3);
+    // A prefetched job's lease is kept alive like a running one's.
+    const waitingId = ids[2] as string;
+    const beat = written(server.queue, 'a heartbeat for a job waiting for its slot', (r) => {
+      return r.jobId === waitingId && lastTransition(r) === 'extended';
+    });
+    const { worker, started, first, open } = gatedWorker({ prefetch: 2, heartbeatFraction: 0.001 });
+    await Promise.all([leased, first]);
     assert.equal(await countOf(JobState.Pending), 1);
     assert.equal(worker.active, 1);
     assert.deepEqual(started, [ids[0]]);
-    // A prefetched job's lease is kept alive like a running one's.
-    const waitingId = ids[2] as string;
-    await eventually(
-      async () => (await client.show(waitingId)).events.some((e) => e.transition === 'extended'),
-      'a heartbeat for a job still waiting for its slot',
-    );
+    await beat;
+    const completed = reach('pre', JobState.Completed, 4);
     open();
-    await eventually(async () => (await countOf(JobState.Completed)) === 4, 'every job completed');
+    await completed;
     assert.deepEqual(started, ids);
     await worker.close();
   });
 
   it("leases only for free slots while handlers are slow, with prefetch 'auto'", async () => {
     await enqueueMany(3, 'slow');
-    const { worker, started, open } = gatedWorker({ prefetch: 'auto' });
-    await eventually(() => Promise.resolve(started.length === 1), 'the first handler started');
+    const { worker, first, open } = gatedWorker({ prefetch: 'auto' });
+    await first;
     // Give a wrongly granted credit the time of two round trips to show up as a lease.
     await client.counts(acme);
     assert.equal(await countOf(JobState.Leased), 1);
     assert.equal(await countOf(JobState.Pending), 2);
+    const completed = reach('slow', JobState.Completed, 3);
     open();
-    await eventually(async () => (await countOf(JobState.Completed)) === 3, 'every job completed');
+    await completed;
     await worker.close();
   });
 
   it('works with a concurrency above the credit a session allows, granting no more than 10,000', async () => {
     await enqueueMany(3, 'wide');
+    const completed = reach('wide', JobState.Completed, 3);
     const worker = new Worker({
       address: server.address,
       concurrency: 12_000,
       handler: () => Promise.resolve(),
     }).start();
-    await eventually(async () => (await countOf(JobState.Completed)) === 3, 'every job completed');
+    await completed;
     await worker.close();
   });
 
   it('hands back its prefetched jobs at close(), unstarted and uncharged, and finishes the running one', async () => {
     const ids = await enqueueMany(3, 'drain');
-    const { worker, started, open } = gatedWorker({ prefetch: 2 });
-    await eventually(async () => (await countOf(JobState.Leased)) === 3, 'one running and two prefetched jobs');
+    const leased = reach('drain', JobState.Leased, 3);
+    const { worker, started, first, open } = gatedWorker({ prefetch: 2 });
+    await Promise.all([leased, first]);
     const closed = worker.close();
     open();
     await closed;

@@ -12,6 +12,7 @@ import { ErrorCode, LeaseConflictError, TelhaError } from '../../src/core/errors
 import { JobState, tenantScope } from '../../src/core/types.ts';
 import { WorkRequestSchema, type WorkRequest, type WorkResponse } from '../../src/gen/telha/v1/queue_pb.ts';
 import { FIELD_HEADER, queueServiceDefinition, Status } from '../../src/wire/service.ts';
+import { parked } from '../support/events.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { openWork } from '../support/work-stream.ts';
 
@@ -78,11 +79,12 @@ describe('the Work stream', () => {
   });
 
   it('pushes a job the moment it is enqueued to a worker that holds credit', async () => {
+    // Wait until the server has parked the stream's lease, so the enqueue must wake it.
+    const waiting = parked(server.queue);
     const work = openWork(client, { workerId: 'w1' });
     work.channel.grant(1);
     const woken = server.queue.waits.ended.woken;
-    // Wait until the server has parked the stream's lease, so the enqueue must wake it.
-    while (server.queue.waits.parked === 0) await new Promise((resolve) => setImmediate(resolve));
+    await waiting;
     const { job } = await client.enqueue({ kind: 'late' }, acme);
     const [pushed] = await work.received(1);
     assert.equal(pushed?.jobId, job.jobId);

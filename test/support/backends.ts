@@ -10,6 +10,7 @@ import { MemoryJobStore } from '../../src/storage/memory/memory-store.ts';
 import { RocksJobStore } from '../../src/storage/rocksdb/rocks-store.ts';
 import type { JobStore } from '../../src/storage/types.ts';
 import type { TelhaConfig } from '../../src/core/config.ts';
+import { TEST_PG_URL } from './postgres-url.ts';
 import {
   testConfig,
   type Harness,
@@ -61,8 +62,7 @@ export const rocksHarness: HarnessFactory = async (options: HarnessOptions = {})
   return reopenable(open, clock, config, () => rmSync(dir, { recursive: true, force: true }));
 };
 
-/** The PostgreSQL the tests use: every machine here runs one on 127.0.0.1 (trust auth, database `test`). */
-export const TEST_PG_URL = process.env['TELHA_TEST_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+export { TEST_PG_URL };
 let schemaCount = 0;
 
 /** A schema name no other test run or test in this run uses, e.g. `telha_tx_4242_3_118273`. */

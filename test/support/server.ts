@@ -109,7 +109,11 @@ export async function spawnServer(dir: string, port: number, env: Record<string,
   return { address, child, exited };
 }
 
-/** Poll `check` until it returns true; for waiting on another process, where no event reaches this one. */
+/**
+ * Poll `check` until it returns true, failing after `timeoutMs`. Only for what no event in this
+ * process reports: another OS process (a spawned server), or PostgreSQL's own state. Anything
+ * this process does, wait on its signal (`queue.events`, a worker's hooks, the promise itself).
+ */
 export async function eventually(check: () => Promise<boolean>, what: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {

@@ -2,14 +2,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { JobState } from '../../core/types.ts';
-import type { QueueObservation } from '../../engine/observers.ts';
+import { observeEach, type QueueObservation } from '../../engine/observers.ts';
 import { fenceOf, jobIn } from './harness.ts';
 import { acme, ErrorCode, rejects, SECOND, type Suite } from './context.ts';
 
 /** What an observer saw, as `transition previous→state` lines (and `refused reason`). */
 function watch(s: Suite): { seen: string[]; stop: () => void } {
   const seen: string[] = [];
-  const stop = s.q.observe((o: QueueObservation) => {
+  const stop = observeEach(s.q.events, (o: QueueObservation) => {
     seen.push(
       o.type === 'refused' ? `refused ${o.reason}` : `${o.transition} ${o.previous ?? 'new'}→${o.record.state}`,
     );

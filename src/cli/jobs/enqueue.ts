@@ -1,0 +1,46 @@
+/** `telha jobs enqueue`: one job, from the command line. */
+import { readPayload, requiredScope, scopeOf, type ScopeOptions } from '../args.ts';
+import { jobJson } from '../format.ts';
+import { printLine, type CliIo, type OperatorClient } from '../io.ts';
+
+export interface EnqueueOptions extends ScopeOptions {
+  readonly kind: string;
+  /** JSON text, or `@path` for a file's raw bytes. */
+  readonly payload?: string;
+  readonly priority?: number;
+  readonly delayMs?: number;
+  readonly maxAttempts?: number;
+  readonly idempotencyKey?: string;
+  readonly json?: boolean;
+  /**
+   * Whether the call carries a token. Without one the caller is an operator
+   * (a server with no tokens) or no one, and an operator's job must name its
+   * scope; a tenant's token names its own.
+   */
+  readonly withToken: boolean;
+}
+
+/** Prints the job's id alone on stdout, so `id=$(telha jobs enqueue ...)` captures it. */
+export async function enqueueJob(options: EnqueueOptions, client: OperatorClient, io: CliIo): Promise<number> {
+  const scope = options.withToken ? scopeOf(options) : requiredScope(options, 'jobs enqueue');
+  const payload = readPayload(options.payload);
+  const result = await client.enqueue(
+    {
+      kind: options.kind,
+      ...(payload ? { payload } : {}),
+      ...(options.priority === undefined ? {} : { priority: options.priority }),
+      ...(options.delayMs === undefined ? {} : { delayMs: options.delayMs }),
+      ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
+      ...(options.idempotencyKey === undefined ? {} : { idempotencyKey: options.idempotencyKey }),
+    },
+    scope,
+  );
+  if (options.json) {
+    printLine(io.stdout, { created: result.created, job: jobJson(result.job) });
+    return 0;
+  }
+  printLine(io.stdout, result.job.jobId);
+  if (!result.created)
+    printLine(io.stderr, 'already enqueued: a job with this idempotency key exists, and that is its id');
+  return 0;
+}

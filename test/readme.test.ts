@@ -1,0 +1,138 @@
+/**
+ * Every code block in README.md runs as written, as a newcomer would run it
+ * after the README's set-up (`npm ci`, which builds dist/, and `npm start`):
+ * `js` blocks with plain node from a file inside this package, so
+ * `import ... from 'telha/client'` resolves the package by its own name to the
+ * build; `sh` blocks with `sh -e` in the package root, where `npx telha` finds
+ * the CLI; `toml` blocks are loaded as configuration files. The server they
+ * talk to is a live test server, named by `TELHA_ADDRESS`; the engine's
+ * blocks open their store where `TELHA_STORAGE__PATH` says.
+ *
+ * A block the test must not run (the set-up itself) is preceded by a line
+ * `<!-- readme-test: skip (why) -->`. A block in any other language fails
+ * the test until it is taught how to run it.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { loadConfig } from '../src/open.ts';
+import { tempDir } from './support/backends.ts';
+import { startTestServer, type TestServer } from './support/server.ts';
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const exec = promisify(execFile);
+
+export interface CodeBlock {
+  /** The line of the opening fence, 1-based. */
+  readonly line: number;
+  readonly lang: string;
+  readonly code: string;
+  /** Why the test leaves it alone, if it is marked so. */
+  readonly skip: string | null;
+}
+
+/** The fenced code blocks of a Markdown text, with the skip marker on the line before each (blank lines aside). */
+export function codeBlocks(markdown: string): CodeBlock[] {
+  const lines = markdown.split('\n');
+  const blocks: CodeBlock[] = [];
+  for (let i = 0; i < lines.length; i++) {
+    const open = /^```(\S*)\s*$/.exec(lines[i] as string);
+    if (open === null) continue;
+    const close = lines.indexOf('```', i + 1);
+    assert.ok(close > i, `README.md:${i + 1}: a code block that never closes`);
+    let before = i - 1;
+    while (before >= 0 && (lines[before] as string).trim() === '') before--;
+    const marker = /^<!-- readme-test: skip \((.+)\) -->$/.exec(lines[before] ?? '');
+    blocks.push({
+      line: i + 1,
+      lang: open[1] ?? '',
+      code: lines.slice(i + 1, close).join('\n'),
+      skip: marker?.[1] ?? null,
+    });
+    i = close;
+  }
+  return blocks;
+}
+
+const blocks = codeBlocks(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+
+describe('README.md', () => {
+  let server: TestServer;
+  /** Inside the package, so its files import `telha` by name (a package may import itself through its exports). */
+  const scratch = join(ROOT, '.tmp', `readme-${process.pid}`);
+  const dirs: string[] = [];
+
+  before(async () => {
+    assert.ok(
+      existsSync(join(ROOT, 'dist/client/index.js')),
+      'dist/ is missing: npm ci builds it (prepare), and npm test builds it before the tests',
+    );
+    server = await startTestServer();
+    mkdirSync(scratch, { recursive: true });
+  });
+  after(async () => {
+    await server.close();
+    rmSync(scratch, { recursive: true, force: true });
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('has code blocks to run, and skips only the set-up', () => {
+    assert.ok(blocks.filter((b) => b.skip === null).length >= 4);
+    assert.deepEqual(
+      blocks.filter((b) => b.skip !== null).map((b) => b.code.split('\n')[0]),
+      [blocks.find((b) => b.code.startsWith('npm ci'))?.code.split('\n')[0]],
+    );
+  });
+
+  for (const block of blocks.filter((b) => b.skip === null)) {
+    it(`runs the ${block.lang} block at line ${block.line} as written`, async () => {
+      const storage = tempDir('telha-readme-');
+      dirs.push(storage);
+      const env = { ...process.env, TELHA_ADDRESS: server.address, TELHA_STORAGE__PATH: storage };
+      const options = { cwd: ROOT, env, timeout: 60_000 };
+      switch (block.lang) {
+        case 'js': {
+          const file = join(scratch, `block-${block.line}.mjs`);
+          writeFileSync(file, block.code);
+          await exec(process.execPath, [file], options);
+          break;
+        }
+        case 'sh': {
+          // Set-up commands would reinstall this checkout under the running tests, or run them again.
+          assert.doesNotMatch(
+            block.code,
+            /\bnpm (ci|install|i|test|start)\b/,
+            `README.md:${block.line}: a set-up block: mark it <!-- readme-test: skip (why) --> instead`,
+          );
+          const { stdout } = await exec('sh', ['-e', '-c', block.code], options);
+          assertShellOutput(block.code, stdout);
+          break;
+        }
+        case 'toml': {
+          const file = join(storage, 'telha.toml');
+          writeFileSync(file, block.code);
+          await loadConfig({ file });
+          break;
+        }
+        default:
+          assert.fail(
+            `README.md:${block.line}: no way to run a \`${block.lang}\` block; teach test/readme.test.ts one`,
+          );
+      }
+    });
+  }
+});
+
+/** What the operators' block prints: ids, a lifecycle, a table, a count, and JSON with nothing before it. */
+function assertShellOutput(code: string, stdout: string): void {
+  if (!code.includes('npx telha')) return;
+  assert.match(stdout, /^[0-9a-f-]{36}$/m, 'an enqueued job id');
+  assert.match(stdout, /^state\s+pending, gated until .* \(delay\)/m);
+  assert.match(stdout, /^retried \d+ of \d+ dead jobs$/m);
+  const json = stdout.slice(stdout.lastIndexOf('\n[') + 1);
+  assert.ok(Array.isArray(JSON.parse(json)), 'counts --json ends the output as JSON');
+}
