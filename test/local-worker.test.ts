@@ -179,15 +179,19 @@ for (const backend of ['memory', 'rocksdb'] as const) {
       );
       const started: string[] = [];
       const gate = deferred();
+      const first = deferred();
       const worker = start({
         concurrency: 1,
         prefetch: 2,
         handler: async (job) => {
-          started.push(job.id);
+          if (started.push(job.id) === 1) first.resolve();
           await gate.promise;
         },
       });
-      await written(queue, 'one running and two prefetched jobs', (r) => r.state === JobState.Leased, 3);
+      await Promise.all([
+        written(queue, 'one running and two prefetched jobs', (r) => r.state === JobState.Leased, 3),
+        first.promise,
+      ]);
       const closed = worker.close();
       gate.resolve();
       await closed;

@@ -118,6 +118,21 @@ describe('README.md', () => {
           await loadConfig({ file });
           break;
         }
+        case 'yaml': {
+          // Alert rules: every Telha metric they name is one the server exports.
+          const exported = await (await fetch(`${server.http}/metrics`)).text();
+          const named = new Set(block.code.match(/\btelha_[a-z_]+/g) ?? []);
+          assert.ok(named.size > 0, `README.md:${block.line}: a yaml block that names no metric`);
+          for (const name of named) {
+            const family = name.replace(/_(bucket|count|sum)$/, '');
+            assert.match(
+              exported,
+              new RegExp(`^# TYPE ${family} `, 'm'),
+              `README.md:${block.line}: ${name} is not exported`,
+            );
+          }
+          break;
+        }
         default:
           assert.fail(
             `README.md:${block.line}: no way to run a \`${block.lang}\` block; teach test/readme.test.ts one`,

@@ -197,8 +197,8 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
       return 2;
     }
     if (isUnreachable(error)) {
-      const { address } = program.opts<GlobalOptions>();
-      process.stderr.write(
+      const address = program.opts<GlobalOptions>().address ?? io.env['TELHA_ADDRESS'] ?? DEFAULT_ADDRESS;
+      io.stderr(
         `error: ${error.code}: cannot reach a Telha server at ${address}: start one with \`telha serve\` (or \`npm start\`), or point TELHA_ADDRESS / --address at one\n  (${error.message})\n`,
       );
       return 1;

@@ -35,7 +35,7 @@ function unwritable(record: JobRecord, field: string, what: string): TelhaError 
  */
 function u64(record: JobRecord, field: string, value: number): number | bigint {
   // What the decoder's isUint accepts, and nothing else.
-  if (!Number.isSafeInteger(value) || value < 0) {
+  if (!Number.isSafeInteger(value) || value < 0 || Object.is(value, -0)) {
     throw unwritable(record, field, `is ${value}, not an integer from 0 to 2^53 - 1`);
   }
   return value > 0xffff_ffff ? BigInt(value) : value;

@@ -85,7 +85,8 @@ export function checkIdempotencyKey(key: unknown, field = 'idempotency_key'): st
 export function checkIntegerInRange(field: string, value: unknown, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isInteger(value)) throw invalidArgument(field, 'must be an integer');
   if (value < min || value > max) throw invalidArgument(field, `must be between ${min} and ${max} (got ${value})`);
-  return value;
+  // -0 is an integer in range, but it would be stored as 0 and read back different.
+  return value === 0 ? 0 : value;
 }
 
 export function checkPriority(priority: unknown, field = 'priority'): number {
