@@ -13,7 +13,7 @@
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../test/support/chromium.ts';
 import { PermanentError, TelhaClient, tenantScope, Worker } from '../src/client/index.ts';
 import { makeConfig } from '../src/core/config.ts';
 import { silentLogger } from '../src/core/logger.ts';
@@ -132,22 +132,7 @@ console.log(`enqueued ${sent} jobs; the long-lived job is ${dashboard}/jobs/${li
 if (shots !== null) {
   mkdirSync(shots, { recursive: true });
   const profile = mkdtempSync(join(tmpdir(), 'telha-chromium-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env['TELHA_CHROMIUM'] ?? '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1360, height: 900 },
-    deviceScaleFactor: 1,
-    args: [
-      '--no-sandbox',
-      '--headless',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  const context = await launchChromium(profile, { viewport: { width: 1360, height: 900 }, deviceScaleFactor: 1 });
   const page = context.pages()[0] ?? (await context.newPage());
   await page.goto(`${dashboard}/`);
   await page.locator('#live[data-state="live"]').waitFor();

@@ -9,12 +9,12 @@
 import assert from 'node:assert/strict';
 import { existsSync, rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { CHROMIUM, launchChromium } from '../support/chromium.ts';
 import { JobState, tenantScope } from '../../src/core/types.ts';
 import { tempDir } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
-const CHROMIUM = process.env['TELHA_CHROMIUM'] ?? '/usr/bin/chromium';
 const OPERATOR = 'operator-token-for-the-browser';
 const HOSTILE = '<script>alert(1)</script>"><img/src=x/onerror=alert(1)>';
 const acme = tenantScope('acme');
@@ -58,20 +58,7 @@ describe('the dashboard in a browser', () => {
     );
 
     profile = tempDir('telha-chromium-');
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        '--no-sandbox',
-        '--headless',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    context = await launchChromium(profile);
     page = context.pages()[0] ?? (await context.newPage());
     page.on('dialog', (dialog) => {
       dialogs.push(dialog.message());
