@@ -21,7 +21,7 @@ import {
 export const memoryHarness: HarnessFactory = (options: HarnessOptions = {}): Promise<Harness> => {
   const clock = new ManualClock();
   const config = testConfig(options.config);
-  const { queue, store } = queueOn(new MemoryJobStore(), config, clock, options);
+  const { queue, store } = queueOn(new MemoryJobStore(), config, clock);
   return Promise.resolve({
     queue,
     store,
@@ -41,15 +41,8 @@ function queueOn(
   store: JobStore,
   config: TelhaConfig,
   clock: ManualClock,
-  options: HarnessOptions,
 ): { queue: Queue; store: JobStore } {
-  const queue = new Queue({
-    store,
-    config,
-    clock,
-    services: false,
-    ...(options.backoffByKind ? { backoffByKind: options.backoffByKind } : {}),
-  });
+  const queue = new Queue({ store, config, clock, services: false });
   return { queue, store };
 }
 
@@ -58,7 +51,7 @@ export const rocksHarness: HarnessFactory = async (options: HarnessOptions = {})
   const dir = tempDir();
   const config = testConfig(options.config, dir);
   const open = async (): Promise<{ queue: Queue; store: JobStore }> =>
-    queueOn(await RocksJobStore.open({ path: dir, clock }), config, clock, options);
+    queueOn(await RocksJobStore.open({ path: dir, clock }), config, clock);
   return reopenable(open, clock, config, () => rmSync(dir, { recursive: true, force: true }));
 };
 
@@ -76,7 +69,7 @@ export const postgresHarness: HarnessFactory = async (options: HarnessOptions = 
   const schema = uniqueSchema('test');
   const config = testConfig(options.config);
   const open = async (): Promise<{ queue: Queue; store: JobStore }> =>
-    queueOn(await PostgresJobStore.open({ url: TEST_PG_URL, schema, poolSize: 4 }), config, clock, options);
+    queueOn(await PostgresJobStore.open({ url: TEST_PG_URL, schema, poolSize: 4 }), config, clock);
   return reopenable(open, clock, config, () => dropTestSchema(schema));
 };
 
