@@ -37,11 +37,7 @@ export function tempDir(prefix = 'telha-test-'): string {
 }
 
 /** A queue on `store` as the conformance suite wants it: the test's clock, no timers. */
-function queueOn(
-  store: JobStore,
-  config: TelhaConfig,
-  clock: ManualClock,
-): { queue: Queue; store: JobStore } {
+function queueOn(store: JobStore, config: TelhaConfig, clock: ManualClock): { queue: Queue; store: JobStore } {
   const queue = new Queue({ store, config, clock, services: false });
   return { queue, store };
 }
