@@ -49,8 +49,18 @@ export type { LeaseConflictReason } from './core/errors.ts';
 export { systemClock, ManualClock } from './core/clock.ts';
 export type { Clock } from './core/clock.ts';
 export { makeConfig, resolveConfig, configFromEnv, DEFAULT_CONFIG } from './core/config.ts';
-export type { TelhaConfig, JobsConfig, StorageConfig, RetentionConfig, ConfigInput } from './core/config.ts';
-export type { KindBackoff, BackoffByKind } from './core/backoff.ts';
+export type {
+  TelhaConfig,
+  JobsConfig,
+  KindConfig,
+  StorageConfig,
+  RetentionConfig,
+  ConfigInput,
+} from './core/config.ts';
+export { kindPolicy } from './core/kind-policy.ts';
+export type { KindPolicy } from './core/kind-policy.ts';
+export { parseRate } from './core/rate.ts';
+export type { Rate } from './core/rate.ts';
 export type { Logger } from './core/logger.ts';
 export { PermanentError } from './worker/runner.ts';
 export type { JobContext, JobHandler, RunnerOptions } from './worker/runner.ts';

@@ -7,7 +7,6 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parse as parseToml } from 'smol-toml';
-import type { BackoffByKind } from './core/backoff.ts';
 import type { Clock } from './core/clock.ts';
 import { configFromEnv, DEFAULT_CONFIG, resolveConfig, type ConfigInput, type TelhaConfig } from './core/config.ts';
 import { invalidArgument } from './core/errors.ts';
@@ -21,7 +20,6 @@ export interface OpenQueueOptions {
   readonly inMemory?: boolean;
   readonly clock?: Clock;
   readonly logger?: Logger;
-  readonly backoffByKind?: BackoffByKind;
   /** Run the reaper and maintenance on timers. Default `true`. */
   readonly services?: boolean;
 }
@@ -35,7 +33,6 @@ export async function openQueue(options: OpenQueueOptions = {}): Promise<Queue> 
     config,
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
-    ...(options.backoffByKind ? { backoffByKind: options.backoffByKind } : {}),
     ...(options.services === undefined ? {} : { services: options.services }),
   });
 }

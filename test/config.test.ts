@@ -27,6 +27,7 @@ describe('configuration', () => {
       backoff_cap_secs: 3_600,
       lease_ttl_secs: 30,
       max_payload_bytes: 1_048_576,
+      kinds: {},
     });
     assert.equal(DEFAULT_CONFIG.storage.path, './telha-data');
     assert.equal(DEFAULT_CONFIG.storage.durability, 'process');

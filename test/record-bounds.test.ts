@@ -7,14 +7,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { decodeRecord, encodeRecord } from '../src/codec/value.ts';
-import type { BackoffByKind } from '../src/core/backoff.ts';
 import { makeConfig } from '../src/core/config.ts';
 import { draftJob } from '../src/core/drafts.ts';
 import { ErrorCode, isTelhaError, TelhaError } from '../src/core/errors.ts';
 import { MAX_ATTEMPTS_LIMIT, MAX_DURATION_SECS, MAX_TIMESTAMP_MICROS } from '../src/core/limits.ts';
 import * as transitions from '../src/core/transitions.ts';
-import { Queue } from '../src/engine/queue.ts';
-import { MemoryJobStore } from '../src/storage/memory/memory-store.ts';
 import { JobState, tenantScope, type JobRecord } from '../src/core/types.ts';
 
 const MAX_DURATION_MICROS = MAX_DURATION_SECS * 1_000_000;
@@ -165,16 +162,11 @@ describe('records within bounds', () => {
     assert.throws(() => encodeRecord({ ...record, kind: 'a\ud800' }), /kind/);
   });
 
-  it('refuses a per-kind backoff past ten years when the queue opens, naming the kind', () => {
+  it('refuses a per-kind backoff past ten years at load, naming the kind', () => {
     assert.throws(
-      () =>
-        new Queue({
-          store: new MemoryJobStore(),
-          services: false,
-          backoffByKind: new Map([['slow', { baseSecs: 1e10 }]]),
-        }),
+      () => makeConfig({ jobs: { kinds: { slow: { backoff_base_secs: 1e10 } } } }),
       (error: unknown) =>
-        isTelhaError(error, ErrorCode.InvalidArgument) && error.field === 'backoffByKind["slow"].baseSecs',
+        isTelhaError(error, ErrorCode.InvalidArgument) && error.field === 'jobs.kinds.slow.backoff_base_secs',
     );
   });
 
@@ -194,19 +186,24 @@ describe('records within bounds', () => {
       },
       { requiredKeys: ['kind'] },
     );
-    const kindBackoff = fc.option(
+    // The job's kind's own table, with any of the keys that reach a record.
+    const kindTable = fc.option(
       fc.record(
-        { baseSecs: within(0, MAX_DURATION_SECS), capSecs: within(0, MAX_DURATION_SECS) },
         {
-          requiredKeys: ['baseSecs'],
+          backoff_base_secs: within(0, MAX_DURATION_SECS),
+          backoff_cap_secs: within(0, MAX_DURATION_SECS),
+          backoff_factor: within(1, 1_000),
+          max_attempts: within(1, MAX_ATTEMPTS_LIMIT),
+          timeout_secs: within(1, MAX_DURATION_SECS),
         },
+        { requiredKeys: [] },
       ),
     );
     fc.assert(
       fc.property(
         jobsConfig,
         job,
-        kindBackoff,
+        kindTable,
         within(0, MAX_TIMESTAMP_MICROS),
         token,
         // A handler's error: any text, cut to 1,024 characters in the event, perhaps inside a surrogate pair.
@@ -221,9 +218,8 @@ describe('records within bounds', () => {
             .map(([n, pair]) => 'x'.repeat(n) + (pair ? '😀'.repeat(20) : '\ud800')),
         ),
         (jobs, newJob, override, now, workerId, error) => {
-          const config = makeConfig({ jobs });
-          const backoffByKind: BackoffByKind = new Map(override === null ? [] : [[newJob.kind, override]]);
-          const policy = { config: config.jobs, backoffByKind };
+          const config = makeConfig({ jobs: { ...jobs, kinds: override === null ? {} : { [newJob.kind]: override } } });
+          const policy = { config: config.jobs };
           const draft = draftJob(tenantScope('acme'), newJob, {
             now,
             fieldPrefix: '',

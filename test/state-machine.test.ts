@@ -29,7 +29,6 @@ describe('the state machine document', () => {
 describe('the transition table', () => {
   const policy: transitions.RetryPolicy = {
     config: makeConfig({ jobs: { max_attempts: 2 } }).jobs,
-    backoffByKind: new Map(),
   };
   const NOW = Date.UTC(2026, 0, 1) * 1000;
   const STATE_NAMES = Object.fromEntries(Object.entries(JobState).map(([name, value]) => [value, name]));

@@ -13,7 +13,7 @@ import { WorkerRunner, type RunnerOptions } from '../src/worker/runner.ts';
 import type { SettleItem, WorkSession, WorkSessionEvents, WorkSource } from '../src/worker/source.ts';
 
 const NOW = Date.now() * 1000;
-const policy: transitions.RetryPolicy = { config: makeConfig({}).jobs, backoffByKind: new Map() };
+const policy: transitions.RetryPolicy = { config: makeConfig({}).jobs };
 let count = 0;
 
 /** A job leased to `workerId`, as a source would push it. */

@@ -9,7 +9,16 @@
 import { z } from 'zod';
 import { DEFAULT_ADDRESS, DEFAULT_HTTP_ADDRESS } from './defaults.ts';
 import { invalidArgument } from './errors.ts';
-import { MAX_ATTEMPTS_LIMIT, MAX_DURATION_SECS, MAX_PAYLOAD_BYTES_LIMIT, MAX_TIMER_MS } from './limits.ts';
+import {
+  MAX_ATTEMPTS_LIMIT,
+  MAX_DURATION_SECS,
+  MAX_KIND_BYTES,
+  MAX_KIND_POLICIES,
+  MAX_PAYLOAD_BYTES_LIMIT,
+  MAX_TIMER_MS,
+} from './limits.ts';
+import { parseRate } from './rate.ts';
+import { utf8Length } from './validate.ts';
 
 /** `jobs.max_attempts`: attempts before a job is dead-lettered, unless the job sets its own. */
 export const DEFAULT_MAX_ATTEMPTS = 5;
@@ -96,16 +105,67 @@ const storageSchema = z.strictObject({
   poll_interval_ms: timerMs(1).default(1_000),
 });
 
+const maxAttempts = wholeNumber(1, MAX_ATTEMPTS_LIMIT, 'the ceiling a job may set for itself');
+// A factor of 1,000 takes a one-second base past the longest cap by the fourth retry.
+const backoffFactor = wholeNumber(1, 1_000, 'it reaches the longest cap within four retries');
+
+/**
+ * One `[jobs.kinds."<prefix>"]` table: the policy of every kind starting with the prefix (the
+ * longest matching prefix wins; see `kindPolicy`). A key left out takes the `jobs.*` value of
+ * the same name, or none for `timeout_secs`, `concurrency` and `rate`.
+ */
+const kindSchema = z.strictObject({
+  backoff_base_secs: duration(0).optional(),
+  backoff_factor: backoffFactor.optional(),
+  /** Defaults to the larger of this kind's `backoff_base_secs` and `jobs.backoff_cap_secs`. */
+  backoff_cap_secs: duration(0).optional(),
+  max_attempts: maxAttempts.optional(),
+  /** The longest one attempt may run, heartbeats or not; then its lease is reaped (detail `timeout`). */
+  timeout_secs: duration(1).optional(),
+  /** At most this many jobs of the prefix leased at once. */
+  concurrency: wholeNumber(1, 1_000_000, 'far more jobs than one store leases at once').optional(),
+  /** At most this many leases per period, as `"<count>/<period>"`: `"100/s"`, `"10/1m"`. */
+  rate: z
+    .string()
+    .superRefine((text, ctx) => {
+      try {
+        parseRate(text);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message.replace(/^rate: /, '') });
+      }
+    })
+    .optional(),
+});
+
+/** Kind prefixes as `jobs.kinds` keys: 1-255 bytes, printable, no whitespace (like a lease filter's). */
+const KIND_PREFIX_PATTERN = /^[^\s\p{Cc}\p{Cf}]+$/u;
+
+const kindsSchema = z.record(z.string(), kindSchema).superRefine((kinds, ctx) => {
+  const prefixes = Object.keys(kinds);
+  if (prefixes.length > MAX_KIND_POLICIES) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `at most ${MAX_KIND_POLICIES} kind prefixes (got ${prefixes.length})`,
+    });
+  }
+  for (const prefix of prefixes) {
+    if (!KIND_PREFIX_PATTERN.test(prefix) || !prefix.isWellFormed() || utf8Length(prefix) > MAX_KIND_BYTES) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [prefix],
+        message: `a kind prefix must be 1-${MAX_KIND_BYTES} bytes without whitespace or control characters`,
+      });
+    }
+  }
+});
+
+export type KindConfig = z.infer<typeof kindSchema>;
+
 const jobsSchema = z.strictObject({
-  max_attempts: wholeNumber(1, MAX_ATTEMPTS_LIMIT, 'the ceiling a job may set for itself').default(
-    DEFAULT_MAX_ATTEMPTS,
-  ),
+  max_attempts: maxAttempts.default(DEFAULT_MAX_ATTEMPTS),
   reaper_interval_secs: intervalSecs.default(DEFAULT_REAPER_INTERVAL_SECS),
   backoff_base_secs: duration(0).default(DEFAULT_BACKOFF_BASE_SECS),
-  // A factor of 1,000 takes a one-second base past the longest cap by the fourth retry.
-  backoff_factor: wholeNumber(1, 1_000, 'it reaches the longest cap within four retries').default(
-    DEFAULT_BACKOFF_FACTOR,
-  ),
+  backoff_factor: backoffFactor.default(DEFAULT_BACKOFF_FACTOR),
   backoff_cap_secs: duration(0).default(DEFAULT_BACKOFF_CAP_SECS),
   lease_ttl_secs: duration(1).default(DEFAULT_LEASE_TTL_SECS),
   max_payload_bytes: wholeNumber(
@@ -113,6 +173,8 @@ const jobsSchema = z.strictObject({
     MAX_PAYLOAD_BYTES_LIMIT,
     '16 MiB: a job travels with its payload and continuation in one gRPC message of at most 64 MiB',
   ).default(DEFAULT_MAX_PAYLOAD_BYTES),
+  /** Per kind prefix: `[jobs.kinds."email"] max_attempts = 10, timeout_secs = 600, rate = "100/s"`. */
+  kinds: kindsSchema.default({}),
 });
 
 const retentionSchema = z.strictObject({
@@ -218,10 +280,12 @@ const ZERO_REFUSED: Readonly<Record<string, string>> = {
   'jobs.max_attempts': 'must be greater than 0: a job needs at least one attempt',
 };
 
+/** `jobs.kinds."email:bulk".max_attempts`: a key that is not a bare word is quoted, as TOML writes it. */
 function formatPath(path: readonly PropertyKey[]): string {
   return path.reduce<string>((out, part) => {
     if (typeof part === 'number') return `${out}[${part}]`;
-    return out === '' ? String(part) : `${out}.${String(part)}`;
+    const name = /^[A-Za-z0-9_-]+$/.test(String(part)) ? String(part) : JSON.stringify(String(part));
+    return out === '' ? name : `${out}.${name}`;
   }, '');
 }
 

@@ -58,3 +58,9 @@ export const MAX_ATTEMPTS_LIMIT = 1_000_000;
  * continuation (each up to the limit) in one gRPC message of at most 64 MiB.
  */
 export const MAX_PAYLOAD_BYTES_LIMIT = 16 * 1024 * 1024;
+/**
+ * `[jobs.kinds."<prefix>"]` tables at most. A policy is found by looking up each prefix of a
+ * kind (at most 255) in a map, so the count costs nothing per lookup; the bound keeps a
+ * configuration (and the dashboard that lists it) readable.
+ */
+export const MAX_KIND_POLICIES = 1_000;

@@ -4,10 +4,11 @@
  * does not apply. Backends wrap these in an atomic read-check-write, so every
  * backend applies exactly the same rules.
  */
-import { backoffMicros, type BackoffByKind } from './backoff.ts';
+import { backoffMicros } from './backoff.ts';
 import { secondsToMicros } from './clock.ts';
 import type { JobsConfig } from './config.ts';
 import { LeaseConflictError, TelhaError, ErrorCode } from './errors.ts';
+import { kindPolicy } from './kind-policy.ts';
 import { MAX_EVENT_DETAIL_CHARS, MAX_EVENTS, SYSTEM_KIND_PREFIX } from './limits.ts';
 import {
   JOB_STATE_NAMES,
@@ -69,11 +70,11 @@ function taking(name: TransitionName, before: JobState | 'start', after: JobReco
 
 /** What the fail path and the reaper need to decide between a retry and the dead-letter. */
 export interface RetryPolicy {
+  /** The `jobs` settings, with the per-kind tables (`jobs.kinds`) that override them. */
   readonly config: Pick<
     JobsConfig,
-    'max_attempts' | 'backoff_base_secs' | 'backoff_factor' | 'backoff_cap_secs' | 'lease_ttl_secs'
+    'max_attempts' | 'backoff_base_secs' | 'backoff_factor' | 'backoff_cap_secs' | 'lease_ttl_secs' | 'kinds'
   >;
-  readonly backoffByKind: BackoffByKind;
 }
 
 export interface NewJobFields {
@@ -302,8 +303,9 @@ export function retry(record: JobRecord, now: Micros): JobRecord {
   });
 }
 
+/** The job's own ceiling, else its kind's (`jobs.kinds`), else `jobs.max_attempts`. */
 export function effectiveMaxAttempts(record: JobRecord, policy: RetryPolicy): number {
-  return record.maxAttempts ?? policy.config.max_attempts;
+  return record.maxAttempts ?? kindPolicy(policy.config, record.kind).maxAttempts;
 }
 
 function retryOrDeadLetter(
@@ -316,7 +318,7 @@ function retryOrDeadLetter(
   if (record.attempts >= effectiveMaxAttempts(record, policy)) {
     return { ...record, state: JobState.Dead, events: appendEvent(events, event(now, 'dead', deadReason)) };
   }
-  const notBefore = now + backoffMicros(policy.config, policy.backoffByKind, record.kind, record.attempts);
+  const notBefore = now + backoffMicros(policy.config, record.kind, record.attempts);
   return { ...record, state: JobState.Pending, notBefore, events };
 }
 

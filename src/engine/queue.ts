@@ -11,7 +11,6 @@
  *     operators   show · list · counts · leased · retry
  *     lifecycle   maintenance (reaper, pruning) · waits · events · stats · storeMetrics · close
  */
-import { checkBackoffByKind, type BackoffByKind } from '../core/backoff.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { DEFAULT_CONFIG, type TelhaConfig } from '../core/config.ts';
 import { asBuffer, draftJob } from '../core/drafts.ts';
@@ -142,8 +141,6 @@ export interface QueueOptions {
   readonly config?: TelhaConfig;
   readonly clock?: Clock;
   readonly logger?: Logger;
-  /** Per-kind backoff pacing, set from code. */
-  readonly backoffByKind?: BackoffByKind;
   /** Run the reaper and the maintenance runner on timers. Default `true`. */
   readonly services?: boolean;
 }
@@ -168,7 +165,7 @@ export class Queue {
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
     this.events = new QueueEventEmitter(this.logger);
-    this.policy = { config: this.config.jobs, backoffByKind: checkBackoffByKind(options.backoffByKind ?? new Map()) };
+    this.policy = { config: this.config.jobs };
     this.maintenance = new Maintenance({
       store: this.store,
       queue: this,

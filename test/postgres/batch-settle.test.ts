@@ -44,7 +44,7 @@ describe('PostgreSQL batch completion', () => {
     const [first, second] = await queue.lease({ workerId: 'w', scope: acme, limit: 2 });
     assert.ok(first && second);
     // Another server heartbeats `first` in a transaction that stays open, holding the row.
-    const policy = { config: config.jobs, backoffByKind: new Map() };
+    const policy = { config: config.jobs };
     const extended = transitions.heartbeat(first, fenceOf(first), clock.now() + 1, policy);
     await other.query('BEGIN');
     await other.query(`UPDATE ${pgSchema(schema).table}.jobs SET record = $2, lease_deadline = $3 WHERE job_id = $1`, [

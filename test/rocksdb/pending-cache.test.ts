@@ -39,7 +39,7 @@ describe('rocksdb pending-record cache', () => {
       assert.ok(store.pendingCache.bytes <= BUDGET, `${store.pendingCache.bytes} bytes cached`);
       assert.ok(store.pendingCache.records > 0 && store.pendingCache.records < 180);
 
-      const policy: RetryPolicy = { config: makeConfig({}).jobs, backoffByKind: new Map() };
+      const policy: RetryPolicy = { config: makeConfig({}).jobs };
       const lease = (record: JobRecord): JobRecord => leaseTransition(record, 'w1', NOW, policy);
       const firstHalf = await store.claim({ scope: ANY_SCOPE, kinds: null, now: NOW, limit: 100, lease });
       await store.close();

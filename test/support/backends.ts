@@ -21,7 +21,7 @@ import {
 export const memoryHarness: HarnessFactory = (options: HarnessOptions = {}): Promise<Harness> => {
   const clock = new ManualClock();
   const config = testConfig(options.config);
-  const { queue, store } = queueOn(new MemoryJobStore(), config, clock, options);
+  const { queue, store } = queueOn(new MemoryJobStore(), config, clock);
   return Promise.resolve({
     queue,
     store,
@@ -37,19 +37,8 @@ export function tempDir(prefix = 'telha-test-'): string {
 }
 
 /** A queue on `store` as the conformance suite wants it: the test's clock, no timers. */
-function queueOn(
-  store: JobStore,
-  config: TelhaConfig,
-  clock: ManualClock,
-  options: HarnessOptions,
-): { queue: Queue; store: JobStore } {
-  const queue = new Queue({
-    store,
-    config,
-    clock,
-    services: false,
-    ...(options.backoffByKind ? { backoffByKind: options.backoffByKind } : {}),
-  });
+function queueOn(store: JobStore, config: TelhaConfig, clock: ManualClock): { queue: Queue; store: JobStore } {
+  const queue = new Queue({ store, config, clock, services: false });
   return { queue, store };
 }
 
@@ -58,7 +47,7 @@ export const rocksHarness: HarnessFactory = async (options: HarnessOptions = {})
   const dir = tempDir();
   const config = testConfig(options.config, dir);
   const open = async (): Promise<{ queue: Queue; store: JobStore }> =>
-    queueOn(await RocksJobStore.open({ path: dir, clock }), config, clock, options);
+    queueOn(await RocksJobStore.open({ path: dir, clock }), config, clock);
   return reopenable(open, clock, config, () => rmSync(dir, { recursive: true, force: true }));
 };
 
@@ -76,7 +65,7 @@ export const postgresHarness: HarnessFactory = async (options: HarnessOptions = 
   const schema = uniqueSchema('test');
   const config = testConfig(options.config);
   const open = async (): Promise<{ queue: Queue; store: JobStore }> =>
-    queueOn(await PostgresJobStore.open({ url: TEST_PG_URL, schema, poolSize: 4 }), config, clock, options);
+    queueOn(await PostgresJobStore.open({ url: TEST_PG_URL, schema, poolSize: 4 }), config, clock);
   return reopenable(open, clock, config, () => dropTestSchema(schema));
 };
 

@@ -59,11 +59,15 @@ export function failureCases(s: Suite): void {
 
     it('paces a kind by its own base, with the base as a floor for the cap', async () => {
       await s.withHarness({
-        config: { jobs: { max_attempts: 10 } },
-        backoffByKind: new Map([
-          ['clarify:temporal', { baseSecs: 7_200 }],
-          ['quick', { baseSecs: 1, capSecs: 5 }],
-        ]),
+        config: {
+          jobs: {
+            max_attempts: 10,
+            kinds: {
+              'clarify:temporal': { backoff_base_secs: 7_200 },
+              quick: { backoff_base_secs: 1, backoff_cap_secs: 5 },
+            },
+          },
+        },
       });
       const slow = await s.q.enqueue({ kind: 'clarify:temporal' }, acme);
       let leased = await s.lease(acme);

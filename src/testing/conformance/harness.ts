@@ -3,7 +3,6 @@
  * with a manual clock, the store itself (a few cases check the seam
  * directly), and, for durable backends, a way to reopen it.
  */
-import type { BackoffByKind } from '../../core/backoff.ts';
 import type { ManualClock } from '../../core/clock.ts';
 import { makeConfig, type ConfigInput, type TelhaConfig } from '../../core/config.ts';
 import type { JobRecord, LeaseFence, NewJob, QueueScope } from '../../core/types.ts';
@@ -12,7 +11,6 @@ import type { JobStore } from '../../storage/types.ts';
 
 export interface HarnessOptions {
   readonly config?: ConfigInput;
-  readonly backoffByKind?: BackoffByKind;
 }
 
 export interface Harness {
