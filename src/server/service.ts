@@ -4,6 +4,7 @@
  */
 import type { ServerConfig } from '../core/config.ts';
 import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
+import { kindPolicy } from '../core/kind-policy.ts';
 import type { Logger } from '../core/logger.ts';
 import { MAX_LEASE_BATCH, MAX_SETTLE_BATCH } from '../core/limits.ts';
 import {
@@ -96,9 +97,11 @@ export interface QueueServiceHandlers {
 
 export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
   const { queue, auth, config, logger } = deps;
-  const maxAttempts = queue.config.jobs.max_attempts;
-  const toWire = (job: JobRecord): Job => jobToWire(job, maxAttempts);
-  const resultToWire = (result: EnqueueResult): WireEnqueueResult => enqueueResultToWire(result, maxAttempts);
+  // The ceiling a job runs under when it sets none: its kind's (`jobs.kinds`), else `jobs.max_attempts`.
+  const maxAttempts = (job: JobRecord): number => kindPolicy(queue.config.jobs, job.kind).maxAttempts;
+  const toWire = (job: JobRecord): Job => jobToWire(job, maxAttempts(job));
+  const resultToWire = (result: EnqueueResult): WireEnqueueResult =>
+    enqueueResultToWire(result, maxAttempts(result.job));
   // Calls that wait for work (a long-poll Lease, a Work stream) may be held for as long as
   // there is none, so they have a budget of their own: idle workers filling it leave every
   // unary call, a producer's Enqueue or an operator's Counts, its own.
