@@ -4,22 +4,13 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { backoffMicros } from '../src/core/backoff.ts';
 import { configFromEnv, makeConfig, resolveConfig } from '../src/core/config.ts';
-import { ErrorCode, TelhaError } from '../src/core/errors.ts';
+import { TelhaError } from '../src/core/errors.ts';
 import { kindPolicy } from '../src/core/kind-policy.ts';
 import { MAX_KIND_POLICIES } from '../src/core/limits.ts';
 import { formatRate, parseRate } from '../src/core/rate.ts';
 import { loadConfig } from '../src/open.ts';
 import { tempDir } from './support/backends.ts';
-
-function refuses(run: () => unknown, field: string, message: RegExp): void {
-  assert.throws(run, (error: unknown) => {
-    assert.ok(error instanceof TelhaError, String(error));
-    assert.equal(error.code, ErrorCode.InvalidArgument);
-    assert.equal(error.field, field);
-    assert.match(error.message, message);
-    return true;
-  });
-}
+import { refuses } from './support/refuses.ts';
 
 describe('parseRate', () => {
   it('reads a count per period, a bare unit meaning one of it', () => {

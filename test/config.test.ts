@@ -3,19 +3,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { configFromEnv, DEFAULT_CONFIG, makeConfig, resolveConfig } from '../src/core/config.ts';
-import { ErrorCode, TelhaError } from '../src/core/errors.ts';
+import { TelhaError } from '../src/core/errors.ts';
 import { loadConfig } from '../src/open.ts';
 import { tempDir } from './support/backends.ts';
-
-function refuses(run: () => unknown, field: string, message: RegExp): void {
-  assert.throws(run, (error: unknown) => {
-    assert.ok(error instanceof TelhaError);
-    assert.equal(error.code, ErrorCode.InvalidArgument);
-    assert.equal(error.field, field);
-    assert.match(error.message, message);
-    return true;
-  });
-}
+import { refuses } from './support/refuses.ts';
 
 describe('configuration', () => {
   it("defaults to the spec's values", () => {
