@@ -22,7 +22,7 @@ import fastifyStatic from '@fastify/static';
 import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import type { TelhaConfig } from '../core/config.ts';
 import { ErrorCode, TelhaError } from '../core/errors.ts';
-import { kindPolicy } from '../core/kind-policy.ts';
+import { effectiveMaxAttempts } from '../core/transitions.ts';
 import type { Logger } from '../core/logger.ts';
 import { SYSTEM_SCOPE, type ScopeFilter } from '../core/types.ts';
 import type { Queue } from '../engine/queue.ts';
@@ -325,7 +325,7 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
     const message = query['retried'] === undefined ? null : notice('ok', html`Retried: the job is Pending again.`);
     return sendHtml(
       reply,
-      jobPage(viewer, job, queue.clock.now(), kindPolicy(queue.config.jobs, job.kind).maxAttempts, message),
+      jobPage(viewer, job, queue.clock.now(), effectiveMaxAttempts(job, { config: queue.config.jobs }), message),
     );
   });
 

@@ -23,9 +23,10 @@ export function stateFilterFromWire(state: JobState, field: string): CoreState |
   return core;
 }
 
-export function jobToWire(record: JobRecord, defaultMaxAttempts: number): Job {
+/** `effectiveMaxAttempts`: the ceiling the job runs under (`effectiveMaxAttempts` of `core/transitions.ts`). */
+export function jobToWire(record: JobRecord, effectiveMaxAttempts: number): Job {
   return create(JobSchema, {
-    effectiveMaxAttempts: record.maxAttempts ?? defaultMaxAttempts,
+    effectiveMaxAttempts,
     jobId: record.jobId,
     tenant: record.tenant ?? '',
     kind: record.kind,
@@ -51,8 +52,8 @@ export function jobToWire(record: JobRecord, defaultMaxAttempts: number): Job {
   });
 }
 
-export function enqueueResultToWire(result: EnqueueResult, defaultMaxAttempts: number): WireEnqueueResult {
-  return create(EnqueueResultSchema, { job: jobToWire(result.job, defaultMaxAttempts), created: result.created });
+export function enqueueResultToWire(result: EnqueueResult, effectiveMaxAttempts: number): WireEnqueueResult {
+  return create(EnqueueResultSchema, { job: jobToWire(result.job, effectiveMaxAttempts), created: result.created });
 }
 
 /** A wire job request as engine options; the engine validates every field. */

@@ -4,7 +4,7 @@
  */
 import type { ServerConfig } from '../core/config.ts';
 import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
-import { kindPolicy } from '../core/kind-policy.ts';
+import { effectiveMaxAttempts } from '../core/transitions.ts';
 import type { Logger } from '../core/logger.ts';
 import { MAX_LEASE_BATCH, MAX_SETTLE_BATCH } from '../core/limits.ts';
 import {
@@ -97,8 +97,7 @@ export interface QueueServiceHandlers {
 
 export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
   const { queue, auth, config, logger } = deps;
-  // The ceiling a job runs under when it sets none: its kind's (`jobs.kinds`), else `jobs.max_attempts`.
-  const maxAttempts = (job: JobRecord): number => kindPolicy(queue.config.jobs, job.kind).maxAttempts;
+  const maxAttempts = (job: JobRecord): number => effectiveMaxAttempts(job, { config: queue.config.jobs });
   const toWire = (job: JobRecord): Job => jobToWire(job, maxAttempts(job));
   const resultToWire = (result: EnqueueResult): WireEnqueueResult =>
     enqueueResultToWire(result, maxAttempts(result.job));

@@ -285,7 +285,13 @@ function fact(label: string, value: Html | string | number): Html {
   </div>`;
 }
 
-export function jobPage(viewer: Viewer, job: JobRecord, now: Micros, maxAttempts: number, message: Html | null): Html {
+export function jobPage(
+  viewer: Viewer,
+  job: JobRecord,
+  now: Micros,
+  effectiveMaxAttempts: number,
+  message: Html | null,
+): Html {
   const retry =
     canRetry(viewer) && job.state === JobState.Dead
       ? html`<form method="post" action="${href(`/jobs/${job.jobId}/retry`)}" class="inline">
@@ -306,9 +312,8 @@ export function jobPage(viewer: Viewer, job: JobRecord, now: Micros, maxAttempts
       <section class="panel">
         <dl class="facts">
           ${fact('Tenant', job.tenant === null ? html`<span class="system">system</span>` : html`<span class="mono">${job.tenant}</span>`)}
-          ${fact('State', stateBadge(job.state))}
-          ${fact('Attempts', `${job.attempts} of ${job.maxAttempts ?? maxAttempts}`)} ${fact('Priority', job.priority)}
-          ${fact('Lease generation', job.leaseGeneration)}
+          ${fact('State', stateBadge(job.state))} ${fact('Attempts', `${job.attempts} of ${effectiveMaxAttempts}`)}
+          ${fact('Priority', job.priority)} ${fact('Lease generation', job.leaseGeneration)}
           ${fact('Worker', job.workerId === null ? none : html`<a class="mono" href="${href('/leases', { worker: job.workerId })}">${job.workerId}</a>`)}
           ${fact('Lease deadline', job.leaseDeadline === null ? none : when(job.leaseDeadline, now))}
           ${fact('Not before', job.notBefore === null ? none : when(job.notBefore, now))}
