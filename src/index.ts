@@ -62,6 +62,6 @@ export type { KindPolicy } from './core/kind-policy.ts';
 export { parseRate } from './core/rate.ts';
 export type { Rate } from './core/rate.ts';
 export type { Logger } from './core/logger.ts';
-export { PermanentError } from './worker/runner.ts';
+export { AttemptTimeoutError, PermanentError } from './worker/runner.ts';
 export type { JobContext, JobHandler, RunnerOptions } from './worker/runner.ts';
 export type { JobStore } from './storage/types.ts';

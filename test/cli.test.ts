@@ -106,6 +106,17 @@ describe('the telha CLI', () => {
     assert.match(shown.stdout, /enqueued/);
   });
 
+  it('enqueues with --timeout-secs and shows the timeout, and the attempt deadline while leased', async () => {
+    const enqueued = await run('jobs', 'enqueue', '--kind', 'slow', '--tenant', 'acme', '--timeout-secs', '90');
+    assert.equal(enqueued.code, 0, enqueued.stderr);
+    const jobId = enqueued.stdout.trim();
+    assert.equal((await server.queue.show(jobId)).timeoutSecs, 90);
+    await server.queue.leaseNext({ workerId: 'w-slow', kinds: ['slow'], scope: acme });
+    const shown = await run('jobs', 'show', jobId);
+    assert.match(shown.stdout, /^timeout\s+1m30s per attempt$/m);
+    assert.match(shown.stdout, /^state\s+leased by w-slow .*, times out at \d{4}-/m);
+  });
+
   it('prints only the new job’s id, so a shell can capture it', async () => {
     const first = await run('jobs', 'enqueue', '--kind', 'email', '--tenant', 'acme', '--idempotency-key', 'order-9');
     assert.equal(first.code, 0, first.stderr);

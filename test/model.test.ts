@@ -60,6 +60,7 @@ const JOB_K1: JobSpec = {
   notBeforeOffsetSecs: undefined,
   maxAttempts: undefined,
   idempotencyKey: 'k1',
+  timeoutSecs: undefined,
 };
 
 /**

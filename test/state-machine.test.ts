@@ -55,6 +55,7 @@ describe('the transition table', () => {
             notBefore: null,
             idempotencyKey: null,
             maxAttempts: null,
+            timeoutSecs: null,
           },
           NOW,
         ),

@@ -21,7 +21,7 @@ function leasedJob(workerId: string): JobRecord {
   const jobId = `01a22b9c-0b3f-75cf-b38e-${String(++count).padStart(12, '0')}`;
   const fields = { jobId, tenant: 'acme', kind: 'k', payload: Buffer.alloc(0), priority: 128 };
   const pending = transitions.enqueue(
-    { ...fields, createdAt: NOW, notBefore: null, idempotencyKey: null, maxAttempts: null },
+    { ...fields, createdAt: NOW, notBefore: null, idempotencyKey: null, maxAttempts: null, timeoutSecs: null },
     NOW,
   );
   return transitions.lease(pending, workerId, NOW, policy);

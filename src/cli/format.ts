@@ -37,7 +37,8 @@ function pending(job: JobRecord, now: Micros): string {
 const SUMMARY: Readonly<Record<JobState, (job: JobRecord, now: Micros) => string>> = {
   [JobState.Pending]: pending,
   [JobState.Leased]: (j) =>
-    `leased by ${j.workerId ?? '?'} (generation ${j.leaseGeneration}), lease until ${j.leaseDeadline === null ? '?' : time(j.leaseDeadline)}`,
+    `leased by ${j.workerId ?? '?'} (generation ${j.leaseGeneration}), lease until ${j.leaseDeadline === null ? '?' : time(j.leaseDeadline)}` +
+    (j.attemptDeadline === null ? '' : `, times out at ${time(j.attemptDeadline)}`),
   [JobState.Completed]: () => 'completed',
   [JobState.Failed]: () => 'failed (reserved state)',
   [JobState.Dead]: (j) =>
@@ -56,6 +57,7 @@ export function formatShow(job: JobRecord & { effectiveMaxAttempts: number }, no
     `created    ${time(job.createdAt)}`,
   ];
   if (job.idempotencyKey !== null) lines.push(`idem key   ${job.idempotencyKey}`);
+  if (job.timeoutSecs !== null) lines.push(`timeout    ${duration(job.timeoutSecs * 1_000_000)} per attempt`);
   lines.push(`payload    ${preview(job.payload)}`);
   if (job.continuation !== null) lines.push(`checkpoint ${preview(job.continuation)}`);
   lines.push('', 'lifecycle');

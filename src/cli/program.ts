@@ -141,6 +141,7 @@ function buildProgram(
     .option('--priority <n>', '0-255, lower is sooner', integer('--priority'))
     .option('--delay-ms <n>', 'not leased before this many ms from now', integer('--delay-ms'))
     .option('--max-attempts <n>', "this job's attempt ceiling", integer('--max-attempts'))
+    .option('--timeout-secs <n>', 'the longest one attempt may run, heartbeats or not', integer('--timeout-secs'))
     .option('--idempotency-key <key>', 'a repeat returns the first job')
     .option('--json', 'print the record as JSON')
     .action(
@@ -151,6 +152,7 @@ function buildProgram(
           priority?: number;
           delayMs?: number;
           maxAttempts?: number;
+          timeoutSecs?: number;
           idempotencyKey?: string;
           json?: boolean;
         },

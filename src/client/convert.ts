@@ -48,8 +48,8 @@ export function jobFromWire(job: Job): RemoteJob {
       transition: e.transition as EventTransition,
       detail: e.detail ?? null,
     })),
-    attemptDeadline: null,
-    timeoutSecs: null,
+    attemptDeadline: job.attemptDeadlineUs === undefined ? null : Number(job.attemptDeadlineUs),
+    timeoutSecs: job.timeoutSecs ?? null,
     result: null,
     progress: null,
     effectiveMaxAttempts: job.effectiveMaxAttempts,
@@ -67,6 +67,7 @@ export function newJobToWire(job: CoreNewJob): NewJob {
     ...(job.notBefore === undefined ? {} : { notBeforeUs: BigInt(Math.trunc(job.notBefore)) }),
     ...(job.maxAttempts === undefined ? {} : { maxAttempts: job.maxAttempts }),
     ...(job.idempotencyKey === undefined ? {} : { idempotencyKey: job.idempotencyKey }),
+    ...(job.timeoutSecs === undefined ? {} : { timeoutSecs: job.timeoutSecs }),
   });
 }
 

@@ -10,7 +10,7 @@ import { TelhaClient, type ClientOptions } from './client.ts';
 import { consoleLogger } from './console-logger.ts';
 import { Settler } from './settler.ts';
 
-export { PermanentError } from '../worker/runner.ts';
+export { AttemptTimeoutError, PermanentError } from '../worker/runner.ts';
 export type { JobContext, JobHandler } from '../worker/runner.ts';
 
 /** A `Worker`'s options; `logger` defaults to lines on stderr from info up (`silentLogger` silences it). */

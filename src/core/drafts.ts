@@ -61,6 +61,20 @@ export function draftJob(scope: QueueScope, job: NewJob, context: DraftContext):
     job.maxAttempts === undefined
       ? null
       : checkIntegerInRange(`${prefix}max_attempts`, job.maxAttempts, 1, MAX_ATTEMPTS_LIMIT);
+  const timeoutSecs =
+    job.timeoutSecs === undefined
+      ? null
+      : checkIntegerInRange(`${prefix}timeout_secs`, job.timeoutSecs, 1, MAX_DURATION_SECS);
   const idempotencyKey = checkIdempotencyKey(job.idempotencyKey, `${prefix}idempotency_key`);
-  return { jobId: context.jobId, tenant, kind, payload, priority, notBefore, idempotencyKey, maxAttempts };
+  return {
+    jobId: context.jobId,
+    tenant,
+    kind,
+    payload,
+    priority,
+    notBefore,
+    idempotencyKey,
+    maxAttempts,
+    timeoutSecs,
+  };
 }

@@ -87,6 +87,7 @@ export interface NewJobFields {
   readonly notBefore: Micros | null;
   readonly idempotencyKey: string | null;
   readonly maxAttempts: number | null;
+  readonly timeoutSecs: number | null;
 }
 
 /** enqueue: a Pending row with no attempts, generation 0 and one `enqueued` event. */
@@ -94,6 +95,7 @@ export function enqueue(fields: NewJobFields, now: Micros): JobRecord {
   const details: string[] = [];
   if (fields.notBefore !== null && fields.notBefore > now) details.push(`not_before=${fields.notBefore}`);
   if (fields.maxAttempts !== null) details.push(`max_attempts=${fields.maxAttempts}`);
+  if (fields.timeoutSecs !== null) details.push(`timeout_secs=${fields.timeoutSecs}`);
   if (fields.idempotencyKey !== null) details.push(`idempotency_key=${fields.idempotencyKey}`);
   return taking('enqueue', 'start', {
     ...fields,
@@ -104,7 +106,6 @@ export function enqueue(fields: NewJobFields, now: Micros): JobRecord {
     leaseDeadline: null,
     continuation: null,
     attemptDeadline: null,
-    timeoutSecs: null,
     result: null,
     progress: null,
     events: [event(now, 'enqueued', details.length > 0 ? details.join(' ') : null)],
@@ -136,16 +137,37 @@ export function leaseKindMatches(kind: string, kinds: readonly string[] | null):
   return kinds !== null && kinds.some((prefix) => prefix.startsWith(SYSTEM_KIND_PREFIX) && kind.startsWith(prefix));
 }
 
-/** lease: Pending to Leased. Bumps the fencing generation and clears any previous attempt's checkpoint. */
+/** The job's own attempt timeout, else its kind's (`jobs.kinds`), in seconds; `null` for none. */
+export function effectiveTimeoutSecs(record: JobRecord, policy: RetryPolicy): number | null {
+  return record.timeoutSecs ?? kindPolicy(policy.config, record.kind).timeoutSecs;
+}
+
+/**
+ * A lease deadline one TTL from now, but never past the attempt's own deadline: a handler that
+ * heartbeats for ever still loses its job when its time is up, and the reaper, which looks only
+ * at lease deadlines, finds it like any other expired lease.
+ */
+function nextLeaseDeadline(attemptDeadline: Micros | null, now: Micros, policy: RetryPolicy): Micros {
+  const byTtl = now + secondsToMicros(policy.config.lease_ttl_secs);
+  return attemptDeadline === null ? byTtl : Math.min(byTtl, attemptDeadline);
+}
+
+/**
+ * lease: Pending to Leased. Bumps the fencing generation, clears any previous attempt's
+ * checkpoint and progress, and starts the attempt's clock when a timeout applies.
+ */
 export function lease(record: JobRecord, workerId: string, now: Micros, policy: RetryPolicy): JobRecord {
   expectState(record, 'lease', JobState.Pending);
   const leaseGeneration = record.leaseGeneration + 1;
+  const timeoutSecs = effectiveTimeoutSecs(record, policy);
+  const attemptDeadline = timeoutSecs === null ? null : now + secondsToMicros(timeoutSecs);
   return taking('lease', record.state, {
     ...record,
     state: JobState.Leased,
     leaseGeneration,
     workerId,
-    leaseDeadline: now + secondsToMicros(policy.config.lease_ttl_secs),
+    leaseDeadline: nextLeaseDeadline(attemptDeadline, now, policy),
+    attemptDeadline,
     continuation: null,
     events: appendEvent(record.events, event(now, 'leased', `worker=${workerId} generation=${leaseGeneration}`)),
   });
@@ -172,12 +194,15 @@ export function checkFence(record: JobRecord, fence: LeaseFence): void {
   }
 }
 
-/** heartbeat: the holder is alive; push the deadline out by one TTL from now (event `extended`). */
+/**
+ * heartbeat: the holder is alive; push the deadline out by one TTL from now, never past the
+ * attempt deadline (event `extended`).
+ */
 export function heartbeat(record: JobRecord, fence: LeaseFence, now: Micros, policy: RetryPolicy): JobRecord {
   checkFence(record, fence);
   return taking('heartbeat', record.state, {
     ...record,
-    leaseDeadline: now + secondsToMicros(policy.config.lease_ttl_secs),
+    leaseDeadline: nextLeaseDeadline(record.attemptDeadline, now, policy),
     events: appendEvent(record.events, event(now, 'extended', `generation=${record.leaseGeneration}`)),
   });
 }
@@ -194,7 +219,7 @@ export function checkpoint(
   return taking('checkpoint', record.state, {
     ...record,
     continuation,
-    leaseDeadline: now + secondsToMicros(policy.config.lease_ttl_secs),
+    leaseDeadline: nextLeaseDeadline(record.attemptDeadline, now, policy),
     events: appendEvent(
       record.events,
       event(now, 'checkpoint', `generation=${record.leaseGeneration} bytes=${continuation.byteLength}`),
@@ -280,14 +305,26 @@ export function reap(record: JobRecord, now: Micros, policy: RetryPolicy): JobRe
     throw new TelhaError(ErrorCode.FailedPrecondition, `job ${record.jobId}: lease has not expired`);
   }
   const attempts = record.attempts + 1;
+  // The lease ran out because the attempt's time was up, not because its holder went quiet.
+  const timedOut = record.attemptDeadline !== null && record.attemptDeadline <= now;
   const events = appendEvent(
     record.events,
-    event(now, 'reaped', `worker=${record.workerId ?? ''} generation=${record.leaseGeneration} attempt=${attempts}`),
+    event(
+      now,
+      'reaped',
+      `worker=${record.workerId ?? ''} generation=${record.leaseGeneration} attempt=${attempts}${timedOut ? ' timeout' : ''}`,
+    ),
   );
   return taking(
     'reap',
     record.state,
-    retryOrDeadLetter({ ...leaveLease(record), attempts }, events, now, policy, 'lease expired on the last attempt'),
+    retryOrDeadLetter(
+      { ...leaveLease(record), attempts },
+      events,
+      now,
+      policy,
+      timedOut ? 'timed out on the last attempt' : 'lease expired on the last attempt',
+    ),
   );
 }
 
@@ -322,9 +359,9 @@ function retryOrDeadLetter(
   return { ...record, state: JobState.Pending, notBefore, events };
 }
 
-/** Leaving Leased clears the holder, the deadline and the lease-scoped checkpoint. */
+/** Leaving Leased clears the holder, the deadlines and the lease-scoped checkpoint. */
 function leaveLease(record: JobRecord): JobRecord {
-  return { ...record, workerId: null, leaseDeadline: null, continuation: null };
+  return { ...record, workerId: null, leaseDeadline: null, attemptDeadline: null, continuation: null };
 }
 
 function expectState(record: JobRecord, transition: string, expected: JobState): void {

@@ -183,6 +183,11 @@ export interface NewJob {
   readonly notBefore?: Micros;
   /** This job's own attempt ceiling, instead of `jobs.max_attempts`. */
   readonly maxAttempts?: number;
+  /**
+   * The longest one attempt may run, heartbeats or not, in seconds (instead of its kind's
+   * `timeout_secs`): past it the lease is reaped like an expired one, with detail `timeout`.
+   */
+  readonly timeoutSecs?: number;
   /** A second enqueue with the same key in the same scope returns the first job, for as long as that job is retained. */
   readonly idempotencyKey?: string;
 }

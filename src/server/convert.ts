@@ -42,6 +42,8 @@ export function jobToWire(record: JobRecord, effectiveMaxAttempts: number): Job 
     ...(record.idempotencyKey === null ? {} : { idempotencyKey: record.idempotencyKey }),
     ...(record.maxAttempts === null ? {} : { maxAttempts: record.maxAttempts }),
     ...(record.continuation === null ? {} : { continuation: record.continuation }),
+    ...(record.attemptDeadline === null ? {} : { attemptDeadlineUs: BigInt(record.attemptDeadline) }),
+    ...(record.timeoutSecs === null ? {} : { timeoutSecs: record.timeoutSecs }),
     events: record.events.map((e) =>
       create(JobEventSchema, {
         atUs: BigInt(e.at),
@@ -67,6 +69,7 @@ export function newJobFromWire(job: NewJob | undefined, field: string): CoreNewJ
     ...(job.notBeforeUs === undefined ? {} : { notBefore: toSafeNumber(job.notBeforeUs, `${field}.not_before_us`) }),
     ...(job.maxAttempts === undefined ? {} : { maxAttempts: job.maxAttempts }),
     ...(job.idempotencyKey === undefined ? {} : { idempotencyKey: job.idempotencyKey }),
+    ...(job.timeoutSecs === undefined ? {} : { timeoutSecs: job.timeoutSecs }),
   };
 }
 

@@ -30,6 +30,18 @@ export class PermanentError extends Error {
   override readonly name = 'PermanentError';
 }
 
+/**
+ * The reason a handler's `signal` aborts when its attempt's time is up (the job's `timeoutSecs`,
+ * or its kind's): the worker submits nothing for it, and the server's reaper takes the job back
+ * as a timed-out attempt, retried with backoff or dead-lettered at its ceiling.
+ */
+export class AttemptTimeoutError extends Error {
+  override readonly name = 'AttemptTimeoutError';
+  constructor(readonly jobId: string) {
+    super(`job ${jobId}: the attempt's time is up`);
+  }
+}
+
 /** What a handler gets for one job. */
 export interface JobContext {
   readonly id: string;
@@ -483,10 +495,13 @@ export class WorkerRunner {
     const fence: LeaseFence = { workerId: this.workerId, leaseGeneration: job.leaseGeneration };
     const log = { jobId: job.jobId, kind: job.kind, tenant: job.tenant, workerId: this.workerId };
     let timer: NodeJS.Timeout | null = null;
+    /** Aborts the handler when the attempt's time is up (only for a job with a timeout). */
+    let timeUp: NodeJS.Timeout | null = null;
     /** Set once the job is on its way back: no more heartbeats, and no result. */
     let releasing: Promise<void> | null = null;
     const release = (): Promise<void> => {
       if (timer !== null) clearTimeout(timer);
+      if (timeUp !== null) clearTimeout(timeUp);
       releasing ??= this.releaseJob(job, fence, log);
       return releasing;
     };
@@ -504,11 +519,26 @@ export class WorkerRunner {
       return true;
     };
     let deadline = job.leaseDeadline ?? Date.now() * 1000;
+    // The lease can be extended only up to the attempt deadline; past it the handler is told to
+    // stop, with no heartbeat left to send and nothing to submit.
+    timeUp =
+      job.attemptDeadline === null
+        ? null
+        : setTimeout(
+            () => abort.abort(new AttemptTimeoutError(job.jobId)),
+            Math.min(MAX_TIMER_MS, Math.max(0, job.attemptDeadline / 1000 - Date.now())),
+          );
     const fraction = this.options.heartbeatFraction ?? 1 / 3;
+    let intervalMs = 0;
     const scheduleHeartbeat = (): void => {
-      const remainingMs = deadline / 1000 - Date.now();
-      // A lease of more than ~74 days would be beyond Node's longest timer, which fires at once instead.
-      timer = setTimeout(() => void beat(), Math.min(MAX_TIMER_MS, Math.max(MIN_HEARTBEAT_MS, remainingMs * fraction)));
+      // A lease capped at the attempt deadline cannot grow: beat at the pace set so far (which
+      // still tells the handler of a lost lease) rather than ever faster as the deadline nears.
+      if (intervalMs === 0 || deadline !== job.attemptDeadline) {
+        const remainingMs = deadline / 1000 - Date.now();
+        // A lease of more than ~74 days would be beyond Node's longest timer, which fires at once instead.
+        intervalMs = Math.min(MAX_TIMER_MS, Math.max(MIN_HEARTBEAT_MS, remainingMs * fraction));
+      }
+      timer = setTimeout(() => void beat(), intervalMs);
     };
     const beat = async (): Promise<void> => {
       if (abort.aborted || releasing !== null) return;
@@ -535,6 +565,7 @@ export class WorkerRunner {
     if (slot === 'released') return release();
     if (slot === 'dropped') {
       if (timer !== null) clearTimeout(timer);
+      if (timeUp !== null) clearTimeout(timeUp);
       return;
     }
 
@@ -577,7 +608,15 @@ export class WorkerRunner {
       this.handlerMs = this.handlerMs === null ? took : this.handlerMs + HANDLER_MS_WEIGHT * (took - this.handlerMs);
       if (timer !== null) clearTimeout(timer);
       freeSlot();
-      if (abort.aborted && abort.reason instanceof LeaseConflictError) return;
+      if (
+        abort.aborted &&
+        (abort.reason instanceof LeaseConflictError || abort.reason instanceof AttemptTimeoutError)
+      ) {
+        if (abort.reason instanceof AttemptTimeoutError) {
+          this.options.logger?.warn(log, "attempt timed out; the server's reaper takes the job back");
+        }
+        return;
+      }
       if (outcome.ok) {
         await this.settle({ type: 'complete', jobId: job.jobId, fence, successors });
         this.stats.completed++;
@@ -599,6 +638,7 @@ export class WorkerRunner {
       this.options.logger?.error({ ...log, err: String(error) }, 'submitting the result failed');
     } finally {
       if (timer !== null) clearTimeout(timer);
+      if (timeUp !== null) clearTimeout(timeUp);
     }
   }
 }

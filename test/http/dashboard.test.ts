@@ -174,6 +174,16 @@ describe('the HTTP listener with tokens', () => {
     assert.ok(page.text.includes('order-17'));
   });
 
+  it("shows a leased job's timeout and when its attempt times out", async () => {
+    const { job } = await server.queue.enqueue({ kind: 'timed', timeoutSecs: 90 }, acme);
+    const leased = await server.queue.leaseNext({ workerId: 'worker-8', kinds: ['timed'] });
+    assert.equal(leased?.jobId, job.jobId);
+    const page = await (await operator()).get(`/jobs/${job.jobId}`);
+    for (const text of ['Attempt times out', 'Timeout per attempt', '90 s']) {
+      assert.ok(page.text.includes(text), `job page lacks ${text}`);
+    }
+  });
+
   it('shows a payload that is not text as hex, and a huge one cut with its size', async () => {
     const binary = await server.queue.enqueue({ kind: 'bin', payload: new Uint8Array([0, 1, 2, 255]) }, acme);
     const huge = await server.queue.enqueue({ kind: 'huge', payload: 'x'.repeat(200_000) }, acme);

@@ -33,6 +33,8 @@ export interface JobSpec {
   readonly notBeforeOffsetSecs: number | undefined;
   readonly maxAttempts: number | undefined;
   readonly idempotencyKey: string | undefined;
+  /** The job's own attempt timeout: shorter than, between and beyond the model's 30 s lease TTL. */
+  readonly timeoutSecs: number | undefined;
 }
 
 export type Command =
@@ -159,6 +161,7 @@ export const jobSpec: fc.Arbitrary<JobSpec> = fc.record({
   notBeforeOffsetSecs: sometimes(fc.constantFrom(-20, 15, 45), 12),
   maxAttempts: sometimes(fc.constantFrom(1, 2, 5, 5, 5), 1),
   idempotencyKey: sometimes(fc.constantFrom(...IDEMPOTENCY_KEYS), 3),
+  timeoutSecs: sometimes(fc.constantFrom(10, 45, 100), 3),
 });
 
 const enqueueScope: fc.Arbitrary<EnqueueScope> = fc.oneof(

@@ -155,6 +155,8 @@ interface Summary {
   readonly generation: number;
   readonly workerId: string | null;
   readonly leaseDeadline: number | null;
+  readonly attemptDeadline: number | null;
+  readonly timeoutSecs: number | null;
   readonly notBefore: number | null;
 }
 
@@ -166,6 +168,8 @@ function summarize(record: JobRecord): Summary {
     generation: record.leaseGeneration,
     workerId: record.workerId,
     leaseDeadline: record.leaseDeadline,
+    attemptDeadline: record.attemptDeadline,
+    timeoutSecs: record.timeoutSecs,
     notBefore: record.notBefore,
   };
 }
@@ -178,6 +182,8 @@ function summarizeModel(job: ModelJob): Summary {
     generation: job.generation,
     workerId: job.workerId,
     leaseDeadline: job.leaseDeadline,
+    attemptDeadline: job.attemptDeadline,
+    timeoutSecs: job.timeoutSecs,
     notBefore: job.notBefore,
   };
 }
@@ -193,6 +199,8 @@ function projectRecord(record: JobRecord): Record<string, unknown> {
     leaseGeneration: record.leaseGeneration,
     workerId: record.workerId,
     leaseDeadline: record.leaseDeadline,
+    attemptDeadline: record.attemptDeadline,
+    timeoutSecs: record.timeoutSecs,
     notBefore: record.notBefore,
     maxAttempts: record.maxAttempts,
     idempotencyKey: record.idempotencyKey,
@@ -211,6 +219,8 @@ function projectModel(job: ModelJob): Record<string, unknown> {
     leaseGeneration: job.generation,
     workerId: job.workerId,
     leaseDeadline: job.leaseDeadline,
+    attemptDeadline: job.attemptDeadline,
+    timeoutSecs: job.timeoutSecs,
     notBefore: job.notBefore,
     maxAttempts: job.maxAttempts,
     idempotencyKey: job.idempotencyKey,
@@ -293,6 +303,7 @@ function request(spec: JobSpec, scope: ModelScope, now: number): { options: Engi
     ...(spec.notBeforeOffsetSecs === undefined ? {} : { notBefore: now + spec.notBeforeOffsetSecs * SECOND }),
     ...(spec.maxAttempts === undefined ? {} : { maxAttempts: spec.maxAttempts }),
     ...(spec.idempotencyKey === undefined ? {} : { idempotencyKey: spec.idempotencyKey }),
+    ...(spec.timeoutSecs === undefined ? {} : { timeoutSecs: spec.timeoutSecs }),
   };
   return {
     options,
@@ -303,6 +314,7 @@ function request(spec: JobSpec, scope: ModelScope, now: number): { options: Engi
       notBefore,
       maxAttempts: spec.maxAttempts ?? null,
       idempotencyKey: spec.idempotencyKey ?? null,
+      timeoutSecs: spec.timeoutSecs ?? null,
     },
   };
 }

@@ -32,11 +32,15 @@ export interface ModelJob {
   readonly seq: number;
   readonly maxAttempts: number | null;
   readonly idempotencyKey: string | null;
+  /** The job's own attempt timeout (the model configures no kind tables), in seconds. */
+  readonly timeoutSecs: number | null;
   state: JobState;
   attempts: number;
   generation: number;
   workerId: string | null;
   leaseDeadline: number | null;
+  /** When the current attempt's time is up, whatever its heartbeats; set only while Leased with a timeout. */
+  attemptDeadline: number | null;
   notBefore: number | null;
   continuation: readonly number[] | null;
   /** The transition of the job's newest event. */
@@ -66,6 +70,7 @@ export interface NewJob {
   readonly notBefore: number | null;
   readonly maxAttempts: number | null;
   readonly idempotencyKey: string | null;
+  readonly timeoutSecs: number | null;
 }
 
 /** One enqueued slot's outcome: a new job (its id supplied by the store), or an existing one by idempotency. */
@@ -145,11 +150,13 @@ export class ReferenceModel {
         seq: this.jobs.length + created.length,
         maxAttempts: request.maxAttempts,
         idempotencyKey: request.idempotencyKey,
+        timeoutSecs: request.timeoutSecs,
         state: JobState.Pending,
         attempts: 0,
         generation: 0,
         workerId: null,
         leaseDeadline: null,
+        attemptDeadline: null,
         notBefore: request.notBefore,
         continuation: null,
         lastEvent: 'enqueued',
@@ -190,12 +197,19 @@ export class ReferenceModel {
       job.state = JobState.Leased;
       job.generation += 1;
       job.workerId = workerId;
-      job.leaseDeadline = now + MODEL_CONFIG.lease_ttl_secs * SECOND;
+      job.attemptDeadline = job.timeoutSecs === null ? null : now + job.timeoutSecs * SECOND;
+      job.leaseDeadline = ReferenceModel.extendedDeadline(job, now);
       job.continuation = null;
       job.lastEvent = 'leased';
       this.leases.push({ job, workerId, generation: job.generation });
     }
     return ready;
+  }
+
+  /** One lease TTL from now, but never past the attempt's deadline: the job timeout outranks heartbeats. */
+  private static extendedDeadline(job: ModelJob, now: number): number {
+    const byTtl = now + MODEL_CONFIG.lease_ttl_secs * SECOND;
+    return job.attemptDeadline === null ? byTtl : Math.min(byTtl, job.attemptDeadline);
   }
 
   /**
@@ -228,7 +242,7 @@ export class ReferenceModel {
     if ('ok' in job) return job;
     const conflict = this.fenceError(job, fence);
     if (conflict) return conflict;
-    job.leaseDeadline = now + MODEL_CONFIG.lease_ttl_secs * SECOND;
+    job.leaseDeadline = ReferenceModel.extendedDeadline(job, now);
     job.lastEvent = 'extended';
     return { ok: true, value: job };
   }
@@ -245,7 +259,7 @@ export class ReferenceModel {
     const conflict = this.fenceError(job, fence);
     if (conflict) return conflict;
     job.continuation = [...bytes];
-    job.leaseDeadline = now + MODEL_CONFIG.lease_ttl_secs * SECOND;
+    job.leaseDeadline = ReferenceModel.extendedDeadline(job, now);
     job.lastEvent = 'checkpoint';
     return { ok: true, value: job };
   }
@@ -362,6 +376,7 @@ export class ReferenceModel {
   private leaveLease(job: ModelJob): void {
     job.workerId = null;
     job.leaseDeadline = null;
+    job.attemptDeadline = null;
     job.continuation = null;
   }
 

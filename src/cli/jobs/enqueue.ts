@@ -10,6 +10,7 @@ export interface EnqueueOptions extends ScopeOptions {
   readonly priority?: number;
   readonly delayMs?: number;
   readonly maxAttempts?: number;
+  readonly timeoutSecs?: number;
   readonly idempotencyKey?: string;
   readonly json?: boolean;
   /**
@@ -31,6 +32,7 @@ export async function enqueueJob(options: EnqueueOptions, client: OperatorClient
       ...(options.priority === undefined ? {} : { priority: options.priority }),
       ...(options.delayMs === undefined ? {} : { delayMs: options.delayMs }),
       ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
+      ...(options.timeoutSecs === undefined ? {} : { timeoutSecs: options.timeoutSecs }),
       ...(options.idempotencyKey === undefined ? {} : { idempotencyKey: options.idempotencyKey }),
     },
     scope,

@@ -316,6 +316,8 @@ export function jobPage(
           ${fact('Priority', job.priority)} ${fact('Lease generation', job.leaseGeneration)}
           ${fact('Worker', job.workerId === null ? none : html`<a class="mono" href="${href('/leases', { worker: job.workerId })}">${job.workerId}</a>`)}
           ${fact('Lease deadline', job.leaseDeadline === null ? none : when(job.leaseDeadline, now))}
+          ${job.attemptDeadline === null ? '' : fact('Attempt times out', when(job.attemptDeadline, now))}
+          ${job.timeoutSecs === null ? '' : fact('Timeout per attempt', `${job.timeoutSecs} s`)}
           ${fact('Not before', job.notBefore === null ? none : when(job.notBefore, now))}
           ${fact('Idempotency key', job.idempotencyKey === null ? none : html`<span class="mono">${job.idempotencyKey}</span>`)}
           ${fact('Created', when(job.createdAt, now))}
