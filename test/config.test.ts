@@ -18,6 +18,7 @@ describe('configuration', () => {
       backoff_cap_secs: 3_600,
       lease_ttl_secs: 30,
       max_payload_bytes: 1_048_576,
+      fair_tenants: true,
       kinds: {},
     });
     assert.equal(DEFAULT_CONFIG.storage.path, './telha-data');

@@ -173,6 +173,12 @@ const jobsSchema = z.strictObject({
     MAX_PAYLOAD_BYTES_LIMIT,
     '16 MiB: a job travels with its payload and continuation in one gRPC message of at most 64 MiB',
   ).default(DEFAULT_MAX_PAYLOAD_BYTES),
+  /**
+   * The worker fleet's cross-tenant poll takes system jobs first, then one job per tenant in turn
+   * (`core/fair-order.ts`); `false` takes ready jobs in key order, scope by scope, as the spec's
+   * plain scan would (one busy tenant then delays every tenant sorting after it).
+   */
+  fair_tenants: z.boolean().default(true),
   /** Per kind prefix: `[jobs.kinds."email"] max_attempts = 10, timeout_secs = 600, rate = "100/s"`. */
   kinds: kindsSchema.default({}),
 });

@@ -291,6 +291,7 @@ export class Queue {
       kinds,
       now,
       limit,
+      fair: scope.type === 'any' && this.config.jobs.fair_tenants,
       lease: (record) => transitions.lease(record, workerId, now, this.policy),
     });
     this.events.transition('lease', leased, JobState.Pending, now);

@@ -32,6 +32,12 @@ export interface ClaimParams {
   readonly kinds: readonly string[] | null;
   readonly now: Micros;
   readonly limit: number;
+  /**
+   * For a claim across every scope: take jobs in the fair order (`core/fair-order.ts`: system
+   * jobs first, then one per tenant in turn from the store's cursor) instead of key order.
+   * Absent or `false`, and for a claim in one scope: key order.
+   */
+  readonly fair?: boolean;
   /** The lease transition, applied to each chosen Pending record. */
   readonly lease: (record: JobRecord) => JobRecord;
 }
@@ -111,7 +117,8 @@ export interface JobStore {
 
   /**
    * Lease up to `limit` eligible Pending jobs: in key order (scope, priority,
-   * created_at, id), skipping gated rows and other kinds, each moved atomically.
+   * created_at, id), or the fair order when `fair` asks for it across every scope,
+   * skipping gated rows and other kinds, each moved atomically.
    */
   claim(params: ClaimParams): Promise<JobRecord[]>;
 

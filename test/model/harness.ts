@@ -598,6 +598,7 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         if (backend.reopen !== undefined) {
           opened = await backend.reopen(opened, clock);
           queue = opened.queue;
+          model.restarted();
         }
         break;
     }

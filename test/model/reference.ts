@@ -100,6 +100,8 @@ export class ReferenceModel {
   private readonly byId = new Map<string, ModelJob>();
   /** Rank of each scope in key order: the system scope (nil bytes) first, tenants by their scope bytes. */
   private readonly scopeRank = new Map<ModelScope, string>();
+  /** The rank of the tenant the last fair lease served; `null` before any, and after a restart. */
+  private fairCursor: string | null = null;
 
   jobById(id: string): ModelJob | undefined {
     return this.byId.get(id);
@@ -183,7 +185,7 @@ export class ReferenceModel {
     now: number,
   ): ModelJob[] {
     const wanted = kinds === undefined || kinds.length === 0 ? null : kinds;
-    const ready = this.jobs
+    const eligible = this.jobs
       .filter(
         (job) =>
           job.state === JobState.Pending &&
@@ -191,8 +193,8 @@ export class ReferenceModel {
           (job.notBefore === null || job.notBefore <= now) &&
           ReferenceModel.kindWanted(job.kind, wanted),
       )
-      .sort((a, b) => this.compareKeyOrder(a, b))
-      .slice(0, limit);
+      .sort((a, b) => this.compareKeyOrder(a, b));
+    const ready = filter.any ? this.fairOrder(eligible, limit) : eligible.slice(0, limit);
     for (const job of ready) {
       job.state = JobState.Leased;
       job.generation += 1;
@@ -204,6 +206,36 @@ export class ReferenceModel {
       this.leases.push({ job, workerId, generation: job.generation });
     }
     return ready;
+  }
+
+  /**
+   * The fleet's fair order, written out again: system jobs first, then one job per tenant in
+   * turn, tenants in scope order from the first one after the tenant served last, wrapping.
+   * `eligible` is in key order, so each tenant's jobs are too.
+   */
+  private fairOrder(eligible: readonly ModelJob[], limit: number): ModelJob[] {
+    const chosen = eligible.filter((job) => job.tenant === null).slice(0, limit);
+    const tenants = [...new Set(eligible.filter((job) => job.tenant !== null).map((job) => job.tenant))].sort((a, b) =>
+      this.rankOf(a) < this.rankOf(b) ? -1 : 1,
+    );
+    const queues = new Map(tenants.map((t) => [t, eligible.filter((job) => job.tenant === t)]));
+    const start = tenants.findIndex((t) => this.fairCursor === null || this.rankOf(t) > this.fairCursor);
+    let at = start === -1 ? 0 : start;
+    while (chosen.length < limit && [...queues.values()].some((q) => q.length > 0)) {
+      const tenant = tenants[at % tenants.length] as ModelScope;
+      const job = queues.get(tenant)?.shift();
+      if (job !== undefined) {
+        chosen.push(job);
+        this.fairCursor = this.rankOf(tenant);
+      }
+      at++;
+    }
+    return chosen;
+  }
+
+  /** A reopened store forgets whom its fair order served last. */
+  restarted(): void {
+    this.fairCursor = null;
   }
 
   /** One lease TTL from now, but never past the attempt's deadline: the job timeout outranks heartbeats. */

@@ -16,7 +16,8 @@ import {
   type Micros,
   type ScopeFilter,
 } from '../../core/types.ts';
-import { jobKeyOf, pageTokenAfter, pageTokenKey } from '../../codec/keys.ts';
+import { jobKeyOf, pageTokenAfter, pageTokenKey, scopeOfTenant } from '../../codec/keys.ts';
+import { fairPick } from '../../core/fair-order.ts';
 import { idempotencySlot, inScope } from '../../core/scope.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import type {
@@ -35,6 +36,10 @@ import type {
   UpdateOutcome,
 } from '../types.ts';
 
+function scopeHex(record: JobRecord): string {
+  return scopeOfTenant(record.tenant).toString('hex');
+}
+
 function byKey(a: JobRecord, b: JobRecord): number {
   return Buffer.compare(jobKeyOf(a), jobKeyOf(b));
 }
@@ -44,6 +49,8 @@ export class MemoryJobStore implements JobStore {
   private readonly jobs = new Map<string, JobRecord>();
   private readonly idempotency = new Map<string, string>();
   private readonly createdAt = new CreatedAtSequence(0);
+  /** The fair order's cursor: the scope (hex) of the tenant a fair claim served last. */
+  private fairCursor: string | null = null;
   private closed = false;
 
   insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
@@ -77,10 +84,19 @@ export class MemoryJobStore implements JobStore {
   }
 
   claim(params: ClaimParams): Promise<JobRecord[]> {
-    const chosen = [...this.jobs.values()]
+    const ready = [...this.jobs.values()]
       .filter((r) => inScope(r, params.scope) && isLeasable(r, params.now, params.kinds))
-      .sort(byKey)
-      .slice(0, params.limit);
+      .sort(byKey);
+    let chosen = ready.slice(0, params.limit);
+    if (params.fair === true && params.scope.type === 'any') {
+      const picked = fairPick(
+        ready.map((record) => ({ record, scope: scopeHex(record), system: record.tenant === null })),
+        params.limit,
+        this.fairCursor,
+      );
+      chosen = picked.chosen.map((c) => c.record);
+      this.fairCursor = picked.cursor;
+    }
     return Promise.resolve(
       chosen.map((record) => {
         const leased = params.lease(record);

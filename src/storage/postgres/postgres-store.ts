@@ -41,6 +41,7 @@ import {
   itemFailed,
   itemOk,
   JobState,
+  SYSTEM_SCOPE,
   workNotices,
   type ItemResult,
   type JobRecord,
@@ -192,6 +193,8 @@ export class PostgresJobStore implements JobStore {
    * at close) so a restart with a clock behind it still continues above it.
    */
   private readonly createdAt: CreatedAtSequence;
+  /** The fair order's cursor: the scope of the tenant this store's fair claims served last. */
+  private fairCursor: Buffer | null = null;
   private savedCreatedAt: Micros;
   private readonly saveTimer: NodeJS.Timeout;
 
@@ -454,8 +457,10 @@ export class PostgresJobStore implements JobStore {
       SELECT job_id FROM ${this.t}.jobs WHERE state = 0 AND not_before <= ${params.now}
       ORDER BY not_before LIMIT ${OPEN_GATES_BATCH} FOR UPDATE SKIP LOCKED)`;
     return this.tx(async (db) => {
-      const query = claimQuery(this.t, params.scope, params.kinds);
-      const { rows } = await db.query<{ job_id: string; record: Buffer }>(query.text, [params.limit, ...query.values]);
+      const rows =
+        params.fair === true && params.scope.type === 'any'
+          ? await this.fairRows(db, params.kinds, params.limit)
+          : await this.keyOrderRows(db, params.scope, params.kinds, params.limit);
       const leased: JobRecord[] = [];
       for (const row of rows) {
         const record = this.decode(row);
@@ -468,6 +473,74 @@ export class PostgresJobStore implements JobStore {
       );
       return leased;
     }, begin);
+  }
+
+  private async keyOrderRows(
+    db: Db,
+    scope: ScopeFilter,
+    kinds: readonly string[] | null,
+    limit: number,
+  ): Promise<ClaimRow[]> {
+    const query = claimQuery(this.t, scope, kinds);
+    return (await db.query<ClaimRow>(query.text, [limit, ...query.values])).rows;
+  }
+
+  /**
+   * Rows in the fair order (`core/fair-order.ts`): system jobs first, then tenants in turn from the
+   * cursor on, wrapping around. A round finds the next tenants with ready work (one index probe
+   * each), then locks as many jobs of each as the round may need, and takes them round by round:
+   * one job per tenant per turn. A round that stops short because tenants ran out of work is
+   * followed by another, so a single busy tenant costs a few statements, not one per job.
+   */
+  private async fairRows(db: Db, kinds: readonly string[] | null, limit: number): Promise<ClaimRow[]> {
+    const rows: ClaimRow[] = [];
+    if (kinds !== null && kinds.some((prefix) => prefix.startsWith(SYSTEM_KIND_PREFIX))) {
+      rows.push(...(await this.keyOrderRows(db, SYSTEM_SCOPE, kinds, limit)));
+    }
+    while (rows.length < limit) {
+      const remaining = limit - rows.length;
+      const taken = rows.map((row) => row.job_id);
+      const cursor = this.fairCursor;
+      const scopes = await this.tenantsWithWork(db, kinds, cursor ?? SYSTEM_SCOPE_BYTES, null, remaining, taken);
+      if (cursor !== null && scopes.length < remaining) {
+        scopes.push(
+          ...(await this.tenantsWithWork(db, kinds, SYSTEM_SCOPE_BYTES, cursor, remaining - scopes.length, taken)),
+        );
+      }
+      if (scopes.length === 0) break;
+      const perTenant = Math.ceil(remaining / scopes.length);
+      const query = fairClaimQuery(this.t, kinds, scopes, perTenant, taken);
+      const locked = (await db.query<ClaimRow & { ord: string }>(query.text, query.values)).rows;
+      if (locked.length === 0) break;
+      // Rows come in tenant order, each tenant's in key order: number each tenant's turns.
+      const turns = new Map<string, number>();
+      const ordered = locked
+        .map((row) => {
+          const turn = turns.get(row.ord) ?? 0;
+          turns.set(row.ord, turn + 1);
+          return { row, turn, ord: Number(row.ord) };
+        })
+        .sort((x, y) => x.turn - y.turn || x.ord - y.ord)
+        .slice(0, remaining);
+      for (const { row, ord } of ordered) {
+        rows.push({ job_id: row.job_id, record: row.record });
+        this.fairCursor = scopes[ord - 1] ?? this.fairCursor;
+      }
+    }
+    return rows;
+  }
+
+  /** Up to `k` tenant scopes after `after` (and at most `upTo`) with ready work of a wanted kind, in scope order. */
+  private async tenantsWithWork(
+    db: Db,
+    kinds: readonly string[] | null,
+    after: Buffer,
+    upTo: Buffer | null,
+    k: number,
+    taken: readonly string[],
+  ): Promise<Buffer[]> {
+    const query = tenantsWithWorkQuery(this.t, kinds, after, upTo, k, taken);
+    return (await db.query<{ scope: Buffer }>(query.text, query.values)).rows.map((row) => row.scope);
   }
 
   async update(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
@@ -848,6 +921,68 @@ export function claimQuery(
            ORDER BY scope, priority, created_at, job_id LIMIT $1 FOR UPDATE SKIP LOCKED`,
     values,
   };
+}
+
+/** A ready job of a wanted kind, in a tenant scope (which holds no system kinds), not taken yet by this claim. */
+function fairReady(alias: string, kinds: readonly string[] | null, kindsParam: string, takenParam: string): string {
+  const kindFilter =
+    kinds === null
+      ? ''
+      : ` AND EXISTS (SELECT 1 FROM unnest(${kindsParam}::text[]) AS p WHERE starts_with(${alias}.kind, p))`;
+  // Rows this claim's earlier rounds took are still Pending, and its own locks do not skip them.
+  return `${alias}.state = 0 AND ${alias}.not_before IS NULL AND ${alias}.job_id <> ALL(${takenParam}::uuid[])${kindFilter}`;
+}
+
+/**
+ * The fair claim's search for tenants: a loose index scan of `jobs_ready`, one probe per tenant
+ * with ready work (whatever each holds), the next `k` scopes after `after` (and at most `upTo`).
+ */
+export function tenantsWithWorkQuery(
+  table: string,
+  kinds: readonly string[] | null,
+  after: Buffer,
+  upTo: Buffer | null,
+  k: number,
+  taken: readonly string[],
+): { text: string; values: unknown[] } {
+  const values: unknown[] = [after, upTo, k, taken, ...(kinds === null ? [] : [kinds])];
+  const ready = `${fairReady('j', kinds, '$5', '$4')} AND ($2::bytea IS NULL OR j.scope <= $2::bytea)`;
+  return {
+    text: `WITH RECURSIVE tenants(scope, n) AS (
+        (SELECT j.scope, 1 FROM ${table}.jobs j WHERE ${ready} AND j.scope > $1::bytea ORDER BY j.scope LIMIT 1)
+        UNION ALL
+        SELECT (SELECT j.scope FROM ${table}.jobs j WHERE ${ready} AND j.scope > t.scope ORDER BY j.scope LIMIT 1), t.n + 1
+        FROM tenants t WHERE t.scope IS NOT NULL AND t.n < $3
+      )
+      SELECT scope FROM tenants WHERE scope IS NOT NULL ORDER BY n`,
+    values,
+  };
+}
+
+/** Lock up to `perTenant` ready jobs of each of `scopes`, returned by tenant (`ord`, 1-based), each in key order. */
+export function fairClaimQuery(
+  table: string,
+  kinds: readonly string[] | null,
+  scopes: readonly Buffer[],
+  perTenant: number,
+  taken: readonly string[],
+): { text: string; values: unknown[] } {
+  const values: unknown[] = [scopes, perTenant, taken, ...(kinds === null ? [] : [kinds])];
+  return {
+    text: `SELECT c.job_id, c.record, s.ord FROM unnest($1::bytea[]) WITH ORDINALITY AS s(scope, ord)
+      CROSS JOIN LATERAL (
+        SELECT j.job_id, j.record, j.priority, j.created_at FROM ${table}.jobs j
+        WHERE ${fairReady('j', kinds, '$4', '$3')} AND j.scope = s.scope
+        ORDER BY j.priority, j.created_at, j.job_id LIMIT $2 FOR UPDATE SKIP LOCKED
+      ) c ORDER BY s.ord, c.priority, c.created_at, c.job_id`,
+    values,
+  };
+}
+
+/** What a claim reads of each row it locks. */
+interface ClaimRow {
+  readonly job_id: string;
+  readonly record: Buffer;
 }
 
 /** A job row's column values, in the order of the INSERT below. */

@@ -57,6 +57,12 @@ export interface LeasedEntry {
 /** A scope as the latin1 string of its 32 bytes, or `null` for every scope. */
 export type ScopePrefix = string | null;
 
+const SCOPE_CHARS = 32;
+/** The system scope's prefix: 32 zero bytes, ahead of every tenant. */
+const SYSTEM_SCOPE_PREFIX = '\u0000'.repeat(SCOPE_CHARS);
+/** Appended to a scope prefix, sorts after every job key of that scope (58 characters in all). */
+const PAST_SCOPE = '\u00ff'.repeat(27);
+
 export class LiveIndex {
   private readonly readyByKind = new Map<string, BTree<string, PendingEntry>>();
   private readonly gated = newTree<PendingEntry>();
@@ -139,15 +145,71 @@ export class LiveIndex {
     while (taken.length < limit) {
       const next = this.peekReady(scope, kinds);
       if (next === undefined) break;
-      this.removePending(next.jobId);
-      if (next.notBefore !== null && next.notBefore > now) {
-        // The caller's clock is behind one that already promoted this job: gate it again.
-        this.addPending(next, now);
-        continue;
-      }
-      taken.push(next);
+      if (this.takeEntry(next, now)) taken.push(next);
     }
     return taken;
+  }
+
+  /**
+   * Remove and return up to `limit` ready jobs across every scope in the fair order
+   * (`core/fair-order.ts`): system jobs first, then one job per tenant in turn, starting with the
+   * first tenant after `cursor`. Each step finds the next tenant with a jump per kind tree, so a
+   * tenant with a million ready jobs costs the others nothing. Returns the new cursor.
+   */
+  takeReadyFair(
+    kinds: readonly string[] | null,
+    limit: number,
+    now: Micros,
+    cursor: string | null,
+  ): { taken: PendingEntry[]; cursor: string | null } {
+    this.promote(now);
+    const taken: PendingEntry[] = [];
+    while (taken.length < limit) {
+      const next = this.peekReady(SYSTEM_SCOPE_PREFIX, kinds);
+      if (next === undefined) break;
+      if (this.takeEntry(next, now)) taken.push(next);
+    }
+    let served = cursor;
+    while (taken.length < limit) {
+      const after = this.nextTenantWithWork(served, kinds);
+      const scope = after ?? this.nextTenantWithWork(null, kinds);
+      if (scope === undefined) break;
+      if (after === undefined && scope === served) {
+        // The only tenant with work left: the rest of the claim is its jobs in key order.
+        taken.push(...this.takeReady(scope, kinds, limit - taken.length, now));
+        break;
+      }
+      const next = this.peekReady(scope, kinds) as PendingEntry;
+      if (this.takeEntry(next, now)) {
+        taken.push(next);
+        served = scope;
+      }
+    }
+    return { taken, cursor: served };
+  }
+
+  /** Take `entry` out of the index; `false` when its gate turned out closed (it is gated again). */
+  private takeEntry(entry: PendingEntry, now: Micros): boolean {
+    this.removePending(entry.jobId);
+    if (entry.notBefore !== null && entry.notBefore > now) {
+      // The caller's clock is behind one that already promoted this job: gate it again.
+      this.addPending(entry, now);
+      return false;
+    }
+    return true;
+  }
+
+  /** The first tenant scope after `after` (after the system scope when `null`) with a ready job of a wanted kind. */
+  private nextTenantWithWork(after: string | null, kinds: readonly string[] | null): string | undefined {
+    // Past every key of the scope: a scope's keys are its 32 characters and 26 more.
+    const from = (after ?? SYSTEM_SCOPE_PREFIX) + PAST_SCOPE;
+    let best: string | undefined;
+    for (const [kind, tree] of this.readyByKind) {
+      if (!leaseKindMatches(kind, kinds)) continue;
+      const key = tree.nextHigherKey(from);
+      if (key !== undefined && (best === undefined || key < best)) best = key;
+    }
+    return best?.slice(0, SCOPE_CHARS);
   }
 
   private peekReady(scope: ScopePrefix, kinds: readonly string[] | null): PendingEntry | undefined {

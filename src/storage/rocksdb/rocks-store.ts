@@ -70,7 +70,7 @@ import type {
 import { RocksDatabase, type ColumnHandle, type WriteOp } from './database.ts';
 import { GroupCommit } from './group-commit.ts';
 import { KeyedLock } from './keyed-lock.ts';
-import { LiveIndex, type ScopePrefix } from './live-index.ts';
+import { LiveIndex, type PendingEntry, type ScopePrefix } from './live-index.ts';
 
 export interface RocksStoreOptions {
   /** Directory of the store; created if missing. */
@@ -116,6 +116,8 @@ function scopePrefixOf(scope: ScopeFilter): ScopePrefix {
 export class RocksJobStore implements JobStore {
   readonly backend = 'rocksdb';
   private readonly index = new LiveIndex();
+  /** The fair order's cursor: the scope (latin1) of the tenant a fair claim served last. */
+  private fairCursor: string | null = null;
   /** Full records of Leased jobs: every fenced submit reads one, so they stay in memory (bounded by the number of leases). */
   private readonly leasedRecords = new Map<string, Loaded>();
   /**
@@ -324,7 +326,14 @@ export class RocksJobStore implements JobStore {
 
   async claim(params: ClaimParams): Promise<JobRecord[]> {
     this.assertOpen();
-    const entries = this.index.takeReady(scopePrefixOf(params.scope), params.kinds, params.limit, params.now);
+    let entries: PendingEntry[];
+    if (params.fair === true && params.scope.type === 'any') {
+      const picked = this.index.takeReadyFair(params.kinds, params.limit, params.now, this.fairCursor);
+      entries = picked.taken;
+      this.fairCursor = picked.cursor;
+    } else {
+      entries = this.index.takeReady(scopePrefixOf(params.scope), params.kinds, params.limit, params.now);
+    }
     if (entries.length === 0) return [];
     const release = await this.locks.acquire(entries.map((e) => e.jobId));
     try {

@@ -14,6 +14,7 @@ import { Suite } from './context.ts';
 import { eachCases } from './each.ts';
 import { enqueueCases } from './enqueue.ts';
 import { failureCases } from './failure.ts';
+import { fairnessCases } from './fairness.ts';
 import { fencingCases } from './fencing.ts';
 import type { HarnessFactory } from './harness.ts';
 import { leaseCases } from './lease.ts';
@@ -32,6 +33,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
     for (const area of [
       enqueueCases,
       leaseCases,
+      fairnessCases,
       fencingCases,
       failureCases,
       releaseCases,
