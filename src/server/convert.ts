@@ -42,6 +42,8 @@ export function jobToWire(record: JobRecord, effectiveMaxAttempts: number): Job 
     ...(record.idempotencyKey === null ? {} : { idempotencyKey: record.idempotencyKey }),
     ...(record.maxAttempts === null ? {} : { maxAttempts: record.maxAttempts }),
     ...(record.continuation === null ? {} : { continuation: record.continuation }),
+    ...(record.result === null ? {} : { result: record.result }),
+    ...(record.progress === null ? {} : { progress: record.progress }),
     events: record.events.map((e) =>
       create(JobEventSchema, {
         atUs: BigInt(e.at),
@@ -68,6 +70,14 @@ export function newJobFromWire(job: NewJob | undefined, field: string): CoreNewJ
     ...(job.maxAttempts === undefined ? {} : { maxAttempts: job.maxAttempts }),
     ...(job.idempotencyKey === undefined ? {} : { idempotencyKey: job.idempotencyKey }),
   };
+}
+
+/** A completion's options: its successors, and its result when the request carries one. */
+export function completeOptionsFromWire(
+  successors: readonly CoreNewJob[],
+  request: { readonly result?: Uint8Array | undefined },
+): { successors: readonly CoreNewJob[]; result?: Uint8Array } {
+  return request.result === undefined ? { successors } : { successors, result: request.result };
 }
 
 export function scopeFromWire(scope: Scope | undefined): RequestedScope {

@@ -22,6 +22,7 @@ import { readCases } from './reads.ts';
 import { reaperCases } from './reaper.ts';
 import { recordCases } from './records.ts';
 import { releaseCases } from './release.ts';
+import { resultCases } from './results.ts';
 import { retentionCases } from './retention.ts';
 
 /** Register every conformance case for one backend, each on a fresh store from `factory`. */
@@ -34,6 +35,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       fencingCases,
       failureCases,
       releaseCases,
+      resultCases,
       reaperCases,
       eachCases,
       chainedCases,

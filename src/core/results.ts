@@ -1,0 +1,50 @@
+/**
+ * What a handler's return value becomes, and how people read it back. A result is opaque bytes
+ * to the queue; the SDK writes JSON unless the handler returned bytes, so the CLI, the dashboard
+ * and the client show it as JSON whenever it reads as such.
+ */
+import { invalidArgument } from './errors.ts';
+
+const encoder = new TextEncoder();
+const strictDecoder = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * A handler's return value as a result: `undefined` (or a value JSON has no text for, such as a
+ * function) is none, bytes are kept as they are, anything else is its `JSON.stringify` as UTF-8.
+ */
+export function resultBytes(value: unknown): Uint8Array | undefined {
+  if (value === undefined) return undefined;
+  if (value instanceof Uint8Array) return value;
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (error) {
+    // A BigInt or a cycle: the handler's bug, reported as the job's failure rather than lost.
+    throw invalidArgument('result', `has no JSON form: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return text === undefined ? undefined : encoder.encode(text);
+}
+
+/** A value as progress: its JSON text. */
+export function progressText(value: unknown): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (error) {
+    throw invalidArgument('progress', `has no JSON form: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (text === undefined) throw invalidArgument('progress', 'must be a number or a JSON object');
+  return text;
+}
+
+/** The result as JSON text, when it is UTF-8 that parses as JSON; otherwise `null` (raw bytes). */
+export function resultJsonText(result: Uint8Array): string | null {
+  let text: string;
+  try {
+    text = strictDecoder.decode(result);
+    JSON.parse(text);
+  } catch {
+    return null;
+  }
+  return text;
+}
