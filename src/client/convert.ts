@@ -8,7 +8,6 @@ import {
   type NewJob as CoreNewJob,
   type QueueScope,
 } from '../core/types.ts';
-import { resultJsonText } from '../core/results.ts';
 import { stateFromWire } from '../wire/states.ts';
 import {
   CompleteRequestSchema,
@@ -117,16 +116,4 @@ export function failToWire(item: {
 /** A job handed back as the wire carries it: the unary Release, a ReleaseEach item, a Work stream release. */
 export function releaseToWire(item: { readonly jobId: string; readonly fence: LeaseFence }): ReleaseRequest {
   return create(ReleaseRequestSchema, { fence: wireFence(item.jobId, item.fence) });
-}
-
-/**
- * A job's result read as JSON: what its handler returned through the SDK. `undefined` when the
- * job has no result; throws a `TypeError` when the result is bytes that are not UTF-8 JSON text
- * (a handler that returned a `Uint8Array`: read `job.result` itself then).
- */
-export function resultJson<T = unknown>(job: Pick<JobRecord, 'result'>): T | undefined {
-  if (job.result === null) return undefined;
-  const text = resultJsonText(job.result);
-  if (text === null) throw new TypeError(`the result is ${job.result.byteLength} bytes that are not UTF-8 JSON text`);
-  return JSON.parse(text) as T;
 }

@@ -4,6 +4,7 @@
  * and the client show it as JSON whenever it reads as such.
  */
 import { invalidArgument } from './errors.ts';
+import type { JobRecord } from './types.ts';
 
 const encoder = new TextEncoder();
 const strictDecoder = new TextDecoder('utf-8', { fatal: true });
@@ -47,4 +48,16 @@ export function resultJsonText(result: Uint8Array): string | null {
     return null;
   }
   return text;
+}
+
+/**
+ * A job's result read as JSON: what its handler returned through the SDK. `undefined` when the
+ * job has no result; throws a `TypeError` when the result is bytes that are not UTF-8 JSON text
+ * (a handler that returned a `Uint8Array`: read `job.result` itself then).
+ */
+export function resultJson<T = unknown>(job: Pick<JobRecord, 'result'>): T | undefined {
+  if (job.result === null) return undefined;
+  const text = resultJsonText(job.result);
+  if (text === null) throw new TypeError(`the result is ${job.result.byteLength} bytes that are not UTF-8 JSON text`);
+  return JSON.parse(text) as T;
 }

@@ -46,7 +46,7 @@ export interface JobContext {
   readonly leaseGeneration: number;
   /** Aborts when the lease is lost or the worker shuts down. */
   readonly signal: AbortSignal;
-  /** Store progress and extend the lease in one call; throws `LeaseConflictError` if the lease is gone. */
+  /** Store a continuation (where to resume) and extend the lease in one call; throws `LeaseConflictError` if the lease is gone. */
   checkpoint(continuation: Uint8Array): Promise<void>;
   /**
    * Report progress for people to read (a number or a small JSON object, at most 4,096

@@ -174,6 +174,28 @@ describe('the HTTP listener with tokens', () => {
     assert.ok(page.text.includes('order-17'));
   });
 
+  it('shows a job’s result and last progress, escaped, JSON pretty-printed', async () => {
+    const { job } = await server.queue.enqueue({ kind: 'results.shown' }, acme);
+    const leased = await server.queue.leaseNext({ workerId: 'worker-8', kinds: ['results.shown'] });
+    assert.ok(leased);
+    const fence = { workerId: 'worker-8', leaseGeneration: leased.leaseGeneration };
+    await server.queue.heartbeat(job.jobId, fence, { progress: '{"step":"<b>upload</b>"}' });
+    await server.queue.heartbeat(job.jobId, fence, { progress: '{"step":"<b>upload</b>"}' });
+    await server.queue.complete(job.jobId, fence, { result: Buffer.from('{"html":"<script>x</script>"}') });
+    const page = await (await operator()).get(`/jobs/${job.jobId}`);
+    assert.equal(page.status, 200);
+    assert.ok(page.text.includes('Progress reports ×2'), 'folded progress events');
+    assert.ok(
+      page.text.includes('&quot;step&quot;: &quot;&lt;b&gt;upload&lt;/b&gt;&quot;'),
+      'progress escaped, pretty',
+    );
+    assert.ok(
+      page.text.includes('&quot;html&quot;: &quot;&lt;script&gt;x&lt;/script&gt;&quot;'),
+      'result escaped, pretty',
+    );
+    assert.ok(!page.text.includes('<script>x'), 'nothing unescaped');
+  });
+
   it('shows a payload that is not text as hex, and a huge one cut with its size', async () => {
     const binary = await server.queue.enqueue({ kind: 'bin', payload: new Uint8Array([0, 1, 2, 255]) }, acme);
     const huge = await server.queue.enqueue({ kind: 'huge', payload: 'x'.repeat(200_000) }, acme);

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { TelhaClient } from '../../src/client/client.ts';
-import { resultJson } from '../../src/client/convert.ts';
+import { resultJson } from '../../src/client/index.ts';
 import { Worker } from '../../src/client/worker.ts';
 import { OffsetClock } from '../../src/core/clock.ts';
 import { makeConfig } from '../../src/core/config.ts';
