@@ -615,9 +615,9 @@ export class WorkerRunner {
           this.stats.completed++;
           this.options.onCompleted?.(job);
         } catch (error) {
-          // The completion itself was refused (a result over jobs.max_result_bytes): nothing was
-          // written and the lease is still held, so the attempt fails with the reason in its
-          // trail rather than waiting out its lease in silence.
+          // The completion itself was refused (a result over jobs.max_result_bytes, a bad
+          // successor): nothing was written and the lease is still held, so the attempt fails
+          // with the reason in its trail rather than waiting out its lease in silence.
           if (!isTelhaError(error, ErrorCode.InvalidArgument)) throw error;
           failed = { error };
         }
