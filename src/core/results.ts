@@ -16,26 +16,24 @@ const strictDecoder = new TextDecoder('utf-8', { fatal: true });
 export function resultBytes(value: unknown): Uint8Array | undefined {
   if (value === undefined) return undefined;
   if (value instanceof Uint8Array) return value;
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(value);
-  } catch (error) {
-    // A BigInt or a cycle: the handler's bug, reported as the job's failure rather than lost.
-    throw invalidArgument('result', `has no JSON form: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  const text = jsonText('result', value);
   return text === undefined ? undefined : encoder.encode(text);
 }
 
 /** A value as progress: its JSON text. */
 export function progressText(value: unknown): string {
-  let text: string | undefined;
-  try {
-    text = JSON.stringify(value);
-  } catch (error) {
-    throw invalidArgument('progress', `has no JSON form: ${error instanceof Error ? error.message : String(error)}`);
-  }
+  const text = jsonText('progress', value);
   if (text === undefined) throw invalidArgument('progress', 'must be a number or a JSON object');
   return text;
+}
+
+/** `JSON.stringify`, with a value it cannot write (a BigInt, a cycle) refused naming `field`: the handler's bug, reported as its job's failure. */
+function jsonText(field: string, value: unknown): string | undefined {
+  try {
+    return JSON.stringify(value);
+  } catch (error) {
+    throw invalidArgument(field, `has no JSON form: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }
 
 /** The result as JSON text, when it is UTF-8 that parses as JSON; otherwise `null` (raw bytes). */
