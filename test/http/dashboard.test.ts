@@ -217,6 +217,20 @@ describe('the HTTP listener with tokens', () => {
     assert.ok(!mine.text.includes(job.jobId));
   });
 
+  it('counts every heartbeat of the current lease on the leases page, progress reports among them', async () => {
+    const { job } = await server.queue.enqueue({ kind: 'leases.counted' }, acme);
+    const leased = await server.queue.leaseNext({ workerId: 'worker-9', kinds: ['leases.counted'] });
+    assert.ok(leased);
+    const fence = { workerId: 'worker-9', leaseGeneration: leased.leaseGeneration };
+    await server.queue.heartbeat(job.jobId, fence);
+    await server.queue.heartbeat(job.jobId, fence, { progress: '0.5' });
+    await server.queue.heartbeat(job.jobId, fence, { progress: '0.75' });
+    await server.queue.heartbeat(job.jobId, fence);
+    const page = await (await operator()).get('/leases?worker=worker-9');
+    const row = page.text.slice(page.text.indexOf(job.jobId));
+    assert.match(row, /<td class="num">1<\/td>\s*<td>[^]*?<\/td>\s*<td class="num">4<\/td>/);
+  });
+
   it('retries a Dead job with the CSRF token, and the retry is in its audit trail', async () => {
     const dead = await fixture('dead');
     const browser = await operator();
