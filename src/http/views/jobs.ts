@@ -159,7 +159,7 @@ function progressView(progress: string): Html {
   } catch {
     /* written by a version that did not check it: show as it is */
   }
-  return html`<pre class="payload" id="progress">${pretty}</pre>`;
+  return html`<pre class="payload">${pretty}</pre>`;
 }
 
 /** Payload, continuation or result bytes: UTF-8 text (JSON pretty-printed) when they are text, else hex; cut at a limit. */
