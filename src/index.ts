@@ -13,6 +13,7 @@ export type {
   Completion,
   FailOptions,
   Failure,
+  HeartbeatOptions,
   LeasedOptions,
   LeaseManyOptions,
   LeaseOptions,
@@ -57,6 +58,7 @@ export type {
   RetentionConfig,
   ConfigInput,
 } from './core/config.ts';
+export { resultJson } from './core/results.ts';
 export { kindPolicy } from './core/kind-policy.ts';
 export type { KindPolicy } from './core/kind-policy.ts';
 export { parseRate } from './core/rate.ts';

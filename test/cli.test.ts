@@ -152,6 +152,32 @@ describe('the telha CLI', () => {
     assert.match(shown.stdout, /failed\s+worker=w-dead generation=1 attempt=1 permanent: disk full/);
   });
 
+  it('shows a JSON result as text, a raw one by its size, and the last progress', async () => {
+    await server.queue.enqueueBatch([{ kind: 'result.json' }, { kind: 'result.raw' }], acme);
+    const [json, raw] = await server.queue.lease({ workerId: 'w-r', kinds: ['result.'], scope: acme, limit: 2 });
+    assert.ok(json && raw);
+    const fence = (leaseGeneration: number): { workerId: string; leaseGeneration: number } => ({
+      workerId: 'w-r',
+      leaseGeneration,
+    });
+    await server.queue.heartbeat(json.jobId, fence(json.leaseGeneration), { progress: '{"done":2,"of":2}' });
+    await server.queue.complete(json.jobId, fence(json.leaseGeneration), { result: Buffer.from('{"sent":2}') });
+    await server.queue.complete(raw.jobId, fence(raw.leaseGeneration), { result: new Uint8Array([0xff, 0xfe]) });
+    const shownJson = (await run('jobs', 'show', json.jobId)).stdout;
+    assert.match(shownJson, /^result\s+\{"sent":2\}$/m);
+    assert.match(shownJson, /^progress\s+\{"done":2,"of":2\}$/m);
+    assert.match(shownJson, /progress\s+generation=1$/m);
+    assert.match((await run('jobs', 'show', raw.jobId)).stdout, /^result\s+2 bytes, base64 \/\/4=$/m);
+    const asJson = JSON.parse((await run('jobs', 'show', json.jobId, '--json')).stdout) as {
+      result: string;
+      resultText: string;
+      progress: string;
+    };
+    assert.equal(asJson.resultText, '{"sent":2}');
+    assert.equal(Buffer.from(asJson.result, 'base64').toString(), '{"sent":2}');
+    assert.equal(asJson.progress, '{"done":2,"of":2}');
+  });
+
   it('calls a gate set at enqueue a delay, and one set by a failure backoff', async () => {
     const delayed = await server.queue.enqueue({ kind: 'later', delayMs: 60_000 }, acme);
     assert.match(

@@ -19,6 +19,7 @@ describe('configuration', () => {
       lease_ttl_secs: 30,
       max_payload_bytes: 1_048_576,
       fair_tenants: true,
+      max_result_bytes: 65_536,
       kinds: {},
     });
     assert.equal(DEFAULT_CONFIG.storage.path, './telha-data');
@@ -61,6 +62,7 @@ describe('configuration', () => {
     ['jobs', 'backoff_cap_secs', 0, 315_360_000],
     ['jobs', 'lease_ttl_secs', 1, 315_360_000],
     ['jobs', 'max_payload_bytes', 1, 16_777_216],
+    ['jobs', 'max_result_bytes', 1, 16_777_216],
     ['retention', 'completed_secs', 0, 315_360_000],
     ['retention', 'dead_secs', 0, 315_360_000],
     ['retention', 'prune_interval_secs', 1, 2_147_483],

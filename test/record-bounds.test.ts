@@ -13,6 +13,7 @@ import { ErrorCode, isTelhaError, TelhaError } from '../src/core/errors.ts';
 import { MAX_ATTEMPTS_LIMIT, MAX_DURATION_SECS, MAX_TIMESTAMP_MICROS } from '../src/core/limits.ts';
 import * as transitions from '../src/core/transitions.ts';
 import { JobState, tenantScope, type JobRecord } from '../src/core/types.ts';
+import { checkProgress } from '../src/core/validate.ts';
 
 const MAX_DURATION_MICROS = MAX_DURATION_SECS * 1_000_000;
 /** The latest time a record may hold: a clock before MAX_TIMESTAMP_MICROS plus one bounded duration, twice over. */
@@ -217,7 +218,14 @@ describe('records within bounds', () => {
             .tuple(fc.integer({ min: 1_000, max: 1_030 }), fc.boolean())
             .map(([n, pair]) => 'x'.repeat(n) + (pair ? '😀'.repeat(20) : '\ud800')),
         ),
-        (jobs, newJob, override, now, workerId, error) => {
+        // Progress a worker reports: JSON, a string of any text as JSON, or text the queue refuses.
+        fc.oneof(
+          fc.json({ maxDepth: 2 }),
+          anyText.map((t) => JSON.stringify(t)),
+          anyText,
+        ),
+        fc.uint8Array({ maxLength: 64 }),
+        (jobs, newJob, override, now, workerId, error, progress, result) => {
           const config = makeConfig({ jobs: { ...jobs, kinds: override === null ? {} : { [newJob.kind]: override } } });
           const policy = { config: config.jobs };
           const draft = draftJob(tenantScope('acme'), newJob, {
@@ -237,6 +245,9 @@ describe('records within bounds', () => {
           const fence = { workerId, leaseGeneration: record.leaseGeneration };
           record = keep(transitions.heartbeat(record, fence, at, policy));
           record = keep(transitions.checkpoint(record, fence, Buffer.from('cp'), at, policy));
+          const accepted = acceptedProgress(progress);
+          if (accepted !== null) record = keep(transitions.heartbeat(record, fence, at, policy, accepted));
+          keep(transitions.complete(record, fence, at, Buffer.from(result)));
           // Far into the attempts, so the backoff is at its cap.
           record = { ...record, attempts: Math.min(60, effectiveLast(record, policy)) };
           record = keep(transitions.fail(record, fence, { error, permanent: false }, at, policy));
@@ -252,6 +263,15 @@ describe('records within bounds', () => {
     );
   });
 });
+
+/** Progress as the queue stores it, or `null` when the queue refuses it. */
+function acceptedProgress(progress: string): string | null {
+  try {
+    return checkProgress(progress);
+  } catch {
+    return null;
+  }
+}
 
 /** One attempt short of the ceiling, so a fail retries instead of dead-lettering. */
 function effectiveLast(record: JobRecord, policy: transitions.RetryPolicy): number {

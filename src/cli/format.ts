@@ -1,5 +1,6 @@
 /** How the CLI prints jobs for a person (the `--json` forms print records as they are). */
 import { duration } from '../core/durations.ts';
+import { resultJsonText } from '../core/results.ts';
 import { JOB_STATE_NAMES, JobState, type CountRow, type JobRecord, type Micros } from '../core/types.ts';
 
 function time(us: number): string {
@@ -20,6 +21,17 @@ export function preview(bytes: Uint8Array): string {
   const printable = !text.includes('\uFFFD') && !/[\x00-\x08\x0e-\x1f]/.test(text);
   const shown = printable ? text : `hex ${Buffer.from(bytes).toString('hex')}`;
   return shown.length > 200 ? `${shown.slice(0, 200)}… (${bytes.byteLength} bytes)` : shown;
+}
+
+/**
+ * A result: its JSON text when it is UTF-8 JSON (what the SDK stores), else its size and the
+ * first bytes as base64, since a raw result is usually not for reading.
+ */
+export function resultPreview(result: Uint8Array): string {
+  const text = resultJsonText(result);
+  if (text !== null) return text.length > 200 ? `${text.slice(0, 200)}… (${result.byteLength} bytes)` : text;
+  const base64 = Buffer.from(result.subarray(0, 150)).toString('base64');
+  return `${result.byteLength} bytes, base64 ${base64}${result.byteLength > 150 ? '…' : ''}`;
 }
 
 /**
@@ -60,6 +72,8 @@ export function formatShow(job: JobRecord & { effectiveMaxAttempts: number }, no
   if (job.timeoutSecs !== null) lines.push(`timeout    ${duration(job.timeoutSecs * 1_000_000)} per attempt`);
   lines.push(`payload    ${preview(job.payload)}`);
   if (job.continuation !== null) lines.push(`checkpoint ${preview(job.continuation)}`);
+  if (job.progress !== null) lines.push(`progress   ${job.progress}`);
+  if (job.result !== null) lines.push(`result     ${resultPreview(job.result)}`);
   lines.push('', 'lifecycle');
   let previous = job.createdAt;
   for (const e of job.events) {
@@ -124,5 +138,7 @@ export function jobJson(job: JobRecord): object {
     payload: Buffer.from(job.payload).toString('base64'),
     payloadText: text(job.payload),
     continuation: job.continuation === null ? null : Buffer.from(job.continuation).toString('base64'),
+    result: job.result === null ? null : Buffer.from(job.result).toString('base64'),
+    resultText: job.result === null ? null : resultJsonText(job.result),
   };
 }

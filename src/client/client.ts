@@ -314,9 +314,15 @@ export class TelhaClient {
     return new WorkChannel(call, open, events);
   }
 
-  /** Extend a lease; returns the new deadline (µs). */
-  async heartbeat(jobId: string, fence: LeaseFence): Promise<number> {
-    const res = await this.rpc('heartbeat', { fence: wireFence(jobId, fence) });
+  /**
+   * Extend a lease; returns the new deadline (µs). With `progress` (JSON text, at most 4,096
+   * characters) the job also shows it as its progress until it is leased again.
+   */
+  async heartbeat(jobId: string, fence: LeaseFence, options: { readonly progress?: string } = {}): Promise<number> {
+    const res = await this.rpc('heartbeat', {
+      fence: wireFence(jobId, fence),
+      ...(options.progress === undefined ? {} : { progress: options.progress }),
+    });
     return Number(res.leaseDeadlineUs);
   }
 
@@ -325,13 +331,16 @@ export class TelhaClient {
     return Number(res.leaseDeadlineUs);
   }
 
-  /** Complete a leased job, optionally enqueueing successors in the same fenced write. */
+  /**
+   * Complete a leased job, optionally storing a `result` (at most `jobs.max_result_bytes`) and
+   * enqueueing successors, all in the same fenced write.
+   */
   async complete(
     jobId: string,
     fence: LeaseFence,
-    options: { readonly successors?: readonly NewJobInit[] } = {},
+    options: { readonly successors?: readonly NewJobInit[]; readonly result?: Uint8Array } = {},
   ): Promise<{ job: RemoteJob; successors: EnqueueResult<RemoteJob>[] }> {
-    const res = await this.rpc('complete', completeToWire({ jobId, fence, successors: options.successors ?? [] }));
+    const res = await this.rpc('complete', completeToWire({ jobId, fence, ...options }));
     return {
       job: jobFromWire(requireJob(res.job)),
       successors: res.successors.map((r) => ({ job: jobFromWire(requireJob(r.job)), created: r.created })),
@@ -364,7 +373,12 @@ export class TelhaClient {
    * error its single call would have thrown.
    */
   async completeEach(
-    items: readonly { jobId: string; fence: LeaseFence; successors?: readonly NewJobInit[] }[],
+    items: readonly {
+      jobId: string;
+      fence: LeaseFence;
+      successors?: readonly NewJobInit[];
+      result?: Uint8Array;
+    }[],
   ): Promise<ItemResult<null>[]> {
     const res = await this.rpc('completeEach', { items: items.map(completeToWire) });
     return outcomesToResults(res.outcomes, items);

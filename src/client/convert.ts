@@ -50,8 +50,8 @@ export function jobFromWire(job: Job): RemoteJob {
     })),
     attemptDeadline: job.attemptDeadlineUs === undefined ? null : Number(job.attemptDeadlineUs),
     timeoutSecs: job.timeoutSecs ?? null,
-    result: null,
-    progress: null,
+    result: job.result ?? null,
+    progress: job.progress ?? null,
     effectiveMaxAttempts: job.effectiveMaxAttempts,
   };
 }
@@ -91,10 +91,12 @@ export function completeToWire(item: {
   readonly jobId: string;
   readonly fence: LeaseFence;
   readonly successors?: readonly CoreNewJob[];
+  readonly result?: Uint8Array;
 }): CompleteRequest {
   return create(CompleteRequestSchema, {
     fence: wireFence(item.jobId, item.fence),
     successors: (item.successors ?? []).map(newJobToWire),
+    ...(item.result === undefined ? {} : { result: item.result }),
   });
 }
 

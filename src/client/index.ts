@@ -6,6 +6,7 @@ export { TelhaClient, DEFAULT_ADDRESS } from './client.ts';
 export type { ClientOptions, LeaseOptions, ListOptions } from './client.ts';
 export { Worker, PermanentError, AttemptTimeoutError } from './worker.ts';
 export type { JobContext, JobHandler, WorkerOptions } from './worker.ts';
+export { resultJson } from '../core/results.ts';
 export type { RemoteJob } from './convert.ts';
 export { silentLogger } from '../core/logger.ts';
 export type { Logger } from '../core/logger.ts';

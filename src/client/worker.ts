@@ -31,7 +31,7 @@ function remoteSource(client: TelhaClient): WorkSource {
   return {
     name: `the Telha server at ${client.address}`,
     open: (params, events) => client.work(params, events),
-    heartbeat: (jobId, fence) => client.heartbeat(jobId, fence),
+    heartbeat: (jobId, fence, progress) => client.heartbeat(jobId, fence, progress === undefined ? {} : { progress }),
     checkpoint: (jobId, fence, continuation) => client.checkpoint(jobId, fence, continuation),
     settle: (item) => settler.settle(item),
     close: () => client.close(),

@@ -15,6 +15,7 @@ import {
   MAX_KIND_BYTES,
   MAX_KIND_POLICIES,
   MAX_PAYLOAD_BYTES_LIMIT,
+  MAX_RESULT_BYTES_LIMIT,
   MAX_TIMER_MS,
 } from './limits.ts';
 import { parseRate } from './rate.ts';
@@ -38,6 +39,11 @@ export const DEFAULT_BACKOFF_CAP_SECS = 3_600;
 export const DEFAULT_LEASE_TTL_SECS = 30;
 /** `jobs.max_payload_bytes`: largest accepted payload (1 MiB). */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 1024 * 1024;
+/**
+ * `jobs.max_result_bytes`: largest result a completion may store (64 KiB). A result is read by
+ * people and producers, not streamed; a bigger output belongs in a blob store, named by the result.
+ */
+export const DEFAULT_MAX_RESULT_BYTES = 64 * 1024;
 /** `retention.completed_secs`: Completed jobs are pruned this long after they finish (7 days). */
 export const DEFAULT_RETENTION_COMPLETED_SECS = 7 * 24 * 3_600;
 /** `retention.dead_secs`: Dead jobs are kept longer, for operators to inspect and retry (30 days). */
@@ -179,6 +185,11 @@ const jobsSchema = z.strictObject({
    * plain scan would (one busy tenant then delays every tenant sorting after it).
    */
   fair_tenants: z.boolean().default(true),
+  max_result_bytes: wholeNumber(
+    1,
+    MAX_RESULT_BYTES_LIMIT,
+    '16 MiB: a job travels with its payload, continuation and result in one gRPC message of at most 64 MiB',
+  ).default(DEFAULT_MAX_RESULT_BYTES),
   /** Per kind prefix: `[jobs.kinds."email"] max_attempts = 10, timeout_secs = 600, rate = "100/s"`. */
   kinds: kindsSchema.default({}),
 });

@@ -59,6 +59,16 @@ export const MAX_ATTEMPTS_LIMIT = 1_000_000;
  */
 export const MAX_PAYLOAD_BYTES_LIMIT = 16 * 1024 * 1024;
 /**
+ * `jobs.max_result_bytes` is at most 16 MiB: a job shown on the wire carries its payload, its
+ * continuation and its result, each up to 16 MiB, in one gRPC message of at most 64 MiB.
+ */
+export const MAX_RESULT_BYTES_LIMIT = 16 * 1024 * 1024;
+/**
+ * A progress report is JSON text of at most this many characters: it is for people to read on
+ * a job page, and every heartbeat that carries one rewrites it with the record.
+ */
+export const MAX_PROGRESS_CHARS = 4_096;
+/**
  * `[jobs.kinds."<prefix>"]` tables at most. A policy is found by looking up each prefix of a
  * kind (at most 255) in a map, so the count costs nothing per lookup; the bound keeps a
  * configuration (and the dashboard that lists it) readable.

@@ -154,7 +154,8 @@ function nextLeaseDeadline(attemptDeadline: Micros | null, now: Micros, policy: 
 
 /**
  * lease: Pending to Leased. Bumps the fencing generation, clears any previous attempt's
- * checkpoint and progress, and starts the attempt's clock when a timeout applies.
+ * checkpoint and progress (progress describes the attempt running now), and starts the
+ * attempt's clock when a timeout applies.
  */
 export function lease(record: JobRecord, workerId: string, now: Micros, policy: RetryPolicy): JobRecord {
   expectState(record, 'lease', JobState.Pending);
@@ -169,6 +170,7 @@ export function lease(record: JobRecord, workerId: string, now: Micros, policy: 
     leaseDeadline: nextLeaseDeadline(attemptDeadline, now, policy),
     attemptDeadline,
     continuation: null,
+    progress: null,
     events: appendEvent(record.events, event(now, 'leased', `worker=${workerId} generation=${leaseGeneration}`)),
   });
 }
@@ -196,14 +198,26 @@ export function checkFence(record: JobRecord, fence: LeaseFence): void {
 
 /**
  * heartbeat: the holder is alive; push the deadline out by one TTL from now, never past the
- * attempt deadline (event `extended`).
+ * attempt deadline (event `extended`). With `progress` (JSON text, checked by the caller) it
+ * also stores the attempt's progress, and the event is `progress`: the value itself lives in the
+ * record, not in the trail.
  */
-export function heartbeat(record: JobRecord, fence: LeaseFence, now: Micros, policy: RetryPolicy): JobRecord {
+export function heartbeat(
+  record: JobRecord,
+  fence: LeaseFence,
+  now: Micros,
+  policy: RetryPolicy,
+  progress: string | null = null,
+): JobRecord {
   checkFence(record, fence);
   return taking('heartbeat', record.state, {
     ...record,
     leaseDeadline: nextLeaseDeadline(record.attemptDeadline, now, policy),
-    events: appendEvent(record.events, event(now, 'extended', `generation=${record.leaseGeneration}`)),
+    ...(progress === null ? {} : { progress }),
+    events: appendEvent(
+      record.events,
+      event(now, progress === null ? 'extended' : 'progress', `generation=${record.leaseGeneration}`),
+    ),
   });
 }
 
@@ -227,12 +241,21 @@ export function checkpoint(
   });
 }
 
-/** complete: Leased to Completed. */
-export function complete(record: JobRecord, fence: LeaseFence, now: Micros): JobRecord {
+/**
+ * complete: Leased to Completed, storing what the handler returned (`result`, checked by the
+ * caller) in the same write; `null` for none.
+ */
+export function complete(
+  record: JobRecord,
+  fence: LeaseFence,
+  now: Micros,
+  result: Uint8Array | null = null,
+): JobRecord {
   checkFence(record, fence);
   return taking('complete', record.state, {
     ...leaveLease(record),
     state: JobState.Completed,
+    result,
     events: appendEvent(
       record.events,
       event(now, 'completed', `worker=${fence.workerId} generation=${record.leaseGeneration}`),
@@ -328,12 +351,16 @@ export function reap(record: JobRecord, now: Micros, policy: RetryPolicy): JobRe
   );
 }
 
-/** retry (operator): Dead back to Pending with a fresh attempt budget. The generation keeps growing. */
+/**
+ * retry (operator): Dead back to Pending with a fresh attempt budget. The generation keeps growing.
+ * Any result goes: the job is to run again, and a result belongs to the run that completed it.
+ */
 export function retry(record: JobRecord, now: Micros): JobRecord {
   expectState(record, 'retry', JobState.Dead);
   return taking('retry', record.state, {
     ...record,
     state: JobState.Pending,
+    result: null,
     attempts: 0,
     notBefore: null,
     events: appendEvent(record.events, event(now, 'retried', `after ${record.attempts} attempts`)),
@@ -390,12 +417,12 @@ function storableDetail(detail: string): string {
 }
 
 /** Transitions that may repeat many times per lease; a run of them is kept as one event with a count. */
-const FOLDED: ReadonlySet<string> = new Set<EventTransition>(['extended', 'checkpoint']);
+const FOLDED: ReadonlySet<string> = new Set<EventTransition>(['extended', 'checkpoint', 'progress']);
 const COUNT_SUFFIX = / count=(\d+)$/;
 
 /**
- * Append an event, keeping the trail bounded: a repeat of the last heartbeat or
- * checkpoint replaces it with a running count, and past {@link MAX_EVENTS} the
+ * Append an event, keeping the trail bounded: a repeat of the last heartbeat,
+ * progress report or checkpoint replaces it with a running count, and past {@link MAX_EVENTS} the
  * oldest events after the first fold into one `stats` event.
  */
 export function appendEvent(events: readonly JobEvent[], next: JobEvent): JobEvent[] {

@@ -64,6 +64,7 @@ export const EVENT_TRANSITIONS = [
   'checkpoint',
   'stats',
   'released',
+  'progress',
 ] as const;
 export type EventTransition = (typeof EVENT_TRANSITIONS)[number];
 

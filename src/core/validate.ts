@@ -7,6 +7,7 @@ import { invalidArgument } from './errors.ts';
 import {
   MAX_IDEMPOTENCY_KEY_BYTES,
   MAX_KIND_BYTES,
+  MAX_PROGRESS_CHARS,
   MAX_TENANT_BYTES,
   MAX_TIMESTAMP_MICROS,
   MAX_WORKER_ID_BYTES,
@@ -99,6 +100,24 @@ export function checkBytes(field: string, value: unknown, maxBytes: number): Uin
     throw invalidArgument(field, `is ${value.byteLength} bytes, over the limit of ${maxBytes}`);
   }
   return value;
+}
+
+/**
+ * A progress report: JSON text of at most {@link MAX_PROGRESS_CHARS} characters. Checked as
+ * JSON here, once, so every reader (the dashboard, the CLI, a gRPC client) may parse it.
+ */
+export function checkProgress(progress: unknown, field = 'progress'): string {
+  if (typeof progress !== 'string') throw invalidArgument(field, 'must be a string of JSON text');
+  if (progress.length > MAX_PROGRESS_CHARS) {
+    throw invalidArgument(field, `is ${progress.length} characters, over the limit of ${MAX_PROGRESS_CHARS}`);
+  }
+  if (!progress.isWellFormed()) throw invalidArgument(field, 'must not hold a lone UTF-16 surrogate');
+  try {
+    JSON.parse(progress);
+  } catch {
+    throw invalidArgument(field, 'must be JSON text');
+  }
+  return progress;
 }
 
 /** A time a job is scheduled for: from the epoch to 2200 (`MAX_TIMESTAMP_MICROS`), in µs. */

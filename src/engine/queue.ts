@@ -40,6 +40,7 @@ import {
 } from '../core/types.ts';
 import {
   checkBytes,
+  checkProgress,
   checkIntegerInRange,
   checkJobId,
   checkKindPrefixes,
@@ -78,6 +79,16 @@ export interface LeaseManyOptions extends LeaseOptions {
 export interface CompleteOptions {
   /** Jobs to enqueue in the completed job's scope, in the same fenced write (chained enqueue). */
   readonly successors?: readonly NewJob[];
+  /** What the handler returned, stored in the same fenced write; at most `jobs.max_result_bytes`. */
+  readonly result?: Uint8Array;
+}
+
+export interface HeartbeatOptions {
+  /**
+   * Progress for people to read (JSON text, at most 4,096 characters), stored in the same fenced
+   * write; the job shows the last one reported until it is leased again.
+   */
+  readonly progress?: string;
 }
 
 export interface CompleteResult {
@@ -303,9 +314,20 @@ export class Queue {
     return { parked: this.work.waiting, ended: { ...this.waitsEnded } };
   }
 
-  /** Extend a lease by one TTL. `scope` (default every scope) confines which jobs the caller may touch. */
-  heartbeat(jobId: string, fence: LeaseFence, scope: ScopeFilter = ANY_SCOPE): Promise<JobRecord> {
-    return this.fenced('heartbeat', jobId, fence, scope, (r, f, now) => transitions.heartbeat(r, f, now, this.policy));
+  /**
+   * Extend a lease by one TTL, storing `progress` with it when given. `scope` (default every
+   * scope) confines which jobs the caller may touch.
+   */
+  async heartbeat(
+    jobId: string,
+    fence: LeaseFence,
+    options: HeartbeatOptions = {},
+    scope: ScopeFilter = ANY_SCOPE,
+  ): Promise<JobRecord> {
+    const progress = options.progress === undefined ? null : checkProgress(options.progress);
+    return this.fenced('heartbeat', jobId, fence, scope, (r, f, now) =>
+      transitions.heartbeat(r, f, now, this.policy, progress),
+    );
   }
 
   /** Store an opaque continuation and extend the lease, in the same write. */
@@ -336,6 +358,7 @@ export class Queue {
     const checkedFence = checkFence(fence);
     const requested = options.successors ?? [];
     if (requested.length > MAX_BATCH_JOBS) throw invalidArgument('successors', `at most ${MAX_BATCH_JOBS} successors`);
+    const result = this.checkResult(options.result);
     const now = this.clock.now();
     const outcome = await this.store
       .update(
@@ -346,7 +369,7 @@ export class Queue {
           const successorScope: QueueScope =
             current.tenant === null ? SYSTEM_SCOPE : { type: 'tenant', tenant: current.tenant };
           const successors = requested.map((job, i) => this.draft(successorScope, job, now, `successors[${i}].`));
-          return { record: transitions.complete(current, checkedFence, now), successors };
+          return { record: transitions.complete(current, checkedFence, now, result), successors };
         },
         now,
       )
@@ -411,11 +434,12 @@ export class Queue {
       );
     });
     const plain = items.flatMap((item, index) => ((item.successors ?? []).length === 0 ? [{ item, index }] : []));
-    const applied = await this.fencedEach(
+    const applied = await this.fencedEach<Completion, Uint8Array | null>(
       'complete',
       plain.map(({ item }) => item),
       scope,
-      (record, fence, _item, now) => transitions.complete(record, fence, now),
+      (record, fence, result, now) => transitions.complete(record, fence, now, result),
+      (item) => this.checkResult(item.result),
     );
     applied.forEach((result, k) => {
       results[(plain[k] as { index: number }).index] = result.ok
@@ -491,6 +515,12 @@ export class Queue {
     );
     for (const result of results) if (!result.ok) this.events.refused(result.error, now);
     return results;
+  }
+
+  /** A completion's result as stored: bounded by `jobs.max_result_bytes`, or `null` for none. */
+  private checkResult(result: Uint8Array | undefined): Uint8Array | null {
+    if (result === undefined) return null;
+    return asBuffer(checkBytes('result', result, this.config.jobs.max_result_bytes));
   }
 
   private checkEach(items: readonly unknown[]): void {

@@ -9,9 +9,9 @@
 import { ANY_SCOPE, type ScopeFilter } from '../core/types.ts';
 import { sendBatch, splitByType, type PendingResult } from '../worker/pending.ts';
 import { WorkerRunner, type RunnerOptions } from '../worker/runner.ts';
-import type { SettleItem, WorkSession, WorkSessionEvents, WorkSource } from '../worker/source.ts';
+import type { CompleteItem, SettleItem, WorkSession, WorkSessionEvents, WorkSource } from '../worker/source.ts';
 import { LeasePump } from './lease-pump.ts';
-import type { LeaseOptions, Queue } from './queue.ts';
+import type { CompleteOptions, LeaseOptions, Queue } from './queue.ts';
 
 export interface LocalWorkerOptions extends RunnerOptions {
   /** Lease from one tenant or the system scope; default: every scope (system jobs only for `system:` kinds). */
@@ -39,7 +39,7 @@ function localSource(queue: Queue, scope: ScopeFilter): WorkSource {
   const settle = async (item: SettleItem): Promise<void> => {
     switch (item.type) {
       case 'complete':
-        await queue.complete(item.jobId, item.fence, { successors: item.successors }, scope);
+        await queue.complete(item.jobId, item.fence, completeOptions(item), scope);
         return;
       case 'fail':
         await queue.fail(item.jobId, item.fence, { error: item.error, permanent: item.permanent }, scope);
@@ -57,7 +57,8 @@ function localSource(queue: Queue, scope: ScopeFilter): WorkSource {
         batcher.settle(item),
       );
     },
-    heartbeat: async (jobId, fence) => (await queue.heartbeat(jobId, fence, scope)).leaseDeadline ?? 0,
+    heartbeat: async (jobId, fence, progress) =>
+      (await queue.heartbeat(jobId, fence, progress === undefined ? {} : { progress }, scope)).leaseDeadline ?? 0,
     checkpoint: async (jobId, fence, continuation) =>
       (await queue.checkpoint(jobId, fence, continuation, scope)).leaseDeadline ?? 0,
     settle,
@@ -144,7 +145,7 @@ class SettleBatcher {
     await Promise.all([
       sendBatch(completes, () =>
         this.queue.completeEach(
-          completes.map(({ item }) => ({ jobId: item.jobId, fence: item.fence, successors: item.successors })),
+          completes.map(({ item }) => ({ jobId: item.jobId, fence: item.fence, ...completeOptions(item) })),
           this.scope,
         ),
       ),
@@ -167,4 +168,11 @@ class SettleBatcher {
       ),
     ]);
   }
+}
+
+/** A complete item's options for the queue: its successors, and its result when it has one. */
+function completeOptions(item: CompleteItem): CompleteOptions {
+  return item.result === undefined
+    ? { successors: item.successors }
+    : { successors: item.successors, result: item.result };
 }

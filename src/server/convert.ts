@@ -44,6 +44,8 @@ export function jobToWire(record: JobRecord, effectiveMaxAttempts: number): Job 
     ...(record.continuation === null ? {} : { continuation: record.continuation }),
     ...(record.attemptDeadline === null ? {} : { attemptDeadlineUs: BigInt(record.attemptDeadline) }),
     ...(record.timeoutSecs === null ? {} : { timeoutSecs: record.timeoutSecs }),
+    ...(record.result === null ? {} : { result: record.result }),
+    ...(record.progress === null ? {} : { progress: record.progress }),
     events: record.events.map((e) =>
       create(JobEventSchema, {
         atUs: BigInt(e.at),
@@ -71,6 +73,14 @@ export function newJobFromWire(job: NewJob | undefined, field: string): CoreNewJ
     ...(job.idempotencyKey === undefined ? {} : { idempotencyKey: job.idempotencyKey }),
     ...(job.timeoutSecs === undefined ? {} : { timeoutSecs: job.timeoutSecs }),
   };
+}
+
+/** A completion's options: its successors, and its result when the request carries one. */
+export function completeOptionsFromWire(
+  successors: readonly CoreNewJob[],
+  request: { readonly result?: Uint8Array | undefined },
+): { successors: readonly CoreNewJob[]; result?: Uint8Array } {
+  return request.result === undefined ? { successors } : { successors, result: request.result };
 }
 
 export function scopeFromWire(scope: Scope | undefined): RequestedScope {

@@ -40,6 +40,7 @@ import {
   type Principal,
 } from './auth.ts';
 import {
+  completeOptionsFromWire,
   enqueueResultToWire,
   jobToWire,
   newJobFromWire,
@@ -170,7 +171,10 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
       items,
       (item): Completion => ({
         ...fenceFromWire(item.fence),
-        successors: item.successors.map((job, j) => newJobFromWire(job, `successors[${j}]`)),
+        ...completeOptionsFromWire(
+          item.successors.map((job, j) => newJobFromWire(job, `successors[${j}]`)),
+          item,
+        ),
       }),
       (completions) => queue.completeEach(completions, scope),
     );
@@ -247,7 +251,8 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
 
     heartbeat: handle('heartbeat', 'work', async (req, { principal }) => {
       const { jobId, fence } = fenceFromWire(req.fence);
-      const job = await queue.heartbeat(jobId, fence, workScope(principal));
+      const options = req.progress === undefined ? {} : { progress: req.progress };
+      const job = await queue.heartbeat(jobId, fence, options, workScope(principal));
       return { leaseDeadlineUs: BigInt(job.leaseDeadline ?? 0) };
     }),
 
@@ -260,7 +265,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
     complete: handle('complete', 'work', async (req, { principal }) => {
       const { jobId, fence } = fenceFromWire(req.fence);
       const successors = req.successors.map((job, i) => newJobFromWire(job, `successors[${i}]`));
-      const result = await queue.complete(jobId, fence, { successors }, workScope(principal));
+      const result = await queue.complete(jobId, fence, completeOptionsFromWire(successors, req), workScope(principal));
       logger.debug({ jobId, kind: result.job.kind, tenant: result.job.tenant, workerId: fence.workerId }, 'completed');
       return { job: toWire(result.job), successors: result.successors.map(resultToWire) };
     }),

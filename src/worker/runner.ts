@@ -21,6 +21,7 @@ import { randomUUID } from 'node:crypto';
 import { ErrorCode, isTelhaError, isTransient, LeaseConflictError, TelhaError } from '../core/errors.ts';
 import { LazyAbort } from '../core/lazy-abort.ts';
 import { MAX_TIMER_MS, MAX_WORK_CREDIT } from '../core/limits.ts';
+import { progressText, resultBytes } from '../core/results.ts';
 import type { Logger } from '../core/logger.ts';
 import type { JobRecord, LeaseFence, NewJob } from '../core/types.ts';
 import type { SettleItem, WorkSession, WorkSource } from './source.ts';
@@ -57,15 +58,26 @@ export interface JobContext {
   readonly leaseGeneration: number;
   /** Aborts when the lease is lost or the worker shuts down. */
   readonly signal: AbortSignal;
-  /** Store progress and extend the lease in one call; throws `LeaseConflictError` if the lease is gone. */
+  /** Store a continuation (where to resume) and extend the lease in one call; throws `LeaseConflictError` if the lease is gone. */
   checkpoint(continuation: Uint8Array): Promise<void>;
+  /**
+   * Report progress for people to read (a number or a small JSON object, at most 4,096
+   * characters as JSON): a heartbeat carrying it, so it extends the lease too. The job shows the
+   * last value reported until it is leased again. Throws `LeaseConflictError` if the lease is gone.
+   */
+  progress(value: number | { readonly [key: string]: unknown }): Promise<void>;
   /** Jobs to enqueue in the same write as this job's completion (chained enqueue). */
   chain(...successors: NewJob[]): void;
   /** The whole record as leased. */
   readonly record: JobRecord;
 }
 
-export type JobHandler = (job: JobContext) => Promise<void>;
+/**
+ * Runs one job. What it resolves to is the job's result, stored with the completion:
+ * `undefined` stores none, a `Uint8Array` is stored as it is, anything else as its JSON text
+ * (UTF-8), at most `jobs.max_result_bytes` (64 KiB by default).
+ */
+export type JobHandler = (job: JobContext) => Promise<unknown>;
 
 /** What a worker does, whichever source it works from. */
 export interface RunnerOptions {
@@ -143,7 +155,9 @@ interface Waiting {
   release(): void;
 }
 
-type HandlerOutcome = { readonly ok: true } | { readonly ok: false; readonly error: unknown };
+/** How a handler ended: with its result as bytes (`undefined` for none), or with an error. */
+type HandlerOutcome =
+  { readonly ok: true; readonly result: Uint8Array | undefined } | { readonly ok: false; readonly error: unknown };
 
 /**
  * The worker loop over any {@link WorkSource}: the SDK's `Worker` (gRPC to
@@ -478,8 +492,8 @@ export class WorkerRunner {
   /** The handler's outcome; never rejects, even for a handler that throws before it returns a promise. */
   private async runHandler(context: JobContext): Promise<HandlerOutcome> {
     try {
-      await this.options.handler(context);
-      return { ok: true };
+      const value = await this.options.handler(context);
+      return { ok: true, result: resultBytes(value) };
     } catch (error) {
       return { ok: false, error };
     }
@@ -590,6 +604,15 @@ export class WorkerRunner {
           throw error;
         }
       },
+      progress: async (value) => {
+        const progress = progressText(value);
+        try {
+          deadline = await this.source.heartbeat(job.jobId, fence, progress);
+        } catch (error) {
+          lost(error);
+          throw error;
+        }
+      },
       chain: (...next) => {
         successors.push(...next);
       },
@@ -617,13 +640,30 @@ export class WorkerRunner {
         }
         return;
       }
+      let failed: { readonly error: unknown } | null = outcome.ok ? null : { error: outcome.error };
       if (outcome.ok) {
-        await this.settle({ type: 'complete', jobId: job.jobId, fence, successors });
-        this.stats.completed++;
-        this.options.onCompleted?.(job);
-      } else {
-        const permanent = outcome.error instanceof PermanentError;
-        const message = outcome.error instanceof Error ? outcome.error.message : String(outcome.error);
+        const { result } = outcome;
+        try {
+          await this.settle({
+            type: 'complete',
+            jobId: job.jobId,
+            fence,
+            successors,
+            ...(result === undefined ? {} : { result }),
+          });
+          this.stats.completed++;
+          this.options.onCompleted?.(job);
+        } catch (error) {
+          // The completion itself was refused (a result over jobs.max_result_bytes, a bad
+          // successor): nothing was written and the lease is still held, so the attempt fails
+          // with the reason in its trail rather than waiting out its lease in silence.
+          if (!isTelhaError(error, ErrorCode.InvalidArgument)) throw error;
+          failed = { error };
+        }
+      }
+      if (failed !== null) {
+        const permanent = failed.error instanceof PermanentError;
+        const message = failed.error instanceof Error ? failed.error.message : String(failed.error);
         await this.settle({ type: 'fail', jobId: job.jobId, fence, error: message, permanent });
         this.stats.failed++;
         this.options.logger?.info({ ...log, permanent, err: message }, 'handler failed');

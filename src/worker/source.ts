@@ -14,6 +14,8 @@ export type SettleItem =
       readonly jobId: string;
       readonly fence: LeaseFence;
       readonly successors: readonly NewJob[];
+      /** What the handler returned, as bytes; absent for none. */
+      readonly result?: Uint8Array;
     }
   | {
       readonly type: 'fail';
@@ -65,8 +67,8 @@ export interface WorkSource {
     params: { readonly workerId: string; readonly kinds?: readonly string[] },
     events: WorkSessionEvents,
   ): WorkSession;
-  /** Extend a lease; the new deadline (µs). */
-  heartbeat(jobId: string, fence: LeaseFence): Promise<number>;
+  /** Extend a lease, storing `progress` (JSON text) with it when given; the new deadline (µs). */
+  heartbeat(jobId: string, fence: LeaseFence, progress?: string): Promise<number>;
   /** Store a continuation and extend the lease; the new deadline (µs). */
   checkpoint(jobId: string, fence: LeaseFence, continuation: Uint8Array): Promise<number>;
   /** Settle a result while no session is open. */

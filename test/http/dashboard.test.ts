@@ -184,6 +184,28 @@ describe('the HTTP listener with tokens', () => {
     }
   });
 
+  it('shows a job’s result and last progress, escaped, JSON pretty-printed', async () => {
+    const { job } = await server.queue.enqueue({ kind: 'results.shown' }, acme);
+    const leased = await server.queue.leaseNext({ workerId: 'worker-8', kinds: ['results.shown'] });
+    assert.ok(leased);
+    const fence = { workerId: 'worker-8', leaseGeneration: leased.leaseGeneration };
+    await server.queue.heartbeat(job.jobId, fence, { progress: '{"step":"<b>upload</b>"}' });
+    await server.queue.heartbeat(job.jobId, fence, { progress: '{"step":"<b>upload</b>"}' });
+    await server.queue.complete(job.jobId, fence, { result: Buffer.from('{"html":"<script>x</script>"}') });
+    const page = await (await operator()).get(`/jobs/${job.jobId}`);
+    assert.equal(page.status, 200);
+    assert.ok(page.text.includes('Progress reports ×2'), 'folded progress events');
+    assert.ok(
+      page.text.includes('&quot;step&quot;: &quot;&lt;b&gt;upload&lt;/b&gt;&quot;'),
+      'progress escaped, pretty',
+    );
+    assert.ok(
+      page.text.includes('&quot;html&quot;: &quot;&lt;script&gt;x&lt;/script&gt;&quot;'),
+      'result escaped, pretty',
+    );
+    assert.ok(!page.text.includes('<script>x'), 'nothing unescaped');
+  });
+
   it('shows a payload that is not text as hex, and a huge one cut with its size', async () => {
     const binary = await server.queue.enqueue({ kind: 'bin', payload: new Uint8Array([0, 1, 2, 255]) }, acme);
     const huge = await server.queue.enqueue({ kind: 'huge', payload: 'x'.repeat(200_000) }, acme);
@@ -203,6 +225,20 @@ describe('the HTTP listener with tokens', () => {
     assert.ok(page.text.includes('fixture-worker'));
     const mine = await (await operator()).get('/leases?worker=nobody-holds-this');
     assert.ok(!mine.text.includes(job.jobId));
+  });
+
+  it('counts every heartbeat of the current lease on the leases page, progress reports among them', async () => {
+    const { job } = await server.queue.enqueue({ kind: 'leases.counted' }, acme);
+    const leased = await server.queue.leaseNext({ workerId: 'worker-9', kinds: ['leases.counted'] });
+    assert.ok(leased);
+    const fence = { workerId: 'worker-9', leaseGeneration: leased.leaseGeneration };
+    await server.queue.heartbeat(job.jobId, fence);
+    await server.queue.heartbeat(job.jobId, fence, { progress: '0.5' });
+    await server.queue.heartbeat(job.jobId, fence, { progress: '0.75' });
+    await server.queue.heartbeat(job.jobId, fence);
+    const page = await (await operator()).get('/leases?worker=worker-9');
+    const row = page.text.slice(page.text.indexOf(job.jobId));
+    assert.match(row, /<td class="num">1<\/td>\s*<td>[^]*?<\/td>\s*<td class="num">4<\/td>/);
   });
 
   it('retries a Dead job with the CSRF token, and the retry is in its audit trail', async () => {

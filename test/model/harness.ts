@@ -457,7 +457,7 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         let observed: Observed<JobRecord>;
         let expected: Expected<ModelJob>;
         if (command.t === 'extend') {
-          observed = await attempt(() => queue.heartbeat(id, engineFence(fence), filter.engine));
+          observed = await attempt(() => queue.heartbeat(id, engineFence(fence), {}, filter.engine));
           expected = model.extend(id, fence, filter.model, now);
         } else if (command.t === 'checkpoint') {
           const bytes = command.bytes;

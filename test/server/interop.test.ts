@@ -126,6 +126,28 @@ describe('a plain grpc-js client loading the .proto files', () => {
     assert.equal(each.outcomes[0].reason, 'worker_mismatch');
   });
 
+  it('reports progress with Heartbeat and a result with Complete, and Show returns both', async () => {
+    const enqueued = await call('Enqueue', { scope: { tenant: 'acme' }, job: { kind: 'resulting' } });
+    const jobId: string = enqueued.result.job.job_id;
+    const leased = await call('Lease', { worker_id: 'grpc-js', kinds: ['resulting'], limit: 1 });
+    const fence = { job_id: jobId, worker_id: 'grpc-js', lease_generation: leased.jobs[0].lease_generation };
+    await call('Heartbeat', { fence, progress: '{"done":1,"of":2}' });
+    await assert.rejects(call('Complete', { fence, result: Buffer.alloc(65_537) }), (error: grpc.ServiceError) => {
+      assert.equal(error.code, grpc.status.INVALID_ARGUMENT);
+      assert.deepEqual(error.metadata.get('telha-field'), ['result']);
+      return true;
+    });
+    await call('Complete', { fence, result: Buffer.from('{"rows":2}') });
+    const shown = await call('Show', { job_id: jobId });
+    assert.equal(shown.job.state, 'JOB_STATE_COMPLETED');
+    assert.equal(Buffer.from(shown.job.result).toString(), '{"rows":2}');
+    assert.equal(shown.job.progress, '{"done":1,"of":2}');
+    assert.deepEqual(
+      shown.job.events.map((e: any) => e.transition),
+      ['enqueued', 'leased', 'progress', 'completed'],
+    );
+  });
+
   it('gets ABORTED with the reason in metadata for a stale submission', async () => {
     const enqueued = await call('Enqueue', { scope: { tenant: 'acme' }, job: { kind: 'stale' } });
     const jobId: string = enqueued.result.job.job_id;

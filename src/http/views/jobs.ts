@@ -5,7 +5,7 @@ import { href, html, type Html } from '../html.ts';
 import { filterQuery, type JobFilter, type ListParams } from '../params.ts';
 import { csrfField, notice, number, page, span, stateBadge, timestamp, when, type Viewer } from './layout.ts';
 
-/** Bytes of a payload or continuation shown at most as text (hex shows a quarter of it). */
+/** Bytes of a payload, continuation or result shown at most as text (hex shows a quarter of it). */
 export const MAX_SHOWN_BYTES = 64 * 1024;
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
@@ -151,7 +151,18 @@ export function jobsPage(viewer: Viewer, params: ListParams, result: JobsPage, n
   });
 }
 
-/** Payload or continuation bytes: UTF-8 text (JSON pretty-printed) when they are text, else hex; cut at a limit. */
+/** Progress is JSON text, checked when it was reported: pretty-printed, as people read it. */
+function progressView(progress: string): Html {
+  let pretty = progress;
+  try {
+    pretty = JSON.stringify(JSON.parse(progress), null, 2);
+  } catch {
+    /* written by a version that did not check it: show as it is */
+  }
+  return html`<pre class="payload">${pretty}</pre>`;
+}
+
+/** Payload, continuation or result bytes: UTF-8 text (JSON pretty-printed) when they are text, else hex; cut at a limit. */
 export function bytesView(bytes: Uint8Array): Html {
   if (bytes.byteLength === 0) return html`<p class="empty">(empty)</p>`;
   const shown = bytes.subarray(0, MAX_SHOWN_BYTES);
@@ -236,6 +247,7 @@ const TITLES: Readonly<Record<string, string>> = {
   retried: 'Retried by an operator',
   stats: 'Older events folded',
   released: 'Released',
+  progress: 'Progress reported',
 };
 
 function eventView(event: JobEvent, previous: JobEvent | undefined): Html {
@@ -264,7 +276,9 @@ function eventView(event: JobEvent, previous: JobEvent | undefined): Html {
       ? `Heartbeats ×${number(count)}`
       : event.transition === 'checkpoint' && count > 1
         ? `Checkpoints ×${number(count)}`
-        : (TITLES[event.transition] ?? event.transition);
+        : event.transition === 'progress' && count > 1
+          ? `Progress reports ×${number(count)}`
+          : (TITLES[event.transition] ?? event.transition);
   return html`<li class="event ${event.transition}">
     <div class="when">
       <time datetime="${new Date(Math.floor(event.at / 1000)).toISOString()}">${timestamp(event.at)}</time>${
@@ -335,6 +349,10 @@ export function jobPage(
           ${bytesView(job.payload)}
           <h2>Continuation <span class="hint">the last checkpoint of the current lease</span></h2>
           ${job.continuation === null ? html`<p class="empty">none</p>` : bytesView(job.continuation)}
+          <h2>Progress <span class="hint">the last the current (or last) attempt reported</span></h2>
+          ${job.progress === null ? html`<p class="empty">none</p>` : progressView(job.progress)}
+          <h2>Result <span class="hint">what the handler returned</span></h2>
+          ${job.result === null ? html`<p class="empty">none</p>` : bytesView(job.result)}
         </section>
       </div>`,
   });

@@ -13,10 +13,20 @@ function lastOf(job: JobRecord, transition: string): { at: Micros; detail: strin
   return null;
 }
 
+/**
+ * Heartbeats of the current lease, those that carried progress among them: runs of each fold
+ * into one event with a count, and a checkpoint or a progress report between them splits a run.
+ */
 function heartbeats(job: JobRecord): number {
-  const beat = lastOf(job, 'extended');
-  if (beat === null) return 0;
-  return Number(/count=(\d+)$/.exec(beat.detail ?? '')?.[1] ?? '1');
+  let total = 0;
+  for (let i = job.events.length - 1; i >= 0; i--) {
+    const event = job.events[i];
+    if (event === undefined || event.transition === 'leased') break;
+    if (event.transition === 'extended' || event.transition === 'progress') {
+      total += Number(/count=(\d+)$/.exec(event.detail ?? '')?.[1] ?? '1');
+    }
+  }
+  return total;
 }
 
 export function leasesPage(

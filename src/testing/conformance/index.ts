@@ -23,6 +23,7 @@ import { readCases } from './reads.ts';
 import { reaperCases } from './reaper.ts';
 import { recordCases } from './records.ts';
 import { releaseCases } from './release.ts';
+import { resultCases } from './results.ts';
 import { retentionCases } from './retention.ts';
 import { timeoutCases } from './timeout.ts';
 
@@ -37,6 +38,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       fencingCases,
       failureCases,
       releaseCases,
+      resultCases,
       reaperCases,
       timeoutCases,
       eachCases,
