@@ -82,12 +82,14 @@ export type Command =
   | { readonly t: 'reap' }
   /** Operator retry of a job; with `dead`, one that is Dead if any is (index 0 = newest). */
   | { readonly t: 'retry'; readonly dead: boolean; readonly job: number; readonly scope: OpScope }
+  /** Cancel a job; with `live`, one that is Pending or Leased if any is (index 0 = newest). */
+  | { readonly t: 'cancel'; readonly live: boolean; readonly job: number; readonly scope: OpScope }
   /** Move the clock; with `reap`, run the reaper right after (as its timer would). */
   | { readonly t: 'advance'; readonly secs: number; readonly reap: boolean }
   /** An operation on a job id the store never issued: `not_found` for all of them. */
   | {
       readonly t: 'ghost';
-      readonly op: 'extend' | 'checkpoint' | 'complete' | 'fail' | 'release' | 'retry' | 'show';
+      readonly op: 'extend' | 'checkpoint' | 'complete' | 'fail' | 'release' | 'retry' | 'cancel' | 'show';
     }
   /** Close and reopen the store (RocksDB only; a no-op in memory). */
   | { readonly t: 'restart' };
@@ -240,6 +242,12 @@ const COMMANDS: { readonly [T in Command['t']]: fc.Arbitrary<Extract<Command, { 
     job: fc.nat(10),
     scope: opScope,
   }),
+  cancel: fc.record({
+    t: fc.constant('cancel' as const),
+    live: fc.oneof({ arbitrary: fc.constant(true), weight: 3 }, { arbitrary: fc.constant(false), weight: 1 }),
+    job: fc.nat(10),
+    scope: opScope,
+  }),
   advance: fc.record({
     t: fc.constant('advance' as const),
     secs: fc.constantFrom(...ADVANCE_SECS),
@@ -254,6 +262,7 @@ const COMMANDS: { readonly [T in Command['t']]: fc.Arbitrary<Extract<Command, { 
       'fail' as const,
       'release' as const,
       'retry' as const,
+      'cancel' as const,
       'show' as const,
     ),
   }),
@@ -279,6 +288,7 @@ export const BROAD_MIX: CommandMix = {
     work: 5,
     reap: 2,
     retry: 2,
+    cancel: 2,
     advance: 5,
     ghost: 1,
     restart: 1,
@@ -301,6 +311,7 @@ export const LIFECYCLE_MIX: CommandMix = {
     work: 8,
     reap: 3,
     retry: 2,
+    cancel: 1,
     advance: 6,
     ghost: 0,
     restart: 1,

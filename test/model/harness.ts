@@ -528,6 +528,21 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         same(mapOk(observed, summarize), mapOk(expected, summarizeModel), context);
         break;
       }
+      case 'cancel': {
+        const live = command.live
+          ? model.jobs.filter((j) => j.state === JobState.Pending || j.state === JobState.Leased)
+          : [];
+        const pool = live.length > 0 ? live : model.jobs;
+        const n = pool.length;
+        if (n === 0) break;
+        const job = pool[n - 1 - (command.job % n)]!;
+        const filter = opFilter(command.scope, job.tenant);
+        const observed = await attempt(() => queue.cancel(job.id, { by: 'model' }, filter.engine));
+        const expected = model.cancel(job.id, filter.model);
+        tally(coverage, command, observed);
+        same(mapOk(observed, summarize), mapOk(expected, summarizeModel), context);
+        break;
+      }
       case 'advance':
         clock.advanceSeconds(command.secs);
         if (command.reap) await execute({ t: 'reap' }, `${context} (reap)`);
@@ -548,6 +563,8 @@ export async function runCommands(commands: readonly Command[], backend: Backend
               return queue.release(GHOST_ID, fence);
             case 'retry':
               return queue.retry(GHOST_ID);
+            case 'cancel':
+              return queue.cancel(GHOST_ID);
             case 'show':
               return queue.show(GHOST_ID);
           }
@@ -602,7 +619,13 @@ export async function runCommands(commands: readonly Command[], backend: Backend
   }
 }
 
-const STATES_LISTED = [JobState.Pending, JobState.Leased, JobState.Completed, JobState.Dead] as const;
+const STATES_LISTED = [
+  JobState.Pending,
+  JobState.Leased,
+  JobState.Completed,
+  JobState.Dead,
+  JobState.Cancelled,
+] as const;
 
 async function checkStore(
   { queue, store }: Opened,

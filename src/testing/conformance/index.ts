@@ -9,6 +9,7 @@
  *     conformanceSuite('my-store', async (options) => ({ queue, store, clock, config, reopen, close }));
  */
 import { describe } from 'node:test';
+import { cancelCases } from './cancel.ts';
 import { chainedCases } from './chained.ts';
 import { Suite } from './context.ts';
 import { eachCases } from './each.ts';
@@ -34,6 +35,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       fencingCases,
       failureCases,
       releaseCases,
+      cancelCases,
       reaperCases,
       eachCases,
       chainedCases,
