@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { JobState } from '../../core/types.ts';
+import { observeEach } from '../../engine/observers.ts';
 import { fenceOf, jobIn } from './harness.ts';
 import { acme, globex, ErrorCode, rejects, conflict, countsOf, type Suite } from './context.ts';
 
@@ -137,6 +138,30 @@ export function cancelCases(s: Suite): void {
         [a.jobId, b.jobId],
       );
       assert.equal((await s.q.list({ state: JobState.Cancelled, kindPrefix: 'a' })).jobs.length, 2);
+    });
+
+    it('tells an observer of each cancel with the state before, and of the refusals of a cancelled holder', async () => {
+      const pending = await jobIn(s.h, acme, 'pending', { kind: 'seen.a' });
+      const leased = await jobIn(s.h, acme, 'leased', { kind: 'seen.b' });
+      await jobIn(s.h, acme, 'pending', { kind: 'seen.c' });
+      const seen: string[] = [];
+      const stop = observeEach(s.q.events, (o) => {
+        seen.push(o.type === 'refused' ? `refused ${o.reason}` : `${o.transition} ${o.previous}→${o.record.state}`);
+      });
+      await s.q.cancel(pending.jobId);
+      await s.q.cancel(leased.jobId);
+      await rejects(s.q.complete(leased.jobId, fenceOf(leased)), ErrorCode.LeaseConflict);
+      await s.q.cancelMatching({ scope: acme, kindPrefix: 'seen.' });
+      await s.q.retry(leased.jobId);
+      stop();
+      const [P, L, C] = [JobState.Pending, JobState.Leased, JobState.Cancelled];
+      assert.deepEqual(seen, [
+        `cancel ${P}→${C}`,
+        `cancel ${L}→${C}`,
+        'refused cancelled',
+        `cancel ${P}→${C}`,
+        `retry ${C}→${P}`,
+      ]);
     });
 
     it('prunes cancelled jobs after retention.cancelled_secs, freeing their idempotency key', async () => {
