@@ -346,6 +346,18 @@ export class ReferenceModel {
     return { ok: true, value: job };
   }
 
+  /** Cancel every job of `states` in the filter whose kind starts with `prefix`; returns how many. */
+  cancelMatching(filter: ModelScopeFilter, states: readonly JobState[], prefix: string | undefined): number {
+    let cancelled = 0;
+    for (const job of this.jobs) {
+      if (!ReferenceModel.inFilter(job, filter) || !states.includes(job.state)) continue;
+      if (prefix !== undefined && !job.kind.startsWith(prefix)) continue;
+      this.cancel(job.id, filter);
+      cancelled++;
+    }
+    return cancelled;
+  }
+
   /** Rows per (state, kind) in a scope filter, sorted by state then kind. */
   counts(filter: ModelScopeFilter): { state: number; kind: string; count: number }[] {
     const totals = new Map<string, { state: number; kind: string; count: number }>();
