@@ -8,6 +8,8 @@ export { openQueue, openStore, loadConfig } from './open.ts';
 export type { OpenQueueOptions } from './open.ts';
 export { Queue } from './engine/queue.ts';
 export type {
+  CancelMatchingOptions,
+  CancelOptions,
   CompleteOptions,
   CompleteResult,
   Completion,

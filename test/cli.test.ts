@@ -288,6 +288,54 @@ describe('the telha CLI', () => {
     assert.equal((await run('jobs', 'retry')).code, 2);
   });
 
+  it('cancels jobs by id, each on its own, and says which could not be cancelled', async () => {
+    const { job: pending } = await server.queue.enqueue({ kind: 'cancel.one' }, acme);
+    const [dead] = (await deadJobs(server.queue, acme, 'cancel.dead', 1)) as [string];
+    const cancelled = await run('jobs', 'cancel', pending.jobId, dead, '--reason', 'ordered twice');
+    assert.equal(cancelled.code, 1, 'a job that could not be cancelled fails the command');
+    assert.match(cancelled.stdout, new RegExp(`^cancelled ${pending.jobId}$`, 'm'));
+    assert.match(cancelled.stdout, /^cancelled 1 of 2 jobs$/m);
+    assert.match(cancelled.stderr, new RegExp(`^error: failed_precondition: job ${dead}: cannot cancel`, 'm'));
+    const shown = await server.queue.show(pending.jobId);
+    assert.equal(shown.state, JobState.Cancelled);
+    assert.match(shown.events.at(-1)?.detail ?? '', /reason=ordered twice$/);
+    const listed = await run('jobs', 'list', '--state', 'cancelled', '--kind-prefix', 'cancel.', '--json');
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, new RegExp(pending.jobId));
+  });
+
+  it('cancels every pending or leased job of a kind prefix, in one scope or only one state', async () => {
+    await server.queue.enqueueBatch([{ kind: 'sweep.a' }, { kind: 'sweep.b' }, { kind: 'keep' }], acme);
+    await server.queue.enqueue({ kind: 'sweep.a' }, globex);
+    const [leased] = await server.queue.lease({ workerId: 'w-sweep', kinds: ['sweep.b'], scope: acme });
+    assert.ok(leased);
+    const pendingOnly = await run(
+      'jobs',
+      'cancel',
+      '--kind-prefix',
+      'sweep.',
+      '--tenant',
+      'acme',
+      '--state',
+      'pending',
+    );
+    assert.equal(pendingOnly.code, 0, pendingOnly.stderr);
+    assert.match(pendingOnly.stdout, /^cancelled 1 jobs$/m);
+    assert.equal((await server.queue.show(leased.jobId)).state, JobState.Leased);
+    const rest = await run('jobs', 'cancel', '--kind-prefix', 'sweep.', '--tenant', 'acme', '--json');
+    assert.deepEqual(JSON.parse(rest.stdout), { cancelled: 1 });
+    assert.equal((await server.queue.show(leased.jobId)).state, JobState.Cancelled);
+    const globexSweep = await server.queue.list({ scope: globex, kindPrefix: 'sweep.' });
+    assert.deepEqual(
+      globexSweep.jobs.map((j) => j.state),
+      [JobState.Pending],
+    );
+    assert.equal((await run('jobs', 'cancel')).code, 2);
+    assert.equal((await run('jobs', 'cancel', MISSING_ID, '--kind-prefix', 'x')).code, 2);
+    assert.equal((await run('jobs', 'cancel', MISSING_ID, '--tenant', 'acme')).code, 2);
+    assert.equal((await run('jobs', 'cancel', '--kind-prefix', 'x', '--state', 'dead')).code, 2);
+  });
+
   it("fails with exit code 1 and the server's error for a failed call", async () => {
     const shown = await run('jobs', 'show', MISSING_ID);
     assert.equal(shown.code, 1);
@@ -344,6 +392,7 @@ describe('the telha CLI', () => {
       ['jobs', 'show'],
       ['jobs', 'list'],
       ['jobs', 'retry'],
+      ['jobs', 'cancel'],
       ['jobs', 'enqueue'],
       ['jobs', 'stats'],
     ]) {

@@ -65,6 +65,7 @@ describe('configuration', () => {
     ['jobs', 'max_result_bytes', 1, 16_777_216],
     ['retention', 'completed_secs', 0, 315_360_000],
     ['retention', 'dead_secs', 0, 315_360_000],
+    ['retention', 'cancelled_secs', 0, 315_360_000],
     ['retention', 'prune_interval_secs', 1, 2_147_483],
     ['server', 'max_lease_wait_ms', 1, 2_147_483_647],
     ['server', 'shutdown_grace_ms', 0, 2_147_483_647],

@@ -3,7 +3,7 @@
  * priorities, delays, attempt ceilings and idempotency keys in two tenants and
  * the system scope; leases by scope and kind prefix; heartbeats, checkpoints,
  * completions with successors, retryable and permanent failures; stale
- * submissions; the reaper; operator retries; clock steps across the lease TTL
+ * submissions; the reaper; operator retries; cancels by id and by filter; clock steps across the lease TTL
  * and the backoff schedule) run against each backend and against an
  * independent reference model of the spec (test/model/reference.ts).
  *

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { makeConfig } from '../src/core/config.ts';
 import * as transitions from '../src/core/transitions.ts';
+import { LeaseConflictError } from '../src/core/errors.ts';
 import { JobState, type JobRecord } from '../src/core/types.ts';
 
 const { TRANSITIONS, isEdge } = transitions;
@@ -79,6 +80,12 @@ describe('the transition table', () => {
     job = leased(fresh());
     take('release', job, transitions.release(job, fence(job), NOW));
 
+    const cancel = { by: 'operator', reason: null };
+    take('cancel', fresh(), transitions.cancel(fresh(), cancel, NOW));
+    job = leased(fresh());
+    const cancelled = take('cancel', job, transitions.cancel(job, cancel, NOW));
+    take('retry', cancelled, transitions.retry(cancelled, NOW));
+
     const expired = NOW + 3_600_000_000;
     job = leased(fresh());
     job = take('reap', job, transitions.reap(job, expired, policy));
@@ -97,6 +104,44 @@ describe('the transition table', () => {
     assert.ok(!isEdge('complete', JobState.Pending, JobState.Completed));
     assert.ok(!isEdge('retry', JobState.Completed, JobState.Pending));
     assert.ok(!isEdge('lease', 'start', JobState.Leased));
+    assert.ok(isEdge('cancel', JobState.Leased, JobState.Cancelled));
+    assert.ok(!isEdge('cancel', JobState.Completed, JobState.Cancelled));
+  });
+
+  it("refuses a cancelled job's holder with reason cancelled and keeps its generation", () => {
+    const job = transitions.lease(
+      transitions.enqueue(
+        {
+          jobId: '01a22b9c-0b3f-75cf-b38e-00434c789a13',
+          tenant: 'acme',
+          kind: 'k',
+          payload: Buffer.alloc(0),
+          priority: 128,
+          createdAt: NOW,
+          notBefore: null,
+          idempotencyKey: null,
+          maxAttempts: null,
+          timeoutSecs: null,
+        },
+        NOW,
+      ),
+      'w',
+      NOW,
+      policy,
+    );
+    const cancelled = transitions.cancel(job, { by: 'tenant:acme', reason: 'not needed' }, NOW);
+    assert.equal(cancelled.state, JobState.Cancelled);
+    assert.equal(cancelled.leaseGeneration, job.leaseGeneration);
+    assert.equal(cancelled.workerId, null);
+    assert.equal(cancelled.events.at(-1)?.detail, 'worker=w generation=1 by=tenant:acme reason=not needed');
+    assert.throws(
+      () => transitions.heartbeat(cancelled, { workerId: 'w', leaseGeneration: 1 }, NOW, policy),
+      (error: unknown) => error instanceof LeaseConflictError && error.reason === 'cancelled',
+    );
+    assert.throws(
+      () => transitions.cancel(cancelled, { by: null, reason: null }, NOW),
+      /cannot cancel a cancelled job/,
+    );
   });
 });
 

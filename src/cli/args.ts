@@ -31,7 +31,10 @@ export function integerIn(
 
 /** The states a job can be found in. Failed is reserved in the key space and never set, so it is no filter. */
 export const LISTED_STATES: Readonly<Record<string, JobState>> = Object.fromEntries(
-  [JobState.Pending, JobState.Leased, JobState.Completed, JobState.Dead].map((s) => [JOB_STATE_NAMES[s], s]),
+  [JobState.Pending, JobState.Leased, JobState.Completed, JobState.Dead, JobState.Cancelled].map((s) => [
+    JOB_STATE_NAMES[s],
+    s,
+  ]),
 );
 
 /** The scope the flags name, or `undefined` when they name none. */

@@ -55,6 +55,7 @@ const SUMMARY: Readonly<Record<JobState, (job: JobRecord, now: Micros) => string
   [JobState.Failed]: () => 'failed (reserved state)',
   [JobState.Dead]: (j) =>
     `DEAD after ${j.attempts} attempt${j.attempts === 1 ? '' : 's'}: retry with \`telha jobs retry ${j.jobId}\``,
+  [JobState.Cancelled]: (j) => `cancelled: retry with \`telha jobs retry ${j.jobId}\``,
 };
 
 /** `telha jobs show`: the whole lifecycle, readable at 2 am. */

@@ -19,7 +19,10 @@ export interface CliIo {
 }
 
 /** The calls the `telha jobs` commands make on a server. */
-export type OperatorClient = Pick<TelhaClient, 'show' | 'list' | 'counts' | 'retry' | 'enqueue'>;
+export type OperatorClient = Pick<
+  TelhaClient,
+  'show' | 'list' | 'counts' | 'retry' | 'cancel' | 'cancelMatching' | 'enqueue'
+>;
 
 /** The running process's streams and environment. */
 export function processIo(): CliIo {

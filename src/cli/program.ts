@@ -15,6 +15,7 @@ import { isTelhaError } from '../core/errors.ts';
 import { MAX_LIST_LIMIT } from '../core/limits.ts';
 import { integer, integerIn, LISTED_STATES, type ScopeOptions } from './args.ts';
 import { processIo, UsageError, type CliIo, type OperatorClient } from './io.ts';
+import { cancelJobs, CANCELLABLE_STATES, type CancelOptions } from './jobs/cancel.ts';
 import { countJobs } from './jobs/counts.ts';
 import { enqueueJob } from './jobs/enqueue.ts';
 import { listJobs } from './jobs/list.ts';
@@ -128,6 +129,24 @@ function buildProgram(
     .option('--json', 'print what moved and what failed as JSON')
     .action((ids: string[], o: ScopeOptions & { dead?: boolean; kindPrefix?: string; json?: boolean }) =>
       jobsCall((client) => retryJobs({ ids, ...o }, client, io)),
+    );
+
+  jobs
+    .command('cancel')
+    .description(
+      'cancel pending or leased jobs (operators, or a tenant its own): by id, or every one of a kind prefix with --kind-prefix',
+    )
+    .argument('[ids...]', 'job ids')
+    .option('--kind-prefix <prefix>', 'cancel every pending or leased job whose kind starts with this')
+    .addOption(
+      new Option('--state <state>', 'with --kind-prefix: only this state').choices(Object.keys(CANCELLABLE_STATES)),
+    )
+    .option('--tenant <tenant>', "with --kind-prefix: this tenant's jobs (operators; default every scope)")
+    .option('--system', "with --kind-prefix: the system scope's jobs")
+    .option('--reason <text>', "why, kept in each job's cancelled event (by id)")
+    .option('--json', 'print what was cancelled and what failed as JSON')
+    .action((ids: string[], o: Omit<CancelOptions, 'ids'>) =>
+      jobsCall((client) => cancelJobs({ ids, ...o }, client, io)),
     );
 
   jobs

@@ -1,5 +1,5 @@
 /**
- * The producer and operator client: enqueue, show, list, counts, retry, and
+ * The producer and operator client: enqueue, show, list, counts, retry, cancel, and
  * the low-level worker calls the {@link Worker} is built on. Speaks only the
  * wire protocol; errors come back as `TelhaError` / `LeaseConflictError`.
  */
@@ -72,6 +72,20 @@ export interface ListOptions {
   readonly kindPrefix?: string;
   readonly limit?: number;
   readonly pageToken?: string;
+}
+
+export interface CancelOptions {
+  /** Why, kept in the job's `cancelled` event. */
+  readonly reason?: string;
+}
+
+export interface CancelMatchingOptions {
+  /** Operators: a tenant or the system scope; omitted means every scope. Tenants: their own. */
+  readonly scope?: QueueScope;
+  /** `JobState.Pending` or `JobState.Leased`; omitted cancels both. */
+  readonly state?: JobState;
+  /** Only kinds starting with this; omitted matches every kind. */
+  readonly kindPrefix?: string;
 }
 
 export interface LeaseOptions {
@@ -271,10 +285,32 @@ export class TelhaClient {
     }));
   }
 
-  /** Operator: move a Dead job back to Pending with its attempts reset. */
+  /** Operator: move a Dead or Cancelled job back to Pending with its attempts reset. */
   async retry(jobId: string): Promise<RemoteJob> {
     const res = await this.rpc('retry', { jobId });
     return jobFromWire(requireJob(res.job));
+  }
+
+  /**
+   * Operator, or the owning tenant: cancel a Pending or Leased job. A Leased job's worker
+   * learns at its next heartbeat at the latest (a lease conflict with reason `cancelled`).
+   */
+  async cancel(jobId: string, options: CancelOptions = {}): Promise<RemoteJob> {
+    const res = await this.rpc('cancel', {
+      jobId,
+      ...(options.reason === undefined ? {} : { reason: options.reason }),
+    });
+    return jobFromWire(requireJob(res.job));
+  }
+
+  /** Cancel every Pending or Leased job matching the filter; returns how many were cancelled. */
+  async cancelMatching(options: CancelMatchingOptions = {}): Promise<number> {
+    const res = await this.rpc('cancelMatching', {
+      scope: scopeToWire(options.scope),
+      ...(options.state === undefined ? {} : { state: stateToWire(options.state) }),
+      kindPrefix: options.kindPrefix ?? '',
+    });
+    return Number(res.cancelled);
   }
 
   // ---- worker calls ----

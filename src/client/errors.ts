@@ -4,7 +4,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import type { ItemOutcome } from '../gen/telha/v1/queue_pb.ts';
-import { ErrorCode, LeaseConflictError, TelhaError } from '../core/errors.ts';
+import { ErrorCode, LeaseConflictError, TelhaError, type LeaseConflictReason } from '../core/errors.ts';
 import { itemFailed, itemOk, type ItemResult } from '../core/types.ts';
 import { FIELD_HEADER, JOB_HEADER, REASON_HEADER, Status } from '../wire/service.ts';
 
@@ -38,13 +38,18 @@ function header(metadata: grpc.Metadata, key: string): string | null {
   return typeof value === 'string' ? value : null;
 }
 
+/** A reason this build does not know reads as `worker_mismatch`: the lease is lost, whatever the cause. */
+function leaseConflictReason(reason: string | null): LeaseConflictReason {
+  return reason === 'generation_superseded' || reason === 'cancelled' ? reason : 'worker_mismatch';
+}
+
 export function fromWireError(error: unknown): Error {
   if (!(error instanceof WireError)) return error instanceof Error ? error : new Error(String(error));
   const code = FROM_CODE[error.code] ?? ErrorCode.Internal;
   if (code === ErrorCode.LeaseConflict) {
     return new LeaseConflictError(
       header(error.metadata, JOB_HEADER) ?? '',
-      header(error.metadata, REASON_HEADER) === 'generation_superseded' ? 'generation_superseded' : 'worker_mismatch',
+      leaseConflictReason(header(error.metadata, REASON_HEADER)),
       error.details.replace(/^lease conflict on job \S+: /, ''),
     );
   }

@@ -48,6 +48,8 @@ export const DEFAULT_MAX_RESULT_BYTES = 64 * 1024;
 export const DEFAULT_RETENTION_COMPLETED_SECS = 7 * 24 * 3_600;
 /** `retention.dead_secs`: Dead jobs are kept longer, for operators to inspect and retry (30 days). */
 export const DEFAULT_RETENTION_DEAD_SECS = 30 * 24 * 3_600;
+/** `retention.cancelled_secs`: Cancelled jobs are kept as long as Dead ones, for operators to inspect and retry (30 days). */
+export const DEFAULT_RETENTION_CANCELLED_SECS = DEFAULT_RETENTION_DEAD_SECS;
 /** `retention.prune_interval_secs`: how often the `system:prune` maintenance job is scheduled. */
 export const DEFAULT_PRUNE_INTERVAL_SECS = 60;
 /** `storage.path`: where the embedded store lives. */
@@ -198,6 +200,7 @@ const retentionSchema = z.strictObject({
   enabled: z.boolean().default(true),
   completed_secs: duration(0).default(DEFAULT_RETENTION_COMPLETED_SECS),
   dead_secs: duration(0).default(DEFAULT_RETENTION_DEAD_SECS),
+  cancelled_secs: duration(0).default(DEFAULT_RETENTION_CANCELLED_SECS),
   prune_interval_secs: intervalSecs.default(DEFAULT_PRUNE_INTERVAL_SECS),
 });
 

@@ -34,7 +34,9 @@ export type LeaseConflictReason =
   /** The job is not leased to the submitting worker (another worker holds it, or nobody does). */
   | 'worker_mismatch'
   /** Same worker id, but the lease was reaped and granted again: the submitted generation is superseded. */
-  | 'generation_superseded';
+  | 'generation_superseded'
+  /** The job was cancelled while leased: its holder may submit nothing more for it. */
+  | 'cancelled';
 
 export class TelhaError extends Error {
   override readonly name = 'TelhaError';

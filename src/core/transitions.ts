@@ -41,6 +41,9 @@ export const TRANSITIONS = [
   { name: 'reap', from: 'Leased', to: 'Dead' },
   { name: 'release', from: 'Leased', to: 'Pending' },
   { name: 'retry', from: 'Dead', to: 'Pending' },
+  { name: 'retry', from: 'Cancelled', to: 'Pending' },
+  { name: 'cancel', from: 'Pending', to: 'Cancelled' },
+  { name: 'cancel', from: 'Leased', to: 'Cancelled' },
 ] as const satisfies readonly { name: string; from: TransitionSource; to: keyof typeof JobState }[];
 
 export type TransitionName = (typeof TRANSITIONS)[number]['name'];
@@ -177,9 +180,14 @@ export function lease(record: JobRecord, workerId: string, now: Micros, policy: 
 
 /**
  * The fencing check: first the worker, then the generation, so a job held by another worker (or by nobody) reads as `worker_mismatch` whatever generation was sent.
- * A job that is not leased at all is leased by nobody, so it fails the first check.
+ * A job that is not leased at all is leased by nobody, so it fails the first check, except a
+ * cancelled one: its last holder learns why it lost the job (`cancelled`), so the SDK can abort
+ * the handler instead of treating the refusal as a lost lease.
  */
 export function checkFence(record: JobRecord, fence: LeaseFence): void {
+  if (record.state === JobState.Cancelled) {
+    throw new LeaseConflictError(record.jobId, 'cancelled', `job was cancelled, submitted by "${fence.workerId}"`);
+  }
   if (record.state !== JobState.Leased || record.workerId !== fence.workerId) {
     const holder =
       record.state === JobState.Leased && record.workerId !== null
@@ -352,11 +360,17 @@ export function reap(record: JobRecord, now: Micros, policy: RetryPolicy): JobRe
 }
 
 /**
- * retry (operator): Dead back to Pending with a fresh attempt budget. The generation keeps growing.
- * Any result goes: the job is to run again, and a result belongs to the run that completed it.
+ * retry (operator): Dead or Cancelled back to Pending with a fresh attempt budget. The generation
+ * keeps growing. Any result goes: the job is to run again, and a result belongs to the run that
+ * completed it.
  */
 export function retry(record: JobRecord, now: Micros): JobRecord {
-  expectState(record, 'retry', JobState.Dead);
+  if (record.state !== JobState.Dead && record.state !== JobState.Cancelled) {
+    throw new TelhaError(
+      ErrorCode.FailedPrecondition,
+      `job ${record.jobId}: cannot retry a ${JOB_STATE_NAMES[record.state]} job (must be dead or cancelled)`,
+    );
+  }
   return taking('retry', record.state, {
     ...record,
     state: JobState.Pending,
@@ -364,6 +378,38 @@ export function retry(record: JobRecord, now: Micros): JobRecord {
     attempts: 0,
     notBefore: null,
     events: appendEvent(record.events, event(now, 'retried', `after ${record.attempts} attempts`)),
+  });
+}
+
+/** Who asked for a cancel and why, kept in the `cancelled` event. */
+export interface CancelRequest {
+  /** The caller's principal (`operator`, `tenant:acme`), or `null` when unknown (an in-process call). */
+  readonly by: string | null;
+  readonly reason: string | null;
+}
+
+/**
+ * cancel: Pending or Leased to Cancelled. A Leased job keeps its generation and loses its
+ * holder, so the holder's next fenced call is refused with reason `cancelled` and nothing it
+ * submits can land; there is no wait for the worker to agree.
+ */
+export function cancel(record: JobRecord, request: CancelRequest, now: Micros): JobRecord {
+  if (record.state !== JobState.Pending && record.state !== JobState.Leased) {
+    throw new TelhaError(
+      ErrorCode.FailedPrecondition,
+      `job ${record.jobId}: cannot cancel a ${JOB_STATE_NAMES[record.state]} job (must be pending or leased)`,
+    );
+  }
+  const details: string[] = [];
+  if (record.state === JobState.Leased) {
+    details.push(`worker=${record.workerId ?? ''} generation=${record.leaseGeneration}`);
+  }
+  if (request.by !== null) details.push(`by=${request.by}`);
+  if (request.reason !== null && request.reason !== '') details.push(`reason=${request.reason}`);
+  return taking('cancel', record.state, {
+    ...leaveLease(record),
+    state: JobState.Cancelled,
+    events: appendEvent(record.events, event(now, 'cancelled', details.length > 0 ? details.join(' ') : null)),
   });
 }
 

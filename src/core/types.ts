@@ -27,6 +27,11 @@ export const JobState = {
   Failed: 0x03,
   /** Dead-lettered after its attempts ran out, or failed permanently. Only an operator retry moves it. */
   Dead: 0x04,
+  /**
+   * Stopped by an operator or its tenant before it finished. Terminal like Dead: only an
+   * operator retry moves it, and retention prunes it after `retention.cancelled_secs`.
+   */
+  Cancelled: 0x05,
 } as const;
 export type JobState = (typeof JobState)[keyof typeof JobState];
 
@@ -37,6 +42,7 @@ export const JOB_STATE_NAMES: Readonly<Record<JobState, string>> = {
   [JobState.Completed]: 'completed',
   [JobState.Failed]: 'failed',
   [JobState.Dead]: 'dead',
+  [JobState.Cancelled]: 'cancelled',
 };
 
 export const ALL_JOB_STATES: readonly JobState[] = [
@@ -45,10 +51,11 @@ export const ALL_JOB_STATES: readonly JobState[] = [
   JobState.Completed,
   JobState.Failed,
   JobState.Dead,
+  JobState.Cancelled,
 ];
 
 export function isJobState(value: number): value is JobState {
-  return value === 0 || value === 1 || value === 2 || value === 3 || value === 4;
+  return Number.isInteger(value) && value >= 0 && value <= 5;
 }
 
 /** What happened to a job: one event per step of a transition (docs/design.md). */
@@ -65,6 +72,7 @@ export const EVENT_TRANSITIONS = [
   'stats',
   'released',
   'progress',
+  'cancelled',
 ] as const;
 export type EventTransition = (typeof EVENT_TRANSITIONS)[number];
 
@@ -222,7 +230,9 @@ export interface LeaseFence {
 
 /** When a job reached a terminal state (the time of its last event), or `null` while it is live. */
 export function finishedAt(record: JobRecord): Micros | null {
-  if (record.state !== JobState.Completed && record.state !== JobState.Dead) return null;
+  if (record.state !== JobState.Completed && record.state !== JobState.Dead && record.state !== JobState.Cancelled) {
+    return null;
+  }
   const last = record.events[record.events.length - 1];
   return last ? last.at : record.createdAt;
 }

@@ -128,14 +128,15 @@ export class Maintenance {
     }
   }
 
-  /** Delete Completed and Dead jobs past their retention periods. Returns how many went. */
+  /** Delete Completed, Dead and Cancelled jobs past their retention periods. Returns how many went. */
   async prune(): Promise<number> {
-    const { completed_secs, dead_secs } = this.options.config.retention;
+    const { completed_secs, dead_secs, cancelled_secs } = this.options.config.retention;
     const now = this.options.clock.now();
     let total = 0;
     for (const [state, secs] of [
       [JobState.Completed, completed_secs],
       [JobState.Dead, dead_secs],
+      [JobState.Cancelled, cancelled_secs],
     ] as const) {
       for (;;) {
         const n = await this.options.store.prune({

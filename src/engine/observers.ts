@@ -57,7 +57,7 @@ export function observeEach(events: QueueEventEmitter, listener: (observation: Q
 /**
  * `queue.events`: `transition` after every committed write (enqueued jobs that
  * were created, not idempotent repeats; leases; heartbeats; results; reaps;
- * retries; releases), `refused` for stale submissions, `parked` when a lease
+ * retries; releases; cancels), `refused` for stale submissions, `parked` when a lease
  * call starts to wait. Only this process's writes: not those of other servers
  * sharing a PostgreSQL store.
  */

@@ -8,7 +8,7 @@
  *     producers   enqueue · enqueueBatch (all or none) · enqueueEach (each on its own)
  *     workers     leaseNext · lease (many, optional long poll) · heartbeat · checkpoint
  *                 complete · fail · release · completeEach · failEach · releaseEach
- *     operators   show · list · counts · leased · retry
+ *     operators   show · list · counts · leased · retry · cancel · cancelMatching
  *     lifecycle   maintenance (reaper, pruning) · waits · events · stats · storeMetrics · close
  */
 import { systemClock, type Clock } from '../core/clock.ts';
@@ -132,6 +132,24 @@ export interface ListOptions {
   readonly pageToken?: string;
 }
 
+export interface CancelOptions {
+  /** Why, kept (cut to 1,024 characters) in the job's `cancelled` event. */
+  readonly reason?: string;
+  /** Who asked (`operator`, `tenant:acme`), kept in the event; the server fills it in from the caller's token. */
+  readonly by?: string;
+}
+
+export interface CancelMatchingOptions extends CancelOptions {
+  /** Default: every scope. */
+  readonly scope?: ScopeFilter;
+  /** Pending, Leased, or both (the default). */
+  readonly states?: readonly JobState[];
+  /** Only kinds starting with this prefix; default every kind. */
+  readonly kindPrefix?: string;
+  /** Cancel at most this many jobs; default every match. */
+  readonly limit?: number;
+}
+
 export interface LeasedOptions {
   /** Only this worker's leases. */
   readonly workerId?: string;
@@ -155,6 +173,9 @@ export interface QueueOptions {
   /** Run the reaper and the maintenance runner on timers. Default `true`. */
   readonly services?: boolean;
 }
+
+/** Jobs `cancelMatching` reads and cancels per pass of the store. */
+const CANCEL_PAGE = 100;
 
 export class Queue {
   readonly config: TelhaConfig;
@@ -558,22 +579,105 @@ export class Queue {
 
   // ---- operators ----
 
-  /** Move a Dead job back to Pending with its attempts reset to 0. */
+  /** Move a Dead or Cancelled job back to Pending with its attempts reset to 0. */
   async retry(jobId: string, scope: ScopeFilter = ANY_SCOPE): Promise<JobRecord> {
     this.assertOpen();
     const id = checkJobId(jobId);
     const now = this.clock.now();
+    let previous: JobState = JobState.Dead;
     const outcome = await this.store.update(
       id,
       (current) => {
         assertInScope(current, scope);
+        previous = current.state;
         return { record: transitions.retry(current, now) };
       },
       now,
     );
-    this.events.transition('retry', [outcome.record], JobState.Dead, now);
+    this.events.transition('retry', [outcome.record], previous, now);
     this.announce([outcome.record], now);
     return outcome.record;
+  }
+
+  /**
+   * Cancel a Pending or Leased job: it rests in Cancelled, never leased again
+   * unless an operator retries it. A Leased job's holder is fenced out at once:
+   * its next heartbeat, checkpoint, completion or failure is refused with a
+   * lease conflict of reason `cancelled`. Refused with `failed_precondition`
+   * for a Completed, Dead or Cancelled job.
+   */
+  async cancel(jobId: string, options: CancelOptions = {}, scope: ScopeFilter = ANY_SCOPE): Promise<JobRecord> {
+    this.assertOpen();
+    const id = checkJobId(jobId);
+    const request = cancelRequest(options);
+    const now = this.clock.now();
+    let previous: JobState = JobState.Pending;
+    const outcome = await this.store.update(
+      id,
+      (current) => {
+        assertInScope(current, scope);
+        previous = current.state;
+        return { record: transitions.cancel(current, request, now) };
+      },
+      now,
+    );
+    this.events.transition('cancel', [outcome.record], previous, now);
+    return outcome.record;
+  }
+
+  /**
+   * Cancel every Pending or Leased job matching a filter, as `cancel` would,
+   * a page at a time (each job its own atomic write, a page in one pass of the
+   * store). A job that moved on between the scan and its write (completed,
+   * cancelled by someone else) is skipped. Returns how many were cancelled.
+   */
+  async cancelMatching(options: CancelMatchingOptions = {}): Promise<number> {
+    this.assertOpen();
+    const scope = options.scope ?? ANY_SCOPE;
+    if (scope.type !== 'any') checkScope(scope);
+    const states = options.states ?? [JobState.Pending, JobState.Leased];
+    for (const state of states) {
+      if (state !== JobState.Pending && state !== JobState.Leased) {
+        throw invalidArgument('state', 'only pending and leased jobs can be cancelled');
+      }
+    }
+    const limit =
+      options.limit === undefined
+        ? Number.MAX_SAFE_INTEGER
+        : checkIntegerInRange('limit', options.limit, 1, Number.MAX_SAFE_INTEGER);
+    const request = cancelRequest(options);
+    let cancelled = 0;
+    for (const state of new Set(states)) {
+      let pageToken: string | null = null;
+      do {
+        const page: ListPage = await this.store.list({
+          scope,
+          state,
+          kindPrefix: options.kindPrefix ?? null,
+          limit: Math.min(CANCEL_PAGE, limit - cancelled),
+          pageToken,
+        });
+        const now = this.clock.now();
+        const results = await this.store.updateMany(
+          page.jobs.map((job) => ({
+            jobId: job.jobId,
+            change: (current: JobRecord) => {
+              // Re-checked on the current record: the scan and the write are not one snapshot.
+              assertInScope(current, scope);
+              if (current.state !== state) throw notFound(`job ${current.jobId} in state ${state}`);
+              return { record: transitions.cancel(current, request, now) };
+            },
+          })),
+          now,
+        );
+        const written = results.flatMap((result) => (result.ok ? [result.value] : []));
+        this.events.transition('cancel', written, state, now);
+        cancelled += written.length;
+        pageToken = page.nextPageToken;
+      } while (pageToken !== null && cancelled < limit);
+      if (cancelled >= limit) break;
+    }
+    return cancelled;
   }
 
   /** The whole record with its events, found by id. A job outside `scope` is reported as not found. */
@@ -674,6 +778,13 @@ function checkFence(fence: LeaseFence): LeaseFence {
     workerId: checkWorkerId(fence.workerId),
     leaseGeneration: checkIntegerInRange('lease_generation', fence.leaseGeneration, 0, Number.MAX_SAFE_INTEGER),
   };
+}
+
+function cancelRequest(options: CancelOptions): transitions.CancelRequest {
+  if (options.reason !== undefined && typeof options.reason !== 'string') {
+    throw invalidArgument('reason', 'must be a string');
+  }
+  return { by: options.by ?? null, reason: options.reason ?? null };
 }
 
 function failRequest(options: FailOptions): transitions.FailRequest {

@@ -32,8 +32,10 @@ const COUNTED: Readonly<Record<string, CounterName>> = {
   reap: 'reaped',
   retry: 'retried',
   release: 'released',
+  cancel: 'cancelled',
 };
-type CounterName = 'enqueued' | 'leased' | 'completed' | 'failed' | 'dead' | 'reaped' | 'retried' | 'released';
+type CounterName =
+  'enqueued' | 'leased' | 'completed' | 'failed' | 'dead' | 'reaped' | 'retried' | 'released' | 'cancelled';
 const COUNTER_HELP: Readonly<Record<CounterName, string>> = {
   enqueued: 'Jobs created (a repeated idempotency key creates none).',
   leased: 'Leases granted.',
@@ -41,8 +43,9 @@ const COUNTER_HELP: Readonly<Record<CounterName, string>> = {
   failed: 'Failed attempts reported by workers (retried or dead-lettered).',
   dead: 'Jobs dead-lettered, by a failure or by the reaper.',
   reaped: 'Expired leases reclaimed by the reaper.',
-  retried: 'Dead jobs moved back to Pending by an operator.',
+  retried: 'Dead or Cancelled jobs moved back to Pending by an operator.',
   released: 'Leases handed back by their workers without an attempt counted.',
+  cancelled: 'Pending or Leased jobs cancelled by an operator or their tenant.',
 };
 
 /** Observations of one histogram series: counts per bucket (not cumulative), their sum and count. */
@@ -187,9 +190,10 @@ export class QueueMetrics {
       labelNames: ['reason'],
       registers,
     });
-    // Both reasons exist from the start, so a rate() over them never starts from nothing.
+    // Every reason exists from the start, so a rate() over them never starts from nothing.
     this.refused.labels('worker_mismatch').inc(0);
     this.refused.labels('generation_superseded').inc(0);
+    this.refused.labels('cancelled').inc(0);
     this.grpc = new client.Counter({
       name: 'telha_grpc_calls_total',
       help: 'gRPC calls answered, by method and status code (a Work stream counts when it ends).',
@@ -317,7 +321,17 @@ export class QueueMetrics {
     if (series === undefined) {
       series = {
         labels: tenant === null ? { kind } : { kind, tenant },
-        counters: { enqueued: 0, leased: 0, completed: 0, failed: 0, dead: 0, reaped: 0, retried: 0, released: 0 },
+        counters: {
+          enqueued: 0,
+          leased: 0,
+          completed: 0,
+          failed: 0,
+          dead: 0,
+          reaped: 0,
+          retried: 0,
+          released: 0,
+          cancelled: 0,
+        },
         wait: new Buckets(),
         runCompleted: new Buckets(),
         runFailed: new Buckets(),

@@ -33,6 +33,7 @@ const STATES: Readonly<Record<string, JobState>> = {
   leased: JobState.Leased,
   completed: JobState.Completed,
   dead: JobState.Dead,
+  cancelled: JobState.Cancelled,
 };
 
 type Query = Readonly<Record<string, unknown>>;

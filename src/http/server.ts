@@ -8,7 +8,8 @@
  *     GET  /login  POST /login  POST /logout    sessions (with tokens configured)
  *     GET  /  /jobs  /jobs/:id  /leases         pages
  *     GET  /events                              the overview's live stream (server-sent events)
- *     POST /jobs/:id/retry  /jobs/retry-dead    actions (CSRF token required)
+ *     POST /jobs/:id/retry  /jobs/:id/cancel  /jobs/retry-dead
+ *                                               actions (CSRF token required)
  */
 import { createServer as createHttpServer, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -27,7 +28,14 @@ import type { Logger } from '../core/logger.ts';
 import { SYSTEM_SCOPE, type ScopeFilter } from '../core/types.ts';
 import type { Queue } from '../engine/queue.ts';
 import { assertLoopbackWhenOpen, joinAddress, splitAddress } from '../server/address.ts';
-import { OPEN_ACCESS, requirePermission, resolveScope, type Authenticator, type Principal } from '../server/auth.ts';
+import {
+  OPEN_ACCESS,
+  principalLabel,
+  requirePermission,
+  resolveScope,
+  type Authenticator,
+  type Principal,
+} from '../server/auth.ts';
 import { describeError } from '../server/status.ts';
 import { countDead, listJobs, retryDead } from './browse.ts';
 import { html, type Html } from './html.ts';
@@ -319,10 +327,15 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
   app.get<{ Params: { id: string } }>('/jobs/:id', async (request, reply) => {
     const viewer = viewerOf(request, reply, true);
     const query = request.query as Record<string, unknown>;
-    onlyKnown(query, ['retried']);
+    onlyKnown(query, ['retried', 'cancelled']);
     const jobId = parseJobId(request.params.id);
     const job = await queue.show(jobId, readScope(viewer.principal, null));
-    const message = query['retried'] === undefined ? null : notice('ok', html`Retried: the job is Pending again.`);
+    const message =
+      query['retried'] !== undefined
+        ? notice('ok', html`Retried: the job is Pending again.`)
+        : query['cancelled'] !== undefined
+          ? notice('ok', html`Cancelled: the job will not run again unless an operator retries it.`)
+          : null;
     return sendHtml(
       reply,
       jobPage(viewer, job, queue.clock.now(), effectiveMaxAttempts(job, { config: queue.config.jobs }), message),
@@ -351,6 +364,16 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
     const job = await queue.retry(jobId, readScope(viewer.principal, null));
     logger.info({ jobId, kind: job.kind, tenant: job.tenant, operator: viewer.principal.name }, 'operator retry');
     return reply.redirect(`/jobs/${jobId}?retried=1`, 303);
+  });
+
+  app.post<{ Params: { id: string } }>('/jobs/:id/cancel', async (request, reply) => {
+    const viewer = actor(request, reply);
+    onlyKnown(request.body as Record<string, unknown>, ['_csrf']);
+    const jobId = parseJobId(request.params.id);
+    requirePermission(viewer.principal, 'cancel');
+    const job = await queue.cancel(jobId, { by: principalLabel(viewer.principal) }, readScope(viewer.principal, null));
+    logger.info({ jobId, kind: job.kind, tenant: job.tenant, caller: viewer.principal.name }, 'cancelled');
+    return reply.redirect(`/jobs/${jobId}?cancelled=1`, 303);
   });
 
   app.post('/jobs/retry-dead', async (request, reply) => {

@@ -110,7 +110,7 @@ export class Telemetry implements CallObserver {
 
   /** Jobs in each state, summed over kinds, by state name: what the live stream sends. */
   static byStateNames(rows: readonly CountRow[]): Record<string, number> {
-    const totals: Record<string, number> = { pending: 0, leased: 0, completed: 0, dead: 0 };
+    const totals: Record<string, number> = { pending: 0, leased: 0, completed: 0, dead: 0, cancelled: 0 };
     for (const row of rows) {
       const name = JOB_STATE_NAMES[row.state];
       totals[name] = (totals[name] ?? 0) + row.count;

@@ -10,14 +10,23 @@ import { checkTenant } from '../core/validate.ts';
 
 export type Role = 'tenant' | 'worker' | 'operator';
 
-/** What a call needs: enqueue, read (show/list/counts), work (lease and fenced submissions), retry. */
-export type Permission = 'enqueue' | 'read' | 'work' | 'retry';
+/**
+ * What a call needs: enqueue, read (show/list/counts), work (lease and fenced submissions), retry,
+ * cancel. A tenant may cancel its own jobs (its scope is enforced by `resolveScope`); a worker
+ * may not cancel at all: it gives a job up with `release` or `fail`.
+ */
+export type Permission = 'enqueue' | 'read' | 'work' | 'retry' | 'cancel';
 
 const GRANTS: Readonly<Record<Role, readonly Permission[]>> = {
-  tenant: ['enqueue', 'read'],
+  tenant: ['enqueue', 'read', 'cancel'],
   worker: ['work'],
-  operator: ['enqueue', 'read', 'work', 'retry'],
+  operator: ['enqueue', 'read', 'work', 'retry', 'cancel'],
 };
+
+/** Who did it, as an event detail names them: `tenant:acme` for a tenant token, else the token's name. */
+export function principalLabel(principal: Principal): string {
+  return principal.role === 'tenant' ? `tenant:${principal.tenant ?? ''}` : principal.name;
+}
 
 export interface Principal {
   readonly role: Role;

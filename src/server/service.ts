@@ -32,6 +32,7 @@ import {
 import type { MethodName, RequestOf, ResponseInitOf } from '../wire/service.ts';
 import { stateToWire } from '../wire/states.ts';
 import {
+  principalLabel,
   requirePermission,
   resolveScope,
   writeScope,
@@ -333,6 +334,29 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
       const job = await queue.retry(req.jobId, resolveScope(principal, null, true));
       logger.info({ jobId: job.jobId, kind: job.kind, tenant: job.tenant, operator: principal.name }, 'operator retry');
       return { job: toWire(job) };
+    }),
+
+    cancel: handle('cancel', 'cancel', async (req, { principal }) => {
+      const job = await queue.cancel(
+        req.jobId,
+        { by: principalLabel(principal), ...(req.reason === undefined ? {} : { reason: req.reason }) },
+        resolveScope(principal, null, true),
+      );
+      logger.info({ jobId: job.jobId, kind: job.kind, tenant: job.tenant, caller: principal.name }, 'cancelled');
+      return { job: toWire(job) };
+    }),
+
+    cancelMatching: handle('cancelMatching', 'cancel', async (req, { principal }) => {
+      const scope = resolveScope(principal, scopeFromWire(req.scope), true);
+      const state = stateFilterFromWire(req.state, 'state');
+      const cancelled = await queue.cancelMatching({
+        scope,
+        by: principalLabel(principal),
+        ...(state === null ? {} : { states: [state] }),
+        ...(req.kindPrefix === '' ? {} : { kindPrefix: req.kindPrefix }),
+      });
+      logger.info({ kindPrefix: req.kindPrefix, caller: principal.name, cancelled }, 'cancelled matching jobs');
+      return { cancelled: BigInt(cancelled) };
     }),
   };
 

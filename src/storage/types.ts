@@ -74,7 +74,7 @@ export interface ListQuery {
 }
 
 export interface PruneParams {
-  /** Completed or Dead. */
+  /** Completed, Dead or Cancelled. */
   readonly state: JobState;
   /** Rows that finished strictly before this time go. */
   readonly finishedBefore: Micros;

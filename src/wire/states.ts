@@ -8,6 +8,7 @@ const TO_WIRE: Readonly<Record<CoreState, JobState>> = {
   [CoreState.Completed]: JobState.COMPLETED,
   [CoreState.Failed]: JobState.FAILED,
   [CoreState.Dead]: JobState.DEAD,
+  [CoreState.Cancelled]: JobState.CANCELLED,
 };
 
 const FROM_WIRE: ReadonlyMap<JobState, CoreState> = new Map(

@@ -12,7 +12,9 @@
  * - The handler's `signal` aborts when the lease is lost (a heartbeat or
  *   checkpoint came back ABORTED) or when `close()` gives up on it; a late
  *   result is then not submitted as if the lease were still held: the store
- *   would reject it anyway.
+ *   would reject it anyway. A job cancelled while it runs is such a loss:
+ *   `signal.reason` is the `LeaseConflictError` with reason `cancelled`, and
+ *   the job is neither completed nor failed.
  * - `close()` hands back the jobs it holds but has not started (released:
  *   Pending at once, no attempt charged), so a worker that stops right after
  *   it started strands nothing.
@@ -56,7 +58,10 @@ export interface JobContext {
   readonly continuation: Uint8Array | null;
   /** The fencing token: pass it to downstream stores so they can refuse a stale writer. */
   readonly leaseGeneration: number;
-  /** Aborts when the lease is lost or the worker shuts down. */
+  /**
+   * Aborts when the lease is lost, the job is cancelled (its `reason` is then a
+   * `LeaseConflictError` with reason `cancelled`), or the worker shuts down.
+   */
   readonly signal: AbortSignal;
   /** Store a continuation (where to resume) and extend the lease in one call; throws `LeaseConflictError` if the lease is gone. */
   checkpoint(continuation: Uint8Array): Promise<void>;
@@ -528,7 +533,9 @@ export class WorkerRunner {
       if (releasing !== null) return true;
       this.stats.leaseLost++;
       this.options.onLeaseLost?.(job.jobId, error);
-      this.options.logger?.warn({ ...log, reason: error.reason }, 'lease lost');
+      // A cancel is someone's decision, not a fault of this worker: worth a note, not a warning.
+      if (error.reason === 'cancelled') this.options.logger?.info(log, 'job cancelled; aborting its handler');
+      else this.options.logger?.warn({ ...log, reason: error.reason }, 'lease lost');
       abort.abort(error);
       return true;
     };

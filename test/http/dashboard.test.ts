@@ -27,7 +27,7 @@ const globex = tenantScope('globex');
 
 describe('the HTTP listener with tokens', () => {
   let server: TestServer;
-  const fixture = (state: 'pending' | 'leased' | 'completed' | 'dead', scope = acme, kind?: string) =>
+  const fixture = (state: 'pending' | 'leased' | 'completed' | 'dead' | 'cancelled', scope = acme, kind?: string) =>
     jobIn({ queue: server.queue } as Harness, scope, state, kind === undefined ? undefined : { kind });
 
   before(async () => {
@@ -254,6 +254,28 @@ describe('the HTTP listener with tokens', () => {
     assert.ok(page.text.includes('Retried: the job is Pending again.'));
   });
 
+  it('cancels a leased job with the CSRF token, shows it as cancelled, and offers its retry', async () => {
+    const leased = await fixture('leased', acme, 'cancel.me');
+    const browser = await operator();
+    const before = await browser.get(`/jobs/${leased.jobId}`);
+    assert.ok(before.text.includes('Cancel this job'));
+    assert.equal((await browser.post(`/jobs/${leased.jobId}/cancel`, {})).status, 403);
+    assert.equal((await server.queue.show(leased.jobId)).state, JobState.Leased, 'no cancel without the token');
+    const reply = await browser.post(`/jobs/${leased.jobId}/cancel`, { _csrf: await browser.csrf() });
+    assert.equal(reply.status, 303);
+    assert.equal(reply.headers.get('location'), `/jobs/${leased.jobId}?cancelled=1`);
+    const after = await server.queue.show(leased.jobId);
+    assert.equal(after.state, JobState.Cancelled);
+    assert.equal(after.events.at(-1)?.detail, `worker=fixture-worker generation=${leased.leaseGeneration} by=ops`);
+    const page = await browser.get(`/jobs/${leased.jobId}?cancelled=1`);
+    assert.ok(page.text.includes('Cancelled: the job will not run again'));
+    assert.ok(page.text.includes('Retry this job') && !page.text.includes('Cancel this job'));
+    const listed = await browser.get('/jobs?state=cancelled&kind=cancel.');
+    assert.ok(listed.text.includes(leased.jobId));
+    assert.match((await browser.get('/')).text, /data-count="cancelled">\d+</);
+    assert.equal((await browser.post(`/jobs/${leased.jobId}/cancel`, { _csrf: await browser.csrf() })).status, 409);
+  });
+
   it('changes nothing without the CSRF token, with a wrong one, or from another site', async () => {
     const dead = await fixture('dead');
     const browser = await operator();
@@ -379,6 +401,19 @@ describe('the HTTP listener with tokens', () => {
       assert.equal((await browser.get('/jobs/retry-dead?state=dead')).status, 403);
       assert.equal((await server.queue.show(own.jobId)).state, JobState.Dead);
       assert.equal((await server.queue.show(other.jobId)).state, JobState.Dead);
+    });
+
+    it("cancels its own job, and gets not found for another tenant's, which stays as it was", async () => {
+      const own = await fixture('pending', acme, 'iso.cancel');
+      const other = await fixture('pending', globex, 'iso.cancel');
+      const browser = await tenant(TOKENS.acme);
+      assert.ok((await browser.get(`/jobs/${own.jobId}`)).text.includes('Cancel this job'));
+      const csrf = await browser.csrf();
+      assert.equal((await browser.post(`/jobs/${other.jobId}/cancel`, { _csrf: csrf })).status, 404);
+      assert.equal((await browser.post(`/jobs/${own.jobId}/cancel`, { _csrf: csrf })).status, 303);
+      assert.equal((await server.queue.show(own.jobId)).state, JobState.Cancelled);
+      assert.deepEqual(await server.queue.show(other.jobId), other);
+      assert.ok(!(await browser.get(`/jobs/${own.jobId}`)).text.includes('Retry this job'), 'only operators retry');
     });
 
     it('may not read /metrics, which span every tenant', async () => {

@@ -90,6 +90,21 @@ describe('/metrics', () => {
     assert.ok(m.families.has('process_cpu_seconds_total'), 'process metrics');
   });
 
+  it('counts cancels by kind, the refusals of a cancelled holder, and cancelled jobs by state', async () => {
+    server = await startTestServer({ metrics: { refresh_ms: 50 } });
+    const q = server.queue;
+    const [pending, held] = await q.enqueueBatch([{ kind: 'mail' }, { kind: 'mail' }], acme);
+    const leased = await q.leaseNext({ workerId: 'w1', scope: acme, kinds: ['mail'] });
+    assert.ok(leased !== null && leased.jobId === pending?.job.jobId);
+    await q.cancel(leased.jobId);
+    await q.cancel(held!.job.jobId);
+    await assert.rejects(q.complete(leased.jobId, { workerId: 'w1', leaseGeneration: leased.leaseGeneration }));
+    const m = await scrape(server, null);
+    assert.equal(m.value('telha_jobs_cancelled_total', { kind: 'mail' }), 2);
+    assert.equal(m.value('telha_fenced_refused_total', { reason: 'cancelled' }), 1);
+    assert.equal(m.value('telha_jobs', { state: 'cancelled', kind: 'mail' }), 2);
+  });
+
   it('counts reaped leases', async () => {
     server = await startTestServer({ jobs: { lease_ttl_secs: 1 } });
     await server.queue.enqueue({ kind: 'slow' }, acme);

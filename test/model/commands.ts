@@ -84,12 +84,22 @@ export type Command =
   | { readonly t: 'reap' }
   /** Operator retry of a job; with `dead`, one that is Dead if any is (index 0 = newest). */
   | { readonly t: 'retry'; readonly dead: boolean; readonly job: number; readonly scope: OpScope }
+  /** Cancel a job; with `live`, one that is Pending or Leased if any is (index 0 = newest). */
+  | { readonly t: 'cancel'; readonly live: boolean; readonly job: number; readonly scope: OpScope }
+  /** Cancel every Pending and/or Leased job of a scope filter whose kind starts with a prefix. */
+  | {
+      readonly t: 'cancelMatching';
+      readonly scope: LeaseScope;
+      /** Index into {@link CANCEL_PREFIXES}. */
+      readonly prefix: number;
+      readonly states: 'pending' | 'leased' | 'both';
+    }
   /** Move the clock; with `reap`, run the reaper right after (as its timer would). */
   | { readonly t: 'advance'; readonly secs: number; readonly reap: boolean }
   /** An operation on a job id the store never issued: `not_found` for all of them. */
   | {
       readonly t: 'ghost';
-      readonly op: 'extend' | 'checkpoint' | 'complete' | 'fail' | 'release' | 'retry' | 'show';
+      readonly op: 'extend' | 'checkpoint' | 'complete' | 'fail' | 'release' | 'retry' | 'cancel' | 'show';
     }
   /** Close and reopen the store (RocksDB only; a no-op in memory). */
   | { readonly t: 'restart' };
@@ -118,6 +128,8 @@ export const KIND_FILTERS: readonly (readonly string[] | undefined)[] = [
 /** The index in {@link KIND_FILTERS} of the filter naming every kind, system kinds included: a worker's turn. */
 export const EVERY_KIND_BY_NAME = KIND_FILTERS.length - 1;
 export const IDEMPOTENCY_KEYS = ['k1', 'k2', 'k3'] as const;
+/** Kind prefixes of a bulk cancel: none (every kind), a family, one kind, system kinds, nothing. */
+export const CANCEL_PREFIXES = [undefined, 'ingest:', 'embed', 'system:', 'nothing-matches'] as const;
 
 const opScope: fc.Arbitrary<OpScope> = fc.oneof(
   { arbitrary: fc.constant<OpScope>('default'), weight: 6 },
@@ -243,6 +255,18 @@ const COMMANDS: { readonly [T in Command['t']]: fc.Arbitrary<Extract<Command, { 
     job: fc.nat(10),
     scope: opScope,
   }),
+  cancel: fc.record({
+    t: fc.constant('cancel' as const),
+    live: fc.oneof({ arbitrary: fc.constant(true), weight: 3 }, { arbitrary: fc.constant(false), weight: 1 }),
+    job: fc.nat(10),
+    scope: opScope,
+  }),
+  cancelMatching: fc.record({
+    t: fc.constant('cancelMatching' as const),
+    scope: leaseScope,
+    prefix: fc.nat(CANCEL_PREFIXES.length - 1),
+    states: fc.constantFrom('pending' as const, 'leased' as const, 'both' as const),
+  }),
   advance: fc.record({
     t: fc.constant('advance' as const),
     secs: fc.constantFrom(...ADVANCE_SECS),
@@ -257,6 +281,7 @@ const COMMANDS: { readonly [T in Command['t']]: fc.Arbitrary<Extract<Command, { 
       'fail' as const,
       'release' as const,
       'retry' as const,
+      'cancel' as const,
       'show' as const,
     ),
   }),
@@ -282,6 +307,8 @@ export const BROAD_MIX: CommandMix = {
     work: 5,
     reap: 2,
     retry: 2,
+    cancel: 2,
+    cancelMatching: 1,
     advance: 5,
     ghost: 1,
     restart: 1,
@@ -304,6 +331,8 @@ export const LIFECYCLE_MIX: CommandMix = {
     work: 8,
     reap: 3,
     retry: 2,
+    cancel: 1,
+    cancelMatching: 0,
     advance: 6,
     ghost: 0,
     restart: 1,

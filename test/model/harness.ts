@@ -29,6 +29,7 @@ import { dropTestSchema, TEST_PG_URL, uniqueSchema } from '../support/backends.t
 import { Queue } from '../../src/engine/queue.ts';
 import type { NewJob as EngineNewJob } from '../../src/core/types.ts';
 import {
+  CANCEL_PREFIXES,
   EVERY_KIND_BY_NAME,
   KIND_FILTERS,
   SYSTEM_KINDS,
@@ -349,6 +350,7 @@ function tally(coverage: Coverage | undefined, command: Command, outcome: Observ
     const created = results.filter((r) => r.created).length;
     label = `ok, ${created} created, ${results.length - created} existing`;
   } else if (Array.isArray(outcome.value)) label = `ok, ${outcome.value.length} job(s)`;
+  else if (typeof outcome.value === 'number') label = `ok, ${outcome.value > 0 ? 'some' : 'none'} cancelled`;
   else if (command.t === 'reap') {
     const { reaped, dead } = outcome.value as { reaped: number; dead: number };
     label = `ok, reaped ${reaped} dead ${dead}`;
@@ -540,6 +542,43 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         same(mapOk(observed, summarize), mapOk(expected, summarizeModel), context);
         break;
       }
+      case 'cancel': {
+        const live = command.live
+          ? model.jobs.filter((j) => j.state === JobState.Pending || j.state === JobState.Leased)
+          : [];
+        const pool = live.length > 0 ? live : model.jobs;
+        const n = pool.length;
+        if (n === 0) break;
+        const job = pool[n - 1 - (command.job % n)]!;
+        const filter = opFilter(command.scope, job.tenant);
+        const observed = await attempt(() => queue.cancel(job.id, { by: 'model' }, filter.engine));
+        const expected = model.cancel(job.id, filter.model);
+        tally(coverage, command, observed);
+        same(mapOk(observed, summarize), mapOk(expected, summarizeModel), context);
+        break;
+      }
+      case 'cancelMatching': {
+        const filter = leaseFilter(command.scope);
+        const prefix = CANCEL_PREFIXES[command.prefix % CANCEL_PREFIXES.length];
+        const states =
+          command.states === 'pending'
+            ? [JobState.Pending]
+            : command.states === 'leased'
+              ? [JobState.Leased]
+              : [JobState.Pending, JobState.Leased];
+        const observed = await attempt(() =>
+          queue.cancelMatching({
+            scope: filter.engine,
+            states,
+            by: 'model',
+            ...(prefix === undefined ? {} : { kindPrefix: prefix }),
+          }),
+        );
+        const expected = model.cancelMatching(filter.model, states, prefix);
+        tally(coverage, command, observed);
+        same(observed, { ok: true, value: expected }, context);
+        break;
+      }
       case 'advance':
         clock.advanceSeconds(command.secs);
         if (command.reap) await execute({ t: 'reap' }, `${context} (reap)`);
@@ -560,6 +599,8 @@ export async function runCommands(commands: readonly Command[], backend: Backend
               return queue.release(GHOST_ID, fence);
             case 'retry':
               return queue.retry(GHOST_ID);
+            case 'cancel':
+              return queue.cancel(GHOST_ID);
             case 'show':
               return queue.show(GHOST_ID);
           }
@@ -615,7 +656,13 @@ export async function runCommands(commands: readonly Command[], backend: Backend
   }
 }
 
-const STATES_LISTED = [JobState.Pending, JobState.Leased, JobState.Completed, JobState.Dead] as const;
+const STATES_LISTED = [
+  JobState.Pending,
+  JobState.Leased,
+  JobState.Completed,
+  JobState.Dead,
+  JobState.Cancelled,
+] as const;
 
 async function checkStore(
   { queue, store }: Opened,

@@ -254,8 +254,12 @@ export class ReferenceModel {
     return wanted.some((prefix) => kind.startsWith(prefix) && (!system || prefix.startsWith('system:')));
   }
 
-  /** The fencing check: the worker first (a job nobody leases fails it), then the generation. */
+  /**
+   * The fencing check: a cancelled job first (its last holder learns why), then the worker (a job
+   * nobody leases fails it), then the generation.
+   */
   private fenceError(job: ModelJob, fence: Fence): ModelError | null {
+    if (job.state === JobState.Cancelled) return err('lease_conflict', 'cancelled');
     if (job.state !== JobState.Leased || job.workerId !== fence.workerId)
       return err('lease_conflict', 'worker_mismatch');
     if (job.generation !== fence.generation) return err('lease_conflict', 'generation_superseded');
@@ -365,16 +369,39 @@ export class ReferenceModel {
     return { reaped, dead };
   }
 
-  /** Operator retry: only a Dead job, back to Pending with its attempts reset and no gate. */
+  /** Operator retry: only a Dead or Cancelled job, back to Pending with its attempts reset and no gate. */
   retry(id: string, filter: ModelScopeFilter): Expected<ModelJob> {
     const job = this.locate(id, filter);
     if ('ok' in job) return job;
-    if (job.state !== JobState.Dead) return err('failed_precondition');
+    if (job.state !== JobState.Dead && job.state !== JobState.Cancelled) return err('failed_precondition');
     job.state = JobState.Pending;
     job.attempts = 0;
     job.notBefore = null;
     job.lastEvent = 'retried';
     return { ok: true, value: job };
+  }
+
+  /** Cancel a Pending or Leased job: Cancelled, the lease (if any) gone, the generation kept. */
+  cancel(id: string, filter: ModelScopeFilter): Expected<ModelJob> {
+    const job = this.locate(id, filter);
+    if ('ok' in job) return job;
+    if (job.state !== JobState.Pending && job.state !== JobState.Leased) return err('failed_precondition');
+    this.leaveLease(job);
+    job.state = JobState.Cancelled;
+    job.lastEvent = 'cancelled';
+    return { ok: true, value: job };
+  }
+
+  /** Cancel every job of `states` in the filter whose kind starts with `prefix`; returns how many. */
+  cancelMatching(filter: ModelScopeFilter, states: readonly JobState[], prefix: string | undefined): number {
+    let cancelled = 0;
+    for (const job of this.jobs) {
+      if (!ReferenceModel.inFilter(job, filter) || !states.includes(job.state)) continue;
+      if (prefix !== undefined && !job.kind.startsWith(prefix)) continue;
+      this.cancel(job.id, filter);
+      cancelled++;
+    }
+    return cancelled;
   }
 
   /** Rows per (state, kind) in a scope filter, sorted by state then kind. */

@@ -22,6 +22,12 @@ describe('postgres migrations', () => {
         applied.rows.map((r) => r.version),
         MIGRATIONS.map((_, i) => i + 1),
       );
+      const finished = await admin.query<{ indexdef: string }>(
+        `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'jobs_finished'`,
+        [schema],
+      );
+      // Migration 4: retention finds Cancelled rows (state 5) through the same index as Completed and Dead.
+      assert.match(finished.rows[0]?.indexdef ?? '', /ARRAY\[2, 4, 5\]/);
       const before = await admin.query(`SELECT applied_at FROM "${schema}".migrations`);
       const later = await PostgresJobStore.open({ url: TEST_PG_URL, schema, poolSize: 1 });
       await later.close();

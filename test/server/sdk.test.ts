@@ -346,6 +346,33 @@ describe('the SDK against a live server', () => {
     assert.equal(record.state, JobState.Leased);
     assert.equal(record.workerId, 'thief');
   });
+
+  it("aborts a cancelled job's handler signal with reason cancelled, and neither completes nor fails it", async () => {
+    const { job } = await client.enqueue({ kind: 'long' }, acme);
+    const started = deferred();
+    const aborted = deferred<unknown>();
+    const worker = new Worker({
+      address: server.address,
+      concurrency: 1,
+      prefetch: 0,
+      heartbeatFraction: 0.001, // beat as often as allowed: the worker learns of the cancel at its next one
+      handler: async (ctx) => {
+        ctx.signal.addEventListener('abort', () => aborted.resolve(ctx.signal.reason), { once: true });
+        started.resolve();
+        await aborted.promise;
+        // Returning normally: the worker must still not submit a completion.
+      },
+    }).start();
+    await started.promise;
+    const cancelled = await client.cancel(job.jobId, { reason: 'no longer needed' });
+    const reason = await aborted.promise;
+    await worker.close();
+    assert.ok(reason instanceof LeaseConflictError, String(reason));
+    assert.equal(reason.reason, 'cancelled');
+    assert.equal(reason.jobId, job.jobId);
+    assert.deepEqual(worker.stats, { completed: 0, failed: 0, released: 0, leaseLost: 1 });
+    assert.deepEqual(await client.show(job.jobId), cancelled);
+  });
 });
 
 describe('batch settlement', () => {

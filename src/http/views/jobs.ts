@@ -11,6 +11,8 @@ export const MAX_SHOWN_BYTES = 64 * 1024;
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 
 export const canRetry = (viewer: Viewer): boolean => viewer.principal.role === 'operator';
+/** Operators anywhere, tenants their own jobs (the only ones they can see); workers never. */
+export const canCancel = (viewer: Viewer): boolean => viewer.principal.role !== 'worker';
 
 /** `datetime-local` value (UTC) for µs. */
 function localInput(at: Micros | null): string {
@@ -35,7 +37,7 @@ function filterForm(viewer: Viewer, filter: JobFilter): Html {
     <label
       >State
       <select name="state">
-        ${option('', 'any')}${option('pending', 'Pending')}${option('leased', 'Leased')}${option('completed', 'Completed')}${option('dead', 'Dead')}
+        ${option('', 'any')}${option('pending', 'Pending')}${option('leased', 'Leased')}${option('completed', 'Completed')}${option('dead', 'Dead')}${option('cancelled', 'Cancelled')}
       </select></label
     >
     <label
@@ -248,6 +250,7 @@ const TITLES: Readonly<Record<string, string>> = {
   stats: 'Older events folded',
   released: 'Released',
   progress: 'Progress reported',
+  cancelled: 'Cancelled',
 };
 
 function eventView(event: JobEvent, previous: JobEvent | undefined): Html {
@@ -307,9 +310,15 @@ export function jobPage(
   message: Html | null,
 ): Html {
   const retry =
-    canRetry(viewer) && job.state === JobState.Dead
+    canRetry(viewer) && (job.state === JobState.Dead || job.state === JobState.Cancelled)
       ? html`<form method="post" action="${href(`/jobs/${job.jobId}/retry`)}" class="inline">
           ${csrfField(viewer)}<button class="primary" id="retry">Retry this job</button>
+        </form>`
+      : '';
+  const cancel =
+    canCancel(viewer) && (job.state === JobState.Pending || job.state === JobState.Leased)
+      ? html`<form method="post" action="${href(`/jobs/${job.jobId}/cancel`)}" class="inline">
+          ${csrfField(viewer)}<button class="danger" id="cancel">Cancel this job</button>
         </form>`
       : '';
   const none = html`<span class="zero">—</span>`;
@@ -319,7 +328,7 @@ export function jobPage(
     viewer,
     body: html`<div class="heading">
         <h1><span class="mono">${job.kind}</span> ${stateBadge(job.state)}</h1>
-        ${retry}
+        ${retry}${cancel}
       </div>
       ${message ?? ''}
       <p class="mono id-line">${job.jobId}</p>

@@ -9,6 +9,7 @@ export const SHOWN_STATES = [
   { state: JobState.Leased, name: 'leased', label: 'Leased' },
   { state: JobState.Completed, name: 'completed', label: 'Completed' },
   { state: JobState.Dead, name: 'dead', label: 'Dead' },
+  { state: JobState.Cancelled, name: 'cancelled', label: 'Cancelled' },
 ] as const;
 
 export interface OverviewData {

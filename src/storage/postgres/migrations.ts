@@ -48,6 +48,11 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
       autovacuum_analyze_scale_factor = 0.02
     );
   `,
+  // Cancelled jobs (state 5) are finished too: retention prunes them through the same index.
+  (s) => `
+    DROP INDEX ${s}.jobs_finished;
+    CREATE INDEX jobs_finished ON ${s}.jobs (state, finished_at, job_id) WHERE state IN (2, 4, 5);
+  `,
 ];
 
 /** The quoted schema name of a store, checked to be a plain identifier. */

@@ -54,11 +54,12 @@ let fixtureCount = 0;
 export async function jobIn(
   h: Harness,
   scope: QueueScope,
-  state: 'pending' | 'leased' | 'completed' | 'dead',
+  state: 'pending' | 'leased' | 'completed' | 'dead' | 'cancelled',
   job: NewJob = { kind: `fixture.${++fixtureCount}` },
 ): Promise<JobRecord> {
   const { job: created } = await h.queue.enqueue(job, scope);
   if (state === 'pending') return created;
+  if (state === 'cancelled') return h.queue.cancel(created.jobId, { by: 'fixture' });
   // Fixtures get a kind of their own, so this job is the first ready job of its kind.
   const leased = await h.queue.leaseNext({ workerId: 'fixture-worker', kinds: [created.kind], scope });
   if (leased === null || leased.jobId !== created.jobId) {

@@ -9,6 +9,7 @@
  *     conformanceSuite('my-store', async (options) => ({ queue, store, clock, config, reopen, close }));
  */
 import { describe } from 'node:test';
+import { cancelCases } from './cancel.ts';
 import { chainedCases } from './chained.ts';
 import { Suite } from './context.ts';
 import { eachCases } from './each.ts';
@@ -39,6 +40,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       failureCases,
       releaseCases,
       resultCases,
+      cancelCases,
       reaperCases,
       timeoutCases,
       eachCases,
