@@ -23,6 +23,7 @@ import { reaperCases } from './reaper.ts';
 import { recordCases } from './records.ts';
 import { releaseCases } from './release.ts';
 import { retentionCases } from './retention.ts';
+import { scheduleCases } from './schedules.ts';
 import { timeoutCases } from './timeout.ts';
 
 /** Register every conformance case for one backend, each on a fresh store from `factory`. */
@@ -43,6 +44,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       recordCases,
       retentionCases,
       observeCases,
+      scheduleCases,
     ]) {
       area(suite);
     }
