@@ -10,13 +10,16 @@ import { checkTenant } from '../core/validate.ts';
 
 export type Role = 'tenant' | 'worker' | 'operator';
 
-/** What a call needs: enqueue, read (show/list/counts), work (lease and fenced submissions), retry. */
-export type Permission = 'enqueue' | 'read' | 'work' | 'retry';
+/**
+ * What a call needs: enqueue, read (show/list/counts), work (lease and fenced submissions),
+ * retry, schedule (create, change, read and delete schedules).
+ */
+export type Permission = 'enqueue' | 'read' | 'work' | 'retry' | 'schedule';
 
 const GRANTS: Readonly<Record<Role, readonly Permission[]>> = {
-  tenant: ['enqueue', 'read'],
+  tenant: ['enqueue', 'read', 'schedule'],
   worker: ['work'],
-  operator: ['enqueue', 'read', 'work', 'retry'],
+  operator: ['enqueue', 'read', 'work', 'retry', 'schedule'],
 };
 
 export interface Principal {

@@ -33,7 +33,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file telha/v1/queue.proto.
  */
 export const file_telha_v1_queue: GenFile = /*@__PURE__*/
-  fileDesc("ChR0ZWxoYS92MS9xdWV1ZS5wcm90bxIIdGVsaGEudjEiNQoFU2NvcGUSEAoGdGVuYW50GAEgASgJSAASEAoGc3lzdGVtGAIgASgISABCCAoGdGFyZ2V0Ik0KCEpvYkV2ZW50Eg0KBWF0X3VzGAEgASgDEhIKCnRyYW5zaXRpb24YAiABKAkSEwoGZGV0YWlsGAMgASgJSACIAQFCCQoHX2RldGFpbCL6BAoDSm9iEg4KBmpvYl9pZBgBIAEoCRIOCgZ0ZW5hbnQYAiABKAkSDAoEa2luZBgDIAEoCRIPCgdwYXlsb2FkGAQgASgMEhAKCHByaW9yaXR5GAUgASgNEhUKDWNyZWF0ZWRfYXRfdXMYBiABKAMSIQoFc3RhdGUYByABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRIQCghhdHRlbXB0cxgIIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAkgASgEEhYKCXdvcmtlcl9pZBgKIAEoCUgAiAEBEh4KEWxlYXNlX2RlYWRsaW5lX3VzGAsgASgDSAGIAQESGgoNbm90X2JlZm9yZV91cxgMIAEoA0gCiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgNIAEoCUgDiAEBEhkKDG1heF9hdHRlbXB0cxgOIAEoDUgEiAEBEhkKDGNvbnRpbnVhdGlvbhgPIAEoDEgFiAEBEiIKBmV2ZW50cxgQIAMoCzISLnRlbGhhLnYxLkpvYkV2ZW50Eh4KFmVmZmVjdGl2ZV9tYXhfYXR0ZW1wdHMYESABKA0SIAoTYXR0ZW1wdF9kZWFkbGluZV91cxgSIAEoA0gGiAEBEhkKDHRpbWVvdXRfc2VjcxgTIAEoDUgHiAEBQgwKCl93b3JrZXJfaWRCFAoSX2xlYXNlX2RlYWRsaW5lX3VzQhAKDl9ub3RfYmVmb3JlX3VzQhIKEF9pZGVtcG90ZW5jeV9rZXlCDwoNX21heF9hdHRlbXB0c0IPCg1fY29udGludWF0aW9uQhYKFF9hdHRlbXB0X2RlYWRsaW5lX3VzQg8KDV90aW1lb3V0X3NlY3MipwIKBk5ld0pvYhIMCgRraW5kGAEgASgJEg8KB3BheWxvYWQYAiABKAwSFQoIcHJpb3JpdHkYAyABKA1IAIgBARIVCghkZWxheV9tcxgEIAEoA0gBiAEBEhoKDW5vdF9iZWZvcmVfdXMYBSABKANIAogBARIZCgxtYXhfYXR0ZW1wdHMYBiABKA1IA4gBARIcCg9pZGVtcG90ZW5jeV9rZXkYByABKAlIBIgBARIZCgx0aW1lb3V0X3NlY3MYCCABKA1IBYgBAUILCglfcHJpb3JpdHlCCwoJX2RlbGF5X21zQhAKDl9ub3RfYmVmb3JlX3VzQg8KDV9tYXhfYXR0ZW1wdHNCEgoQX2lkZW1wb3RlbmN5X2tleUIPCg1fdGltZW91dF9zZWNzIjwKDUVucXVldWVSZXN1bHQSGgoDam9iGAEgASgLMg0udGVsaGEudjEuSm9iEg8KB2NyZWF0ZWQYAiABKAgiTwoORW5xdWV1ZVJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIdCgNqb2IYAiABKAsyEC50ZWxoYS52MS5OZXdKb2IiOgoPRW5xdWV1ZVJlc3BvbnNlEicKBnJlc3VsdBgBIAEoCzIXLnRlbGhhLnYxLkVucXVldWVSZXN1bHQiVQoTRW5xdWV1ZUJhdGNoUmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlEh4KBGpvYnMYAiADKAsyEC50ZWxoYS52MS5OZXdKb2IiQAoURW5xdWV1ZUJhdGNoUmVzcG9uc2USKAoHcmVzdWx0cxgBIAMoCzIXLnRlbGhhLnYxLkVucXVldWVSZXN1bHQiVAoSRW5xdWV1ZUVhY2hSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSHgoEam9icxgCIAMoCzIQLnRlbGhhLnYxLk5ld0pvYiJDChNFbnF1ZXVlRWFjaFJlc3BvbnNlEiwKB2Fuc3dlcnMYASADKAsyGy50ZWxoYS52MS5FbnF1ZXVlRWFjaEFuc3dlciJwChFFbnF1ZXVlRWFjaEFuc3dlchIpCgZyZXN1bHQYASABKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0SAASJgoFZXJyb3IYAiABKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZUgAQggKBmFuc3dlciJwCgxMZWFzZVJlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEg0KBWtpbmRzGAIgAygJEg0KBWxpbWl0GAMgASgNEg8KB3dhaXRfbXMYBCABKA0SHgoFc2NvcGUYBSABKAsyDy50ZWxoYS52MS5TY29wZSIsCg1MZWFzZVJlc3BvbnNlEhsKBGpvYnMYASADKAsyDS50ZWxoYS52MS5Kb2IiRAoFRmVuY2USDgoGam9iX2lkGAEgASgJEhEKCXdvcmtlcl9pZBgCIAEoCRIYChBsZWFzZV9nZW5lcmF0aW9uGAMgASgEIjIKEEhlYXJ0YmVhdFJlcXVlc3QSHgoFZmVuY2UYASABKAsyDy50ZWxoYS52MS5GZW5jZSIuChFIZWFydGJlYXRSZXNwb25zZRIZChFsZWFzZV9kZWFkbGluZV91cxgBIAEoAyJJChFDaGVja3BvaW50UmVxdWVzdBIeCgVmZW5jZRgBIAEoCzIPLnRlbGhhLnYxLkZlbmNlEhQKDGNvbnRpbnVhdGlvbhgCIAEoDCIvChJDaGVja3BvaW50UmVzcG9uc2USGQoRbGVhc2VfZGVhZGxpbmVfdXMYASABKAMiVwoPQ29tcGxldGVSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2USJAoKc3VjY2Vzc29ycxgCIAMoCzIQLnRlbGhhLnYxLk5ld0pvYiJbChBDb21wbGV0ZVJlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYhIrCgpzdWNjZXNzb3JzGAIgAygLMhcudGVsaGEudjEuRW5xdWV1ZVJlc3VsdCJPCgtGYWlsUmVxdWVzdBIeCgVmZW5jZRgBIAEoCzIPLnRlbGhhLnYxLkZlbmNlEg0KBWVycm9yGAIgASgJEhEKCXBlcm1hbmVudBgDIAEoCCIqCgxGYWlsUmVzcG9uc2USGgoDam9iGAEgASgLMg0udGVsaGEudjEuSm9iIjAKDlJlbGVhc2VSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2UiLQoPUmVsZWFzZVJlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYiJLCgtJdGVtT3V0Y29tZRIMCgRjb2RlGAEgASgNEg8KB21lc3NhZ2UYAiABKAkSDgoGcmVhc29uGAMgASgJEg0KBWZpZWxkGAQgASgJIj8KE0NvbXBsZXRlRWFjaFJlcXVlc3QSKAoFaXRlbXMYASADKAsyGS50ZWxoYS52MS5Db21wbGV0ZVJlcXVlc3QiPwoUQ29tcGxldGVFYWNoUmVzcG9uc2USJwoIb3V0Y29tZXMYASADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZSI3Cg9GYWlsRWFjaFJlcXVlc3QSJAoFaXRlbXMYASADKAsyFS50ZWxoYS52MS5GYWlsUmVxdWVzdCI7ChBGYWlsRWFjaFJlc3BvbnNlEicKCG91dGNvbWVzGAEgAygLMhUudGVsaGEudjEuSXRlbU91dGNvbWUiPQoSUmVsZWFzZUVhY2hSZXF1ZXN0EicKBWl0ZW1zGAEgAygLMhgudGVsaGEudjEuUmVsZWFzZVJlcXVlc3QiPgoTUmVsZWFzZUVhY2hSZXNwb25zZRInCghvdXRjb21lcxgBIAMoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lItIBCgtXb3JrUmVxdWVzdBIgCgRvcGVuGAEgASgLMhIudGVsaGEudjEuV29ya09wZW4SDgoGY3JlZGl0GAIgASgNEhEKCXNldHRsZV9pZBgDIAEoBBIsCgljb21wbGV0ZXMYBCADKAsyGS50ZWxoYS52MS5Db21wbGV0ZVJlcXVlc3QSJAoFZmFpbHMYBSADKAsyFS50ZWxoYS52MS5GYWlsUmVxdWVzdBIqCghyZWxlYXNlcxgGIAMoCzIYLnRlbGhhLnYxLlJlbGVhc2VSZXF1ZXN0IkwKCFdvcmtPcGVuEhEKCXdvcmtlcl9pZBgBIAEoCRINCgVraW5kcxgCIAMoCRIeCgVzY29wZRgDIAEoCzIPLnRlbGhhLnYxLlNjb3BlIs8BCgxXb3JrUmVzcG9uc2USGwoEam9icxgBIAMoCzINLnRlbGhhLnYxLkpvYhIRCglzZXR0bGVfaWQYAiABKAQSMAoRY29tcGxldGVfb3V0Y29tZXMYAyADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZRIsCg1mYWlsX291dGNvbWVzGAQgAygLMhUudGVsaGEudjEuSXRlbU91dGNvbWUSLwoQcmVsZWFzZV9vdXRjb21lcxgFIAMoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lIh0KC1Nob3dSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIqCgxTaG93UmVzcG9uc2USGgoDam9iGAEgASgLMg0udGVsaGEudjEuSm9iIogBCgtMaXN0UmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlEiEKBXN0YXRlGAIgASgOMhIudGVsaGEudjEuSm9iU3RhdGUSEwoLa2luZF9wcmVmaXgYAyABKAkSDQoFbGltaXQYBCABKA0SEgoKcGFnZV90b2tlbhgFIAEoCSJECgxMaXN0UmVzcG9uc2USGwoEam9icxgBIAMoCzINLnRlbGhhLnYxLkpvYhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiLwoNQ291bnRzUmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlIkoKCENvdW50Um93EiEKBXN0YXRlGAEgASgOMhIudGVsaGEudjEuSm9iU3RhdGUSDAoEa2luZBgCIAEoCRINCgVjb3VudBgDIAEoBCIyCg5Db3VudHNSZXNwb25zZRIgCgRyb3dzGAEgAygLMhIudGVsaGEudjEuQ291bnRSb3ciHgoMUmV0cnlSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIrCg1SZXRyeVJlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYiqVAQoISm9iU3RhdGUSGQoVSk9CX1NUQVRFX1VOU1BFQ0lGSUVEEAASFQoRSk9CX1NUQVRFX1BFTkRJTkcQARIUChBKT0JfU1RBVEVfTEVBU0VEEAISFwoTSk9CX1NUQVRFX0NPTVBMRVRFRBADEhQKEEpPQl9TVEFURV9GQUlMRUQQBBISCg5KT0JfU1RBVEVfREVBRBAFMuoICgxRdWV1ZVNlcnZpY2USPgoHRW5xdWV1ZRIYLnRlbGhhLnYxLkVucXVldWVSZXF1ZXN0GhkudGVsaGEudjEuRW5xdWV1ZVJlc3BvbnNlEk0KDEVucXVldWVCYXRjaBIdLnRlbGhhLnYxLkVucXVldWVCYXRjaFJlcXVlc3QaHi50ZWxoYS52MS5FbnF1ZXVlQmF0Y2hSZXNwb25zZRJKCgtFbnF1ZXVlRWFjaBIcLnRlbGhhLnYxLkVucXVldWVFYWNoUmVxdWVzdBodLnRlbGhhLnYxLkVucXVldWVFYWNoUmVzcG9uc2USOAoFTGVhc2USFi50ZWxoYS52MS5MZWFzZVJlcXVlc3QaFy50ZWxoYS52MS5MZWFzZVJlc3BvbnNlEkQKCUhlYXJ0YmVhdBIaLnRlbGhhLnYxLkhlYXJ0YmVhdFJlcXVlc3QaGy50ZWxoYS52MS5IZWFydGJlYXRSZXNwb25zZRJHCgpDaGVja3BvaW50EhsudGVsaGEudjEuQ2hlY2twb2ludFJlcXVlc3QaHC50ZWxoYS52MS5DaGVja3BvaW50UmVzcG9uc2USQQoIQ29tcGxldGUSGS50ZWxoYS52MS5Db21wbGV0ZVJlcXVlc3QaGi50ZWxoYS52MS5Db21wbGV0ZVJlc3BvbnNlEjUKBEZhaWwSFS50ZWxoYS52MS5GYWlsUmVxdWVzdBoWLnRlbGhhLnYxLkZhaWxSZXNwb25zZRI+CgdSZWxlYXNlEhgudGVsaGEudjEuUmVsZWFzZVJlcXVlc3QaGS50ZWxoYS52MS5SZWxlYXNlUmVzcG9uc2USTQoMQ29tcGxldGVFYWNoEh0udGVsaGEudjEuQ29tcGxldGVFYWNoUmVxdWVzdBoeLnRlbGhhLnYxLkNvbXBsZXRlRWFjaFJlc3BvbnNlEkEKCEZhaWxFYWNoEhkudGVsaGEudjEuRmFpbEVhY2hSZXF1ZXN0GhoudGVsaGEudjEuRmFpbEVhY2hSZXNwb25zZRJKCgtSZWxlYXNlRWFjaBIcLnRlbGhhLnYxLlJlbGVhc2VFYWNoUmVxdWVzdBodLnRlbGhhLnYxLlJlbGVhc2VFYWNoUmVzcG9uc2USOQoEV29yaxIVLnRlbGhhLnYxLldvcmtSZXF1ZXN0GhYudGVsaGEudjEuV29ya1Jlc3BvbnNlKAEwARI1CgRTaG93EhUudGVsaGEudjEuU2hvd1JlcXVlc3QaFi50ZWxoYS52MS5TaG93UmVzcG9uc2USNQoETGlzdBIVLnRlbGhhLnYxLkxpc3RSZXF1ZXN0GhYudGVsaGEudjEuTGlzdFJlc3BvbnNlEjsKBkNvdW50cxIXLnRlbGhhLnYxLkNvdW50c1JlcXVlc3QaGC50ZWxoYS52MS5Db3VudHNSZXNwb25zZRI4CgVSZXRyeRIWLnRlbGhhLnYxLlJldHJ5UmVxdWVzdBoXLnRlbGhhLnYxLlJldHJ5UmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("ChR0ZWxoYS92MS9xdWV1ZS5wcm90bxIIdGVsaGEudjEiNQoFU2NvcGUSEAoGdGVuYW50GAEgASgJSAASEAoGc3lzdGVtGAIgASgISABCCAoGdGFyZ2V0Ik0KCEpvYkV2ZW50Eg0KBWF0X3VzGAEgASgDEhIKCnRyYW5zaXRpb24YAiABKAkSEwoGZGV0YWlsGAMgASgJSACIAQFCCQoHX2RldGFpbCL6BAoDSm9iEg4KBmpvYl9pZBgBIAEoCRIOCgZ0ZW5hbnQYAiABKAkSDAoEa2luZBgDIAEoCRIPCgdwYXlsb2FkGAQgASgMEhAKCHByaW9yaXR5GAUgASgNEhUKDWNyZWF0ZWRfYXRfdXMYBiABKAMSIQoFc3RhdGUYByABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRIQCghhdHRlbXB0cxgIIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAkgASgEEhYKCXdvcmtlcl9pZBgKIAEoCUgAiAEBEh4KEWxlYXNlX2RlYWRsaW5lX3VzGAsgASgDSAGIAQESGgoNbm90X2JlZm9yZV91cxgMIAEoA0gCiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgNIAEoCUgDiAEBEhkKDG1heF9hdHRlbXB0cxgOIAEoDUgEiAEBEhkKDGNvbnRpbnVhdGlvbhgPIAEoDEgFiAEBEiIKBmV2ZW50cxgQIAMoCzISLnRlbGhhLnYxLkpvYkV2ZW50Eh4KFmVmZmVjdGl2ZV9tYXhfYXR0ZW1wdHMYESABKA0SIAoTYXR0ZW1wdF9kZWFkbGluZV91cxgSIAEoA0gGiAEBEhkKDHRpbWVvdXRfc2VjcxgTIAEoDUgHiAEBQgwKCl93b3JrZXJfaWRCFAoSX2xlYXNlX2RlYWRsaW5lX3VzQhAKDl9ub3RfYmVmb3JlX3VzQhIKEF9pZGVtcG90ZW5jeV9rZXlCDwoNX21heF9hdHRlbXB0c0IPCg1fY29udGludWF0aW9uQhYKFF9hdHRlbXB0X2RlYWRsaW5lX3VzQg8KDV90aW1lb3V0X3NlY3MipwIKBk5ld0pvYhIMCgRraW5kGAEgASgJEg8KB3BheWxvYWQYAiABKAwSFQoIcHJpb3JpdHkYAyABKA1IAIgBARIVCghkZWxheV9tcxgEIAEoA0gBiAEBEhoKDW5vdF9iZWZvcmVfdXMYBSABKANIAogBARIZCgxtYXhfYXR0ZW1wdHMYBiABKA1IA4gBARIcCg9pZGVtcG90ZW5jeV9rZXkYByABKAlIBIgBARIZCgx0aW1lb3V0X3NlY3MYCCABKA1IBYgBAUILCglfcHJpb3JpdHlCCwoJX2RlbGF5X21zQhAKDl9ub3RfYmVmb3JlX3VzQg8KDV9tYXhfYXR0ZW1wdHNCEgoQX2lkZW1wb3RlbmN5X2tleUIPCg1fdGltZW91dF9zZWNzIjwKDUVucXVldWVSZXN1bHQSGgoDam9iGAEgASgLMg0udGVsaGEudjEuSm9iEg8KB2NyZWF0ZWQYAiABKAgiTwoORW5xdWV1ZVJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIdCgNqb2IYAiABKAsyEC50ZWxoYS52MS5OZXdKb2IiOgoPRW5xdWV1ZVJlc3BvbnNlEicKBnJlc3VsdBgBIAEoCzIXLnRlbGhhLnYxLkVucXVldWVSZXN1bHQiVQoTRW5xdWV1ZUJhdGNoUmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlEh4KBGpvYnMYAiADKAsyEC50ZWxoYS52MS5OZXdKb2IiQAoURW5xdWV1ZUJhdGNoUmVzcG9uc2USKAoHcmVzdWx0cxgBIAMoCzIXLnRlbGhhLnYxLkVucXVldWVSZXN1bHQiVAoSRW5xdWV1ZUVhY2hSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSHgoEam9icxgCIAMoCzIQLnRlbGhhLnYxLk5ld0pvYiJDChNFbnF1ZXVlRWFjaFJlc3BvbnNlEiwKB2Fuc3dlcnMYASADKAsyGy50ZWxoYS52MS5FbnF1ZXVlRWFjaEFuc3dlciJwChFFbnF1ZXVlRWFjaEFuc3dlchIpCgZyZXN1bHQYASABKAsyFy50ZWxoYS52MS5FbnF1ZXVlUmVzdWx0SAASJgoFZXJyb3IYAiABKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZUgAQggKBmFuc3dlciJwCgxMZWFzZVJlcXVlc3QSEQoJd29ya2VyX2lkGAEgASgJEg0KBWtpbmRzGAIgAygJEg0KBWxpbWl0GAMgASgNEg8KB3dhaXRfbXMYBCABKA0SHgoFc2NvcGUYBSABKAsyDy50ZWxoYS52MS5TY29wZSIsCg1MZWFzZVJlc3BvbnNlEhsKBGpvYnMYASADKAsyDS50ZWxoYS52MS5Kb2IiRAoFRmVuY2USDgoGam9iX2lkGAEgASgJEhEKCXdvcmtlcl9pZBgCIAEoCRIYChBsZWFzZV9nZW5lcmF0aW9uGAMgASgEIjIKEEhlYXJ0YmVhdFJlcXVlc3QSHgoFZmVuY2UYASABKAsyDy50ZWxoYS52MS5GZW5jZSIuChFIZWFydGJlYXRSZXNwb25zZRIZChFsZWFzZV9kZWFkbGluZV91cxgBIAEoAyJJChFDaGVja3BvaW50UmVxdWVzdBIeCgVmZW5jZRgBIAEoCzIPLnRlbGhhLnYxLkZlbmNlEhQKDGNvbnRpbnVhdGlvbhgCIAEoDCIvChJDaGVja3BvaW50UmVzcG9uc2USGQoRbGVhc2VfZGVhZGxpbmVfdXMYASABKAMiVwoPQ29tcGxldGVSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2USJAoKc3VjY2Vzc29ycxgCIAMoCzIQLnRlbGhhLnYxLk5ld0pvYiJbChBDb21wbGV0ZVJlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYhIrCgpzdWNjZXNzb3JzGAIgAygLMhcudGVsaGEudjEuRW5xdWV1ZVJlc3VsdCJPCgtGYWlsUmVxdWVzdBIeCgVmZW5jZRgBIAEoCzIPLnRlbGhhLnYxLkZlbmNlEg0KBWVycm9yGAIgASgJEhEKCXBlcm1hbmVudBgDIAEoCCIqCgxGYWlsUmVzcG9uc2USGgoDam9iGAEgASgLMg0udGVsaGEudjEuSm9iIjAKDlJlbGVhc2VSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2UiLQoPUmVsZWFzZVJlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYiJLCgtJdGVtT3V0Y29tZRIMCgRjb2RlGAEgASgNEg8KB21lc3NhZ2UYAiABKAkSDgoGcmVhc29uGAMgASgJEg0KBWZpZWxkGAQgASgJIj8KE0NvbXBsZXRlRWFjaFJlcXVlc3QSKAoFaXRlbXMYASADKAsyGS50ZWxoYS52MS5Db21wbGV0ZVJlcXVlc3QiPwoUQ29tcGxldGVFYWNoUmVzcG9uc2USJwoIb3V0Y29tZXMYASADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZSI3Cg9GYWlsRWFjaFJlcXVlc3QSJAoFaXRlbXMYASADKAsyFS50ZWxoYS52MS5GYWlsUmVxdWVzdCI7ChBGYWlsRWFjaFJlc3BvbnNlEicKCG91dGNvbWVzGAEgAygLMhUudGVsaGEudjEuSXRlbU91dGNvbWUiPQoSUmVsZWFzZUVhY2hSZXF1ZXN0EicKBWl0ZW1zGAEgAygLMhgudGVsaGEudjEuUmVsZWFzZVJlcXVlc3QiPgoTUmVsZWFzZUVhY2hSZXNwb25zZRInCghvdXRjb21lcxgBIAMoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lItIBCgtXb3JrUmVxdWVzdBIgCgRvcGVuGAEgASgLMhIudGVsaGEudjEuV29ya09wZW4SDgoGY3JlZGl0GAIgASgNEhEKCXNldHRsZV9pZBgDIAEoBBIsCgljb21wbGV0ZXMYBCADKAsyGS50ZWxoYS52MS5Db21wbGV0ZVJlcXVlc3QSJAoFZmFpbHMYBSADKAsyFS50ZWxoYS52MS5GYWlsUmVxdWVzdBIqCghyZWxlYXNlcxgGIAMoCzIYLnRlbGhhLnYxLlJlbGVhc2VSZXF1ZXN0IkwKCFdvcmtPcGVuEhEKCXdvcmtlcl9pZBgBIAEoCRINCgVraW5kcxgCIAMoCRIeCgVzY29wZRgDIAEoCzIPLnRlbGhhLnYxLlNjb3BlIs8BCgxXb3JrUmVzcG9uc2USGwoEam9icxgBIAMoCzINLnRlbGhhLnYxLkpvYhIRCglzZXR0bGVfaWQYAiABKAQSMAoRY29tcGxldGVfb3V0Y29tZXMYAyADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZRIsCg1mYWlsX291dGNvbWVzGAQgAygLMhUudGVsaGEudjEuSXRlbU91dGNvbWUSLwoQcmVsZWFzZV9vdXRjb21lcxgFIAMoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lIh0KC1Nob3dSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIqCgxTaG93UmVzcG9uc2USGgoDam9iGAEgASgLMg0udGVsaGEudjEuSm9iIogBCgtMaXN0UmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlEiEKBXN0YXRlGAIgASgOMhIudGVsaGEudjEuSm9iU3RhdGUSEwoLa2luZF9wcmVmaXgYAyABKAkSDQoFbGltaXQYBCABKA0SEgoKcGFnZV90b2tlbhgFIAEoCSJECgxMaXN0UmVzcG9uc2USGwoEam9icxgBIAMoCzINLnRlbGhhLnYxLkpvYhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiLwoNQ291bnRzUmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlIkoKCENvdW50Um93EiEKBXN0YXRlGAEgASgOMhIudGVsaGEudjEuSm9iU3RhdGUSDAoEa2luZBgCIAEoCRINCgVjb3VudBgDIAEoBCIyCg5Db3VudHNSZXNwb25zZRIgCgRyb3dzGAEgAygLMhIudGVsaGEudjEuQ291bnRSb3ciHgoMUmV0cnlSZXF1ZXN0Eg4KBmpvYl9pZBgBIAEoCSIrCg1SZXRyeVJlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYiLRAgoIU2NoZWR1bGUSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIMCgRuYW1lGAIgASgJEhEKBGNyb24YAyABKAlIAIgBARIVCgh0aW1lem9uZRgEIAEoCUgBiAEBEhcKCmV2ZXJ5X3NlY3MYBSABKA1IAogBARIdCgNqb2IYBiABKAsyEC50ZWxoYS52MS5OZXdKb2ISDgoGcGF1c2VkGAcgASgIEhgKC25leHRfZHVlX3VzGAggASgDSAOIAQESGAoLbGFzdF9kdWVfdXMYCSABKANIBIgBARIVCg1jcmVhdGVkX2F0X3VzGAogASgDEhUKDXVwZGF0ZWRfYXRfdXMYCyABKANCBwoFX2Nyb25CCwoJX3RpbWV6b25lQg0KC19ldmVyeV9zZWNzQg4KDF9uZXh0X2R1ZV91c0IOCgxfbGFzdF9kdWVfdXMiPQoVQ3JlYXRlU2NoZWR1bGVSZXF1ZXN0EiQKCHNjaGVkdWxlGAEgASgLMhIudGVsaGEudjEuU2NoZWR1bGUiPgoWQ3JlYXRlU2NoZWR1bGVSZXNwb25zZRIkCghzY2hlZHVsZRgBIAEoCzISLnRlbGhhLnYxLlNjaGVkdWxlIuwBChVVcGRhdGVTY2hlZHVsZVJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIMCgRuYW1lGAIgASgJEhEKBGNyb24YAyABKAlIAIgBARIVCgh0aW1lem9uZRgEIAEoCUgBiAEBEhcKCmV2ZXJ5X3NlY3MYBSABKA1IAogBARIdCgNqb2IYBiABKAsyEC50ZWxoYS52MS5OZXdKb2ISEwoGcGF1c2VkGAcgASgISAOIAQFCBwoFX2Nyb25CCwoJX3RpbWV6b25lQg0KC19ldmVyeV9zZWNzQgkKB19wYXVzZWQiPgoWVXBkYXRlU2NoZWR1bGVSZXNwb25zZRIkCghzY2hlZHVsZRgBIAEoCzISLnRlbGhhLnYxLlNjaGVkdWxlIkIKEkdldFNjaGVkdWxlUmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlEgwKBG5hbWUYAiABKAkiOwoTR2V0U2NoZWR1bGVSZXNwb25zZRIkCghzY2hlZHVsZRgBIAEoCzISLnRlbGhhLnYxLlNjaGVkdWxlIlkKFExpc3RTY2hlZHVsZXNSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSDQoFbGltaXQYAiABKA0SEgoKcGFnZV90b2tlbhgDIAEoCSJXChVMaXN0U2NoZWR1bGVzUmVzcG9uc2USJQoJc2NoZWR1bGVzGAEgAygLMhIudGVsaGEudjEuU2NoZWR1bGUSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkUKFURlbGV0ZVNjaGVkdWxlUmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlEgwKBG5hbWUYAiABKAkiGAoWRGVsZXRlU2NoZWR1bGVSZXNwb25zZSqVAQoISm9iU3RhdGUSGQoVSk9CX1NUQVRFX1VOU1BFQ0lGSUVEEAASFQoRSk9CX1NUQVRFX1BFTkRJTkcQARIUChBKT0JfU1RBVEVfTEVBU0VEEAISFwoTSk9CX1NUQVRFX0NPTVBMRVRFRBADEhQKEEpPQl9TVEFURV9GQUlMRUQQBBISCg5KT0JfU1RBVEVfREVBRBAFMocMCgxRdWV1ZVNlcnZpY2USPgoHRW5xdWV1ZRIYLnRlbGhhLnYxLkVucXVldWVSZXF1ZXN0GhkudGVsaGEudjEuRW5xdWV1ZVJlc3BvbnNlEk0KDEVucXVldWVCYXRjaBIdLnRlbGhhLnYxLkVucXVldWVCYXRjaFJlcXVlc3QaHi50ZWxoYS52MS5FbnF1ZXVlQmF0Y2hSZXNwb25zZRJKCgtFbnF1ZXVlRWFjaBIcLnRlbGhhLnYxLkVucXVldWVFYWNoUmVxdWVzdBodLnRlbGhhLnYxLkVucXVldWVFYWNoUmVzcG9uc2USOAoFTGVhc2USFi50ZWxoYS52MS5MZWFzZVJlcXVlc3QaFy50ZWxoYS52MS5MZWFzZVJlc3BvbnNlEkQKCUhlYXJ0YmVhdBIaLnRlbGhhLnYxLkhlYXJ0YmVhdFJlcXVlc3QaGy50ZWxoYS52MS5IZWFydGJlYXRSZXNwb25zZRJHCgpDaGVja3BvaW50EhsudGVsaGEudjEuQ2hlY2twb2ludFJlcXVlc3QaHC50ZWxoYS52MS5DaGVja3BvaW50UmVzcG9uc2USQQoIQ29tcGxldGUSGS50ZWxoYS52MS5Db21wbGV0ZVJlcXVlc3QaGi50ZWxoYS52MS5Db21wbGV0ZVJlc3BvbnNlEjUKBEZhaWwSFS50ZWxoYS52MS5GYWlsUmVxdWVzdBoWLnRlbGhhLnYxLkZhaWxSZXNwb25zZRI+CgdSZWxlYXNlEhgudGVsaGEudjEuUmVsZWFzZVJlcXVlc3QaGS50ZWxoYS52MS5SZWxlYXNlUmVzcG9uc2USTQoMQ29tcGxldGVFYWNoEh0udGVsaGEudjEuQ29tcGxldGVFYWNoUmVxdWVzdBoeLnRlbGhhLnYxLkNvbXBsZXRlRWFjaFJlc3BvbnNlEkEKCEZhaWxFYWNoEhkudGVsaGEudjEuRmFpbEVhY2hSZXF1ZXN0GhoudGVsaGEudjEuRmFpbEVhY2hSZXNwb25zZRJKCgtSZWxlYXNlRWFjaBIcLnRlbGhhLnYxLlJlbGVhc2VFYWNoUmVxdWVzdBodLnRlbGhhLnYxLlJlbGVhc2VFYWNoUmVzcG9uc2USOQoEV29yaxIVLnRlbGhhLnYxLldvcmtSZXF1ZXN0GhYudGVsaGEudjEuV29ya1Jlc3BvbnNlKAEwARI1CgRTaG93EhUudGVsaGEudjEuU2hvd1JlcXVlc3QaFi50ZWxoYS52MS5TaG93UmVzcG9uc2USNQoETGlzdBIVLnRlbGhhLnYxLkxpc3RSZXF1ZXN0GhYudGVsaGEudjEuTGlzdFJlc3BvbnNlEjsKBkNvdW50cxIXLnRlbGhhLnYxLkNvdW50c1JlcXVlc3QaGC50ZWxoYS52MS5Db3VudHNSZXNwb25zZRI4CgVSZXRyeRIWLnRlbGhhLnYxLlJldHJ5UmVxdWVzdBoXLnRlbGhhLnYxLlJldHJ5UmVzcG9uc2USUwoOQ3JlYXRlU2NoZWR1bGUSHy50ZWxoYS52MS5DcmVhdGVTY2hlZHVsZVJlcXVlc3QaIC50ZWxoYS52MS5DcmVhdGVTY2hlZHVsZVJlc3BvbnNlElMKDlVwZGF0ZVNjaGVkdWxlEh8udGVsaGEudjEuVXBkYXRlU2NoZWR1bGVSZXF1ZXN0GiAudGVsaGEudjEuVXBkYXRlU2NoZWR1bGVSZXNwb25zZRJKCgtHZXRTY2hlZHVsZRIcLnRlbGhhLnYxLkdldFNjaGVkdWxlUmVxdWVzdBodLnRlbGhhLnYxLkdldFNjaGVkdWxlUmVzcG9uc2USUAoNTGlzdFNjaGVkdWxlcxIeLnRlbGhhLnYxLkxpc3RTY2hlZHVsZXNSZXF1ZXN0Gh8udGVsaGEudjEuTGlzdFNjaGVkdWxlc1Jlc3BvbnNlElMKDkRlbGV0ZVNjaGVkdWxlEh8udGVsaGEudjEuRGVsZXRlU2NoZWR1bGVSZXF1ZXN0GiAudGVsaGEudjEuRGVsZXRlU2NoZWR1bGVSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * Which namespace a call addresses. Tenant tokens are bound to their tenant
@@ -1227,6 +1227,319 @@ export const RetryResponseSchema: GenMessage<RetryResponse> = /*@__PURE__*/
   messageDesc(file_telha_v1_queue, 43);
 
 /**
+ * A schedule: exactly one of `cron` and `every_secs` is set.
+ *
+ * @generated from message telha.v1.Schedule
+ */
+export type Schedule = Message<"telha.v1.Schedule"> & {
+  /**
+   * @generated from field: telha.v1.Scope scope = 1;
+   */
+  scope?: Scope | undefined;
+
+  /**
+   * 1-128 bytes, no whitespace; unique within the scope.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * A cron expression (5 fields, or 6 with seconds first), read in `timezone`.
+   *
+   * @generated from field: optional string cron = 3;
+   */
+  cron?: string | undefined;
+
+  /**
+   * An IANA time zone for `cron`; default UTC.
+   *
+   * @generated from field: optional string timezone = 4;
+   */
+  timezone?: string | undefined;
+
+  /**
+   * A fixed interval in seconds, counted from creation.
+   *
+   * @generated from field: optional uint32 every_secs = 5;
+   */
+  everySecs?: number | undefined;
+
+  /**
+   * The job enqueued at each due time; its idempotency key is `schedule:<name>@<due time>`.
+   * `delay_ms`, `not_before_us` and `idempotency_key` are refused here.
+   *
+   * @generated from field: telha.v1.NewJob job = 6;
+   */
+  job?: NewJob | undefined;
+
+  /**
+   * @generated from field: bool paused = 7;
+   */
+  paused: boolean;
+
+  /**
+   * When it fires next; unset while paused.
+   *
+   * @generated from field: optional int64 next_due_us = 8;
+   */
+  nextDueUs?: bigint | undefined;
+
+  /**
+   * The due time it last fired for.
+   *
+   * @generated from field: optional int64 last_due_us = 9;
+   */
+  lastDueUs?: bigint | undefined;
+
+  /**
+   * @generated from field: int64 created_at_us = 10;
+   */
+  createdAtUs: bigint;
+
+  /**
+   * @generated from field: int64 updated_at_us = 11;
+   */
+  updatedAtUs: bigint;
+};
+
+/**
+ * Describes the message telha.v1.Schedule.
+ * Use `create(ScheduleSchema)` to create a new message.
+ */
+export const ScheduleSchema: GenMessage<Schedule> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 44);
+
+/**
+ * @generated from message telha.v1.CreateScheduleRequest
+ */
+export type CreateScheduleRequest = Message<"telha.v1.CreateScheduleRequest"> & {
+  /**
+   * Read from: scope, name, cron, timezone, every_secs, job, paused. The rest is the server's.
+   *
+   * @generated from field: telha.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message telha.v1.CreateScheduleRequest.
+ * Use `create(CreateScheduleRequestSchema)` to create a new message.
+ */
+export const CreateScheduleRequestSchema: GenMessage<CreateScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 45);
+
+/**
+ * @generated from message telha.v1.CreateScheduleResponse
+ */
+export type CreateScheduleResponse = Message<"telha.v1.CreateScheduleResponse"> & {
+  /**
+   * @generated from field: telha.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message telha.v1.CreateScheduleResponse.
+ * Use `create(CreateScheduleResponseSchema)` to create a new message.
+ */
+export const CreateScheduleResponseSchema: GenMessage<CreateScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 46);
+
+/**
+ * @generated from message telha.v1.UpdateScheduleRequest
+ */
+export type UpdateScheduleRequest = Message<"telha.v1.UpdateScheduleRequest"> & {
+  /**
+   * @generated from field: telha.v1.Scope scope = 1;
+   */
+  scope?: Scope | undefined;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * Each field set replaces the stored one; `cron` replaces an interval and `every_secs` a cron.
+   *
+   * @generated from field: optional string cron = 3;
+   */
+  cron?: string | undefined;
+
+  /**
+   * @generated from field: optional string timezone = 4;
+   */
+  timezone?: string | undefined;
+
+  /**
+   * @generated from field: optional uint32 every_secs = 5;
+   */
+  everySecs?: number | undefined;
+
+  /**
+   * @generated from field: telha.v1.NewJob job = 6;
+   */
+  job?: NewJob | undefined;
+
+  /**
+   * @generated from field: optional bool paused = 7;
+   */
+  paused?: boolean | undefined;
+};
+
+/**
+ * Describes the message telha.v1.UpdateScheduleRequest.
+ * Use `create(UpdateScheduleRequestSchema)` to create a new message.
+ */
+export const UpdateScheduleRequestSchema: GenMessage<UpdateScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 47);
+
+/**
+ * @generated from message telha.v1.UpdateScheduleResponse
+ */
+export type UpdateScheduleResponse = Message<"telha.v1.UpdateScheduleResponse"> & {
+  /**
+   * @generated from field: telha.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message telha.v1.UpdateScheduleResponse.
+ * Use `create(UpdateScheduleResponseSchema)` to create a new message.
+ */
+export const UpdateScheduleResponseSchema: GenMessage<UpdateScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 48);
+
+/**
+ * @generated from message telha.v1.GetScheduleRequest
+ */
+export type GetScheduleRequest = Message<"telha.v1.GetScheduleRequest"> & {
+  /**
+   * @generated from field: telha.v1.Scope scope = 1;
+   */
+  scope?: Scope | undefined;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message telha.v1.GetScheduleRequest.
+ * Use `create(GetScheduleRequestSchema)` to create a new message.
+ */
+export const GetScheduleRequestSchema: GenMessage<GetScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 49);
+
+/**
+ * @generated from message telha.v1.GetScheduleResponse
+ */
+export type GetScheduleResponse = Message<"telha.v1.GetScheduleResponse"> & {
+  /**
+   * @generated from field: telha.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message telha.v1.GetScheduleResponse.
+ * Use `create(GetScheduleResponseSchema)` to create a new message.
+ */
+export const GetScheduleResponseSchema: GenMessage<GetScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 50);
+
+/**
+ * @generated from message telha.v1.ListSchedulesRequest
+ */
+export type ListSchedulesRequest = Message<"telha.v1.ListSchedulesRequest"> & {
+  /**
+   * @generated from field: telha.v1.Scope scope = 1;
+   */
+  scope?: Scope | undefined;
+
+  /**
+   * Default 100, at most 1000.
+   *
+   * @generated from field: uint32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message telha.v1.ListSchedulesRequest.
+ * Use `create(ListSchedulesRequestSchema)` to create a new message.
+ */
+export const ListSchedulesRequestSchema: GenMessage<ListSchedulesRequest> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 51);
+
+/**
+ * @generated from message telha.v1.ListSchedulesResponse
+ */
+export type ListSchedulesResponse = Message<"telha.v1.ListSchedulesResponse"> & {
+  /**
+   * @generated from field: repeated telha.v1.Schedule schedules = 1;
+   */
+  schedules: Schedule[];
+
+  /**
+   * Empty at the end.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message telha.v1.ListSchedulesResponse.
+ * Use `create(ListSchedulesResponseSchema)` to create a new message.
+ */
+export const ListSchedulesResponseSchema: GenMessage<ListSchedulesResponse> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 52);
+
+/**
+ * @generated from message telha.v1.DeleteScheduleRequest
+ */
+export type DeleteScheduleRequest = Message<"telha.v1.DeleteScheduleRequest"> & {
+  /**
+   * @generated from field: telha.v1.Scope scope = 1;
+   */
+  scope?: Scope | undefined;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message telha.v1.DeleteScheduleRequest.
+ * Use `create(DeleteScheduleRequestSchema)` to create a new message.
+ */
+export const DeleteScheduleRequestSchema: GenMessage<DeleteScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 53);
+
+/**
+ * @generated from message telha.v1.DeleteScheduleResponse
+ */
+export type DeleteScheduleResponse = Message<"telha.v1.DeleteScheduleResponse"> & {
+};
+
+/**
+ * Describes the message telha.v1.DeleteScheduleResponse.
+ * Use `create(DeleteScheduleResponseSchema)` to create a new message.
+ */
+export const DeleteScheduleResponseSchema: GenMessage<DeleteScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 54);
+
+/**
  * @generated from enum telha.v1.JobState
  */
 export enum JobState {
@@ -1465,6 +1778,55 @@ export const QueueService: GenService<{
     methodKind: "unary";
     input: typeof RetryRequestSchema;
     output: typeof RetryResponseSchema;
+  },
+  /**
+   * Schedules: a job enqueued at each due time of a cron expression or an interval, once per
+   * due time. Tenants manage their own scope's, operators any scope's; workers none.
+   *
+   * @generated from rpc telha.v1.QueueService.CreateSchedule
+   */
+  createSchedule: {
+    methodKind: "unary";
+    input: typeof CreateScheduleRequestSchema;
+    output: typeof CreateScheduleResponseSchema;
+  },
+  /**
+   * Change some fields of a schedule; pause and resume it through `paused`.
+   *
+   * @generated from rpc telha.v1.QueueService.UpdateSchedule
+   */
+  updateSchedule: {
+    methodKind: "unary";
+    input: typeof UpdateScheduleRequestSchema;
+    output: typeof UpdateScheduleResponseSchema;
+  },
+  /**
+   * @generated from rpc telha.v1.QueueService.GetSchedule
+   */
+  getSchedule: {
+    methodKind: "unary";
+    input: typeof GetScheduleRequestSchema;
+    output: typeof GetScheduleResponseSchema;
+  },
+  /**
+   * Schedules by scope, then name, page by page.
+   *
+   * @generated from rpc telha.v1.QueueService.ListSchedules
+   */
+  listSchedules: {
+    methodKind: "unary";
+    input: typeof ListSchedulesRequestSchema;
+    output: typeof ListSchedulesResponseSchema;
+  },
+  /**
+   * The jobs it enqueued stay.
+   *
+   * @generated from rpc telha.v1.QueueService.DeleteSchedule
+   */
+  deleteSchedule: {
+    methodKind: "unary";
+    input: typeof DeleteScheduleRequestSchema;
+    output: typeof DeleteScheduleResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_telha_v1_queue, 0);
