@@ -18,8 +18,20 @@ export interface CliIo {
   readonly clock: Clock;
 }
 
-/** The calls the `telha jobs` commands make on a server. */
-export type OperatorClient = Pick<TelhaClient, 'show' | 'list' | 'counts' | 'retry' | 'enqueue'>;
+/** The calls the `telha jobs` and `telha schedules` commands make on a server. */
+export type OperatorClient = Pick<
+  TelhaClient,
+  | 'show'
+  | 'list'
+  | 'counts'
+  | 'retry'
+  | 'enqueue'
+  | 'createSchedule'
+  | 'updateSchedule'
+  | 'getSchedule'
+  | 'listSchedules'
+  | 'deleteSchedule'
+>;
 
 /** The running process's streams and environment. */
 export function processIo(): CliIo {
