@@ -80,7 +80,7 @@ export interface PruneParams {
 export interface ScheduleQuery {
   readonly scope: ScopeFilter;
   readonly limit: number;
-  /** The previous page's `nextPageToken` (see {@link scheduleCursor}), or `null` for the first page. */
+  /** The previous page's `nextPageToken`, or `null` for the first page; a token no store made is `invalid_argument`. */
   readonly pageToken: string | null;
 }
 
