@@ -679,7 +679,9 @@ export class RocksJobStore implements JobStore {
     const key = scheduleKeyOfDue(dueKey);
     const release = await this.locks.acquire([scheduleLock(key)]);
     try {
-      const current = this.loadSchedule(key);
+      const [value] = this.db.getManySync(this.cf.meta, [key]);
+      // A row that does not decode is counted and logged, and left for an operator: it must not stop the others firing.
+      const current = value === undefined ? null : this.decodeScheduleOrSkip(key, value);
       // Changed since the scan (fired, paused, retimed or deleted): its own write moved the index.
       if (current === null || current.paused || current.nextDueAt !== dueOfDueKey(dueKey)) return null;
       const firing = fire(current);
