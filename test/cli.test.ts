@@ -356,12 +356,12 @@ describe('the telha CLI', () => {
     const json = JSON.parse(created.stdout) as {
       cron: string;
       timezone: string;
-      job: { payload: string };
+      job: { payloadText: string };
       paused: boolean;
     };
     assert.equal(json.cron, '0 2 * * *');
     assert.equal(json.timezone, 'Europe/Berlin');
-    assert.equal(json.job.payload, '{"deep":true}');
+    assert.equal(json.job.payloadText, '{"deep":true}');
     assert.equal(json.paused, false);
 
     const listed = await run('schedules', 'list', '--tenant', 'acme');
@@ -377,7 +377,7 @@ describe('the telha CLI', () => {
     assert.match(resumed.stdout, /state\s+active/);
     const updated = await run('schedules', 'update', 'nightly', '--tenant', 'acme', '--every', '3600', '--json');
     assert.equal(updated.code, 0, updated.stderr);
-    assert.equal((JSON.parse(updated.stdout) as { every_secs: number }).every_secs, 3_600);
+    assert.equal((JSON.parse(updated.stdout) as { everySecs: number }).everySecs, 3_600);
     const shown = await run('schedules', 'show', 'nightly', '--tenant', 'acme');
     assert.match(shown.stdout, /when\s+every 3600s/);
 

@@ -62,29 +62,16 @@ export function formatSchedule(schedule: Schedule): string {
   ].join('\n');
 }
 
-/** A schedule as JSON: times as ISO text and µs, the payload as UTF-8 text when it is that, else base64. */
+/** A schedule for `--json`, as `jobJson` prints a job: the record's fields, its payload as base64 plus a UTF-8 copy when it reads as text. */
 export function scheduleJson(schedule: Schedule): object {
   const payload = Buffer.from(schedule.job.payload);
   const text = payload.toString('utf8');
   return {
-    scope: schedule.scope.type === 'tenant' ? { tenant: schedule.scope.tenant } : { system: true },
-    name: schedule.name,
-    cron: schedule.cron,
-    timezone: schedule.timezone,
-    every_secs: schedule.everySecs,
+    ...schedule,
     job: {
-      kind: schedule.job.kind,
-      ...(Buffer.from(text, 'utf8').equals(payload)
-        ? { payload: text }
-        : { payload_base64: payload.toString('base64') }),
-      priority: schedule.job.priority,
-      max_attempts: schedule.job.maxAttempts,
-      timeout_secs: schedule.job.timeoutSecs,
+      ...schedule.job,
+      payload: payload.toString('base64'),
+      payloadText: text.includes('\uFFFD') ? null : text,
     },
-    paused: schedule.paused,
-    next_due_at: schedule.nextDueAt === null ? null : when(schedule.nextDueAt),
-    last_due_at: schedule.lastDueAt === null ? null : when(schedule.lastDueAt),
-    created_at: when(schedule.createdAt),
-    updated_at: when(schedule.updatedAt),
   };
 }
