@@ -43,6 +43,11 @@ export class Scheduler {
     if (this.options.config.enabled) this.service.start();
   }
 
+  /** Whether the timer runs (started, and `schedules.enabled`). */
+  get running(): boolean {
+    return this.service.isRunning;
+  }
+
   /** Stop the timer and wait for a pass in flight. Tolerates a second call. */
   stop(): Promise<void> {
     return this.service.stop();

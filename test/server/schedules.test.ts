@@ -3,6 +3,7 @@ import { afterEach, describe, it } from 'node:test';
 import { TelhaClient } from '../../src/client/client.ts';
 import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
 import { JobState, tenantScope } from '../../src/core/types.ts';
+import { written } from '../support/events.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
@@ -91,6 +92,25 @@ describe('schedules over the SDK', () => {
     await client.deleteSchedule('minutely', acme);
     await rejectsWith(client.getSchedule('minutely', acme), ErrorCode.NotFound);
     assert.equal((await client.listSchedules()).schedules.length, 1);
+  });
+
+  it('fires schedules on its own timer when the services run, and not when schedules.enabled is off', async () => {
+    server = await startTestServer({ schedules: { interval_ms: 10 } }, { services: true });
+    const client = new TelhaClient({ address: server.address });
+    await client.createSchedule({ name: 'minutely', everySecs: 60, job: { kind: 'timed' } }, acme);
+    const fired = written(server.queue, 'a job from the schedule', (job) => job.kind === 'timed');
+    server.clock.advance(60_000_000);
+    assert.equal(server.queue.scheduler.running, true);
+    const [job] = await fired;
+    assert.match(job?.idempotencyKey ?? '', /^schedule:minutely@/);
+    await server.close();
+
+    server = await startTestServer({ schedules: { enabled: false } }, { services: true });
+    assert.equal(server.queue.scheduler.running, false);
+    await server.queue.createSchedule({ name: 'minutely', everySecs: 60, job: { kind: 'timed' } }, acme);
+    server.clock.advance(60_000_000);
+    // The pass a test drives still fires: only the timer is off.
+    assert.equal((await server.queue.scheduler.tick()).length, 1);
   });
 
   it("lets a tenant manage only its own scope's schedules, and a worker none", async () => {
