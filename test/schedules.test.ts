@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { ErrorCode, TelhaError } from '../src/core/errors.ts';
 import {
   applyChanges,
@@ -106,6 +107,44 @@ describe('schedules (core)', () => {
     assert.equal(
       refusedField({ name: 's', everySecs: 1, job: { kind: 'k', delayMs: 5 } as NewSchedule['job'] }),
       'job.delay_ms',
+    );
+  });
+
+  it('fires each due time at most once, in order, never ahead of the clock, whatever the steps between passes', () => {
+    const zones = ['UTC', 'Europe/Berlin', 'America/New_York', 'Australia/Lord_Howe', 'Asia/Kolkata'];
+    const expressions = ['*/30 * * * *', '0 2 * * *', '30 2 * * *', '15 1,2,3 * * 0', '0 0 1 * *'];
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.record({ everySecs: fc.integer({ min: 1, max: 86_400 }) }),
+          fc.record({ cron: fc.constantFrom(...expressions), timezone: fc.constantFrom(...zones) }),
+        ),
+        fc.array(fc.integer({ min: 0, max: 3 * 86_400 }), { minLength: 1, maxLength: 30 }),
+        (timing, steps) => {
+          // Around the 2026 fall-back in Europe and the spring-forward in Australia.
+          let now = at('2026-10-03T00:00:00Z');
+          let s = draftSchedule(acme, { name: 'p', ...timing, job: { kind: 'k' } }, context(now));
+          const fired: number[] = [];
+          for (const step of steps) {
+            now += step * 1_000_000;
+            const firing = fire(s, now, JOB_ID);
+            if (firing === null) {
+              assert.ok(s.nextDueAt === null || s.nextDueAt > now, 'a due schedule fires');
+              continue;
+            }
+            const due = firing.next.lastDueAt ?? -1;
+            assert.ok(due <= now, 'never ahead of the clock');
+            const after = nextDue(s, due);
+            assert.ok(after === null || after > now, 'the latest due time passed: one job for all missed');
+            assert.ok(fired.length === 0 || due > (fired.at(-1) ?? 0), 'each due time once, in order');
+            assert.equal(firing.draft.idempotencyKey, firingKey('p', due));
+            assert.ok(firing.next.nextDueAt === null || firing.next.nextDueAt > now, 'due next after now');
+            fired.push(due);
+            s = firing.next;
+          }
+        },
+      ),
+      { numRuns: 200 },
     );
   });
 });
