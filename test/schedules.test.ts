@@ -11,7 +11,11 @@ import {
   type NewSchedule,
   type Schedule,
 } from '../src/core/schedules.ts';
+import { ManualClock } from '../src/core/clock.ts';
+import { MAX_SCHEDULES_PER_SCOPE } from '../src/core/limits.ts';
 import { tenantScope } from '../src/core/types.ts';
+import { Queue } from '../src/engine/queue.ts';
+import { MemoryJobStore } from '../src/storage/memory/memory-store.ts';
 
 const acme = tenantScope('acme');
 const at = (iso: string): number => Date.parse(iso) * 1000;
@@ -146,5 +150,22 @@ describe('schedules (core)', () => {
       ),
       { numRuns: 200 },
     );
+  });
+
+  it('holds a scope to MAX_SCHEDULES_PER_SCOPE (1,000) schedules through the queue', async () => {
+    const queue = new Queue({ store: new MemoryJobStore(), clock: new ManualClock(), services: false });
+    try {
+      assert.equal(MAX_SCHEDULES_PER_SCOPE, 1_000);
+      for (let i = 0; i < MAX_SCHEDULES_PER_SCOPE; i++) {
+        await queue.createSchedule({ name: `s${i}`, everySecs: 60, job: { kind: 'k' } }, acme);
+      }
+      await assert.rejects(queue.createSchedule({ name: 'one-more', everySecs: 60, job: { kind: 'k' } }, acme), {
+        code: ErrorCode.FailedPrecondition,
+        message: /1000 schedules/,
+      });
+      await queue.createSchedule({ name: 'one-more', everySecs: 60, job: { kind: 'k' } }, tenantScope('globex'));
+    } finally {
+      await queue.close();
+    }
   });
 });
