@@ -23,8 +23,21 @@ export type {
   ListOptions,
   QueueOptions,
   Release,
+  ScheduleListOptions,
+  SchedulePage,
   StoreMetrics,
 } from './engine/queue.ts';
+export { Scheduler } from './engine/scheduler.ts';
+export type { SchedulerOptions } from './engine/scheduler.ts';
+export { MAX_SCHEDULES_PER_SCOPE } from './core/limits.ts';
+export type {
+  NewSchedule,
+  Schedule,
+  ScheduleChanges,
+  ScheduleFiring,
+  ScheduleJob,
+  ScheduleJobInput,
+} from './core/schedules.ts';
 export type { QueueEvents, TransitionEvent, RefusedEvent, QueueEventEmitter } from './engine/observers.ts';
 export type { TransitionName } from './core/transitions.ts';
 export { Maintenance, PRUNE_KIND } from './engine/maintenance.ts';
@@ -58,6 +71,7 @@ export type {
   KindConfig,
   StorageConfig,
   RetentionConfig,
+  SchedulesConfig,
   ConfigInput,
 } from './core/config.ts';
 export { resultJson } from './core/results.ts';
@@ -68,4 +82,4 @@ export type { Rate } from './core/rate.ts';
 export type { Logger } from './core/logger.ts';
 export { AttemptTimeoutError, PermanentError } from './worker/runner.ts';
 export type { JobContext, JobHandler, RunnerOptions } from './worker/runner.ts';
-export type { JobStore } from './storage/types.ts';
+export type { FiredSchedule, JobStore, ScheduleQuery } from './storage/types.ts';

@@ -395,11 +395,81 @@ describe('the telha CLI', () => {
       ['jobs', 'cancel'],
       ['jobs', 'enqueue'],
       ['jobs', 'stats'],
+      ['schedules'],
+      ['schedules', 'create'],
+      ['schedules', 'list'],
+      ['schedules', 'show'],
+      ['schedules', 'update'],
+      ['schedules', 'pause'],
+      ['schedules', 'resume'],
+      ['schedules', 'delete'],
     ]) {
       const help = await run(...args, '--help');
       assert.equal(help.code, 0, args.join(' '));
       assert.match(help.stdout, /^Usage: telha/m);
     }
+  });
+
+  it('creates, lists, shows, pauses, resumes, updates and deletes a schedule', async () => {
+    const created = await run(
+      'schedules',
+      'create',
+      'nightly',
+      '--tenant',
+      'acme',
+      '--cron',
+      '0 2 * * *',
+      '--timezone',
+      'Europe/Berlin',
+      '--kind',
+      'cleanup',
+      '--payload',
+      '{"deep":true}',
+      '--json',
+    );
+    assert.equal(created.code, 0, created.stderr);
+    const json = JSON.parse(created.stdout) as {
+      cron: string;
+      timezone: string;
+      job: { payloadText: string };
+      paused: boolean;
+    };
+    assert.equal(json.cron, '0 2 * * *');
+    assert.equal(json.timezone, 'Europe/Berlin');
+    assert.equal(json.job.payloadText, '{"deep":true}');
+    assert.equal(json.paused, false);
+
+    const listed = await run('schedules', 'list', '--tenant', 'acme');
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, /^SCOPE\s+NAME\s+WHEN/m);
+    assert.match(listed.stdout, /acme\s+nightly\s+0 2 \* \* \* Europe\/Berlin\s+cleanup\s+active/);
+
+    const paused = await run('schedules', 'pause', 'nightly', '--tenant', 'acme');
+    assert.equal(paused.code, 0, paused.stderr);
+    assert.match(paused.stdout, /state\s+paused/);
+    assert.match(paused.stdout, /next due\s+-/);
+    const resumed = await run('schedules', 'resume', 'nightly', '--tenant', 'acme');
+    assert.match(resumed.stdout, /state\s+active/);
+    const updated = await run('schedules', 'update', 'nightly', '--tenant', 'acme', '--every', '3600', '--json');
+    assert.equal(updated.code, 0, updated.stderr);
+    assert.equal((JSON.parse(updated.stdout) as { everySecs: number }).everySecs, 3_600);
+    const shown = await run('schedules', 'show', 'nightly', '--tenant', 'acme');
+    assert.match(shown.stdout, /when\s+every 3600s/);
+
+    const bad = await run('schedules', 'create', 'bad', '--tenant', 'acme', '--cron', '* * *', '--kind', 'k');
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /^error: invalid_argument: cron: /m);
+    const noScope = await run('schedules', 'create', 'x', '--every', '60', '--kind', 'k');
+    assert.equal(noScope.code, 2);
+    assert.match(noScope.stderr, /--tenant <tenant> or --system/);
+    const nothing = await run('schedules', 'update', 'nightly', '--tenant', 'acme');
+    assert.equal(nothing.code, 2);
+
+    const deleted = await run('schedules', 'delete', 'nightly', '--tenant', 'acme');
+    assert.equal(deleted.code, 0, deleted.stderr);
+    const gone = await run('schedules', 'show', 'nightly', '--tenant', 'acme');
+    assert.equal(gone.code, 1);
+    assert.match(gone.stderr, /^error: not_found: /m);
   });
 
   it('takes the address and token from TELHA_ADDRESS and TELHA_TOKEN', async () => {

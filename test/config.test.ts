@@ -67,6 +67,7 @@ describe('configuration', () => {
     ['retention', 'dead_secs', 0, 315_360_000],
     ['retention', 'cancelled_secs', 0, 315_360_000],
     ['retention', 'prune_interval_secs', 1, 2_147_483],
+    ['schedules', 'interval_ms', 10, 2_147_483_647],
     ['server', 'max_lease_wait_ms', 1, 2_147_483_647],
     ['server', 'shutdown_grace_ms', 0, 2_147_483_647],
     ['server', 'max_concurrent_calls', 1, 1_000_000],

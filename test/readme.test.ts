@@ -142,8 +142,16 @@ describe('README.md', () => {
   }
 });
 
-/** What the operators' block prints: ids, a lifecycle, a table, a count, and JSON with nothing before it. */
+/**
+ * What the operators' block prints: ids, a lifecycle, a table, a count, and JSON with nothing
+ * before it; the schedules block, the schedule it made and paused, in the list.
+ */
 function assertShellOutput(code: string, stdout: string): void {
+  if (code.includes('npx telha schedules')) {
+    assert.match(stdout, /^\s+state\s+paused$/m, 'the pause');
+    assert.match(stdout, /^acme\s+nightly-report\s+0 2 \* \* \* Europe\/Berlin\s+report\s+active/m, 'the list');
+    return;
+  }
   if (!code.includes('npx telha')) return;
   assert.match(stdout, /^[0-9a-f-]{36}$/m, 'an enqueued job id');
   assert.match(stdout, /^state\s+pending, gated until .* \(delay\)/m);

@@ -18,10 +18,21 @@ export interface CliIo {
   readonly clock: Clock;
 }
 
-/** The calls the `telha jobs` commands make on a server. */
+/** The calls the `telha jobs` and `telha schedules` commands make on a server. */
 export type OperatorClient = Pick<
   TelhaClient,
-  'show' | 'list' | 'counts' | 'retry' | 'cancel' | 'cancelMatching' | 'enqueue'
+  | 'show'
+  | 'list'
+  | 'counts'
+  | 'retry'
+  | 'cancel'
+  | 'cancelMatching'
+  | 'enqueue'
+  | 'createSchedule'
+  | 'updateSchedule'
+  | 'getSchedule'
+  | 'listSchedules'
+  | 'deleteSchedule'
 >;
 
 /** The running process's streams and environment. */

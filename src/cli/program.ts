@@ -1,6 +1,6 @@
 /**
  * `telha`: the operator CLI. `telha serve` runs the server; `telha jobs ...`
- * talks to one over gRPC. Exit codes: 0 success, 1 the call failed (the
+ * and `telha schedules ...` talk to one over gRPC. Exit codes: 0 success, 1 the call failed (the
  * server's error is printed), 2 bad usage.
  *
  * This file only parses: each command is a function in its own file taking
@@ -21,6 +21,11 @@ import { enqueueJob } from './jobs/enqueue.ts';
 import { listJobs } from './jobs/list.ts';
 import { retryJobs } from './jobs/retry.ts';
 import { showJob } from './jobs/show.ts';
+import { createSchedule } from './schedules/create.ts';
+import { deleteSchedule } from './schedules/delete.ts';
+import { listSchedules } from './schedules/list.ts';
+import { showSchedule } from './schedules/show.ts';
+import { updateSchedule, type UpdateScheduleOptions } from './schedules/update.ts';
 
 interface GlobalOptions {
   address?: string;
@@ -186,6 +191,94 @@ function buildProgram(
     .option('--system', 'system-scope jobs (operators)')
     .option('--json', 'print JSON')
     .action((o: ScopeOptions & { json?: boolean }) => jobsCall((client) => countJobs(o, client, io)));
+
+  const schedules = program
+    .command('schedules')
+    .description('manage schedules: jobs enqueued at each due time of a cron expression or an interval');
+  type Named = ScopeOptions & { json?: boolean };
+  const scopeFlags = (command: Command): Command =>
+    command
+      .option('--tenant <tenant>', 'tenant scope (required unless a tenant token names it)')
+      .option('--system', 'system scope (job kinds must start with system:)');
+  const templateFlags = (command: Command): Command =>
+    command
+      .option('--payload <json|@file>', "the job's payload: JSON text, or @path for raw bytes from a file")
+      .option('--priority <n>', '0-255, lower is sooner', integer('--priority'))
+      .option('--max-attempts <n>', "the job's attempt ceiling", integer('--max-attempts'))
+      .option('--timeout-secs <n>', 'the longest one attempt may run', integer('--timeout-secs'));
+  const timingFlags = (command: Command): Command =>
+    command
+      .option('--cron <expression>', 'cron expression, e.g. "0 2 * * *" (5 fields, or 6 with seconds first)')
+      .option('--timezone <zone>', 'IANA time zone the cron expression is read in (default UTC)')
+      .option('--every <secs>', 'fire every this many seconds instead of a cron expression', integer('--every'));
+
+  templateFlags(
+    timingFlags(
+      scopeFlags(
+        schedules
+          .command('create')
+          .description('create a schedule and print it')
+          .argument('<name>', 'schedule name, unique in its scope')
+          .requiredOption('--kind <kind>', 'kind of the job to enqueue'),
+      ),
+    ),
+  )
+    .option('--paused', 'create it paused')
+    .option('--json', 'print JSON')
+    .action((name: string, o: Omit<UpdateScheduleOptions, 'name' | 'withToken'> & { kind: string }) =>
+      run((client, token) => createSchedule({ ...o, name, withToken: token !== undefined }, client(), io)),
+    );
+
+  scopeFlags(schedules.command('list').description('list schedules by scope, then name'))
+    .option(`--limit <n>`, `page size (1-${MAX_LIST_LIMIT})`, integerIn('--limit', 1, MAX_LIST_LIMIT), 50)
+    .option('--page-token <token>', 'continue from a previous page')
+    .option('--all', 'follow every page')
+    .option('--json', 'print JSON')
+    .action((o: ScopeOptions & { limit: number; pageToken?: string; all?: boolean; json?: boolean }) =>
+      jobsCall((client) => listSchedules(o, client, io)),
+    );
+
+  scopeFlags(schedules.command('show').description('print one schedule').argument('<name>', 'schedule name'))
+    .option('--json', 'print JSON')
+    .action((name: string, o: Named) =>
+      run((client, token) => showSchedule({ ...o, name, withToken: token !== undefined }, client(), io)),
+    );
+
+  templateFlags(
+    timingFlags(
+      scopeFlags(
+        schedules
+          .command('update')
+          .description('change a schedule: its timing, or its job (replaced whole, so --kind is needed)')
+          .argument('<name>', 'schedule name')
+          .option('--kind <kind>', 'kind of the job to enqueue'),
+      ),
+    ),
+  )
+    .option('--json', 'print JSON')
+    .action((name: string, o: Omit<UpdateScheduleOptions, 'name' | 'withToken'>) =>
+      run((client, token) => updateSchedule({ ...o, name, withToken: token !== undefined }, client(), io)),
+    );
+
+  for (const [command, paused, what] of [
+    ['pause', true, 'stop a schedule firing until it is resumed'],
+    ['resume', false, 'resume a paused schedule from its next due time (no catch-up for the pause)'],
+  ] as const) {
+    scopeFlags(schedules.command(command).description(what).argument('<name>', 'schedule name'))
+      .option('--json', 'print JSON')
+      .action((name: string, o: Named) =>
+        run((client, token) => updateSchedule({ ...o, name, paused, withToken: token !== undefined }, client(), io)),
+      );
+  }
+
+  scopeFlags(
+    schedules
+      .command('delete')
+      .description('delete a schedule; the jobs it enqueued stay')
+      .argument('<name>', 'schedule name'),
+  ).action((name: string, o: Named) =>
+    run((client, token) => deleteSchedule({ ...o, name, withToken: token !== undefined }, client(), io)),
+  );
 
   return program;
 }

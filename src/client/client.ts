@@ -4,6 +4,7 @@
  * wire protocol; errors come back as `TelhaError` / `LeaseConflictError`.
  */
 import * as grpc from '@grpc/grpc-js';
+import type { NewSchedule, Schedule, ScheduleChanges } from '../core/schedules.ts';
 import {
   JobState as JobStateCore,
   type CountRow,
@@ -40,7 +41,10 @@ import {
   failToWire,
   jobFromWire,
   newJobToWire,
+  newScheduleToWire,
   releaseToWire,
+  scheduleChangesToWire,
+  scheduleFromWire,
   scopeToWire,
   wireFence,
   type RemoteJob,
@@ -86,6 +90,19 @@ export interface CancelMatchingOptions {
   readonly state?: JobState;
   /** Only kinds starting with this; omitted matches every kind. */
   readonly kindPrefix?: string;
+}
+
+export interface ScheduleListOptions {
+  /** Operators: a tenant or the system scope; omitted lists every scope. Tenants: their own. */
+  readonly scope?: QueueScope;
+  readonly limit?: number;
+  readonly pageToken?: string;
+}
+
+/** One page of schedules. */
+export interface SchedulePage {
+  readonly schedules: readonly Schedule[];
+  readonly nextPageToken: string | null;
 }
 
 export interface LeaseOptions {
@@ -311,6 +328,46 @@ export class TelhaClient {
       kindPrefix: options.kindPrefix ?? '',
     });
     return Number(res.cancelled);
+  }
+
+  // ---- schedules: `scope` is a tenant token's own when omitted; an operator names one ----
+
+  /** Create a schedule: a job enqueued at each due time of a cron expression or an interval. */
+  async createSchedule(schedule: NewSchedule, scope?: QueueScope): Promise<Schedule> {
+    const res = await this.rpc('createSchedule', { schedule: newScheduleToWire(schedule, scope) });
+    return scheduleFromWire(res.schedule);
+  }
+
+  /** Change some fields of a schedule; `{ paused: true }` pauses it, `{ paused: false }` resumes it. */
+  async updateSchedule(name: string, changes: ScheduleChanges, scope?: QueueScope): Promise<Schedule> {
+    const res = await this.rpc('updateSchedule', {
+      scope: scopeToWire(scope),
+      name,
+      ...scheduleChangesToWire(changes),
+    });
+    return scheduleFromWire(res.schedule);
+  }
+
+  async getSchedule(name: string, scope?: QueueScope): Promise<Schedule> {
+    const res = await this.rpc('getSchedule', { scope: scopeToWire(scope), name });
+    return scheduleFromWire(res.schedule);
+  }
+
+  async listSchedules(options: ScheduleListOptions = {}): Promise<SchedulePage> {
+    const res = await this.rpc('listSchedules', {
+      scope: scopeToWire(options.scope),
+      limit: options.limit ?? 0,
+      pageToken: options.pageToken ?? '',
+    });
+    return {
+      schedules: res.schedules.map(scheduleFromWire),
+      nextPageToken: res.nextPageToken === '' ? null : res.nextPageToken,
+    };
+  }
+
+  /** Delete a schedule; the jobs it enqueued stay. */
+  async deleteSchedule(name: string, scope?: QueueScope): Promise<void> {
+    await this.rpc('deleteSchedule', { scope: scopeToWire(scope), name });
   }
 
   // ---- worker calls ----

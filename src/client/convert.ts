@@ -1,7 +1,10 @@
 /** Wire messages to the engine's record type, so SDK users get the same `JobRecord`. */
 import { create } from '@bufbuild/protobuf';
+import type { NewSchedule, Schedule as CoreSchedule, ScheduleChanges } from '../core/schedules.ts';
 import {
   JobState as CoreState,
+  SYSTEM_SCOPE,
+  tenantScope,
   type EventTransition,
   type JobRecord,
   type LeaseFence,
@@ -14,13 +17,16 @@ import {
   FailRequestSchema,
   NewJobSchema,
   ReleaseRequestSchema,
+  ScheduleSchema,
   ScopeSchema,
   type CompleteRequest,
   type FailRequest,
   type ReleaseRequest,
   type Job,
   type NewJob,
+  type Schedule,
   type Scope,
+  type UpdateScheduleRequest,
 } from '../gen/telha/v1/queue_pb.ts';
 
 /** A job as the SDK returns it: the engine's record, plus the attempt ceiling that applies to it. */
@@ -117,4 +123,56 @@ export function failToWire(item: {
 /** A job handed back as the wire carries it: the unary Release, a ReleaseEach item, a Work stream release. */
 export function releaseToWire(item: { readonly jobId: string; readonly fence: LeaseFence }): ReleaseRequest {
   return create(ReleaseRequestSchema, { fence: wireFence(item.jobId, item.fence) });
+}
+
+/** A schedule as the SDK returns it: the engine's type. */
+export function scheduleFromWire(schedule: Schedule | undefined): CoreSchedule {
+  if (schedule === undefined) throw new Error('server sent no schedule');
+  const job = schedule.job;
+  const target = schedule.scope?.target;
+  return {
+    scope: target?.case === 'tenant' ? tenantScope(target.value) : SYSTEM_SCOPE,
+    name: schedule.name,
+    cron: schedule.cron ?? null,
+    timezone: schedule.timezone ?? null,
+    everySecs: schedule.everySecs ?? null,
+    job: {
+      kind: job?.kind ?? '',
+      payload: job?.payload ?? new Uint8Array(0),
+      priority: job?.priority ?? 128,
+      maxAttempts: job?.maxAttempts ?? null,
+      timeoutSecs: job?.timeoutSecs ?? null,
+    },
+    paused: schedule.paused,
+    nextDueAt: schedule.nextDueUs === undefined ? null : Number(schedule.nextDueUs),
+    lastDueAt: schedule.lastDueUs === undefined ? null : Number(schedule.lastDueUs),
+    createdAt: Number(schedule.createdAtUs),
+    updatedAt: Number(schedule.updatedAtUs),
+  };
+}
+
+/** A schedule to create as the wire carries it. */
+export function newScheduleToWire(schedule: NewSchedule, scope: QueueScope | undefined): Schedule {
+  return create(ScheduleSchema, {
+    ...(scope === undefined ? {} : { scope: scopeToWire(scope) }),
+    name: schedule.name,
+    ...(schedule.cron === undefined ? {} : { cron: schedule.cron }),
+    ...(schedule.timezone === undefined ? {} : { timezone: schedule.timezone }),
+    ...(schedule.everySecs === undefined ? {} : { everySecs: schedule.everySecs }),
+    job: newJobToWire(schedule.job),
+    paused: schedule.paused ?? false,
+  });
+}
+
+/** The fields of an UpdateSchedule, beside its scope and name. */
+export function scheduleChangesToWire(
+  changes: ScheduleChanges,
+): Pick<UpdateScheduleRequest, 'cron' | 'timezone' | 'everySecs' | 'job' | 'paused'> {
+  return {
+    ...(changes.cron === undefined ? {} : { cron: changes.cron }),
+    ...(changes.timezone === undefined ? {} : { timezone: changes.timezone }),
+    ...(changes.everySecs === undefined ? {} : { everySecs: changes.everySecs }),
+    ...(changes.job === undefined ? {} : { job: newJobToWire(changes.job) }),
+    ...(changes.paused === undefined ? {} : { paused: changes.paused }),
+  };
 }

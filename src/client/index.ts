@@ -3,7 +3,16 @@
  * speaks only the wire protocol and never loads the engine, `pg` or RocksDB.
  */
 export { TelhaClient, DEFAULT_ADDRESS } from './client.ts';
-export type { CancelMatchingOptions, CancelOptions, ClientOptions, LeaseOptions, ListOptions } from './client.ts';
+export type {
+  CancelMatchingOptions,
+  CancelOptions,
+  ClientOptions,
+  LeaseOptions,
+  ListOptions,
+  ScheduleListOptions,
+  SchedulePage,
+} from './client.ts';
+export type { NewSchedule, Schedule, ScheduleChanges, ScheduleJob, ScheduleJobInput } from '../core/schedules.ts';
 export { Worker, PermanentError, AttemptTimeoutError } from './worker.ts';
 export type { JobContext, JobHandler, WorkerOptions } from './worker.ts';
 export { resultJson } from '../core/results.ts';

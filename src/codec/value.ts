@@ -170,19 +170,19 @@ function optionalFields(
   };
 }
 
-function isString(v: unknown): v is string {
+export function isString(v: unknown): v is string {
   return typeof v === 'string';
 }
-function isStringOrNull(v: unknown): v is string | null {
+export function isStringOrNull(v: unknown): v is string | null {
   return v === null || typeof v === 'string';
 }
-function isUint(v: unknown): v is number {
+export function isUint(v: unknown): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 }
-function isUintOrNull(v: unknown): v is number | null {
+export function isUintOrNull(v: unknown): v is number | null {
   return v === null || isUint(v);
 }
-function isBytes(v: unknown): v is Uint8Array {
+export function isBytes(v: unknown): v is Uint8Array {
   return v instanceof Uint8Array;
 }
 function isBytesOrNull(v: unknown): v is Uint8Array | null {

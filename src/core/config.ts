@@ -204,6 +204,18 @@ const retentionSchema = z.strictObject({
   prune_interval_secs: intervalSecs.default(DEFAULT_PRUNE_INTERVAL_SECS),
 });
 
+/** `schedules.interval_ms`: how often the scheduler looks for due schedules (a due time fires at most this late). */
+export const DEFAULT_SCHEDULES_INTERVAL_MS = 1_000;
+
+const schedulesSchema = z.strictObject({
+  /** Fire due schedules on this server. Off, schedules can still be managed; another server fires them. */
+  enabled: z.boolean().default(true),
+  /** At least 10 ms: each pass is a store round trip, and a due time is a whole second at best. */
+  interval_ms: wholeNumber(10, MAX_TIMER_MS, 'about 24.8 days, the longest timer Node can set').default(
+    DEFAULT_SCHEDULES_INTERVAL_MS,
+  ),
+});
+
 /** `server.address`: loopback by default; binding elsewhere requires tokens. */
 /** `server.max_lease_wait_ms`: the longest a lease call may wait for work (30 s). */
 export const DEFAULT_MAX_LEASE_WAIT_MS = 30_000;
@@ -276,6 +288,7 @@ const configSchema = z.strictObject({
   storage: storageSchema.default(storageSchema.parse({})),
   jobs: jobsSchema.default(jobsSchema.parse({})),
   retention: retentionSchema.default(retentionSchema.parse({})),
+  schedules: schedulesSchema.default(schedulesSchema.parse({})),
   server: serverSchema.default(serverSchema.parse({})),
   metrics: metricsSchema.default(metricsSchema.parse({})),
 });
@@ -284,6 +297,7 @@ export type TelhaConfig = z.infer<typeof configSchema>;
 export type JobsConfig = TelhaConfig['jobs'];
 export type StorageConfig = TelhaConfig['storage'];
 export type RetentionConfig = TelhaConfig['retention'];
+export type SchedulesConfig = TelhaConfig['schedules'];
 export type ServerConfig = TelhaConfig['server'];
 export type MetricsConfig = TelhaConfig['metrics'];
 export type TokenConfig = ServerConfig['tokens'][number];

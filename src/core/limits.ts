@@ -74,3 +74,14 @@ export const MAX_PROGRESS_CHARS = 4_096;
  * configuration (and the dashboard that lists it) readable.
  */
 export const MAX_KIND_POLICIES = 1_000;
+/**
+ * Schedules one scope may hold. Every schedule is a row the scheduler reads when it is due, so the
+ * bound keeps one tenant from filling the due index (and a listing) with its own.
+ */
+export const MAX_SCHEDULES_PER_SCOPE = 1_000;
+/** A schedule name is 1-128 UTF-8 bytes of printable, non-space characters, like a tenant id. */
+export const MAX_SCHEDULE_NAME_BYTES = 128;
+/** A cron expression is at most this many characters: seven fields with lists fit easily. */
+export const MAX_CRON_CHARS = 256;
+/** An IANA time zone name (`America/Argentina/ComodRivadavia` is the longest, at 32). */
+export const MAX_TIMEZONE_CHARS = 64;

@@ -8,6 +8,7 @@ import {
   MAX_IDEMPOTENCY_KEY_BYTES,
   MAX_KIND_BYTES,
   MAX_PROGRESS_CHARS,
+  MAX_SCHEDULE_NAME_BYTES,
   MAX_TENANT_BYTES,
   MAX_TIMESTAMP_MICROS,
   MAX_WORKER_ID_BYTES,
@@ -46,6 +47,11 @@ function checkToken(field: string, value: unknown, maxBytes: number): string {
 
 export function checkTenant(tenant: unknown, field = 'tenant'): string {
   return checkToken(field, tenant, MAX_TENANT_BYTES);
+}
+
+/** A schedule's name: 1-128 bytes, no whitespace; unique within its scope. */
+export function checkScheduleName(name: unknown, field = 'name'): string {
+  return checkToken(field, name, MAX_SCHEDULE_NAME_BYTES);
 }
 
 export function checkWorkerId(workerId: unknown, field = 'worker_id'): string {

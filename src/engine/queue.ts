@@ -9,6 +9,8 @@
  *     workers     leaseNext · lease (many, optional long poll) · heartbeat · checkpoint
  *                 complete · fail · release · completeEach · failEach · releaseEach
  *     operators   show · list · counts · leased · retry · cancel · cancelMatching
+ *     schedules   createSchedule · updateSchedule · getSchedule · listSchedules · deleteSchedule
+ *                 (fired by the scheduler, or `scheduler.tick()` in tests)
  *     lifecycle   maintenance (reaper, pruning) · waits · events · stats · storeMetrics · close
  */
 import { systemClock, type Clock } from '../core/clock.ts';
@@ -16,9 +18,17 @@ import { DEFAULT_CONFIG, type TelhaConfig } from '../core/config.ts';
 import { asBuffer, draftJob } from '../core/drafts.ts';
 import { eachOnItsOwn } from '../core/each.ts';
 import { ErrorCode, invalidArgument, notFound, TelhaError } from '../core/errors.ts';
-import { MAX_BATCH_JOBS, MAX_LEASE_BATCH, MAX_LIST_LIMIT } from '../core/limits.ts';
+import { MAX_BATCH_JOBS, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_SCHEDULES_PER_SCOPE } from '../core/limits.ts';
 import { silentLogger, type Logger } from '../core/logger.ts';
 import { inScope } from '../core/scope.ts';
+import {
+  applyChanges,
+  checkChanges,
+  draftSchedule,
+  type NewSchedule,
+  type Schedule,
+  type ScheduleChanges,
+} from '../core/schedules.ts';
 import * as transitions from '../core/transitions.ts';
 import {
   ANY_SCOPE,
@@ -44,15 +54,17 @@ import {
   checkIntegerInRange,
   checkJobId,
   checkKindPrefixes,
+  checkScheduleName,
   checkScope,
   checkWorkerId,
 } from '../core/validate.ts';
-import type { JobStore, StoreMetrics, StoreStats, UpdateItem } from '../storage/types.ts';
+import type { JobStore, SchedulePage, StoreMetrics, StoreStats, UpdateItem } from '../storage/types.ts';
 import { newJobId } from '../codec/job-ids.ts';
 import { Maintenance } from './maintenance.ts';
 import { QueueEventEmitter } from './observers.ts';
+import { Scheduler } from './scheduler.ts';
 
-export type { StoreMetrics };
+export type { SchedulePage, StoreMetrics };
 import { WorkSignal, type WakeReason } from './work-signal.ts';
 
 export interface LeaseOptions {
@@ -159,6 +171,15 @@ export interface LeasedOptions {
   readonly limit?: number;
 }
 
+export interface ScheduleListOptions {
+  /** Default: every scope. */
+  readonly scope?: ScopeFilter;
+  /** Default 100, at most 1,000. */
+  readonly limit?: number;
+  /** The previous page's `nextPageToken`. */
+  readonly pageToken?: string;
+}
+
 /** Lease long-polls: how many are parked now, and how the finished ones ended. */
 export interface LeaseWaits {
   readonly parked: number;
@@ -170,7 +191,7 @@ export interface QueueOptions {
   readonly config?: TelhaConfig;
   readonly clock?: Clock;
   readonly logger?: Logger;
-  /** Run the reaper and the maintenance runner on timers. Default `true`. */
+  /** Run the reaper, the maintenance runner and the scheduler on timers. Default `true`. */
   readonly services?: boolean;
 }
 
@@ -182,6 +203,8 @@ export class Queue {
   readonly clock: Clock;
   /** The reaper and the maintenance runner; started by the constructor unless `services: false`. */
   readonly maintenance: Maintenance;
+  /** Fires due schedules every `schedules.interval_ms`; started with the other services if `schedules.enabled`. */
+  readonly scheduler: Scheduler;
   private readonly store: JobStore;
   private readonly logger: Logger;
   private readonly policy: transitions.RetryPolicy;
@@ -211,9 +234,22 @@ export class Queue {
         this.announce(records, now);
       },
     });
+    this.scheduler = new Scheduler({
+      store: this.store,
+      config: this.config.schedules,
+      clock: this.clock,
+      logger: this.logger,
+      onEnqueued: (records, now) => {
+        this.events.transition('enqueue', records, null, now);
+        this.announce(records, now);
+      },
+    });
     // Work announced by other servers sharing the store, or by transactional enqueues.
     this.store.watch?.((notices) => (notices === 'all' ? this.work.notifyAll() : this.work.notify(notices)));
-    if (options.services ?? true) this.maintenance.start();
+    if (options.services ?? true) {
+      this.maintenance.start();
+      this.scheduler.start();
+    }
   }
 
   /** The store's backend name (`rocksdb`, `postgres`, `memory`). */
@@ -721,6 +757,65 @@ export class Queue {
     return this.store.leased(scope, workerId, limit);
   }
 
+  // ---- schedules ----
+
+  /**
+   * Create a schedule: a cron expression in a time zone, or a fixed interval, and the job to
+   * enqueue at each due time. Refused `failed_precondition` when the scope already has one of
+   * this name or holds `MAX_SCHEDULES_PER_SCOPE` (1,000).
+   */
+  async createSchedule(schedule: NewSchedule, scope: QueueScope): Promise<Schedule> {
+    this.assertOpen();
+    checkScope(scope);
+    const draft = draftSchedule(scope, schedule, this.scheduleContext());
+    await this.store.createSchedule(draft, MAX_SCHEDULES_PER_SCOPE);
+    return draft;
+  }
+
+  /**
+   * Change a schedule; each field given replaces the stored one. `paused: true` stops it firing;
+   * `paused: false` resumes it from its next due time after now, without catching up.
+   */
+  async updateSchedule(name: string, changes: ScheduleChanges, scope: QueueScope): Promise<Schedule> {
+    this.assertOpen();
+    checkScope(scope);
+    const checked = checkScheduleName(name);
+    const context = this.scheduleContext();
+    checkChanges(scope, changes, context);
+    return this.store.updateSchedule(scope, checked, (current) => applyChanges(current, changes, context));
+  }
+
+  /** One schedule by name; `not_found` when its scope has none of that name. */
+  async getSchedule(name: string, scope: QueueScope): Promise<Schedule> {
+    this.assertOpen();
+    checkScope(scope);
+    const checked = checkScheduleName(name);
+    const schedule = await this.store.getSchedule(scope, checked);
+    if (schedule === null) throw notFound(`schedule ${checked}`);
+    return schedule;
+  }
+
+  /** Schedules by scope, then name, one page at a time. */
+  async listSchedules(options: ScheduleListOptions = {}): Promise<SchedulePage> {
+    this.assertOpen();
+    const scope = options.scope ?? ANY_SCOPE;
+    if (scope.type !== 'any') checkScope(scope);
+    const limit = checkIntegerInRange('limit', options.limit ?? 100, 1, MAX_LIST_LIMIT);
+    return this.store.listSchedules({ scope, limit, pageToken: options.pageToken ?? null });
+  }
+
+  /** Delete a schedule; the jobs it enqueued stay. `not_found` when there is none of that name. */
+  async deleteSchedule(name: string, scope: QueueScope): Promise<void> {
+    this.assertOpen();
+    checkScope(scope);
+    const checked = checkScheduleName(name);
+    if (!(await this.store.deleteSchedule(scope, checked))) throw notFound(`schedule ${checked}`);
+  }
+
+  private scheduleContext(): { now: Micros; maxPayloadBytes: number } {
+    return { now: this.clock.now(), maxPayloadBytes: this.config.jobs.max_payload_bytes };
+  }
+
   // ---- lifecycle ----
 
   /**
@@ -742,10 +837,10 @@ export class Queue {
     return (await this.store.metrics?.()) ?? {};
   }
 
-  /** Stop the maintenance, end parked long-polls, close the store. Idempotent. */
+  /** Stop the maintenance and the scheduler, end parked long-polls, close the store. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
-    await this.maintenance.stop();
+    await Promise.all([this.maintenance.stop(), this.scheduler.stop()]);
     this.closed = true;
     this.work.wakeAll();
     await this.store.close();

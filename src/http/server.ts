@@ -6,7 +6,7 @@
  *
  *     GET  /healthz /readyz /metrics            probes and Prometheus
  *     GET  /login  POST /login  POST /logout    sessions (with tokens configured)
- *     GET  /  /jobs  /jobs/:id  /leases         pages
+ *     GET  /  /jobs  /jobs/:id  /leases  /schedules  pages
  *     GET  /events                              the overview's live stream (server-sent events)
  *     POST /jobs/:id/retry  /jobs/:id/cancel  /jobs/retry-dead
  *                                               actions (CSRF token required)
@@ -28,6 +28,7 @@ import type { Logger } from '../core/logger.ts';
 import { SYSTEM_SCOPE, type ScopeFilter } from '../core/types.ts';
 import type { Queue } from '../engine/queue.ts';
 import { assertLoopbackWhenOpen, joinAddress, splitAddress } from '../server/address.ts';
+import { MAX_LIST_LIMIT } from '../core/limits.ts';
 import {
   OPEN_ACCESS,
   principalLabel,
@@ -45,6 +46,7 @@ import { Telemetry } from './telemetry.ts';
 import { errorPage, notice, type Viewer } from './views/layout.ts';
 import { bulkDonePage, confirmRetryPage, jobPage, jobsPage } from './views/jobs.ts';
 import { leasesPage } from './views/leases.ts';
+import { schedulesPage } from './views/schedules.ts';
 import { loginPage } from './views/login.ts';
 import { overviewPage } from './views/overview.ts';
 
@@ -352,6 +354,16 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
       ...(worker === null ? {} : { workerId: worker }),
     });
     return sendHtml(reply, leasesPage(viewer, jobs, worker, MAX_LEASES_SHOWN, queue.clock.now()));
+  });
+
+  app.get('/schedules', async (request, reply) => {
+    const viewer = viewerOf(request, reply, true);
+    onlyKnown(request.query as Record<string, unknown>, []);
+    // The permission ListSchedules needs, and the same scope: a tenant sees its own.
+    requirePermission(viewer.principal, 'schedule');
+    const scope = resolveScope(viewer.principal, null, true);
+    const { schedules } = await queue.listSchedules({ scope, limit: MAX_LIST_LIMIT });
+    return sendHtml(reply, schedulesPage(viewer, schedules, MAX_LIST_LIMIT, queue.clock.now()));
   });
 
   // ---- actions: each the engine call gRPC makes, with the same permission and scope ----

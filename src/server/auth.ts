@@ -12,15 +12,16 @@ export type Role = 'tenant' | 'worker' | 'operator';
 
 /**
  * What a call needs: enqueue, read (show/list/counts), work (lease and fenced submissions), retry,
- * cancel. A tenant may cancel its own jobs (its scope is enforced by `resolveScope`); a worker
- * may not cancel at all: it gives a job up with `release` or `fail`.
+ * cancel, schedule (create, change, read and delete schedules). A tenant may cancel its own jobs
+ * (its scope is enforced by `resolveScope`); a worker may not cancel at all: it gives a job up with
+ * `release` or `fail`.
  */
-export type Permission = 'enqueue' | 'read' | 'work' | 'retry' | 'cancel';
+export type Permission = 'enqueue' | 'read' | 'work' | 'retry' | 'cancel' | 'schedule';
 
 const GRANTS: Readonly<Record<Role, readonly Permission[]>> = {
-  tenant: ['enqueue', 'read', 'cancel'],
+  tenant: ['enqueue', 'read', 'cancel', 'schedule'],
   worker: ['work'],
-  operator: ['enqueue', 'read', 'work', 'retry', 'cancel'],
+  operator: ['enqueue', 'read', 'work', 'retry', 'cancel', 'schedule'],
 };
 
 /** Who did it, as an event detail names them: `tenant:acme` for a tenant token, else the token's name. */

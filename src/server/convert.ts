@@ -1,16 +1,21 @@
 /** Engine records to wire messages and back. */
 import { create } from '@bufbuild/protobuf';
 import { invalidArgument } from '../core/errors.ts';
+import type { NewSchedule, Schedule as CoreSchedule, ScheduleChanges } from '../core/schedules.ts';
 import type { JobState as CoreState, EnqueueResult, JobRecord, NewJob as CoreNewJob } from '../core/types.ts';
 import {
   EnqueueResultSchema,
   JobEventSchema,
   JobSchema,
   JobState,
+  NewJobSchema,
+  ScheduleSchema,
   type EnqueueResult as WireEnqueueResult,
   type Job,
   type NewJob,
+  type Schedule,
   type Scope,
+  type UpdateScheduleRequest,
 } from '../gen/telha/v1/queue_pb.ts';
 import { stateFromWire, stateToWire } from '../wire/states.ts';
 import type { RequestedScope } from './auth.ts';
@@ -100,4 +105,57 @@ export function toSafeNumber(value: bigint, field: string): number {
     throw invalidArgument(field, 'is out of range');
   }
   return Number(value);
+}
+
+/** A stored schedule as the wire sends it; its job template as a `NewJob`. */
+export function scheduleToWire(schedule: CoreSchedule): Schedule {
+  const { job } = schedule;
+  return create(ScheduleSchema, {
+    scope: {
+      target:
+        schedule.scope.type === 'tenant'
+          ? { case: 'tenant', value: schedule.scope.tenant }
+          : { case: 'system', value: true },
+    },
+    name: schedule.name,
+    ...(schedule.cron === null ? {} : { cron: schedule.cron }),
+    ...(schedule.timezone === null ? {} : { timezone: schedule.timezone }),
+    ...(schedule.everySecs === null ? {} : { everySecs: schedule.everySecs }),
+    job: create(NewJobSchema, {
+      kind: job.kind,
+      payload: job.payload,
+      priority: job.priority,
+      ...(job.maxAttempts === null ? {} : { maxAttempts: job.maxAttempts }),
+      ...(job.timeoutSecs === null ? {} : { timeoutSecs: job.timeoutSecs }),
+    }),
+    paused: schedule.paused,
+    ...(schedule.nextDueAt === null ? {} : { nextDueUs: BigInt(schedule.nextDueAt) }),
+    ...(schedule.lastDueAt === null ? {} : { lastDueUs: BigInt(schedule.lastDueAt) }),
+    createdAtUs: BigInt(schedule.createdAt),
+    updatedAtUs: BigInt(schedule.updatedAt),
+  });
+}
+
+/** A wire schedule to create; the engine validates every field. */
+export function newScheduleFromWire(schedule: Schedule | undefined): NewSchedule {
+  if (schedule === undefined) throw invalidArgument('schedule', 'is required');
+  return {
+    name: schedule.name,
+    ...(schedule.cron === undefined ? {} : { cron: schedule.cron }),
+    ...(schedule.timezone === undefined ? {} : { timezone: schedule.timezone }),
+    ...(schedule.everySecs === undefined ? {} : { everySecs: schedule.everySecs }),
+    job: newJobFromWire(schedule.job, 'job'),
+    paused: schedule.paused,
+  };
+}
+
+/** The fields an UpdateSchedule sets. */
+export function scheduleChangesFromWire(req: UpdateScheduleRequest): ScheduleChanges {
+  return {
+    ...(req.cron === undefined ? {} : { cron: req.cron }),
+    ...(req.timezone === undefined ? {} : { timezone: req.timezone }),
+    ...(req.everySecs === undefined ? {} : { everySecs: req.everySecs }),
+    ...(req.job === undefined ? {} : { job: newJobFromWire(req.job, 'job') }),
+    ...(req.paused === undefined ? {} : { paused: req.paused }),
+  };
 }

@@ -7,6 +7,7 @@
  * `test/conformance/` runs against every implementation.
  */
 import type { JobDraft } from '../core/drafts.ts';
+import type { Schedule, ScheduleFiring } from '../core/schedules.ts';
 import type {
   CountRow,
   ItemResult,
@@ -14,6 +15,7 @@ import type {
   JobState,
   ListPage,
   Micros,
+  QueueScope,
   ScopeFilter,
   WorkNotice,
 } from '../core/types.ts';
@@ -79,6 +81,25 @@ export interface PruneParams {
   /** Rows that finished strictly before this time go. */
   readonly finishedBefore: Micros;
   readonly limit: number;
+}
+
+export interface ScheduleQuery {
+  readonly scope: ScopeFilter;
+  readonly limit: number;
+  /** The previous page's `nextPageToken`, or `null` for the first page; a token no store made is `invalid_argument`. */
+  readonly pageToken: string | null;
+}
+
+/** One page of schedules, by scope and then name. */
+export interface SchedulePage {
+  readonly schedules: readonly Schedule[];
+  readonly nextPageToken: string | null;
+}
+
+/** A schedule that fired: the job its due time enqueued (or found, `created: false`) and the schedule as stored. */
+export interface FiredSchedule {
+  readonly schedule: Schedule;
+  readonly job: InsertOutcome;
 }
 
 /** Counters a backend keeps about its own health. */
@@ -151,6 +172,36 @@ export interface JobStore {
   get(jobId: string): Promise<JobRecord | null>;
   list(query: ListQuery): Promise<ListPage>;
   counts(scope: ScopeFilter): Promise<CountRow[]>;
+
+  /**
+   * Store a new schedule. Refuses `failed_precondition` when its scope already has one of that
+   * name, or already holds `maxPerScope` schedules; then nothing is written.
+   */
+  createSchedule(schedule: Schedule, maxPerScope: number): Promise<void>;
+
+  /**
+   * Atomic read-check-write of one schedule, like `update` for a job; `change` may throw, and
+   * then nothing is written. Throws `not_found` for an unknown name.
+   */
+  updateSchedule(scope: QueueScope, name: string, change: (current: Schedule) => Schedule): Promise<Schedule>;
+
+  getSchedule(scope: QueueScope, name: string): Promise<Schedule | null>;
+  listSchedules(query: ScheduleQuery): Promise<SchedulePage>;
+  /** Whether there was such a schedule. Jobs it enqueued stay. */
+  deleteSchedule(scope: QueueScope, name: string): Promise<boolean>;
+
+  /**
+   * Fire up to `limit` schedules due at `now` (not paused, `nextDueAt <= now`), earliest first.
+   * For each, `fire` says what to write, and the store inserts the job (an idempotency key that
+   * names an existing job creates nothing) and stores `next`, in one atomic write. A schedule
+   * another server is firing at the same moment is skipped, and so is one `fire` answers
+   * `null` for. Shared stores guarantee one job per due time across servers.
+   */
+  fireDueSchedules(
+    now: Micros,
+    limit: number,
+    fire: (schedule: Schedule) => ScheduleFiring | null,
+  ): Promise<FiredSchedule[]>;
 
   /** The earliest `notBefore` after `now` among Pending jobs in scope, for a waiter to sleep until. */
   nextGateAt(scope: ScopeFilter, now: Micros): Promise<Micros | null>;

@@ -241,6 +241,22 @@ describe('the HTTP listener with tokens', () => {
     assert.match(row, /<td class="num">1<\/td>\s*<td>[^]*?<\/td>\s*<td class="num">4<\/td>/);
   });
 
+  it("lists schedules read-only: an operator sees every scope's, a tenant its own", async () => {
+    await server.queue.createSchedule(
+      { name: 'acme-nightly', cron: '0 2 * * *', timezone: 'Europe/Berlin', job: { kind: 'cleanup' } },
+      acme,
+    );
+    await server.queue.createSchedule({ name: 'globex-minutely', everySecs: 60, job: { kind: 'tick' } }, globex);
+    const all = await (await operator()).get('/schedules');
+    assert.equal(all.status, 200);
+    assert.ok(all.text.includes('acme-nightly') && all.text.includes('globex-minutely'));
+    assert.ok(all.text.includes('0 2 * * * (Europe/Berlin)'));
+    const own = await (await tenant(TOKENS.acme)).get('/schedules');
+    assert.equal(own.status, 200);
+    assert.ok(own.text.includes('acme-nightly'));
+    assert.ok(!own.text.includes('globex-minutely'), "a tenant never sees another tenant's schedules");
+  });
+
   it('retries a Dead job with the CSRF token, and the retry is in its audit trail', async () => {
     const dead = await fixture('dead');
     const browser = await operator();

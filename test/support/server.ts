@@ -33,17 +33,19 @@ export async function startTestServer(
   options: { services?: boolean } = {},
 ): Promise<TestServer> {
   const dir = tempDir('telha-server-');
-  const { jobs, server, retention, metrics } = values as {
+  const { jobs, server, retention, metrics, schedules } = values as {
     jobs?: object;
     server?: object;
     retention?: object;
     metrics?: object;
+    schedules?: object;
   };
   const config = makeConfig({
     storage: { path: dir },
     jobs: { ...(jobs ?? {}) },
     retention: { enabled: false, ...(retention ?? {}) },
     metrics: { ...(metrics ?? {}) },
+    schedules: { ...(schedules ?? {}) },
     server: { address: '127.0.0.1:0', http_address: '127.0.0.1:0', shutdown_grace_ms: 1_000, ...(server ?? {}) },
   });
   const clock = new OffsetClock();

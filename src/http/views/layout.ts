@@ -13,7 +13,7 @@ export interface Viewer {
   readonly canLogout: boolean;
 }
 
-export type Section = 'overview' | 'jobs' | 'leases' | null;
+export type Section = 'overview' | 'jobs' | 'leases' | 'schedules' | null;
 
 // htmx reads its configuration from this tag: no inline indicator <style> (the CSP forbids inline
 // styles), no eval, no script tags in swapped content, requests to this origin only.
@@ -50,7 +50,7 @@ export function page(options: { title: string; section: Section; viewer: Viewer 
             viewer === null
               ? ''
               : html`<nav>
-                    ${tab('overview', '/', 'Overview')}${tab('jobs', '/jobs', 'Jobs')}${tab('leases', '/leases', 'Leases')}
+                    ${tab('overview', '/', 'Overview')}${tab('jobs', '/jobs', 'Jobs')}${tab('leases', '/leases', 'Leases')}${tab('schedules', '/schedules', 'Schedules')}
                   </nav>
                   <div class="who">
                     ${who(viewer.principal)}${

@@ -5,6 +5,13 @@
  * Every method is synchronous inside, so each is trivially atomic.
  */
 import { notFound, storeClosed } from '../../core/errors.ts';
+import {
+  scheduleExists,
+  scheduleInScope,
+  tooManySchedules,
+  type Schedule,
+  type ScheduleFiring,
+} from '../../core/schedules.ts';
 import { enqueue, isLeasable, isLeaseExpired, kindMatches } from '../../core/transitions.ts';
 import {
   finishedAt,
@@ -14,9 +21,11 @@ import {
   type ItemResult,
   type JobRecord,
   type Micros,
+  type QueueScope,
   type ScopeFilter,
 } from '../../core/types.ts';
 import { jobKeyOf, pageTokenAfter, pageTokenKey, scopeOfTenant } from '../../codec/keys.ts';
+import { schedulePageKey, schedulePageToken, scheduleSortKey } from '../../codec/schedules.ts';
 import { fairPick } from '../../core/fair-order.ts';
 import { idempotencySlot, inScope } from '../../core/scope.ts';
 import { CreatedAtSequence } from '../shared.ts';
@@ -24,12 +33,15 @@ import type {
   Change,
   ClaimParams,
   CountRow,
+  FiredSchedule,
   InsertOutcome,
   JobDraft,
   JobStore,
   ListPage,
   ListQuery,
   PruneParams,
+  SchedulePage,
+  ScheduleQuery,
   StoreMetrics,
   StoreStats,
   UpdateItem,
@@ -51,6 +63,8 @@ export class MemoryJobStore implements JobStore {
   private readonly createdAt = new CreatedAtSequence(0);
   /** The fair order's cursor: the scope (hex) of the tenant a fair claim served last. */
   private fairCursor: string | null = null;
+  /** Schedules by the hex of their sort key (`[scope 32][name]`), the order they list in. */
+  private readonly schedules = new Map<string, Schedule>();
   private closed = false;
 
   insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
@@ -209,6 +223,77 @@ export class MemoryJobStore implements JobStore {
     return Promise.resolve(earliest);
   }
 
+  // ---- schedules ----
+
+  createSchedule(schedule: Schedule, maxPerScope: number): Promise<void> {
+    const slot = scheduleSlot(schedule.scope, schedule.name);
+    if (this.schedules.has(slot)) return Promise.reject(scheduleExists(schedule.name));
+    const prefix = scheduleSortKey({ scope: schedule.scope, name: '' }).toString('hex');
+    let inScope = 0;
+    for (const key of this.schedules.keys()) if (key.startsWith(prefix)) inScope++;
+    if (inScope >= maxPerScope) return Promise.reject(tooManySchedules(maxPerScope));
+    this.schedules.set(slot, schedule);
+    return Promise.resolve();
+  }
+
+  updateSchedule(scope: QueueScope, name: string, change: (current: Schedule) => Schedule): Promise<Schedule> {
+    try {
+      const slot = scheduleSlot(scope, name);
+      const current = this.schedules.get(slot);
+      if (current === undefined) throw notFound(`schedule ${name}`);
+      const next = change(current);
+      this.schedules.set(slot, next);
+      return Promise.resolve(next);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  getSchedule(scope: QueueScope, name: string): Promise<Schedule | null> {
+    return Promise.resolve(this.schedules.get(scheduleSlot(scope, name)) ?? null);
+  }
+
+  listSchedules(query: ScheduleQuery): Promise<SchedulePage> {
+    const after = query.pageToken === null ? null : schedulePageKey(query.pageToken).toString('hex');
+    const rows = [...this.schedules.entries()]
+      .filter(([key, s]) => scheduleInScope(s, query.scope) && (after === null || key > after))
+      .sort(([a], [b]) => (a < b ? -1 : 1));
+    const page = rows.slice(0, query.limit).map(([, s]) => s);
+    const last = page[page.length - 1];
+    return Promise.resolve({
+      schedules: page,
+      nextPageToken: rows.length > query.limit && last ? schedulePageToken(last) : null,
+    });
+  }
+
+  deleteSchedule(scope: QueueScope, name: string): Promise<boolean> {
+    return Promise.resolve(this.schedules.delete(scheduleSlot(scope, name)));
+  }
+
+  fireDueSchedules(
+    now: Micros,
+    limit: number,
+    fire: (schedule: Schedule) => ScheduleFiring | null,
+  ): Promise<FiredSchedule[]> {
+    try {
+      const due = [...this.schedules.entries()]
+        .filter(([, s]) => !s.paused && s.nextDueAt !== null && s.nextDueAt <= now)
+        .sort(([ka, a], [kb, b]) => (a.nextDueAt ?? 0) - (b.nextDueAt ?? 0) || (ka < kb ? -1 : 1))
+        .slice(0, limit);
+      const fired: FiredSchedule[] = [];
+      for (const [slot, schedule] of due) {
+        const firing = fire(schedule);
+        if (firing === null) continue;
+        const [job] = this.insertNow([firing.draft], now, new Map());
+        this.schedules.set(slot, firing.next);
+        fired.push({ schedule: firing.next, job: job as InsertOutcome });
+      }
+      return Promise.resolve(fired);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
   /** Ready until closed: it is memory in this process. */
   health(): Promise<void> {
     return this.closed ? Promise.reject(storeClosed()) : Promise.resolve();
@@ -231,4 +316,8 @@ export class MemoryJobStore implements JobStore {
     this.closed = true;
     return Promise.resolve();
   }
+}
+
+function scheduleSlot(scope: QueueScope, name: string): string {
+  return scheduleSortKey({ scope, name }).toString('hex');
 }

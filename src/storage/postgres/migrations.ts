@@ -53,6 +53,20 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
     DROP INDEX ${s}.jobs_finished;
     CREATE INDEX jobs_finished ON ${s}.jobs (state, finished_at, job_id) WHERE state IN (2, 4, 5);
   `,
+  // Schedules. `record` is the
+  // truth, as for jobs; the other columns are what firing and listing search by. Names compare
+  // by bytes (COLLATE "C"), the order every backend lists them in.
+  (s) => `
+    CREATE TABLE ${s}.schedules (
+      scope       bytea   NOT NULL,
+      name        text    COLLATE "C" NOT NULL,
+      next_due_at bigint,
+      paused      boolean NOT NULL,
+      record      bytea   NOT NULL,
+      PRIMARY KEY (scope, name)
+    );
+    CREATE INDEX schedules_due ON ${s}.schedules (next_due_at) WHERE NOT paused AND next_due_at IS NOT NULL;
+  `,
 ];
 
 /** The quoted schema name of a store, checked to be a plain identifier. */

@@ -7,7 +7,8 @@
  *  - `idempotency`: `[scope][key]` → job id
  *  - `finished`:    `[state][finished_at][job id]` → job key, what retention prunes
  *  - `counts`:      `[scope][state][kind]` → number of jobs
- *  - `default`:     store metadata (the `created_at` high-water mark)
+ *  - `default`:     store metadata (the `created_at` high-water mark), and schedules with
+ *                   their due index (`codec/schedules.ts`)
  *
  * Every transition stages all its row and index changes as one unit; the group
  * committer writes the units of one event-loop turn as one atomic write batch.
@@ -16,6 +17,13 @@
  */
 import { systemClock, type Clock } from '../../core/clock.ts';
 import { CorruptRecordError, notFound, storeClosed } from '../../core/errors.ts';
+import {
+  scheduleExists,
+  scheduleInScope,
+  tooManySchedules,
+  type Schedule,
+  type ScheduleFiring,
+} from '../../core/schedules.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import { enqueue, isLeasable, kindMatches } from '../../core/transitions.ts';
 import {
@@ -26,6 +34,7 @@ import {
   type ItemResult,
   type JobRecord,
   type Micros,
+  type QueueScope,
   type ScopeFilter,
 } from '../../core/types.ts';
 import {
@@ -49,6 +58,20 @@ import {
   stateRangePrefix,
   SYSTEM_SCOPE_BYTES,
 } from '../../codec/keys.ts';
+import {
+  decodeSchedule,
+  dueOfDueKey,
+  encodeSchedule,
+  scheduleDueBound,
+  scheduleDueKey,
+  scheduleKey,
+  scheduleKeyOfDue,
+  schedulePageKey,
+  schedulePageToken,
+  SCHEDULE_DUE_PREFIX,
+  SCHEDULE_PREFIX,
+  scheduleScopePrefix,
+} from '../../codec/schedules.ts';
 import { decodeRecord, encodeRecord } from '../../codec/value.ts';
 import { idempotencySlot, inScope } from '../../core/scope.ts';
 import { CreatedAtSequence } from '../shared.ts';
@@ -56,12 +79,15 @@ import type {
   Change,
   ClaimParams,
   CountRow,
+  FiredSchedule,
   InsertOutcome,
   JobDraft,
   JobStore,
   ListPage,
   ListQuery,
   PruneParams,
+  SchedulePage,
+  ScheduleQuery,
   StoreMetrics,
   StoreStats,
   UpdateItem,
@@ -553,6 +579,166 @@ export class RocksJobStore implements JobStore {
     }
   }
 
+  // ---- schedules ----
+
+  async createSchedule(schedule: Schedule, maxPerScope: number): Promise<void> {
+    this.assertOpen();
+    const key = scheduleKey(schedule.scope, schedule.name);
+    const scopePrefix = scheduleScopePrefix(schedule.scope);
+    // The scope's lock too, so two creates at once cannot both take the last free place.
+    const release = await this.locks.acquire([scheduleLock(key), `schedules:${scopePrefix.toString('hex')}`]);
+    try {
+      if (this.loadSchedule(key) !== null) throw scheduleExists(schedule.name);
+      let held = 0;
+      const lt = prefixUpperBound(scopePrefix) ?? undefined;
+      const range = { gte: scopePrefix, ...(lt ? { lt } : {}), limit: maxPerScope };
+      for await (const entry of this.db.scan(this.cf.meta, range)) if (entry.length > 0) held++;
+      if (held >= maxPerScope) throw tooManySchedules(maxPerScope);
+      const ops: WriteOp[] = [];
+      this.stageSchedule(ops, key, null, schedule);
+      await this.committer.stage(ops);
+    } finally {
+      release();
+    }
+  }
+
+  async updateSchedule(scope: QueueScope, name: string, change: (current: Schedule) => Schedule): Promise<Schedule> {
+    this.assertOpen();
+    const key = scheduleKey(scope, name);
+    const release = await this.locks.acquire([scheduleLock(key)]);
+    try {
+      const current = this.loadSchedule(key);
+      if (current === null) throw notFound(`schedule ${name}`);
+      const next = change(current);
+      const ops: WriteOp[] = [];
+      this.stageSchedule(ops, key, current, next);
+      await this.committer.stage(ops);
+      return next;
+    } finally {
+      release();
+    }
+  }
+
+  getSchedule(scope: QueueScope, name: string): Promise<Schedule | null> {
+    this.assertOpen();
+    return Promise.resolve(this.loadSchedule(scheduleKey(scope, name)));
+  }
+
+  async listSchedules(query: ScheduleQuery): Promise<SchedulePage> {
+    this.assertOpen();
+    const prefix = query.scope.type === 'any' ? SCHEDULE_PREFIX : scheduleScopePrefix(query.scope);
+    const after = query.pageToken === null ? null : Buffer.concat([SCHEDULE_PREFIX, schedulePageKey(query.pageToken)]);
+    const lt = prefixUpperBound(prefix) ?? undefined;
+    const start = after !== null && Buffer.compare(after, prefix) >= 0 ? { gt: after } : { gte: prefix };
+    const schedules: Schedule[] = [];
+    let more = false;
+    for await (const [key, value] of this.db.scan(this.cf.meta, { ...start, ...(lt ? { lt } : {}) })) {
+      const schedule = this.decodeScheduleOrSkip(key, value);
+      if (schedule === null || !scheduleInScope(schedule, query.scope)) continue;
+      if (schedules.length === query.limit) {
+        more = true;
+        break;
+      }
+      schedules.push(schedule);
+    }
+    const last = schedules[schedules.length - 1];
+    return { schedules, nextPageToken: more && last !== undefined ? schedulePageToken(last) : null };
+  }
+
+  async deleteSchedule(scope: QueueScope, name: string): Promise<boolean> {
+    this.assertOpen();
+    const key = scheduleKey(scope, name);
+    const release = await this.locks.acquire([scheduleLock(key)]);
+    try {
+      const current = this.loadSchedule(key);
+      if (current === null) return false;
+      const ops: WriteOp[] = [];
+      this.stageSchedule(ops, key, current, null);
+      await this.committer.stage(ops);
+      return true;
+    } finally {
+      release();
+    }
+  }
+
+  async fireDueSchedules(
+    now: Micros,
+    limit: number,
+    fire: (schedule: Schedule) => ScheduleFiring | null,
+  ): Promise<FiredSchedule[]> {
+    this.assertOpen();
+    const dueKeys: Buffer[] = [];
+    for await (const [dueKey] of this.db.scan(this.cf.meta, {
+      gte: SCHEDULE_DUE_PREFIX,
+      lt: scheduleDueBound(now),
+      limit,
+    })) {
+      dueKeys.push(dueKey);
+    }
+    // Each schedule is its own atomic unit; staged together, group commit writes them at once.
+    const fired = await Promise.all(dueKeys.map((dueKey) => this.fireOne(dueKey, now, fire)));
+    return fired.filter((f): f is FiredSchedule => f !== null);
+  }
+
+  private async fireOne(
+    dueKey: Buffer,
+    now: Micros,
+    fire: (schedule: Schedule) => ScheduleFiring | null,
+  ): Promise<FiredSchedule | null> {
+    const key = scheduleKeyOfDue(dueKey);
+    const release = await this.locks.acquire([scheduleLock(key)]);
+    try {
+      const [value] = this.db.getManySync(this.cf.meta, [key]);
+      // A row that does not decode is counted and logged, and left for an operator: it must not stop the others firing.
+      const current = value === undefined ? null : this.decodeScheduleOrSkip(key, value);
+      // Changed since the scan (fired, paused, retimed or deleted): its own write moved the index.
+      if (current === null || current.paused || current.nextDueAt !== dueOfDueKey(dueKey)) return null;
+      const firing = fire(current);
+      if (firing === null) return null;
+      const releaseIdem = await this.locks.acquire(idempotencyLocks([firing.draft]));
+      try {
+        const ops: WriteOp[] = [];
+        const [job] = this.planInsert([firing.draft], now, ops);
+        this.stageSchedule(ops, key, current, firing.next);
+        await this.committer.stage(ops);
+        if (job === undefined) return null;
+        this.indexCreated([job], now);
+        return { schedule: firing.next, job };
+      } finally {
+        releaseIdem();
+      }
+    } finally {
+      release();
+    }
+  }
+
+  /** The ops of one schedule's move from `before` to `after` (either `null` for none): its row and due-index entry. */
+  private stageSchedule(ops: WriteOp[], key: Buffer, before: Schedule | null, after: Schedule | null): void {
+    const dueBefore = before === null ? null : dueKeyOf(before);
+    const dueAfter = after === null ? null : dueKeyOf(after);
+    if (dueBefore !== null && (dueAfter === null || !dueBefore.equals(dueAfter))) {
+      ops.push({ column: this.cf.meta, key: dueBefore, value: null });
+    }
+    if (dueAfter !== null) ops.push({ column: this.cf.meta, key: dueAfter, value: Buffer.alloc(0) });
+    ops.push({ column: this.cf.meta, key, value: after === null ? null : encodeSchedule(after) });
+  }
+
+  private loadSchedule(key: Buffer): Schedule | null {
+    const [value] = this.db.getManySync(this.cf.meta, [key]);
+    return value === undefined ? null : decodeSchedule(value, key.toString('hex'));
+  }
+
+  private decodeScheduleOrSkip(key: Buffer, value: Buffer): Schedule | null {
+    try {
+      return decodeSchedule(value, key.toString('hex'));
+    } catch (error) {
+      if (!(error instanceof CorruptRecordError)) throw error;
+      this.corruptRows++;
+      this.logger.warn({ key: error.key, err: error.message }, 'skipping corrupt schedule row');
+      return null;
+    }
+  }
+
   // ---- reads ----
 
   /** The current row of a job: a Leased job from memory, anything else through the id index. */
@@ -699,4 +885,15 @@ function idempotencyLocks(drafts: readonly JobDraft[]): string[] {
   for (const d of drafts)
     if (d.idempotencyKey !== null) keys.push(`idem:${idempotencySlot(d.tenant, d.idempotencyKey)}`);
   return keys;
+}
+
+function scheduleLock(key: Buffer): string {
+  return `schedule:${key.toString('hex')}`;
+}
+
+/** A schedule's due-index key, or `null` when it is not waiting to fire. */
+function dueKeyOf(schedule: Schedule): Buffer | null {
+  return schedule.paused || schedule.nextDueAt === null
+    ? null
+    : scheduleDueKey(schedule.nextDueAt, schedule.scope, schedule.name);
 }

@@ -26,6 +26,7 @@ import { recordCases } from './records.ts';
 import { releaseCases } from './release.ts';
 import { resultCases } from './results.ts';
 import { retentionCases } from './retention.ts';
+import { scheduleCases } from './schedules.ts';
 import { timeoutCases } from './timeout.ts';
 
 /** Register every conformance case for one backend, each on a fresh store from `factory`. */
@@ -49,6 +50,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       recordCases,
       retentionCases,
       observeCases,
+      scheduleCases,
     ]) {
       area(suite);
     }

@@ -33,7 +33,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file telha/v1/queue.proto.
  */
 export const file_telha_v1_queue: GenFile = /*@__PURE__*/
-  fileDesc("ChR0ZWxoYS92MS9xdWV1ZS5wcm90bxIIdGVsaGEudjEiNQoFU2NvcGUSEAoGdGVuYW50GAEgASgJSAASEAoGc3lzdGVtGAIgASgISABCCAoGdGFyZ2V0Ik0KCEpvYkV2ZW50Eg0KBWF0X3VzGAEgASgDEhIKCnRyYW5zaXRpb24YAiABKAkSEwoGZGV0YWlsGAMgASgJSACIAQFCCQoHX2RldGFpbCK+BQoDSm9iEg4KBmpvYl9pZBgBIAEoCRIOCgZ0ZW5hbnQYAiABKAkSDAoEa2luZBgDIAEoCRIPCgdwYXlsb2FkGAQgASgMEhAKCHByaW9yaXR5GAUgASgNEhUKDWNyZWF0ZWRfYXRfdXMYBiABKAMSIQoFc3RhdGUYByABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRIQCghhdHRlbXB0cxgIIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAkgASgEEhYKCXdvcmtlcl9pZBgKIAEoCUgAiAEBEh4KEWxlYXNlX2RlYWRsaW5lX3VzGAsgASgDSAGIAQESGgoNbm90X2JlZm9yZV91cxgMIAEoA0gCiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgNIAEoCUgDiAEBEhkKDG1heF9hdHRlbXB0cxgOIAEoDUgEiAEBEhkKDGNvbnRpbnVhdGlvbhgPIAEoDEgFiAEBEiIKBmV2ZW50cxgQIAMoCzISLnRlbGhhLnYxLkpvYkV2ZW50Eh4KFmVmZmVjdGl2ZV9tYXhfYXR0ZW1wdHMYESABKA0SIAoTYXR0ZW1wdF9kZWFkbGluZV91cxgSIAEoA0gGiAEBEhkKDHRpbWVvdXRfc2VjcxgTIAEoDUgHiAEBEhMKBnJlc3VsdBgUIAEoDEgIiAEBEhUKCHByb2dyZXNzGBUgASgJSAmIAQFCDAoKX3dvcmtlcl9pZEIUChJfbGVhc2VfZGVhZGxpbmVfdXNCEAoOX25vdF9iZWZvcmVfdXNCEgoQX2lkZW1wb3RlbmN5X2tleUIPCg1fbWF4X2F0dGVtcHRzQg8KDV9jb250aW51YXRpb25CFgoUX2F0dGVtcHRfZGVhZGxpbmVfdXNCDwoNX3RpbWVvdXRfc2Vjc0IJCgdfcmVzdWx0QgsKCV9wcm9ncmVzcyKnAgoGTmV3Sm9iEgwKBGtpbmQYASABKAkSDwoHcGF5bG9hZBgCIAEoDBIVCghwcmlvcml0eRgDIAEoDUgAiAEBEhUKCGRlbGF5X21zGAQgASgDSAGIAQESGgoNbm90X2JlZm9yZV91cxgFIAEoA0gCiAEBEhkKDG1heF9hdHRlbXB0cxgGIAEoDUgDiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgHIAEoCUgEiAEBEhkKDHRpbWVvdXRfc2VjcxgIIAEoDUgFiAEBQgsKCV9wcmlvcml0eUILCglfZGVsYXlfbXNCEAoOX25vdF9iZWZvcmVfdXNCDwoNX21heF9hdHRlbXB0c0ISChBfaWRlbXBvdGVuY3lfa2V5Qg8KDV90aW1lb3V0X3NlY3MiPAoNRW5xdWV1ZVJlc3VsdBIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2ISDwoHY3JlYXRlZBgCIAEoCCJPCg5FbnF1ZXVlUmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlEh0KA2pvYhgCIAEoCzIQLnRlbGhhLnYxLk5ld0pvYiI6Cg9FbnF1ZXVlUmVzcG9uc2USJwoGcmVzdWx0GAEgASgLMhcudGVsaGEudjEuRW5xdWV1ZVJlc3VsdCJVChNFbnF1ZXVlQmF0Y2hSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSHgoEam9icxgCIAMoCzIQLnRlbGhhLnYxLk5ld0pvYiJAChRFbnF1ZXVlQmF0Y2hSZXNwb25zZRIoCgdyZXN1bHRzGAEgAygLMhcudGVsaGEudjEuRW5xdWV1ZVJlc3VsdCJUChJFbnF1ZXVlRWFjaFJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIeCgRqb2JzGAIgAygLMhAudGVsaGEudjEuTmV3Sm9iIkMKE0VucXVldWVFYWNoUmVzcG9uc2USLAoHYW5zd2VycxgBIAMoCzIbLnRlbGhhLnYxLkVucXVldWVFYWNoQW5zd2VyInAKEUVucXVldWVFYWNoQW5zd2VyEikKBnJlc3VsdBgBIAEoCzIXLnRlbGhhLnYxLkVucXVldWVSZXN1bHRIABImCgVlcnJvchgCIAEoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lSABCCAoGYW5zd2VyInAKDExlYXNlUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDQoFa2luZHMYAiADKAkSDQoFbGltaXQYAyABKA0SDwoHd2FpdF9tcxgEIAEoDRIeCgVzY29wZRgFIAEoCzIPLnRlbGhhLnYxLlNjb3BlIiwKDUxlYXNlUmVzcG9uc2USGwoEam9icxgBIAMoCzINLnRlbGhhLnYxLkpvYiJECgVGZW5jZRIOCgZqb2JfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAyABKAQiVgoQSGVhcnRiZWF0UmVxdWVzdBIeCgVmZW5jZRgBIAEoCzIPLnRlbGhhLnYxLkZlbmNlEhUKCHByb2dyZXNzGAIgASgJSACIAQFCCwoJX3Byb2dyZXNzIi4KEUhlYXJ0YmVhdFJlc3BvbnNlEhkKEWxlYXNlX2RlYWRsaW5lX3VzGAEgASgDIkkKEUNoZWNrcG9pbnRSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2USFAoMY29udGludWF0aW9uGAIgASgMIi8KEkNoZWNrcG9pbnRSZXNwb25zZRIZChFsZWFzZV9kZWFkbGluZV91cxgBIAEoAyJ3Cg9Db21wbGV0ZVJlcXVlc3QSHgoFZmVuY2UYASABKAsyDy50ZWxoYS52MS5GZW5jZRIkCgpzdWNjZXNzb3JzGAIgAygLMhAudGVsaGEudjEuTmV3Sm9iEhMKBnJlc3VsdBgDIAEoDEgAiAEBQgkKB19yZXN1bHQiWwoQQ29tcGxldGVSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2ISKwoKc3VjY2Vzc29ycxgCIAMoCzIXLnRlbGhhLnYxLkVucXVldWVSZXN1bHQiTwoLRmFpbFJlcXVlc3QSHgoFZmVuY2UYASABKAsyDy50ZWxoYS52MS5GZW5jZRINCgVlcnJvchgCIAEoCRIRCglwZXJtYW5lbnQYAyABKAgiKgoMRmFpbFJlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYiIwCg5SZWxlYXNlUmVxdWVzdBIeCgVmZW5jZRgBIAEoCzIPLnRlbGhhLnYxLkZlbmNlIi0KD1JlbGVhc2VSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2IiSwoLSXRlbU91dGNvbWUSDAoEY29kZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRINCgVmaWVsZBgEIAEoCSI/ChNDb21wbGV0ZUVhY2hSZXF1ZXN0EigKBWl0ZW1zGAEgAygLMhkudGVsaGEudjEuQ29tcGxldGVSZXF1ZXN0Ij8KFENvbXBsZXRlRWFjaFJlc3BvbnNlEicKCG91dGNvbWVzGAEgAygLMhUudGVsaGEudjEuSXRlbU91dGNvbWUiNwoPRmFpbEVhY2hSZXF1ZXN0EiQKBWl0ZW1zGAEgAygLMhUudGVsaGEudjEuRmFpbFJlcXVlc3QiOwoQRmFpbEVhY2hSZXNwb25zZRInCghvdXRjb21lcxgBIAMoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lIj0KElJlbGVhc2VFYWNoUmVxdWVzdBInCgVpdGVtcxgBIAMoCzIYLnRlbGhhLnYxLlJlbGVhc2VSZXF1ZXN0Ij4KE1JlbGVhc2VFYWNoUmVzcG9uc2USJwoIb3V0Y29tZXMYASADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZSLSAQoLV29ya1JlcXVlc3QSIAoEb3BlbhgBIAEoCzISLnRlbGhhLnYxLldvcmtPcGVuEg4KBmNyZWRpdBgCIAEoDRIRCglzZXR0bGVfaWQYAyABKAQSLAoJY29tcGxldGVzGAQgAygLMhkudGVsaGEudjEuQ29tcGxldGVSZXF1ZXN0EiQKBWZhaWxzGAUgAygLMhUudGVsaGEudjEuRmFpbFJlcXVlc3QSKgoIcmVsZWFzZXMYBiADKAsyGC50ZWxoYS52MS5SZWxlYXNlUmVxdWVzdCJMCghXb3JrT3BlbhIRCgl3b3JrZXJfaWQYASABKAkSDQoFa2luZHMYAiADKAkSHgoFc2NvcGUYAyABKAsyDy50ZWxoYS52MS5TY29wZSLPAQoMV29ya1Jlc3BvbnNlEhsKBGpvYnMYASADKAsyDS50ZWxoYS52MS5Kb2ISEQoJc2V0dGxlX2lkGAIgASgEEjAKEWNvbXBsZXRlX291dGNvbWVzGAMgAygLMhUudGVsaGEudjEuSXRlbU91dGNvbWUSLAoNZmFpbF9vdXRjb21lcxgEIAMoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lEi8KEHJlbGVhc2Vfb3V0Y29tZXMYBSADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZSIdCgtTaG93UmVxdWVzdBIOCgZqb2JfaWQYASABKAkiKgoMU2hvd1Jlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYiKIAQoLTGlzdFJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIhCgVzdGF0ZRgCIAEoDjISLnRlbGhhLnYxLkpvYlN0YXRlEhMKC2tpbmRfcHJlZml4GAMgASgJEg0KBWxpbWl0GAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiRAoMTGlzdFJlc3BvbnNlEhsKBGpvYnMYASADKAsyDS50ZWxoYS52MS5Kb2ISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIi8KDUNvdW50c1JlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZSJKCghDb3VudFJvdxIhCgVzdGF0ZRgBIAEoDjISLnRlbGhhLnYxLkpvYlN0YXRlEgwKBGtpbmQYAiABKAkSDQoFY291bnQYAyABKAQiMgoOQ291bnRzUmVzcG9uc2USIAoEcm93cxgBIAMoCzISLnRlbGhhLnYxLkNvdW50Um93Ih4KDFJldHJ5UmVxdWVzdBIOCgZqb2JfaWQYASABKAkiKwoNUmV0cnlSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2IiPwoNQ2FuY2VsUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSEwoGcmVhc29uGAIgASgJSACIAQFCCQoHX3JlYXNvbiIsCg5DYW5jZWxSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2IibwoVQ2FuY2VsTWF0Y2hpbmdSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSIQoFc3RhdGUYAiABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRITCgtraW5kX3ByZWZpeBgDIAEoCSIrChZDYW5jZWxNYXRjaGluZ1Jlc3BvbnNlEhEKCWNhbmNlbGxlZBgBIAEoBCquAQoISm9iU3RhdGUSGQoVSk9CX1NUQVRFX1VOU1BFQ0lGSUVEEAASFQoRSk9CX1NUQVRFX1BFTkRJTkcQARIUChBKT0JfU1RBVEVfTEVBU0VEEAISFwoTSk9CX1NUQVRFX0NPTVBMRVRFRBADEhQKEEpPQl9TVEFURV9GQUlMRUQQBBISCg5KT0JfU1RBVEVfREVBRBAFEhcKE0pPQl9TVEFURV9DQU5DRUxMRUQQBjL8CQoMUXVldWVTZXJ2aWNlEj4KB0VucXVldWUSGC50ZWxoYS52MS5FbnF1ZXVlUmVxdWVzdBoZLnRlbGhhLnYxLkVucXVldWVSZXNwb25zZRJNCgxFbnF1ZXVlQmF0Y2gSHS50ZWxoYS52MS5FbnF1ZXVlQmF0Y2hSZXF1ZXN0Gh4udGVsaGEudjEuRW5xdWV1ZUJhdGNoUmVzcG9uc2USSgoLRW5xdWV1ZUVhY2gSHC50ZWxoYS52MS5FbnF1ZXVlRWFjaFJlcXVlc3QaHS50ZWxoYS52MS5FbnF1ZXVlRWFjaFJlc3BvbnNlEjgKBUxlYXNlEhYudGVsaGEudjEuTGVhc2VSZXF1ZXN0GhcudGVsaGEudjEuTGVhc2VSZXNwb25zZRJECglIZWFydGJlYXQSGi50ZWxoYS52MS5IZWFydGJlYXRSZXF1ZXN0GhsudGVsaGEudjEuSGVhcnRiZWF0UmVzcG9uc2USRwoKQ2hlY2twb2ludBIbLnRlbGhhLnYxLkNoZWNrcG9pbnRSZXF1ZXN0GhwudGVsaGEudjEuQ2hlY2twb2ludFJlc3BvbnNlEkEKCENvbXBsZXRlEhkudGVsaGEudjEuQ29tcGxldGVSZXF1ZXN0GhoudGVsaGEudjEuQ29tcGxldGVSZXNwb25zZRI1CgRGYWlsEhUudGVsaGEudjEuRmFpbFJlcXVlc3QaFi50ZWxoYS52MS5GYWlsUmVzcG9uc2USPgoHUmVsZWFzZRIYLnRlbGhhLnYxLlJlbGVhc2VSZXF1ZXN0GhkudGVsaGEudjEuUmVsZWFzZVJlc3BvbnNlEk0KDENvbXBsZXRlRWFjaBIdLnRlbGhhLnYxLkNvbXBsZXRlRWFjaFJlcXVlc3QaHi50ZWxoYS52MS5Db21wbGV0ZUVhY2hSZXNwb25zZRJBCghGYWlsRWFjaBIZLnRlbGhhLnYxLkZhaWxFYWNoUmVxdWVzdBoaLnRlbGhhLnYxLkZhaWxFYWNoUmVzcG9uc2USSgoLUmVsZWFzZUVhY2gSHC50ZWxoYS52MS5SZWxlYXNlRWFjaFJlcXVlc3QaHS50ZWxoYS52MS5SZWxlYXNlRWFjaFJlc3BvbnNlEjkKBFdvcmsSFS50ZWxoYS52MS5Xb3JrUmVxdWVzdBoWLnRlbGhhLnYxLldvcmtSZXNwb25zZSgBMAESNQoEU2hvdxIVLnRlbGhhLnYxLlNob3dSZXF1ZXN0GhYudGVsaGEudjEuU2hvd1Jlc3BvbnNlEjUKBExpc3QSFS50ZWxoYS52MS5MaXN0UmVxdWVzdBoWLnRlbGhhLnYxLkxpc3RSZXNwb25zZRI7CgZDb3VudHMSFy50ZWxoYS52MS5Db3VudHNSZXF1ZXN0GhgudGVsaGEudjEuQ291bnRzUmVzcG9uc2USOAoFUmV0cnkSFi50ZWxoYS52MS5SZXRyeVJlcXVlc3QaFy50ZWxoYS52MS5SZXRyeVJlc3BvbnNlEjsKBkNhbmNlbBIXLnRlbGhhLnYxLkNhbmNlbFJlcXVlc3QaGC50ZWxoYS52MS5DYW5jZWxSZXNwb25zZRJTCg5DYW5jZWxNYXRjaGluZxIfLnRlbGhhLnYxLkNhbmNlbE1hdGNoaW5nUmVxdWVzdBogLnRlbGhhLnYxLkNhbmNlbE1hdGNoaW5nUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("ChR0ZWxoYS92MS9xdWV1ZS5wcm90bxIIdGVsaGEudjEiNQoFU2NvcGUSEAoGdGVuYW50GAEgASgJSAASEAoGc3lzdGVtGAIgASgISABCCAoGdGFyZ2V0Ik0KCEpvYkV2ZW50Eg0KBWF0X3VzGAEgASgDEhIKCnRyYW5zaXRpb24YAiABKAkSEwoGZGV0YWlsGAMgASgJSACIAQFCCQoHX2RldGFpbCK+BQoDSm9iEg4KBmpvYl9pZBgBIAEoCRIOCgZ0ZW5hbnQYAiABKAkSDAoEa2luZBgDIAEoCRIPCgdwYXlsb2FkGAQgASgMEhAKCHByaW9yaXR5GAUgASgNEhUKDWNyZWF0ZWRfYXRfdXMYBiABKAMSIQoFc3RhdGUYByABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRIQCghhdHRlbXB0cxgIIAEoDRIYChBsZWFzZV9nZW5lcmF0aW9uGAkgASgEEhYKCXdvcmtlcl9pZBgKIAEoCUgAiAEBEh4KEWxlYXNlX2RlYWRsaW5lX3VzGAsgASgDSAGIAQESGgoNbm90X2JlZm9yZV91cxgMIAEoA0gCiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgNIAEoCUgDiAEBEhkKDG1heF9hdHRlbXB0cxgOIAEoDUgEiAEBEhkKDGNvbnRpbnVhdGlvbhgPIAEoDEgFiAEBEiIKBmV2ZW50cxgQIAMoCzISLnRlbGhhLnYxLkpvYkV2ZW50Eh4KFmVmZmVjdGl2ZV9tYXhfYXR0ZW1wdHMYESABKA0SIAoTYXR0ZW1wdF9kZWFkbGluZV91cxgSIAEoA0gGiAEBEhkKDHRpbWVvdXRfc2VjcxgTIAEoDUgHiAEBEhMKBnJlc3VsdBgUIAEoDEgIiAEBEhUKCHByb2dyZXNzGBUgASgJSAmIAQFCDAoKX3dvcmtlcl9pZEIUChJfbGVhc2VfZGVhZGxpbmVfdXNCEAoOX25vdF9iZWZvcmVfdXNCEgoQX2lkZW1wb3RlbmN5X2tleUIPCg1fbWF4X2F0dGVtcHRzQg8KDV9jb250aW51YXRpb25CFgoUX2F0dGVtcHRfZGVhZGxpbmVfdXNCDwoNX3RpbWVvdXRfc2Vjc0IJCgdfcmVzdWx0QgsKCV9wcm9ncmVzcyKnAgoGTmV3Sm9iEgwKBGtpbmQYASABKAkSDwoHcGF5bG9hZBgCIAEoDBIVCghwcmlvcml0eRgDIAEoDUgAiAEBEhUKCGRlbGF5X21zGAQgASgDSAGIAQESGgoNbm90X2JlZm9yZV91cxgFIAEoA0gCiAEBEhkKDG1heF9hdHRlbXB0cxgGIAEoDUgDiAEBEhwKD2lkZW1wb3RlbmN5X2tleRgHIAEoCUgEiAEBEhkKDHRpbWVvdXRfc2VjcxgIIAEoDUgFiAEBQgsKCV9wcmlvcml0eUILCglfZGVsYXlfbXNCEAoOX25vdF9iZWZvcmVfdXNCDwoNX21heF9hdHRlbXB0c0ISChBfaWRlbXBvdGVuY3lfa2V5Qg8KDV90aW1lb3V0X3NlY3MiPAoNRW5xdWV1ZVJlc3VsdBIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2ISDwoHY3JlYXRlZBgCIAEoCCJPCg5FbnF1ZXVlUmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlEh0KA2pvYhgCIAEoCzIQLnRlbGhhLnYxLk5ld0pvYiI6Cg9FbnF1ZXVlUmVzcG9uc2USJwoGcmVzdWx0GAEgASgLMhcudGVsaGEudjEuRW5xdWV1ZVJlc3VsdCJVChNFbnF1ZXVlQmF0Y2hSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSHgoEam9icxgCIAMoCzIQLnRlbGhhLnYxLk5ld0pvYiJAChRFbnF1ZXVlQmF0Y2hSZXNwb25zZRIoCgdyZXN1bHRzGAEgAygLMhcudGVsaGEudjEuRW5xdWV1ZVJlc3VsdCJUChJFbnF1ZXVlRWFjaFJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIeCgRqb2JzGAIgAygLMhAudGVsaGEudjEuTmV3Sm9iIkMKE0VucXVldWVFYWNoUmVzcG9uc2USLAoHYW5zd2VycxgBIAMoCzIbLnRlbGhhLnYxLkVucXVldWVFYWNoQW5zd2VyInAKEUVucXVldWVFYWNoQW5zd2VyEikKBnJlc3VsdBgBIAEoCzIXLnRlbGhhLnYxLkVucXVldWVSZXN1bHRIABImCgVlcnJvchgCIAEoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lSABCCAoGYW5zd2VyInAKDExlYXNlUmVxdWVzdBIRCgl3b3JrZXJfaWQYASABKAkSDQoFa2luZHMYAiADKAkSDQoFbGltaXQYAyABKA0SDwoHd2FpdF9tcxgEIAEoDRIeCgVzY29wZRgFIAEoCzIPLnRlbGhhLnYxLlNjb3BlIiwKDUxlYXNlUmVzcG9uc2USGwoEam9icxgBIAMoCzINLnRlbGhhLnYxLkpvYiJECgVGZW5jZRIOCgZqb2JfaWQYASABKAkSEQoJd29ya2VyX2lkGAIgASgJEhgKEGxlYXNlX2dlbmVyYXRpb24YAyABKAQiVgoQSGVhcnRiZWF0UmVxdWVzdBIeCgVmZW5jZRgBIAEoCzIPLnRlbGhhLnYxLkZlbmNlEhUKCHByb2dyZXNzGAIgASgJSACIAQFCCwoJX3Byb2dyZXNzIi4KEUhlYXJ0YmVhdFJlc3BvbnNlEhkKEWxlYXNlX2RlYWRsaW5lX3VzGAEgASgDIkkKEUNoZWNrcG9pbnRSZXF1ZXN0Eh4KBWZlbmNlGAEgASgLMg8udGVsaGEudjEuRmVuY2USFAoMY29udGludWF0aW9uGAIgASgMIi8KEkNoZWNrcG9pbnRSZXNwb25zZRIZChFsZWFzZV9kZWFkbGluZV91cxgBIAEoAyJ3Cg9Db21wbGV0ZVJlcXVlc3QSHgoFZmVuY2UYASABKAsyDy50ZWxoYS52MS5GZW5jZRIkCgpzdWNjZXNzb3JzGAIgAygLMhAudGVsaGEudjEuTmV3Sm9iEhMKBnJlc3VsdBgDIAEoDEgAiAEBQgkKB19yZXN1bHQiWwoQQ29tcGxldGVSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2ISKwoKc3VjY2Vzc29ycxgCIAMoCzIXLnRlbGhhLnYxLkVucXVldWVSZXN1bHQiTwoLRmFpbFJlcXVlc3QSHgoFZmVuY2UYASABKAsyDy50ZWxoYS52MS5GZW5jZRINCgVlcnJvchgCIAEoCRIRCglwZXJtYW5lbnQYAyABKAgiKgoMRmFpbFJlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYiIwCg5SZWxlYXNlUmVxdWVzdBIeCgVmZW5jZRgBIAEoCzIPLnRlbGhhLnYxLkZlbmNlIi0KD1JlbGVhc2VSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2IiSwoLSXRlbU91dGNvbWUSDAoEY29kZRgBIAEoDRIPCgdtZXNzYWdlGAIgASgJEg4KBnJlYXNvbhgDIAEoCRINCgVmaWVsZBgEIAEoCSI/ChNDb21wbGV0ZUVhY2hSZXF1ZXN0EigKBWl0ZW1zGAEgAygLMhkudGVsaGEudjEuQ29tcGxldGVSZXF1ZXN0Ij8KFENvbXBsZXRlRWFjaFJlc3BvbnNlEicKCG91dGNvbWVzGAEgAygLMhUudGVsaGEudjEuSXRlbU91dGNvbWUiNwoPRmFpbEVhY2hSZXF1ZXN0EiQKBWl0ZW1zGAEgAygLMhUudGVsaGEudjEuRmFpbFJlcXVlc3QiOwoQRmFpbEVhY2hSZXNwb25zZRInCghvdXRjb21lcxgBIAMoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lIj0KElJlbGVhc2VFYWNoUmVxdWVzdBInCgVpdGVtcxgBIAMoCzIYLnRlbGhhLnYxLlJlbGVhc2VSZXF1ZXN0Ij4KE1JlbGVhc2VFYWNoUmVzcG9uc2USJwoIb3V0Y29tZXMYASADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZSLSAQoLV29ya1JlcXVlc3QSIAoEb3BlbhgBIAEoCzISLnRlbGhhLnYxLldvcmtPcGVuEg4KBmNyZWRpdBgCIAEoDRIRCglzZXR0bGVfaWQYAyABKAQSLAoJY29tcGxldGVzGAQgAygLMhkudGVsaGEudjEuQ29tcGxldGVSZXF1ZXN0EiQKBWZhaWxzGAUgAygLMhUudGVsaGEudjEuRmFpbFJlcXVlc3QSKgoIcmVsZWFzZXMYBiADKAsyGC50ZWxoYS52MS5SZWxlYXNlUmVxdWVzdCJMCghXb3JrT3BlbhIRCgl3b3JrZXJfaWQYASABKAkSDQoFa2luZHMYAiADKAkSHgoFc2NvcGUYAyABKAsyDy50ZWxoYS52MS5TY29wZSLPAQoMV29ya1Jlc3BvbnNlEhsKBGpvYnMYASADKAsyDS50ZWxoYS52MS5Kb2ISEQoJc2V0dGxlX2lkGAIgASgEEjAKEWNvbXBsZXRlX291dGNvbWVzGAMgAygLMhUudGVsaGEudjEuSXRlbU91dGNvbWUSLAoNZmFpbF9vdXRjb21lcxgEIAMoCzIVLnRlbGhhLnYxLkl0ZW1PdXRjb21lEi8KEHJlbGVhc2Vfb3V0Y29tZXMYBSADKAsyFS50ZWxoYS52MS5JdGVtT3V0Y29tZSIdCgtTaG93UmVxdWVzdBIOCgZqb2JfaWQYASABKAkiKgoMU2hvd1Jlc3BvbnNlEhoKA2pvYhgBIAEoCzINLnRlbGhhLnYxLkpvYiKIAQoLTGlzdFJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIhCgVzdGF0ZRgCIAEoDjISLnRlbGhhLnYxLkpvYlN0YXRlEhMKC2tpbmRfcHJlZml4GAMgASgJEg0KBWxpbWl0GAQgASgNEhIKCnBhZ2VfdG9rZW4YBSABKAkiRAoMTGlzdFJlc3BvbnNlEhsKBGpvYnMYASADKAsyDS50ZWxoYS52MS5Kb2ISFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIi8KDUNvdW50c1JlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZSJKCghDb3VudFJvdxIhCgVzdGF0ZRgBIAEoDjISLnRlbGhhLnYxLkpvYlN0YXRlEgwKBGtpbmQYAiABKAkSDQoFY291bnQYAyABKAQiMgoOQ291bnRzUmVzcG9uc2USIAoEcm93cxgBIAMoCzISLnRlbGhhLnYxLkNvdW50Um93Ih4KDFJldHJ5UmVxdWVzdBIOCgZqb2JfaWQYASABKAkiKwoNUmV0cnlSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2IiPwoNQ2FuY2VsUmVxdWVzdBIOCgZqb2JfaWQYASABKAkSEwoGcmVhc29uGAIgASgJSACIAQFCCQoHX3JlYXNvbiIsCg5DYW5jZWxSZXNwb25zZRIaCgNqb2IYASABKAsyDS50ZWxoYS52MS5Kb2IibwoVQ2FuY2VsTWF0Y2hpbmdSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSIQoFc3RhdGUYAiABKA4yEi50ZWxoYS52MS5Kb2JTdGF0ZRITCgtraW5kX3ByZWZpeBgDIAEoCSIrChZDYW5jZWxNYXRjaGluZ1Jlc3BvbnNlEhEKCWNhbmNlbGxlZBgBIAEoBCLRAgoIU2NoZWR1bGUSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIMCgRuYW1lGAIgASgJEhEKBGNyb24YAyABKAlIAIgBARIVCgh0aW1lem9uZRgEIAEoCUgBiAEBEhcKCmV2ZXJ5X3NlY3MYBSABKA1IAogBARIdCgNqb2IYBiABKAsyEC50ZWxoYS52MS5OZXdKb2ISDgoGcGF1c2VkGAcgASgIEhgKC25leHRfZHVlX3VzGAggASgDSAOIAQESGAoLbGFzdF9kdWVfdXMYCSABKANIBIgBARIVCg1jcmVhdGVkX2F0X3VzGAogASgDEhUKDXVwZGF0ZWRfYXRfdXMYCyABKANCBwoFX2Nyb25CCwoJX3RpbWV6b25lQg0KC19ldmVyeV9zZWNzQg4KDF9uZXh0X2R1ZV91c0IOCgxfbGFzdF9kdWVfdXMiPQoVQ3JlYXRlU2NoZWR1bGVSZXF1ZXN0EiQKCHNjaGVkdWxlGAEgASgLMhIudGVsaGEudjEuU2NoZWR1bGUiPgoWQ3JlYXRlU2NoZWR1bGVSZXNwb25zZRIkCghzY2hlZHVsZRgBIAEoCzISLnRlbGhhLnYxLlNjaGVkdWxlIuwBChVVcGRhdGVTY2hlZHVsZVJlcXVlc3QSHgoFc2NvcGUYASABKAsyDy50ZWxoYS52MS5TY29wZRIMCgRuYW1lGAIgASgJEhEKBGNyb24YAyABKAlIAIgBARIVCgh0aW1lem9uZRgEIAEoCUgBiAEBEhcKCmV2ZXJ5X3NlY3MYBSABKA1IAogBARIdCgNqb2IYBiABKAsyEC50ZWxoYS52MS5OZXdKb2ISEwoGcGF1c2VkGAcgASgISAOIAQFCBwoFX2Nyb25CCwoJX3RpbWV6b25lQg0KC19ldmVyeV9zZWNzQgkKB19wYXVzZWQiPgoWVXBkYXRlU2NoZWR1bGVSZXNwb25zZRIkCghzY2hlZHVsZRgBIAEoCzISLnRlbGhhLnYxLlNjaGVkdWxlIkIKEkdldFNjaGVkdWxlUmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlEgwKBG5hbWUYAiABKAkiOwoTR2V0U2NoZWR1bGVSZXNwb25zZRIkCghzY2hlZHVsZRgBIAEoCzISLnRlbGhhLnYxLlNjaGVkdWxlIlkKFExpc3RTY2hlZHVsZXNSZXF1ZXN0Eh4KBXNjb3BlGAEgASgLMg8udGVsaGEudjEuU2NvcGUSDQoFbGltaXQYAiABKA0SEgoKcGFnZV90b2tlbhgDIAEoCSJXChVMaXN0U2NoZWR1bGVzUmVzcG9uc2USJQoJc2NoZWR1bGVzGAEgAygLMhIudGVsaGEudjEuU2NoZWR1bGUSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIkUKFURlbGV0ZVNjaGVkdWxlUmVxdWVzdBIeCgVzY29wZRgBIAEoCzIPLnRlbGhhLnYxLlNjb3BlEgwKBG5hbWUYAiABKAkiGAoWRGVsZXRlU2NoZWR1bGVSZXNwb25zZSquAQoISm9iU3RhdGUSGQoVSk9CX1NUQVRFX1VOU1BFQ0lGSUVEEAASFQoRSk9CX1NUQVRFX1BFTkRJTkcQARIUChBKT0JfU1RBVEVfTEVBU0VEEAISFwoTSk9CX1NUQVRFX0NPTVBMRVRFRBADEhQKEEpPQl9TVEFURV9GQUlMRUQQBBISCg5KT0JfU1RBVEVfREVBRBAFEhcKE0pPQl9TVEFURV9DQU5DRUxMRUQQBjKZDQoMUXVldWVTZXJ2aWNlEj4KB0VucXVldWUSGC50ZWxoYS52MS5FbnF1ZXVlUmVxdWVzdBoZLnRlbGhhLnYxLkVucXVldWVSZXNwb25zZRJNCgxFbnF1ZXVlQmF0Y2gSHS50ZWxoYS52MS5FbnF1ZXVlQmF0Y2hSZXF1ZXN0Gh4udGVsaGEudjEuRW5xdWV1ZUJhdGNoUmVzcG9uc2USSgoLRW5xdWV1ZUVhY2gSHC50ZWxoYS52MS5FbnF1ZXVlRWFjaFJlcXVlc3QaHS50ZWxoYS52MS5FbnF1ZXVlRWFjaFJlc3BvbnNlEjgKBUxlYXNlEhYudGVsaGEudjEuTGVhc2VSZXF1ZXN0GhcudGVsaGEudjEuTGVhc2VSZXNwb25zZRJECglIZWFydGJlYXQSGi50ZWxoYS52MS5IZWFydGJlYXRSZXF1ZXN0GhsudGVsaGEudjEuSGVhcnRiZWF0UmVzcG9uc2USRwoKQ2hlY2twb2ludBIbLnRlbGhhLnYxLkNoZWNrcG9pbnRSZXF1ZXN0GhwudGVsaGEudjEuQ2hlY2twb2ludFJlc3BvbnNlEkEKCENvbXBsZXRlEhkudGVsaGEudjEuQ29tcGxldGVSZXF1ZXN0GhoudGVsaGEudjEuQ29tcGxldGVSZXNwb25zZRI1CgRGYWlsEhUudGVsaGEudjEuRmFpbFJlcXVlc3QaFi50ZWxoYS52MS5GYWlsUmVzcG9uc2USPgoHUmVsZWFzZRIYLnRlbGhhLnYxLlJlbGVhc2VSZXF1ZXN0GhkudGVsaGEudjEuUmVsZWFzZVJlc3BvbnNlEk0KDENvbXBsZXRlRWFjaBIdLnRlbGhhLnYxLkNvbXBsZXRlRWFjaFJlcXVlc3QaHi50ZWxoYS52MS5Db21wbGV0ZUVhY2hSZXNwb25zZRJBCghGYWlsRWFjaBIZLnRlbGhhLnYxLkZhaWxFYWNoUmVxdWVzdBoaLnRlbGhhLnYxLkZhaWxFYWNoUmVzcG9uc2USSgoLUmVsZWFzZUVhY2gSHC50ZWxoYS52MS5SZWxlYXNlRWFjaFJlcXVlc3QaHS50ZWxoYS52MS5SZWxlYXNlRWFjaFJlc3BvbnNlEjkKBFdvcmsSFS50ZWxoYS52MS5Xb3JrUmVxdWVzdBoWLnRlbGhhLnYxLldvcmtSZXNwb25zZSgBMAESNQoEU2hvdxIVLnRlbGhhLnYxLlNob3dSZXF1ZXN0GhYudGVsaGEudjEuU2hvd1Jlc3BvbnNlEjUKBExpc3QSFS50ZWxoYS52MS5MaXN0UmVxdWVzdBoWLnRlbGhhLnYxLkxpc3RSZXNwb25zZRI7CgZDb3VudHMSFy50ZWxoYS52MS5Db3VudHNSZXF1ZXN0GhgudGVsaGEudjEuQ291bnRzUmVzcG9uc2USOAoFUmV0cnkSFi50ZWxoYS52MS5SZXRyeVJlcXVlc3QaFy50ZWxoYS52MS5SZXRyeVJlc3BvbnNlEjsKBkNhbmNlbBIXLnRlbGhhLnYxLkNhbmNlbFJlcXVlc3QaGC50ZWxoYS52MS5DYW5jZWxSZXNwb25zZRJTCg5DYW5jZWxNYXRjaGluZxIfLnRlbGhhLnYxLkNhbmNlbE1hdGNoaW5nUmVxdWVzdBogLnRlbGhhLnYxLkNhbmNlbE1hdGNoaW5nUmVzcG9uc2USUwoOQ3JlYXRlU2NoZWR1bGUSHy50ZWxoYS52MS5DcmVhdGVTY2hlZHVsZVJlcXVlc3QaIC50ZWxoYS52MS5DcmVhdGVTY2hlZHVsZVJlc3BvbnNlElMKDlVwZGF0ZVNjaGVkdWxlEh8udGVsaGEudjEuVXBkYXRlU2NoZWR1bGVSZXF1ZXN0GiAudGVsaGEudjEuVXBkYXRlU2NoZWR1bGVSZXNwb25zZRJKCgtHZXRTY2hlZHVsZRIcLnRlbGhhLnYxLkdldFNjaGVkdWxlUmVxdWVzdBodLnRlbGhhLnYxLkdldFNjaGVkdWxlUmVzcG9uc2USUAoNTGlzdFNjaGVkdWxlcxIeLnRlbGhhLnYxLkxpc3RTY2hlZHVsZXNSZXF1ZXN0Gh8udGVsaGEudjEuTGlzdFNjaGVkdWxlc1Jlc3BvbnNlElMKDkRlbGV0ZVNjaGVkdWxlEh8udGVsaGEudjEuRGVsZXRlU2NoZWR1bGVSZXF1ZXN0GiAudGVsaGEudjEuRGVsZXRlU2NoZWR1bGVSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * Which namespace a call addresses. Tenant tokens are bound to their tenant
@@ -1348,6 +1348,319 @@ export const CancelMatchingResponseSchema: GenMessage<CancelMatchingResponse> = 
   messageDesc(file_telha_v1_queue, 47);
 
 /**
+ * A schedule: exactly one of `cron` and `every_secs` is set.
+ *
+ * @generated from message telha.v1.Schedule
+ */
+export type Schedule = Message<"telha.v1.Schedule"> & {
+  /**
+   * @generated from field: telha.v1.Scope scope = 1;
+   */
+  scope?: Scope | undefined;
+
+  /**
+   * 1-128 bytes, no whitespace; unique within the scope.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * A cron expression (5 fields, or 6 with seconds first), read in `timezone`.
+   *
+   * @generated from field: optional string cron = 3;
+   */
+  cron?: string | undefined;
+
+  /**
+   * An IANA time zone for `cron`; default UTC.
+   *
+   * @generated from field: optional string timezone = 4;
+   */
+  timezone?: string | undefined;
+
+  /**
+   * A fixed interval in seconds, counted from creation.
+   *
+   * @generated from field: optional uint32 every_secs = 5;
+   */
+  everySecs?: number | undefined;
+
+  /**
+   * The job enqueued at each due time; its idempotency key is `schedule:<name>@<due time>`.
+   * `delay_ms`, `not_before_us` and `idempotency_key` are refused here.
+   *
+   * @generated from field: telha.v1.NewJob job = 6;
+   */
+  job?: NewJob | undefined;
+
+  /**
+   * @generated from field: bool paused = 7;
+   */
+  paused: boolean;
+
+  /**
+   * When it fires next; unset while paused.
+   *
+   * @generated from field: optional int64 next_due_us = 8;
+   */
+  nextDueUs?: bigint | undefined;
+
+  /**
+   * The due time it last fired for.
+   *
+   * @generated from field: optional int64 last_due_us = 9;
+   */
+  lastDueUs?: bigint | undefined;
+
+  /**
+   * @generated from field: int64 created_at_us = 10;
+   */
+  createdAtUs: bigint;
+
+  /**
+   * @generated from field: int64 updated_at_us = 11;
+   */
+  updatedAtUs: bigint;
+};
+
+/**
+ * Describes the message telha.v1.Schedule.
+ * Use `create(ScheduleSchema)` to create a new message.
+ */
+export const ScheduleSchema: GenMessage<Schedule> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 48);
+
+/**
+ * @generated from message telha.v1.CreateScheduleRequest
+ */
+export type CreateScheduleRequest = Message<"telha.v1.CreateScheduleRequest"> & {
+  /**
+   * Read from: scope, name, cron, timezone, every_secs, job, paused. The rest is the server's.
+   *
+   * @generated from field: telha.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message telha.v1.CreateScheduleRequest.
+ * Use `create(CreateScheduleRequestSchema)` to create a new message.
+ */
+export const CreateScheduleRequestSchema: GenMessage<CreateScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 49);
+
+/**
+ * @generated from message telha.v1.CreateScheduleResponse
+ */
+export type CreateScheduleResponse = Message<"telha.v1.CreateScheduleResponse"> & {
+  /**
+   * @generated from field: telha.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message telha.v1.CreateScheduleResponse.
+ * Use `create(CreateScheduleResponseSchema)` to create a new message.
+ */
+export const CreateScheduleResponseSchema: GenMessage<CreateScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 50);
+
+/**
+ * @generated from message telha.v1.UpdateScheduleRequest
+ */
+export type UpdateScheduleRequest = Message<"telha.v1.UpdateScheduleRequest"> & {
+  /**
+   * @generated from field: telha.v1.Scope scope = 1;
+   */
+  scope?: Scope | undefined;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * Each field set replaces the stored one; `cron` replaces an interval and `every_secs` a cron.
+   *
+   * @generated from field: optional string cron = 3;
+   */
+  cron?: string | undefined;
+
+  /**
+   * @generated from field: optional string timezone = 4;
+   */
+  timezone?: string | undefined;
+
+  /**
+   * @generated from field: optional uint32 every_secs = 5;
+   */
+  everySecs?: number | undefined;
+
+  /**
+   * @generated from field: telha.v1.NewJob job = 6;
+   */
+  job?: NewJob | undefined;
+
+  /**
+   * @generated from field: optional bool paused = 7;
+   */
+  paused?: boolean | undefined;
+};
+
+/**
+ * Describes the message telha.v1.UpdateScheduleRequest.
+ * Use `create(UpdateScheduleRequestSchema)` to create a new message.
+ */
+export const UpdateScheduleRequestSchema: GenMessage<UpdateScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 51);
+
+/**
+ * @generated from message telha.v1.UpdateScheduleResponse
+ */
+export type UpdateScheduleResponse = Message<"telha.v1.UpdateScheduleResponse"> & {
+  /**
+   * @generated from field: telha.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message telha.v1.UpdateScheduleResponse.
+ * Use `create(UpdateScheduleResponseSchema)` to create a new message.
+ */
+export const UpdateScheduleResponseSchema: GenMessage<UpdateScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 52);
+
+/**
+ * @generated from message telha.v1.GetScheduleRequest
+ */
+export type GetScheduleRequest = Message<"telha.v1.GetScheduleRequest"> & {
+  /**
+   * @generated from field: telha.v1.Scope scope = 1;
+   */
+  scope?: Scope | undefined;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message telha.v1.GetScheduleRequest.
+ * Use `create(GetScheduleRequestSchema)` to create a new message.
+ */
+export const GetScheduleRequestSchema: GenMessage<GetScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 53);
+
+/**
+ * @generated from message telha.v1.GetScheduleResponse
+ */
+export type GetScheduleResponse = Message<"telha.v1.GetScheduleResponse"> & {
+  /**
+   * @generated from field: telha.v1.Schedule schedule = 1;
+   */
+  schedule?: Schedule | undefined;
+};
+
+/**
+ * Describes the message telha.v1.GetScheduleResponse.
+ * Use `create(GetScheduleResponseSchema)` to create a new message.
+ */
+export const GetScheduleResponseSchema: GenMessage<GetScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 54);
+
+/**
+ * @generated from message telha.v1.ListSchedulesRequest
+ */
+export type ListSchedulesRequest = Message<"telha.v1.ListSchedulesRequest"> & {
+  /**
+   * @generated from field: telha.v1.Scope scope = 1;
+   */
+  scope?: Scope | undefined;
+
+  /**
+   * Default 100, at most 1000.
+   *
+   * @generated from field: uint32 limit = 2;
+   */
+  limit: number;
+
+  /**
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message telha.v1.ListSchedulesRequest.
+ * Use `create(ListSchedulesRequestSchema)` to create a new message.
+ */
+export const ListSchedulesRequestSchema: GenMessage<ListSchedulesRequest> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 55);
+
+/**
+ * @generated from message telha.v1.ListSchedulesResponse
+ */
+export type ListSchedulesResponse = Message<"telha.v1.ListSchedulesResponse"> & {
+  /**
+   * @generated from field: repeated telha.v1.Schedule schedules = 1;
+   */
+  schedules: Schedule[];
+
+  /**
+   * Empty at the end.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message telha.v1.ListSchedulesResponse.
+ * Use `create(ListSchedulesResponseSchema)` to create a new message.
+ */
+export const ListSchedulesResponseSchema: GenMessage<ListSchedulesResponse> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 56);
+
+/**
+ * @generated from message telha.v1.DeleteScheduleRequest
+ */
+export type DeleteScheduleRequest = Message<"telha.v1.DeleteScheduleRequest"> & {
+  /**
+   * @generated from field: telha.v1.Scope scope = 1;
+   */
+  scope?: Scope | undefined;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+};
+
+/**
+ * Describes the message telha.v1.DeleteScheduleRequest.
+ * Use `create(DeleteScheduleRequestSchema)` to create a new message.
+ */
+export const DeleteScheduleRequestSchema: GenMessage<DeleteScheduleRequest> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 57);
+
+/**
+ * @generated from message telha.v1.DeleteScheduleResponse
+ */
+export type DeleteScheduleResponse = Message<"telha.v1.DeleteScheduleResponse"> & {
+};
+
+/**
+ * Describes the message telha.v1.DeleteScheduleResponse.
+ * Use `create(DeleteScheduleResponseSchema)` to create a new message.
+ */
+export const DeleteScheduleResponseSchema: GenMessage<DeleteScheduleResponse> = /*@__PURE__*/
+  messageDesc(file_telha_v1_queue, 58);
+
+/**
  * @generated from enum telha.v1.JobState
  */
 export enum JobState {
@@ -1615,6 +1928,55 @@ export const QueueService: GenService<{
     methodKind: "unary";
     input: typeof CancelMatchingRequestSchema;
     output: typeof CancelMatchingResponseSchema;
+  },
+  /**
+   * Schedules: a job enqueued at each due time of a cron expression or an interval, once per
+   * due time. Tenants manage their own scope's, operators any scope's; workers none.
+   *
+   * @generated from rpc telha.v1.QueueService.CreateSchedule
+   */
+  createSchedule: {
+    methodKind: "unary";
+    input: typeof CreateScheduleRequestSchema;
+    output: typeof CreateScheduleResponseSchema;
+  },
+  /**
+   * Change some fields of a schedule; pause and resume it through `paused`.
+   *
+   * @generated from rpc telha.v1.QueueService.UpdateSchedule
+   */
+  updateSchedule: {
+    methodKind: "unary";
+    input: typeof UpdateScheduleRequestSchema;
+    output: typeof UpdateScheduleResponseSchema;
+  },
+  /**
+   * @generated from rpc telha.v1.QueueService.GetSchedule
+   */
+  getSchedule: {
+    methodKind: "unary";
+    input: typeof GetScheduleRequestSchema;
+    output: typeof GetScheduleResponseSchema;
+  },
+  /**
+   * Schedules by scope, then name, page by page.
+   *
+   * @generated from rpc telha.v1.QueueService.ListSchedules
+   */
+  listSchedules: {
+    methodKind: "unary";
+    input: typeof ListSchedulesRequestSchema;
+    output: typeof ListSchedulesResponseSchema;
+  },
+  /**
+   * The jobs it enqueued stay.
+   *
+   * @generated from rpc telha.v1.QueueService.DeleteSchedule
+   */
+  deleteSchedule: {
+    methodKind: "unary";
+    input: typeof DeleteScheduleRequestSchema;
+    output: typeof DeleteScheduleResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_telha_v1_queue, 0);
