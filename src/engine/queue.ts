@@ -671,6 +671,10 @@ export class Queue {
     this.assertOpen();
     const scope = options.scope ?? ANY_SCOPE;
     if (scope.type !== 'any') checkScope(scope);
+    if (scope.type === 'any' && (options.kindPrefix ?? '') === '') {
+      // One call that stops every job of every tenant is far more often a slip than a wish.
+      throw invalidArgument('kind_prefix', 'is required to cancel across every scope (or name a scope)');
+    }
     const states = options.states ?? [JobState.Pending, JobState.Leased];
     for (const state of states) {
       if (state !== JobState.Pending && state !== JobState.Leased) {

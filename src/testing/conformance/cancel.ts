@@ -101,6 +101,15 @@ export function cancelCases(s: Suite): void {
       await rejects(s.q.cancelMatching({ scope: acme, states: [JobState.Completed] }), ErrorCode.InvalidArgument);
     });
 
+    it('refuses to cancel across every scope without a kind prefix, and changes nothing', async () => {
+      const job = await jobIn(s.h, acme, 'pending');
+      await rejects(s.q.cancelMatching({}), ErrorCode.InvalidArgument, (error) =>
+        assert.match(error.message, /kind_prefix/),
+      );
+      await rejects(s.q.cancelMatching({ kindPrefix: '' }), ErrorCode.InvalidArgument);
+      assert.deepEqual(await s.q.show(job.jobId), job);
+    });
+
     it('cancels matching jobs across pages, up to a limit', async () => {
       for (let i = 0; i < 130; i++) await s.q.enqueue({ kind: 'bulk' }, acme);
       assert.equal(await s.q.cancelMatching({ scope: acme, kindPrefix: 'bulk', limit: 120 }), 120);

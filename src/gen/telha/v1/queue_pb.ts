@@ -1920,7 +1920,8 @@ export const QueueService: GenService<{
     output: typeof CancelResponseSchema;
   },
   /**
-   * Cancel every pending or leased job of a scope matching a state and a kind prefix.
+   * Cancel every pending or leased job of a scope matching a state and a kind prefix. Without a
+   * scope (an operator, every scope) the kind prefix is required: INVALID_ARGUMENT otherwise.
    *
    * @generated from rpc telha.v1.QueueService.CancelMatching
    */
