@@ -32,6 +32,19 @@ describe('the transition table', () => {
     config: makeConfig({ jobs: { max_attempts: 2 } }).jobs,
   };
   const NOW = Date.UTC(2026, 0, 1) * 1000;
+  /** The one job these cases start from, as a producer's enqueue would make it. */
+  const NEW_JOB: transitions.NewJobFields = {
+    jobId: '01a22b9c-0b3f-75cf-b38e-00434c789a13',
+    tenant: 'acme',
+    kind: 'k',
+    payload: Buffer.alloc(0),
+    priority: 128,
+    createdAt: NOW,
+    notBefore: null,
+    idempotencyKey: null,
+    maxAttempts: null,
+    timeoutSecs: null,
+  };
   const STATE_NAMES = Object.fromEntries(Object.entries(JobState).map(([name, value]) => [value, name]));
 
   /** Every (function, before, after) the functions take, driven through each edge once. */
@@ -41,26 +54,7 @@ describe('the transition table', () => {
       taken.add(`${name} ${before === null ? 'start' : STATE_NAMES[before.state]} ${STATE_NAMES[after.state]}`);
       return after;
     };
-    const fresh = (): JobRecord =>
-      take(
-        'enqueue',
-        null,
-        transitions.enqueue(
-          {
-            jobId: '01a22b9c-0b3f-75cf-b38e-00434c789a13',
-            tenant: 'acme',
-            kind: 'k',
-            payload: Buffer.alloc(0),
-            priority: 128,
-            createdAt: NOW,
-            notBefore: null,
-            idempotencyKey: null,
-            maxAttempts: null,
-            timeoutSecs: null,
-          },
-          NOW,
-        ),
-      );
+    const fresh = (): JobRecord => take('enqueue', null, transitions.enqueue(NEW_JOB, NOW));
     const leased = (record: JobRecord): JobRecord => take('lease', record, transitions.lease(record, 'w', NOW, policy));
     const fence = (record: JobRecord) => ({ workerId: 'w', leaseGeneration: record.leaseGeneration });
 
@@ -109,26 +103,7 @@ describe('the transition table', () => {
   });
 
   it("refuses a cancelled job's holder with reason cancelled and keeps its generation", () => {
-    const job = transitions.lease(
-      transitions.enqueue(
-        {
-          jobId: '01a22b9c-0b3f-75cf-b38e-00434c789a13',
-          tenant: 'acme',
-          kind: 'k',
-          payload: Buffer.alloc(0),
-          priority: 128,
-          createdAt: NOW,
-          notBefore: null,
-          idempotencyKey: null,
-          maxAttempts: null,
-          timeoutSecs: null,
-        },
-        NOW,
-      ),
-      'w',
-      NOW,
-      policy,
-    );
+    const job = transitions.lease(transitions.enqueue(NEW_JOB, NOW), 'w', NOW, policy);
     const cancelled = transitions.cancel(job, { by: 'tenant:acme', reason: 'not needed' }, NOW);
     assert.equal(cancelled.state, JobState.Cancelled);
     assert.equal(cancelled.leaseGeneration, job.leaseGeneration);
