@@ -506,19 +506,11 @@ export class PostgresJobStore implements JobStore {
     while (rows.length < limit) {
       const remaining = limit - rows.length;
       const taken = rows.map((row) => row.job_id);
-      const cursor = this.fairCursor;
-      const scopes = await this.tenantsWithWork(db, kinds, cursor ?? SYSTEM_SCOPE_BYTES, null, remaining, taken);
-      if (cursor !== null && scopes.length < remaining) {
-        scopes.push(
-          ...(await this.tenantsWithWork(db, kinds, SYSTEM_SCOPE_BYTES, cursor, remaining - scopes.length, taken)),
-        );
-      }
-      if (scopes.length === 0) break;
-      const perTenant = Math.ceil(remaining / scopes.length);
-      const query = fairClaimQuery(this.t, kinds, scopes, perTenant, taken);
-      const locked = (await db.query<ClaimRow & { ord: string }>(query.text, query.values)).rows;
+      const query = fairClaimQuery(this.t, kinds, this.fairCursor, remaining, taken);
+      const locked = (await db.query<ClaimRow & { ord: string; scope: Buffer }>(query.text, query.values)).rows;
       if (locked.length === 0) break;
-      // Rows come in tenant order, each tenant's in key order: number each tenant's turns.
+      // Rows come in tenant order (from the cursor on), each tenant's in key order: number
+      // each tenant's turns, and take the jobs turn by turn.
       const turns = new Map<string, number>();
       const ordered = locked
         .map((row) => {
@@ -528,25 +520,12 @@ export class PostgresJobStore implements JobStore {
         })
         .sort((x, y) => x.turn - y.turn || x.ord - y.ord)
         .slice(0, remaining);
-      for (const { row, ord } of ordered) {
+      for (const { row } of ordered) {
         rows.push({ job_id: row.job_id, record: row.record });
-        this.fairCursor = scopes[ord - 1] ?? this.fairCursor;
+        this.fairCursor = row.scope;
       }
     }
     return rows;
-  }
-
-  /** Up to `k` tenant scopes after `after` (and at most `upTo`) with ready work of a wanted kind, in scope order. */
-  private async tenantsWithWork(
-    db: Db,
-    kinds: readonly string[] | null,
-    after: Buffer,
-    upTo: Buffer | null,
-    k: number,
-    taken: readonly string[],
-  ): Promise<Buffer[]> {
-    const query = tenantsWithWorkQuery(this.t, kinds, after, upTo, k, taken);
-    return (await db.query<{ scope: Buffer }>(query.text, query.values)).rows.map((row) => row.scope);
   }
 
   async update(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
@@ -1123,47 +1102,51 @@ function fairReady(alias: string, kinds: readonly string[] | null, kindsParam: s
 }
 
 /**
- * The fair claim's search for tenants: a loose index scan of `jobs_ready`, one probe per tenant
- * with ready work (whatever each holds), the next `k` scopes after `after` (and at most `upTo`).
+ * One round of the fair claim, in one statement. The tenants: the next ones after `cursor` with
+ * ready work of a wanted kind, then (wrapping around) the ones from the first up to the cursor,
+ * `k` at most, found by a loose index scan of `jobs_ready` (one probe per tenant, whatever each
+ * holds). The jobs: the first `ceil(k / tenants)` ready jobs of each, locked, returned by tenant
+ * (`ord`, 1-based, in the order they take turns), each tenant's in key order.
  */
-export function tenantsWithWorkQuery(
-  table: string,
-  kinds: readonly string[] | null,
-  after: Buffer,
-  upTo: Buffer | null,
-  k: number,
-  taken: readonly string[],
-): { text: string; values: unknown[] } {
-  const values: unknown[] = [after, upTo, k, taken, ...(kinds === null ? [] : [kinds])];
-  const ready = `${fairReady('j', kinds, '$5', '$4')} AND ($2::bytea IS NULL OR j.scope <= $2::bytea)`;
-  return {
-    text: `WITH RECURSIVE tenants(scope, n) AS (
-        (SELECT j.scope, 1 FROM ${table}.jobs j WHERE ${ready} AND j.scope > $1::bytea ORDER BY j.scope LIMIT 1)
-        UNION ALL
-        SELECT (SELECT j.scope FROM ${table}.jobs j WHERE ${ready} AND j.scope > t.scope ORDER BY j.scope LIMIT 1), t.n + 1
-        FROM tenants t WHERE t.scope IS NOT NULL AND t.n < $3
-      )
-      SELECT scope FROM tenants WHERE scope IS NOT NULL ORDER BY n`,
-    values,
-  };
-}
-
-/** Lock up to `perTenant` ready jobs of each of `scopes`, returned by tenant (`ord`, 1-based), each in key order. */
 export function fairClaimQuery(
   table: string,
   kinds: readonly string[] | null,
-  scopes: readonly Buffer[],
-  perTenant: number,
+  cursor: Buffer | null,
+  k: number,
   taken: readonly string[],
 ): { text: string; values: unknown[] } {
-  const values: unknown[] = [scopes, perTenant, taken, ...(kinds === null ? [] : [kinds])];
+  const values: unknown[] = [cursor ?? SYSTEM_SCOPE_BYTES, cursor, k, taken, SYSTEM_SCOPE_BYTES];
+  if (kinds !== null) values.push(kinds);
+  const ready = fairReady('j', kinds, '$6', '$4');
+  const next = (bound: string): string =>
+    `(SELECT j.scope FROM ${table}.jobs j WHERE ${ready} AND j.scope > t.scope${bound} ORDER BY j.scope LIMIT 1)`;
   return {
-    text: `SELECT c.job_id, c.record, s.ord FROM unnest($1::bytea[]) WITH ORDINALITY AS s(scope, ord)
-      CROSS JOIN LATERAL (
+    text: `WITH RECURSIVE
+      after_cursor(scope, n) AS (
+        (SELECT j.scope, 1 FROM ${table}.jobs j WHERE ${ready} AND j.scope > $1::bytea ORDER BY j.scope LIMIT 1)
+        UNION ALL
+        SELECT ${next('')}, t.n + 1 FROM after_cursor t WHERE t.scope IS NOT NULL AND t.n < $3
+      ),
+      found_after AS (SELECT count(*) AS n FROM after_cursor WHERE scope IS NOT NULL),
+      up_to_cursor(scope, n) AS (
+        (SELECT j.scope, 1 FROM ${table}.jobs j
+          WHERE $2::bytea IS NOT NULL AND (SELECT n FROM found_after) < $3
+            AND ${ready} AND j.scope > $5::bytea AND j.scope <= $2::bytea ORDER BY j.scope LIMIT 1)
+        UNION ALL
+        SELECT ${next(' AND j.scope <= $2::bytea')}, t.n + 1 FROM up_to_cursor t
+          WHERE t.scope IS NOT NULL AND t.n + (SELECT n FROM found_after) < $3
+      ),
+      tenants AS (
+        SELECT scope, n AS ord FROM after_cursor WHERE scope IS NOT NULL
+        UNION ALL
+        SELECT scope, n + (SELECT n FROM found_after) FROM up_to_cursor WHERE scope IS NOT NULL
+      )
+      SELECT c.job_id, c.record, t.ord, t.scope FROM tenants t CROSS JOIN LATERAL (
         SELECT j.job_id, j.record, j.priority, j.created_at FROM ${table}.jobs j
-        WHERE ${fairReady('j', kinds, '$4', '$3')} AND j.scope = s.scope
-        ORDER BY j.priority, j.created_at, j.job_id LIMIT $2 FOR UPDATE SKIP LOCKED
-      ) c ORDER BY s.ord, c.priority, c.created_at, c.job_id`,
+        WHERE ${ready} AND j.scope = t.scope
+        ORDER BY j.priority, j.created_at, j.job_id
+        LIMIT (SELECT ceil($3::numeric / count(*))::int FROM tenants) FOR UPDATE SKIP LOCKED
+      ) c ORDER BY t.ord, c.priority, c.created_at, c.job_id`,
     values,
   };
 }
