@@ -95,7 +95,7 @@ export interface TaskHandler {
   readonly concurrency?: number;
 }
 
-/** What a worker's listeners get, by event: see {@link WorkerRunner.on}. */
+/** What a worker's listeners get, by event (see `worker.on`). */
 export interface WorkerEvents {
   /** The store accepted a job's completion. */
   completed: [job: JobRecord];
