@@ -83,9 +83,7 @@ export class Task<Input, Output> {
     const issues = result.issues.map((issue) => ({ field: issuePath(issue), message: issue.message }));
     const first = issues[0] ?? { field: 'payload', message: 'invalid' };
     const message = issues.map((issue) => `${issue.field}: ${issue.message}`).join('; ');
-    return Promise.reject(
-      new TelhaError(ErrorCode.InvalidArgument, `task ${this.kind}: ${message}`, { field: first.field }),
-    );
+    throw new TelhaError(ErrorCode.InvalidArgument, `task ${this.kind}: ${message}`, { field: first.field });
   }
 
   /** The payload bytes of data (not validated: `enqueue` validates first). */

@@ -138,6 +138,11 @@ export interface RunnerOptions {
    * Kinds with a handler each, and optionally a concurrency each; a job goes to the task of its
    * kind, else to `handler`. A job no handler takes (a kind that merely shares a task's prefix)
    * fails, to be retried with backoff, by another worker perhaps.
+   *
+   * A job of a task at its own concurrency waits in the worker for that task's slot, its lease
+   * heartbeated, without holding one of the worker's: up to `concurrency` such jobs are leased
+   * beyond the worker's slots, so other tasks keep running. A task whose backlog ahead of the
+   * others is deeper than that can still fill the worker; give it a worker of its own (`kinds`).
    */
   readonly tasks?: readonly TaskHandler[];
   /**
@@ -456,6 +461,8 @@ export class WorkerRunner {
             received = true;
             this.granted = Math.max(0, this.granted - jobs.length);
             for (const job of jobs) this.run(job);
+            // A job that waits for its task's slot holds none of the worker's: lease another.
+            if (this.taskLimits) this.grantFreeSlots();
           },
           onEnd: (error) => {
             this.stopLeasing.signal.removeEventListener('abort', stop);

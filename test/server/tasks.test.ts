@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { defineTask, resultJson, silentLogger, TelhaClient, Worker, type JobRecord } from '../../src/client/index.ts';
 import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
 import { JobState, tenantScope } from '../../src/core/types.ts';
+import { LocalWorker } from '../../src/engine/worker.ts';
 import { freePort, startTestServer, type TestServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
@@ -158,6 +159,60 @@ describe('typed tasks through the SDK and a live server', () => {
       'image.resize 2',
       'image.resize 3',
     ]);
+  });
+
+  it("keeps other tasks running while a task's backlog waits for its own slot", { timeout: 30_000 }, async () => {
+    // Three resizes ahead of one email, two slots, resizes one at a time: the resizes waiting
+    // for their task's slot must not hold the worker's second slot, or the email never comes.
+    let resizing = 0;
+    let mostResizing = 0;
+    let emailBeside!: () => void;
+    const anEmailBeside = new Promise<void>((resolve) => (emailBeside = resolve));
+    worker = new Worker({
+      address: server.address,
+      logger: silentLogger,
+      concurrency: 2,
+      prefetch: 0,
+      tasks: [
+        resize.handle(
+          async () => {
+            resizing++;
+            mostResizing = Math.max(mostResizing, resizing);
+            await anEmailBeside;
+            resizing--;
+          },
+          { concurrency: 1 },
+        ),
+        sendEmail.handle(() => {
+          if (resizing > 0) emailBeside();
+          return Promise.resolve();
+        }),
+      ],
+    });
+    const completed = heard(worker, 'completed', 4);
+    for (const width of [1, 2, 3]) await resize.enqueue(client, { url: 'https://example.com/a.png', width }, {}, acme);
+    await sendEmail.enqueue(client, { to: 'ann@example.com' }, {}, acme);
+    worker.start();
+    await completed;
+    assert.equal(mostResizing, 1);
+  });
+
+  it('runs typed tasks in process too: enqueued on a Queue, served by a LocalWorker', async () => {
+    const { job } = await sendEmail.enqueue(server.queue, { to: 'bob@example.com' }, {}, acme);
+    await assert.rejects(sendEmail.enqueue(server.queue, { to: 'bob' }, {}, acme), { field: 'payload.to' });
+    const local = new LocalWorker(server.queue, {
+      scope: acme,
+      logger: silentLogger,
+      tasks: [sendEmail.handle((email) => Promise.resolve(email.data.to))],
+    });
+    const completed = new Promise<JobRecord>((resolve) => local.on('completed', resolve));
+    local.start();
+    try {
+      assert.equal((await completed).jobId, job.jobId);
+    } finally {
+      await local.close(1_000);
+    }
+    assert.equal(resultJson(await client.show(job.jobId)), 'bob@example.com');
   });
 
   it("reports a server it cannot reach through the 'error' event, as through onError", async () => {
