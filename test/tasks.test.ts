@@ -1,6 +1,7 @@
 /**
  * Typed tasks without a server: validation through any Standard Schema (zod here, and a
- * hand-written async one), the field an issue names, and the JSON codec both ways.
+ * hand-written async one), the field an issue names, the JSON codec both ways, and what a
+ * worker refuses of its tasks.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -8,6 +9,8 @@ import { z } from 'zod';
 import { defineTask, jsonCodec, PermanentError, type JobContext, type TaskJob } from '../src/client/index.ts';
 import type { StandardSchemaV1 } from '../src/client/standard-schema.ts';
 import { ErrorCode, TelhaError } from '../src/core/errors.ts';
+import { WorkerRunner } from '../src/worker/runner.ts';
+import type { WorkSource } from '../src/worker/source.ts';
 
 const email = defineTask(
   'email.send',
@@ -126,5 +129,16 @@ describe('typed tasks', () => {
       return true;
     });
     assert.deepEqual(seen, ['j1 ann@example.com (none)']);
+  });
+
+  it('makes a worker refuse tasks it cannot serve', () => {
+    const source = {} as WorkSource;
+    const task = email.handle(() => Promise.resolve());
+    assert.throws(() => new WorkerRunner(source, {}), /needs a handler, or tasks/);
+    assert.throws(() => new WorkerRunner(source, { tasks: [task, task] }), /two tasks of kind email\.send/);
+    assert.throws(
+      () => new WorkerRunner(source, { tasks: [email.handle(() => Promise.resolve(), { concurrency: 0 })] }),
+      /task email\.send: concurrency must be a positive integer/,
+    );
   });
 });

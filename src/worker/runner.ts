@@ -157,8 +157,9 @@ export interface RunnerOptions {
    */
   readonly logger?: Logger;
   /**
-   * Called when the worker loses its source (as the `error` event is), with why: once when it cannot reach the server
-   * (an `unavailable` error naming the address) or a work session is refused, not again for
+   * Called when the worker loses its source (as the `error` event is), with why: once when it
+   * cannot reach the server (an `unavailable` error naming the address) or a work session is
+   * refused, not again for
    * each retry while the failure lasts; once more if it changes. The worker keeps retrying
    * with backoff, and logs `reconnected` when a session opens again. An error thrown here is
    * logged, never raised.
