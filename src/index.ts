@@ -81,5 +81,23 @@ export { parseRate } from './core/rate.ts';
 export type { Rate } from './core/rate.ts';
 export type { Logger } from './core/logger.ts';
 export { AttemptTimeoutError, PermanentError } from './worker/runner.ts';
-export type { JobContext, JobHandler, RunnerOptions } from './worker/runner.ts';
+export type {
+  JobContext,
+  JobHandler,
+  RunnerOptions,
+  TaskHandler,
+  WorkerEvents,
+  WorkerListener,
+} from './worker/runner.ts';
+export { defineTask, jsonCodec, Task } from './client/tasks.ts';
+export type {
+  PayloadCodec,
+  TaskEnqueueOptions,
+  TaskHandleOptions,
+  TaskJob,
+  TaskJobHandler,
+  TaskOptions,
+  TaskProducer,
+} from './client/tasks.ts';
+export type { StandardSchemaV1 } from './client/standard-schema.ts';
 export type { FiredSchedule, JobStore, ScheduleQuery } from './storage/types.ts';

@@ -14,7 +14,27 @@ export type {
 } from './client.ts';
 export type { NewSchedule, Schedule, ScheduleChanges, ScheduleJob, ScheduleJobInput } from '../core/schedules.ts';
 export { Worker, PermanentError, AttemptTimeoutError } from './worker.ts';
-export type { JobContext, JobHandler, WorkerOptions } from './worker.ts';
+export type {
+  JobContext,
+  JobHandler,
+  RunnerOptions,
+  TaskHandler,
+  WorkerEvents,
+  WorkerListener,
+  WorkerOptions,
+  WorkerRunner,
+} from './worker.ts';
+export { defineTask, jsonCodec, Task } from './tasks.ts';
+export type {
+  PayloadCodec,
+  TaskEnqueueOptions,
+  TaskHandleOptions,
+  TaskJob,
+  TaskJobHandler,
+  TaskOptions,
+  TaskProducer,
+} from './tasks.ts';
+export type { StandardSchemaV1 } from './standard-schema.ts';
 export { resultJson } from '../core/results.ts';
 export type { RemoteJob } from './convert.ts';
 export { silentLogger } from '../core/logger.ts';

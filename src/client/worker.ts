@@ -11,12 +11,31 @@ import { consoleLogger } from './console-logger.ts';
 import { Settler } from './settler.ts';
 
 export { AttemptTimeoutError, PermanentError } from '../worker/runner.ts';
-export type { JobContext, JobHandler } from '../worker/runner.ts';
+export type {
+  JobContext,
+  JobHandler,
+  RunnerOptions,
+  TaskHandler,
+  WorkerEvents,
+  WorkerListener,
+  WorkerRunner,
+} from '../worker/runner.ts';
 
-/** A `Worker`'s options; `logger` defaults to lines on stderr from info up (`silentLogger` silences it). */
+/**
+ * A `Worker`'s options: where the server is (`address`, `token`, ...), and what to run (a
+ * `handler`, or `tasks` with a handler each). `logger` defaults to lines on stderr from info up
+ * (`silentLogger` silences it).
+ */
 export interface WorkerOptions extends ClientOptions, RunnerOptions {}
 
+/**
+ * A worker on a Telha server: leases the jobs of its kinds (or its tasks') over one Work stream,
+ * runs each with its handler under `concurrency` (and each task's own), heartbeats their leases,
+ * and sends their results fenced. `start()` it, `close()` it; `on('completed' | 'failed' |
+ * 'error', listener)` to follow it.
+ */
 export class Worker extends WorkerRunner {
+  /** The client its work goes through. */
   readonly client: TelhaClient;
 
   constructor(options: WorkerOptions) {

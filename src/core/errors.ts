@@ -38,6 +38,7 @@ export type LeaseConflictReason =
   /** The job was cancelled while leased: its holder may submit nothing more for it. */
   | 'cancelled';
 
+/** Every error Telha raises on purpose: a stable `code`, and the offending `field` for `invalid_argument`. */
 export class TelhaError extends Error {
   override readonly name = 'TelhaError';
   readonly code: ErrorCode;
@@ -51,6 +52,7 @@ export class TelhaError extends Error {
   }
 }
 
+/** A fenced call refused because the caller no longer holds the lease; `reason` says why. */
 export class LeaseConflictError extends TelhaError {
   readonly jobId: string;
   readonly reason: LeaseConflictReason;
@@ -85,6 +87,7 @@ export function storeClosed(): TelhaError {
   return new TelhaError(ErrorCode.Unavailable, 'the store is closed');
 }
 
+/** Whether `error` is a `TelhaError`, of `code` if given. */
 export function isTelhaError(error: unknown, code?: ErrorCode): error is TelhaError {
   return error instanceof TelhaError && (code === undefined || error.code === code);
 }

@@ -76,6 +76,7 @@ export const EVENT_TRANSITIONS = [
 ] as const;
 export type EventTransition = (typeof EVENT_TRANSITIONS)[number];
 
+/** One step of a job's lifecycle, as its audit trail records it. */
 export interface JobEvent {
   readonly at: Micros;
   /**
@@ -94,8 +95,10 @@ export interface JobEvent {
  */
 export type QueueScope = { readonly type: 'tenant'; readonly tenant: string } | { readonly type: 'system' };
 
+/** The scope of deployment-wide maintenance jobs (`system:` kinds). */
 export const SYSTEM_SCOPE: QueueScope = Object.freeze({ type: 'system' });
 
+/** The scope of one tenant's jobs. */
 export function tenantScope(tenant: string): QueueScope {
   return { type: 'tenant', tenant };
 }
@@ -105,6 +108,7 @@ export type ScopeFilter = QueueScope | { readonly type: 'any' };
 
 export const ANY_SCOPE: ScopeFilter = Object.freeze({ type: 'any' });
 
+/** A job as the store holds it: identity, state, lease, attempts, payload and result, and its event trail. */
 export interface JobRecord {
   /** UUID (v7, so ids of one store sort roughly by creation), canonical lower-case text. */
   readonly jobId: string;

@@ -84,12 +84,36 @@ export interface JobContext {
  */
 export type JobHandler = (job: JobContext) => Promise<unknown>;
 
+/**
+ * One kind a worker serves with its own handler (`task.handle(...)` makes one from a typed
+ * task): jobs of exactly this kind go to `handler`, at most `concurrency` of them at once.
+ */
+export interface TaskHandler {
+  readonly kind: string;
+  readonly handler: JobHandler;
+  /** At most this many of this kind run at once (the worker's `concurrency` stays the cap). Default: no limit of its own. */
+  readonly concurrency?: number;
+}
+
+/** What a worker's listeners get, by event (see `worker.on`). */
+export interface WorkerEvents {
+  /** The store accepted a job's completion. */
+  completed: [job: JobRecord];
+  /** The store accepted a job's failure: retried with backoff, or dead-lettered if `permanent`. */
+  failed: [job: JobRecord, error: Error, details: { readonly permanent: boolean }];
+  /** The worker lost its source (reported once per outage, as `onError` is). */
+  error: [error: Error];
+}
+
+/** A listener of one {@link WorkerEvents} event. */
+export type WorkerListener<E extends keyof WorkerEvents> = (...args: WorkerEvents[E]) => void;
+
 /** What a worker does, whichever source it works from. */
 export interface RunnerOptions {
   /**
    * Kind prefixes to lease; empty or omitted takes every kind but the
    * server's own `system:` kinds, which only a prefix starting with `system:`
-   * takes.
+   * takes. Omitted with `tasks` and no `handler`: the tasks' kinds.
    */
   readonly kinds?: readonly string[];
   /** Jobs run at once. Default 10. */
@@ -108,7 +132,19 @@ export interface RunnerOptions {
   readonly prefetch?: number | 'auto';
   /** Identifies this worker in fencing and events. Default `worker-<uuid>`. */
   readonly workerId?: string;
-  readonly handler: JobHandler;
+  /** Runs every job leased that no task of `tasks` handles. */
+  readonly handler?: JobHandler;
+  /**
+   * Kinds with a handler each, and optionally a concurrency each; a job goes to the task of its
+   * kind, else to `handler`. A job no handler takes (a kind that merely shares a task's prefix)
+   * fails, to be retried with backoff, by another worker perhaps.
+   *
+   * A job of a task at its own concurrency waits in the worker for that task's slot, its lease
+   * heartbeated, without holding one of the worker's: up to `concurrency` such jobs are leased
+   * beyond the worker's slots, so other tasks keep running. A task whose backlog ahead of the
+   * others is deeper than that can still fill the worker; give it a worker of its own (`kinds`).
+   */
+  readonly tasks?: readonly TaskHandler[];
   /**
    * Heartbeat after this fraction of the remaining lease has passed. Default 1/3:
    * a 30 s lease is extended every 10 s, so two lost beats still leave time.
@@ -121,8 +157,9 @@ export interface RunnerOptions {
    */
   readonly logger?: Logger;
   /**
-   * Called when the worker loses its source, with why: once when it cannot reach the server
-   * (an `unavailable` error naming the address) or a work session is refused, not again for
+   * Called when the worker loses its source (as the `error` event is), with why: once when it
+   * cannot reach the server (an `unavailable` error naming the address) or a work session is
+   * refused, not again for
    * each retry while the failure lasts; once more if it changes. The worker keeps retrying
    * with backoff, and logs `reconnected` when a session opens again. An error thrown here is
    * logged, never raised.
@@ -149,12 +186,15 @@ const READY_TIMEOUT_MS = 30_000;
 /** A job whose handler holds one of the `concurrency` slots. */
 interface Held {
   readonly abort: LazyAbort;
+  /** The task whose handler runs it, if any: it holds one of that task's slots too. */
+  readonly task: TaskHandler | undefined;
   /** Give up on the handler (close timed out): abort its signal and hand its job back. */
   abandon(reason: Error): void;
 }
 
 /** A leased job waiting for a slot (prefetched). */
 interface Waiting {
+  readonly task: TaskHandler | undefined;
   start(): void;
   /** The worker is closing: give the job back unstarted, starting the release now. */
   release(): void;
@@ -178,6 +218,17 @@ export class WorkerRunner {
   private handlerMs: number | null = null;
   /** Jobs whose handler is running: each holds one of the `concurrency` slots. */
   private readonly running = new Map<string, Held>();
+  /** The handlers of `tasks`, by kind. */
+  private readonly tasks = new Map<string, TaskHandler>();
+  /** Whether any task has a concurrency of its own (else its jobs wait only for the worker's slots). */
+  private readonly taskLimits: boolean;
+  /** Running jobs per task with a concurrency of its own, by kind. */
+  private readonly taskRunning = new Map<string, number>();
+  private readonly listeners: { [E in keyof WorkerEvents]: Set<WorkerListener<E>> } = {
+    completed: new Set(),
+    failed: new Set(),
+    error: new Set(),
+  };
   /** Leased jobs waiting for a slot (prefetched), in lease order. */
   private readonly waiting: Waiting[] = [];
   /** Every job from lease until its result is settled (handler running, or result on its way). */
@@ -203,7 +254,20 @@ export class WorkerRunner {
     private readonly source: WorkSource,
     options: RunnerOptions,
   ) {
-    this.options = options;
+    for (const task of options.tasks ?? []) {
+      if (this.tasks.has(task.kind)) throw new RangeError(`two tasks of kind ${task.kind}`);
+      if (task.concurrency !== undefined && (!Number.isInteger(task.concurrency) || task.concurrency < 1))
+        throw new RangeError(`task ${task.kind}: concurrency must be a positive integer`);
+      this.tasks.set(task.kind, task);
+    }
+    if (options.handler === undefined && this.tasks.size === 0)
+      throw new TypeError('a worker needs a handler, or tasks with a handler each');
+    this.taskLimits = [...this.tasks.values()].some((task) => task.concurrency !== undefined);
+    // Without a catch-all handler, lease only what the tasks handle.
+    this.options =
+      options.kinds === undefined && options.handler === undefined
+        ? { ...options, kinds: [...this.tasks.keys()] }
+        : options;
     this.workerId = options.workerId ?? `worker-${randomUUID()}`;
     this.concurrency = options.concurrency ?? 10;
     if (!Number.isInteger(this.concurrency) || this.concurrency < 1)
@@ -211,6 +275,31 @@ export class WorkerRunner {
     this.prefetch = options.prefetch ?? 'auto';
     if (this.prefetch !== 'auto' && (!Number.isInteger(this.prefetch) || this.prefetch < 0))
       throw new RangeError("prefetch must be a non-negative integer or 'auto'");
+  }
+
+  /**
+   * Listen to an event: `completed` and `failed` (each result the store accepted) and `error`
+   * (the worker lost its source). A listener that throws is logged, never raised.
+   */
+  on<E extends keyof WorkerEvents>(event: E, listener: WorkerListener<E>): this {
+    this.listeners[event].add(listener);
+    return this;
+  }
+
+  /** Stop listening. */
+  off<E extends keyof WorkerEvents>(event: E, listener: WorkerListener<E>): this {
+    this.listeners[event].delete(listener);
+    return this;
+  }
+
+  private emit<E extends keyof WorkerEvents>(event: E, ...args: WorkerEvents[E]): void {
+    for (const listener of this.listeners[event]) {
+      try {
+        listener(...args);
+      } catch (thrown) {
+        this.options.logger?.error({ workerId: this.workerId, event, err: String(thrown) }, 'a listener threw');
+      }
+    }
   }
 
   /**
@@ -342,6 +431,7 @@ export class WorkerRunner {
     } catch (thrown) {
       logger?.error({ workerId: this.workerId, err: String(thrown) }, 'onError threw');
     }
+    this.emit('error', reportable);
   }
 
   /** A session was accepted: say so if a failure was reported, and wake `waitForReady()`. */
@@ -372,6 +462,8 @@ export class WorkerRunner {
             received = true;
             this.granted = Math.max(0, this.granted - jobs.length);
             for (const job of jobs) this.run(job);
+            // A job that waits for its task's slot holds none of the worker's: lease another.
+            if (this.taskLimits) this.grantFreeSlots();
           },
           onEnd: (error) => {
             this.stopLeasing.signal.removeEventListener('abort', stop);
@@ -399,7 +491,11 @@ export class WorkerRunner {
     if (channel === null || !channel.writable || this.stopLeasing.signal.aborted) return;
     const held = this.running.size + this.waiting.length;
     const settling = this.inFlight.size - held;
-    const wanted = this.concurrency + this.prefetchNow() - held - Math.max(0, settling - this.concurrency);
+    // Jobs waiting for their task's slot (not the worker's) hold no credit, up to `concurrency`
+    // of them: else a backlog of one task could fill every slot and starve the others.
+    const blocked = this.taskLimits ? this.waiting.filter((w) => !this.taskFree(w.task)).length : 0;
+    const counted = held - Math.min(blocked, this.concurrency);
+    const wanted = this.concurrency + this.prefetchNow() - counted - Math.max(0, settling - this.concurrency);
     // A worker of huge concurrency still never holds more unused credit than a session allows.
     const free = Math.min(wanted, MAX_WORK_CREDIT) - this.granted;
     if (free <= 0) return;
@@ -413,7 +509,7 @@ export class WorkerRunner {
     const freeSlot = (): void => {
       if (freed) return;
       freed = true;
-      if (this.running.delete(job.jobId)) this.startWaiting();
+      if (this.vacate(job.jobId)) this.startWaiting();
       this.grantFreeSlots();
     };
     const done: Promise<void> = this.execute(job, abort, freeSlot).finally(() => {
@@ -437,15 +533,16 @@ export class WorkerRunner {
    * worker began to close first (then `release` has been called).
    */
   private takeSlot(jobId: string, held: Held, release: () => void): Promise<'run' | 'dropped' | 'released'> {
-    if (this.running.size < this.concurrency && this.waiting.length === 0) {
-      this.running.set(jobId, held);
+    if (this.canStart(held.task) && !this.waiting.some((w) => this.canStart(w.task))) {
+      this.occupy(jobId, held);
       return Promise.resolve('run');
     }
     return new Promise((resolve) => {
       const entry: Waiting = {
+        task: held.task,
         start: () => {
           held.abort.offAbort(dropped);
-          this.running.set(jobId, held);
+          this.occupy(jobId, held);
           resolve('run');
         },
         release: () => {
@@ -464,13 +561,42 @@ export class WorkerRunner {
     });
   }
 
-  /** Hand freed slots to prefetched jobs, oldest lease first. */
+  /** Hand freed slots to prefetched jobs, oldest lease first, skipping those whose task is at its limit. */
   private startWaiting(): void {
-    while (this.running.size < this.concurrency) {
-      const next = this.waiting.shift();
-      if (next === undefined) return;
+    for (let at = 0; at < this.waiting.length && this.running.size < this.concurrency;) {
+      const next = this.waiting[at] as Waiting;
+      if (!this.taskFree(next.task)) {
+        at++;
+        continue;
+      }
+      this.waiting.splice(at, 1);
       next.start();
     }
+  }
+
+  /** Whether the task (if any) has a slot of its own free. */
+  private taskFree(task: TaskHandler | undefined): boolean {
+    return task?.concurrency === undefined || (this.taskRunning.get(task.kind) ?? 0) < task.concurrency;
+  }
+
+  private canStart(task: TaskHandler | undefined): boolean {
+    return this.running.size < this.concurrency && this.taskFree(task);
+  }
+
+  private occupy(jobId: string, held: Held): void {
+    this.running.set(jobId, held);
+    if (held.task?.concurrency !== undefined)
+      this.taskRunning.set(held.task.kind, (this.taskRunning.get(held.task.kind) ?? 0) + 1);
+  }
+
+  /** Free a running job's slots (the worker's and its task's); `false` if it held none. */
+  private vacate(jobId: string): boolean {
+    const held = this.running.get(jobId);
+    if (held === undefined) return false;
+    this.running.delete(jobId);
+    if (held.task?.concurrency !== undefined)
+      this.taskRunning.set(held.task.kind, (this.taskRunning.get(held.task.kind) ?? 1) - 1);
+    return true;
   }
 
   /** A result goes on the work session while it is open, else through the source's own call. */
@@ -497,7 +623,9 @@ export class WorkerRunner {
   /** The handler's outcome; never rejects, even for a handler that throws before it returns a promise. */
   private async runHandler(context: JobContext): Promise<HandlerOutcome> {
     try {
-      const value = await this.options.handler(context);
+      const handler = this.tasks.get(context.kind)?.handler ?? this.options.handler;
+      if (handler === undefined) throw new Error(`no handler in worker ${this.workerId} for kind ${context.kind}`);
+      const value = await handler(context);
       return { ok: true, result: resultBytes(value) };
     } catch (error) {
       return { ok: false, error };
@@ -577,6 +705,7 @@ export class WorkerRunner {
     const abandoned = new Promise<null>((resolve) => (abandon = () => resolve(null)));
     const held: Held = {
       abort,
+      task: this.tasks.get(job.kind),
       abandon: (reason) => {
         abort.abort(reason);
         abandon();
@@ -660,6 +789,7 @@ export class WorkerRunner {
           });
           this.stats.completed++;
           this.options.onCompleted?.(job);
+          this.emit('completed', job);
         } catch (error) {
           // The completion itself was refused (a result over jobs.max_result_bytes, a bad
           // successor): nothing was written and the lease is still held, so the attempt fails
@@ -673,6 +803,7 @@ export class WorkerRunner {
         const message = failed.error instanceof Error ? failed.error.message : String(failed.error);
         await this.settle({ type: 'fail', jobId: job.jobId, fence, error: message, permanent });
         this.stats.failed++;
+        this.emit('failed', job, failed.error instanceof Error ? failed.error : new Error(message), { permanent });
         this.options.logger?.info({ ...log, permanent, err: message }, 'handler failed');
       }
     } catch (error) {
