@@ -205,7 +205,7 @@ type HandlerOutcome =
   { readonly ok: true; readonly result: Uint8Array | undefined } | { readonly ok: false; readonly error: unknown };
 
 /**
- * The worker loop over any {@link WorkSource}: the SDK's `Worker` (gRPC to
+ * The worker loop over any `WorkSource`: the SDK's `Worker` (gRPC to
  * `telha serve`) and the embedded `LocalWorker` (a `Queue` in this process)
  * are this class with their source.
  */
