@@ -34,6 +34,15 @@ import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { CorruptRecordError, ErrorCode, notFound, storeClosed, TelhaError } from '../../core/errors.ts';
 import { SYSTEM_KIND_PREFIX } from '../../core/limits.ts';
+import {
+  admitPause,
+  comparePauses,
+  pauseInFilter,
+  type Pause,
+  type PauseBounds,
+  type PauseScope,
+} from '../../core/pauses.ts';
+import { decodePause, encodePause, pauseScopeBytes } from '../../codec/pauses.ts';
 import { scheduleExists, tooManySchedules, type Schedule, type ScheduleFiring } from '../../core/schedules.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import { enqueue } from '../../core/transitions.ts';
@@ -957,6 +966,79 @@ export class PostgresJobStore implements JobStore {
     }
   }
 
+  // ---- pauses ----
+
+  /**
+   * Claims read `kind_pauses` in their own statement, so a pause holds on every server from its
+   * commit on, with no propagation delay. The count check runs under an advisory lock, so two
+   * servers cannot both take the last free place.
+   */
+  async pauseKinds(pause: Pause, bounds: PauseBounds): Promise<Pause> {
+    return this.retrying(async () => {
+      try {
+        return await this.tx(async (db) => {
+          await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`telha-pauses:${this.schemaName}`]);
+          const held = await this.readPauses(db);
+          const existing = admitPause(held, pause, bounds);
+          if (existing !== null) return existing;
+          await db.query(`INSERT INTO ${this.t}.kind_pauses (scope, kind_prefix, record) VALUES ($1, $2, $3)`, [
+            pauseScopeBytes(pause.scope),
+            pause.kindPrefix,
+            encodePause(pause),
+          ]);
+          return pause;
+        });
+      } catch (error) {
+        // Run again, a pause that landed is found and returned: pausing is idempotent.
+        if (error instanceof InDoubt) throw error.cause;
+        throw error;
+      }
+    });
+  }
+
+  /** Also tells every server's lease waiters to look again: the resumed work is there now. */
+  async resumeKinds(scope: PauseScope, kindPrefix: string): Promise<boolean> {
+    return this.retrying(async () => {
+      try {
+        return await this.tx(async (db) => {
+          const { rowCount } = await db.query(
+            `DELETE FROM ${this.t}.kind_pauses WHERE scope IS NOT DISTINCT FROM $1 AND kind_prefix = $2`,
+            [pauseScopeBytes(scope), kindPrefix],
+          );
+          if ((rowCount ?? 0) === 0) return false;
+          await db.query('SELECT pg_notify($1, $2)', [
+            this.schema.channel,
+            JSON.stringify({ o: this.origin, w: 'all' }),
+          ]);
+          return true;
+        });
+      } catch (error) {
+        if (error instanceof InDoubt) return error.result as boolean;
+        throw error;
+      }
+    });
+  }
+
+  async listPauses(filter: ScopeFilter): Promise<Pause[]> {
+    const pauses = await this.retrying(() => this.readPauses(this.pool));
+    return pauses.filter((p) => pauseInFilter(p, filter)).sort(comparePauses);
+  }
+
+  private async readPauses(db: Db | pg.Pool): Promise<Pause[]> {
+    const { rows } = await db.query<{ record: Buffer }>(`SELECT record FROM ${this.t}.kind_pauses`);
+    const pauses: Pause[] = [];
+    for (const row of rows) {
+      try {
+        pauses.push(decodePause(row.record, 'kind_pauses row'));
+      } catch (error) {
+        if (!(error instanceof CorruptRecordError)) throw error;
+        this.corruptRows++;
+        this.logger.warn({ key: error.key, err: error.message }, 'skipping corrupt pause row');
+      }
+    }
+    return pauses;
+  }
+
   async deleteSchedule(scope: QueueScope, name: string): Promise<boolean> {
     // Run again after a lost answer, a delete that landed finds nothing: the caller hears
     // `not_found` for a schedule that is gone either way.
@@ -1105,6 +1187,7 @@ export function claimQuery(
     where += ` AND EXISTS (SELECT 1 FROM unnest(${param(kinds)}::text[]) AS p
       WHERE starts_with(kind, p) AND (starts_with(p, ${system}) OR NOT starts_with(kind, ${system})))`;
   }
+  where += ` AND ${notPaused(table, 'jobs', system)}`;
   return {
     text: `SELECT job_id, record FROM ${table}.jobs WHERE ${where}
            ORDER BY scope, priority, created_at, job_id LIMIT $1 FOR UPDATE SKIP LOCKED`,
@@ -1112,14 +1195,35 @@ export function claimQuery(
   };
 }
 
+/**
+ * Not held back by a pause (`core/pauses.ts`): no row of `kind_pauses` for the job's scope or
+ * everywhere whose prefix covers its kind (a `system:` kind only by a `system:` prefix). Read in
+ * the claim's own statement, so a pause is exact across servers. `system` is the parameter
+ * holding `system:`.
+ */
+function notPaused(table: string, alias: string, system: string): string {
+  return `NOT EXISTS (SELECT 1 FROM ${table}.kind_pauses kp
+      WHERE (kp.scope IS NULL OR kp.scope = ${alias}.scope) AND starts_with(${alias}.kind, kp.kind_prefix)
+      AND (starts_with(kp.kind_prefix, ${system}) OR NOT starts_with(${alias}.kind, ${system})))`;
+}
+
 /** A ready job of a wanted kind, in a tenant scope (which holds no system kinds), not taken yet by this claim. */
-function fairReady(alias: string, kinds: readonly string[] | null, kindsParam: string, takenParam: string): string {
+function fairReady(
+  table: string,
+  alias: string,
+  kinds: readonly string[] | null,
+  kindsParam: string,
+  takenParam: string,
+): string {
   const kindFilter =
     kinds === null
       ? ''
       : ` AND EXISTS (SELECT 1 FROM unnest(${kindsParam}::text[]) AS p WHERE starts_with(${alias}.kind, p))`;
   // Rows this claim's earlier rounds took are still Pending, and its own locks do not skip them.
-  return `${alias}.state = 0 AND ${alias}.not_before IS NULL AND ${alias}.job_id <> ALL(${takenParam}::uuid[])${kindFilter}`;
+  // Tenant scopes hold no `system:` kinds, so every pause's prefix applies as it is.
+  return `${alias}.state = 0 AND ${alias}.not_before IS NULL AND ${alias}.job_id <> ALL(${takenParam}::uuid[])${kindFilter}
+    AND NOT EXISTS (SELECT 1 FROM ${table}.kind_pauses kp
+      WHERE (kp.scope IS NULL OR kp.scope = ${alias}.scope) AND starts_with(${alias}.kind, kp.kind_prefix))`;
 }
 
 /**
@@ -1135,7 +1239,7 @@ export function tenantsWithWorkQuery(
   taken: readonly string[],
 ): { text: string; values: unknown[] } {
   const values: unknown[] = [after, upTo, k, taken, ...(kinds === null ? [] : [kinds])];
-  const ready = `${fairReady('j', kinds, '$5', '$4')} AND ($2::bytea IS NULL OR j.scope <= $2::bytea)`;
+  const ready = `${fairReady(table, 'j', kinds, '$5', '$4')} AND ($2::bytea IS NULL OR j.scope <= $2::bytea)`;
   return {
     text: `WITH RECURSIVE tenants(scope, n) AS (
         (SELECT j.scope, 1 FROM ${table}.jobs j WHERE ${ready} AND j.scope > $1::bytea ORDER BY j.scope LIMIT 1)
@@ -1161,7 +1265,7 @@ export function fairClaimQuery(
     text: `SELECT c.job_id, c.record, s.ord FROM unnest($1::bytea[]) WITH ORDINALITY AS s(scope, ord)
       CROSS JOIN LATERAL (
         SELECT j.job_id, j.record, j.priority, j.created_at FROM ${table}.jobs j
-        WHERE ${fairReady('j', kinds, '$4', '$3')} AND j.scope = s.scope
+        WHERE ${fairReady(table, 'j', kinds, '$4', '$3')} AND j.scope = s.scope
         ORDER BY j.priority, j.created_at, j.job_id LIMIT $2 FOR UPDATE SKIP LOCKED
       ) c ORDER BY s.ord, c.priority, c.created_at, c.job_id`,
     values,
