@@ -305,7 +305,9 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
         : await Promise.all(
             telemetry.tenants().map(async (tenant) => ({ tenant, counts: await telemetry.counts.tenant(tenant) })),
           );
-    return sendHtml(reply, overviewPage(viewer, { counts, tenants, backend: queue.backend }));
+    // Pauses for those who may read them (ListPauses' permission), in the same scope.
+    const pauses = viewer.principal.role === 'worker' ? null : await queue.pauses(scope);
+    return sendHtml(reply, overviewPage(viewer, { counts, tenants, backend: queue.backend, pauses }));
   });
 
   app.get('/jobs', async (request, reply) => {

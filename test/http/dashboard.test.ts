@@ -257,6 +257,19 @@ describe('the HTTP listener with tokens', () => {
     assert.ok(!own.text.includes('globex-minutely'), "a tenant never sees another tenant's schedules");
   });
 
+  it('says on the overview which kinds are paused: an operator every pause, a tenant its own', async () => {
+    await server.queue.enqueue({ kind: 'email:send' }, acme);
+    await server.queue.pause({ kindPrefix: 'email:', scope: acme, by: 'ops' });
+    await server.queue.pause({ kindPrefix: 'zz-globex', scope: globex });
+    const all = await (await operator()).get('/');
+    assert.equal(all.status, 200);
+    assert.match(all.text, /email:send<\/a>\s*<span class="badge paused"/);
+    assert.ok(all.text.includes('tenant acme') && all.text.includes('zz-globex'));
+    const own = await (await tenant(TOKENS.acme)).get('/');
+    assert.ok(own.text.includes('id="pauses"'));
+    assert.ok(!own.text.includes('zz-globex'), "a tenant never sees another tenant's pauses");
+  });
+
   it('retries a Dead job with the CSRF token, and the retry is in its audit trail', async () => {
     const dead = await fixture('dead');
     const browser = await operator();

@@ -1,4 +1,5 @@
 /** The overview: counts by state, kind and tenant, and the live charts. */
+import { pauseCoversKind, type Pause } from '../../core/pauses.ts';
 import { JobState, type CountRow } from '../../core/types.ts';
 import { href, html, type Html } from '../html.ts';
 import { number, page, type Viewer } from './layout.ts';
@@ -17,6 +18,42 @@ export interface OverviewData {
   /** Per tenant, for operators; `null` for a tenant's own view. */
   readonly tenants: readonly { tenant: string; counts: readonly CountRow[] }[] | null;
   readonly backend: string;
+  /** Pauses that hold back work the viewer sees; `null` when the viewer may not read pauses. */
+  readonly pauses?: readonly Pause[] | null;
+}
+
+function pauseScopeName(pause: Pause): string {
+  if (pause.scope === 'everywhere') return 'everywhere';
+  return pause.scope.type === 'system' ? 'system' : `tenant ${pause.scope.tenant}`;
+}
+
+/** The paused prefixes, with where and by whom; resumed with `telha resume`. */
+function pausesPanel(pauses: readonly Pause[]): Html | '' {
+  if (pauses.length === 0) return '';
+  return html`<section class="panel" id="pauses">
+    <h2>
+      Paused <span class="hint">Pending jobs of these kind prefixes are not leased until resumed (telha resume)</span>
+    </h2>
+    <table class="grid">
+      <thead>
+        <tr>
+          <th>Kind prefix</th>
+          <th>Where</th>
+          <th>By</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${pauses.map(
+          (p) =>
+            html`<tr>
+              <td class="mono">${p.kindPrefix}</td>
+              <td>${pauseScopeName(p)}</td>
+              <td>${p.by}</td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+  </section>`;
 }
 
 function totals(rows: readonly CountRow[]): Map<JobState, number> {
@@ -40,6 +77,7 @@ function countsTable(
   rows: readonly (readonly [string, Map<JobState, number>])[],
   empty: string,
   filter: (name: string) => Record<string, string>,
+  paused: (name: string) => boolean = () => false,
 ): Html {
   if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
   return html`<table class="grid">
@@ -53,7 +91,13 @@ function countsTable(
       ${rows.map(
         ([name, states]) =>
           html`<tr>
-            <td><a class="mono" href="${href('/jobs', filter(name))}">${name}</a></td>
+            <td>
+              <a class="mono" href="${href('/jobs', filter(name))}">${name}</a>${
+                paused(name)
+                  ? html` <span class="badge paused" title="paused in some scope: see Paused below">paused</span>`
+                  : ''
+              }
+            </td>
             ${stateCells(states, (state) => href('/jobs', { ...filter(name), state }))}
           </tr>`,
       )}
@@ -104,8 +148,15 @@ export function overviewPage(viewer: Viewer, data: OverviewData): Html {
       </section>
       <section class="panel">
         <h2>By kind</h2>
-        ${countsTable('Kind', kinds, 'No jobs yet.', (kind) => ({ kind }))}
+        ${countsTable(
+          'Kind',
+          kinds,
+          'No jobs yet.',
+          (kind) => ({ kind }),
+          (kind) => (data.pauses ?? []).some((p) => pauseCoversKind(p.kindPrefix, kind)),
+        )}
       </section>
+      ${pausesPanel(data.pauses ?? [])}
       ${
         data.tenants === null
           ? ''
