@@ -102,6 +102,27 @@ export class ReferenceModel {
   private readonly scopeRank = new Map<ModelScope, string>();
   /** The rank of the tenant the last fair lease served; `null` before any, and after a restart. */
   private fairCursor: string | null = null;
+  /** Paused prefixes: `scope` `'everywhere'` or a scope, as `core/pauses.ts` defines them, written again. */
+  private readonly pauses: { scope: ModelScope | 'everywhere'; prefix: string }[] = [];
+
+  pause(scope: ModelScope | 'everywhere', prefix: string): Expected<undefined> {
+    if (scope !== null && scope !== 'everywhere' && prefix.startsWith('system:')) return err('invalid_argument');
+    if (!this.pauses.some((p) => p.scope === scope && p.prefix === prefix)) this.pauses.push({ scope, prefix });
+    return { ok: true, value: undefined };
+  }
+
+  resume(scope: ModelScope | 'everywhere', prefix: string): Expected<undefined> {
+    const at = this.pauses.findIndex((p) => p.scope === scope && p.prefix === prefix);
+    if (at === -1) return err('not_found');
+    this.pauses.splice(at, 1);
+    return { ok: true, value: undefined };
+  }
+
+  private paused(job: ModelJob): boolean {
+    return this.pauses.some(
+      (p) => (p.scope === 'everywhere' || p.scope === job.tenant) && ReferenceModel.kindWanted(job.kind, [p.prefix]),
+    );
+  }
 
   jobById(id: string): ModelJob | undefined {
     return this.byId.get(id);
@@ -191,7 +212,8 @@ export class ReferenceModel {
           job.state === JobState.Pending &&
           ReferenceModel.inFilter(job, filter) &&
           (job.notBefore === null || job.notBefore <= now) &&
-          ReferenceModel.kindWanted(job.kind, wanted),
+          ReferenceModel.kindWanted(job.kind, wanted) &&
+          !this.paused(job),
       )
       .sort((a, b) => this.compareKeyOrder(a, b));
     const ready = filter.any ? this.fairOrder(eligible, limit) : eligible.slice(0, limit);
