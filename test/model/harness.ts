@@ -582,8 +582,8 @@ export async function runCommands(commands: readonly Command[], backend: Backend
       }
       case 'pause': {
         const prefix = PAUSE_PREFIXES[command.prefix % PAUSE_PREFIXES.length] as string;
-        const scope = command.scope === 'everywhere' ? 'everywhere' : scopeName(command.scope);
-        const engineScope = scope === 'everywhere' ? 'everywhere' : queueScope(scope);
+        const scope = command.scope === 'everywhere' ? undefined : scopeName(command.scope);
+        const engineScope = scope === undefined ? 'everywhere' : queueScope(scope);
         const observed = await attempt(async () => {
           if (command.resume) await queue.resume({ kindPrefix: prefix, scope: engineScope });
           else await queue.pause({ kindPrefix: prefix, scope: engineScope, by: 'model' });
