@@ -2,7 +2,7 @@
 import { pauseCoversKind, type Pause } from '../../core/pauses.ts';
 import { JobState, type CountRow } from '../../core/types.ts';
 import { href, html, type Html } from '../html.ts';
-import { number, page, type Viewer } from './layout.ts';
+import { csrfField, number, page, type Viewer } from './layout.ts';
 
 /** The states an operator watches, in the order a job moves through them. */
 export const SHOWN_STATES = [
@@ -28,7 +28,15 @@ function pauseScopeName(pause: Pause): string {
 }
 
 /** The paused prefixes, with where and by whom; resumed with `telha resume`. */
-function pausesPanel(pauses: readonly Pause[]): Html | '' {
+function pauseFormScope(pause: Pause): string {
+  if (pause.scope === 'everywhere') return 'everywhere';
+  return pause.scope.type === 'system' ? 'system' : `tenant:${pause.scope.tenant}`;
+}
+
+function pausesPanel(viewer: Viewer, pauses: readonly Pause[]): Html | '' {
+  // A tenant sees the pauses everywhere too, but only an operator may resume those.
+  const mayResume = (pause: Pause): boolean =>
+    viewer.principal.role === 'operator' || (viewer.principal.role === 'tenant' && pause.scope !== 'everywhere');
   if (pauses.length === 0) return '';
   return html`<section class="panel" id="pauses">
     <h2>
@@ -40,6 +48,7 @@ function pausesPanel(pauses: readonly Pause[]): Html | '' {
           <th>Kind prefix</th>
           <th>Where</th>
           <th>By</th>
+          <th></th>
         </tr>
       </thead>
       <tbody>
@@ -49,6 +58,19 @@ function pausesPanel(pauses: readonly Pause[]): Html | '' {
               <td class="mono">${p.kindPrefix}</td>
               <td>${pauseScopeName(p)}</td>
               <td>${p.by}</td>
+              <td>
+                ${
+                  mayResume(p)
+                    ? html`<form method="post" action="/pauses/resume" class="inline">
+                        ${csrfField(viewer)}<input type="hidden" name="kind_prefix" value="${p.kindPrefix}" /><input
+                          type="hidden"
+                          name="scope"
+                          value="${pauseFormScope(p)}"
+                        /><button class="primary">Resume</button>
+                      </form>`
+                    : ''
+                }
+              </td>
             </tr>`,
         )}
       </tbody>
@@ -156,7 +178,7 @@ export function overviewPage(viewer: Viewer, data: OverviewData): Html {
           (kind) => (data.pauses ?? []).some((p) => pauseCoversKind(p.kindPrefix, kind)),
         )}
       </section>
-      ${pausesPanel(data.pauses ?? [])}
+      ${pausesPanel(viewer, data.pauses ?? [])}
       ${
         data.tenants === null
           ? ''
