@@ -1013,7 +1013,10 @@ export class PostgresJobStore implements JobStore {
           return true;
         });
       } catch (error) {
-        if (error instanceof InDoubt) return error.result as boolean;
+        // Run again, as for a schedule's delete: a resume that landed then finds nothing, and the
+        // caller hears `not_found` for a pause that is gone either way (never "resumed" for one
+        // that may still hold).
+        if (error instanceof InDoubt) throw error.cause;
         throw error;
       }
     });
