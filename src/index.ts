@@ -21,8 +21,10 @@ export type {
   LeaseOptions,
   LeaseWaits,
   ListOptions,
+  PauseOptions,
   QueueOptions,
   Release,
+  ResumeOptions,
   ScheduleListOptions,
   SchedulePage,
   StoreMetrics,
@@ -30,6 +32,8 @@ export type {
 export { Scheduler } from './engine/scheduler.ts';
 export type { SchedulerOptions } from './engine/scheduler.ts';
 export { MAX_SCHEDULES_PER_SCOPE } from './core/limits.ts';
+export { MAX_PAUSES, MAX_PAUSES_PER_SCOPE } from './core/pauses.ts';
+export type { Pause, PauseBounds, PauseScope } from './core/pauses.ts';
 export type {
   NewSchedule,
   Schedule,

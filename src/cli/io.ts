@@ -33,6 +33,9 @@ export type OperatorClient = Pick<
   | 'getSchedule'
   | 'listSchedules'
   | 'deleteSchedule'
+  | 'pause'
+  | 'resume'
+  | 'pauses'
 >;
 
 /** The running process's streams and environment. */

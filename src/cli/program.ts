@@ -1,6 +1,6 @@
 /**
  * `telha`: the operator CLI. `telha serve` runs the server; `telha jobs ...`
- * and `telha schedules ...` talk to one over gRPC. Exit codes: 0 success, 1 the call failed (the
+ * `telha schedules ...` and `telha pause`/`resume`/`pauses` talk to one over gRPC. Exit codes: 0 success, 1 the call failed (the
  * server's error is printed), 2 bad usage.
  *
  * This file only parses: each command is a function in its own file taking
@@ -21,6 +21,8 @@ import { enqueueJob } from './jobs/enqueue.ts';
 import { listJobs } from './jobs/list.ts';
 import { retryJobs } from './jobs/retry.ts';
 import { showJob } from './jobs/show.ts';
+import { listPauses } from './pauses/list.ts';
+import { pauseKinds, resumeKinds } from './pauses/pause.ts';
 import { createSchedule } from './schedules/create.ts';
 import { deleteSchedule } from './schedules/delete.ts';
 import { listSchedules } from './schedules/list.ts';
@@ -279,6 +281,26 @@ function buildProgram(
   ).action((name: string, o: Named) =>
     run((client, token) => deleteSchedule({ ...o, name, withToken: token !== undefined }, client(), io)),
   );
+
+  for (const [command, what, act] of [
+    ['pause', "stop leasing a kind prefix's Pending jobs until it is resumed (enqueues still accepted)", pauseKinds],
+    ['resume', "lease a paused kind prefix's jobs again, in their original order", resumeKinds],
+  ] as const) {
+    scopeFlags(program.command(command).description(what).argument('<prefix>', 'kind prefix, e.g. email:'))
+      .option('--everywhere', 'every scope (operators)')
+      .option('--json', 'print JSON')
+      .action((kindPrefix: string, o: ScopeOptions & { everywhere?: boolean; json?: boolean }) =>
+        run((client, token) => act({ ...o, kindPrefix, withToken: token !== undefined }, client(), io)),
+      );
+  }
+
+  program
+    .command('pauses')
+    .description("list paused kind prefixes: a scope's and those everywhere, or (operators, no scope) every one")
+    .option('--tenant <tenant>', "one tenant's (operators)")
+    .option('--system', "the system scope's (operators)")
+    .option('--json', 'print JSON')
+    .action((o: ScopeOptions & { json?: boolean }) => jobsCall((client) => listPauses(o, client, io)));
 
   return program;
 }

@@ -4,6 +4,7 @@
  * wire protocol; errors come back as `TelhaError` / `LeaseConflictError`.
  */
 import * as grpc from '@grpc/grpc-js';
+import type { Pause, PauseScope } from '../core/pauses.ts';
 import type { NewSchedule, Schedule, ScheduleChanges } from '../core/schedules.ts';
 import {
   JobState as JobStateCore,
@@ -44,6 +45,7 @@ import {
   newScheduleToWire,
   releaseToWire,
   scheduleChangesToWire,
+  pauseFromWire,
   scheduleFromWire,
   scopeToWire,
   wireFence,
@@ -490,6 +492,28 @@ export class TelhaClient {
     const res = await this.rpc('releaseEach', { items: items.map(releaseToWire) });
     return outcomesToResults(res.outcomes, items);
   }
+
+  // ---- pauses ----
+
+  /**
+   * Pause a kind prefix: its Pending jobs are not leased until {@link TelhaClient.resume}.
+   * The scope defaults to the token's own; operators name one, or `'everywhere'`.
+   */
+  async pause(kindPrefix: string, scope?: PauseScope): Promise<Pause> {
+    const res = await this.rpc('pauseKinds', pauseRequest(kindPrefix, scope));
+    return pauseFromWire(res.pause);
+  }
+
+  /** Resume a paused prefix; `not_found` when it is not paused there. */
+  async resume(kindPrefix: string, scope?: PauseScope): Promise<void> {
+    await this.rpc('resumeKinds', pauseRequest(kindPrefix, scope));
+  }
+
+  /** A scope's pauses and those everywhere; with no scope, an operator sees every pause. */
+  async pauses(scope?: QueueScope): Promise<Pause[]> {
+    const res = await this.rpc('listPauses', { scope: scopeToWire(scope) });
+    return res.pauses.map(pauseFromWire);
+  }
 }
 
 function enqueueOutcome(result: WireEnqueueResult | undefined): EnqueueResult<RemoteJob> {
@@ -509,4 +533,13 @@ function answer(call: QueuedEnqueue, result: WireEnqueueResult | undefined): voi
 function requireJob<T>(job: T | undefined): T {
   if (job === undefined) throw new Error('server sent a response without its job');
   return job;
+}
+
+function pauseRequest(
+  kindPrefix: string,
+  scope: PauseScope | undefined,
+): { kindPrefix: string; everywhere: boolean; scope: ReturnType<typeof scopeToWire> } {
+  return scope === 'everywhere'
+    ? { kindPrefix, everywhere: true, scope: undefined }
+    : { kindPrefix, everywhere: false, scope: scopeToWire(scope) };
 }

@@ -1,4 +1,6 @@
 /** Wire messages to the engine's record type, so SDK users get the same `JobRecord`. */
+import type { KindPause } from '../gen/telha/v1/queue_pb.ts';
+import type { Pause, PauseScope } from '../core/pauses.ts';
 import { create } from '@bufbuild/protobuf';
 import type { NewSchedule, Schedule as CoreSchedule, ScheduleChanges } from '../core/schedules.ts';
 import {
@@ -175,4 +177,16 @@ export function scheduleChangesToWire(
     ...(changes.job === undefined ? {} : { job: newJobToWire(changes.job) }),
     ...(changes.paused === undefined ? {} : { paused: changes.paused }),
   };
+}
+
+/** A pause as the server sent it. */
+export function pauseFromWire(pause: KindPause | undefined): Pause {
+  if (pause === undefined) throw new Error('server sent no pause');
+  const target = pause.scope?.target;
+  const scope: PauseScope = pause.everywhere
+    ? 'everywhere'
+    : target?.case === 'tenant'
+      ? tenantScope(target.value)
+      : SYSTEM_SCOPE;
+  return { scope, kindPrefix: pause.kindPrefix, pausedAt: Number(pause.pausedAtUs), by: pause.pausedBy };
 }

@@ -13,6 +13,7 @@ export type {
   SchedulePage,
 } from './client.ts';
 export type { NewSchedule, Schedule, ScheduleChanges, ScheduleJob, ScheduleJobInput } from '../core/schedules.ts';
+export type { Pause, PauseScope } from '../core/pauses.ts';
 export { Worker, PermanentError, AttemptTimeoutError } from './worker.ts';
 export type {
   JobContext,

@@ -36,7 +36,7 @@ function checkWellFormed(field: string, value: string): void {
   if (!value.isWellFormed()) throw invalidArgument(field, 'must be well-formed Unicode (it holds a lone surrogate)');
 }
 
-function checkToken(field: string, value: unknown, maxBytes: number): string {
+export function checkToken(field: string, value: unknown, maxBytes: number): string {
   if (typeof value !== 'string') throw invalidArgument(field, 'must be a string');
   if (value.length === 0) throw invalidArgument(field, 'must not be empty');
   checkWellFormed(field, value);

@@ -11,6 +11,7 @@
  *     operators   show · list · counts · leased · retry · cancel · cancelMatching
  *     schedules   createSchedule · updateSchedule · getSchedule · listSchedules · deleteSchedule
  *                 (fired by the scheduler, or `scheduler.tick()` in tests)
+ *     pauses      pause · resume · pauses
  *     lifecycle   maintenance (reaper, pruning) · waits · events · stats · storeMetrics · close
  */
 import { systemClock, type Clock } from '../core/clock.ts';
@@ -21,6 +22,7 @@ import { ErrorCode, invalidArgument, notFound, TelhaError } from '../core/errors
 import { MAX_BATCH_JOBS, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_SCHEDULES_PER_SCOPE } from '../core/limits.ts';
 import { silentLogger, type Logger } from '../core/logger.ts';
 import { inScope } from '../core/scope.ts';
+import { checkPause, checkPausePrefix, DEFAULT_PAUSE_BOUNDS, type Pause, type PauseScope } from '../core/pauses.ts';
 import {
   applyChanges,
   checkChanges,
@@ -178,6 +180,20 @@ export interface ScheduleListOptions {
   readonly limit?: number;
   /** The previous page's `nextPageToken`. */
   readonly pageToken?: string;
+}
+
+export interface PauseOptions {
+  /** Jobs whose kind starts with this are held back (a `system:` kind only by a `system:` prefix). */
+  readonly kindPrefix: string;
+  /** One scope, or `'everywhere'` (an operator's). */
+  readonly scope: PauseScope;
+  /** Who pauses, for operators reading the list. Default `local`. */
+  readonly by?: string;
+}
+
+export interface ResumeOptions {
+  readonly kindPrefix: string;
+  readonly scope: PauseScope;
 }
 
 /** Lease long-polls: how many are parked now, and how the finished ones ended. */
@@ -818,6 +834,43 @@ export class Queue {
 
   private scheduleContext(): { now: Micros; maxPayloadBytes: number } {
     return { now: this.clock.now(), maxPayloadBytes: this.config.jobs.max_payload_bytes };
+  }
+
+  // ---- pauses ----
+
+  /**
+   * Pause a kind prefix in a scope, or everywhere: its Pending jobs stay and enqueues are
+   * accepted, but no claim leases them until `resume`; leased jobs finish normally. Durable.
+   * Pausing what is paused already returns the earlier pause. Refused `failed_precondition`
+   * past `MAX_PAUSES_PER_SCOPE` (100) in the scope or `MAX_PAUSES` (10,000) in all.
+   */
+  async pause(options: PauseOptions): Promise<Pause> {
+    this.assertOpen();
+    if (options.scope !== 'everywhere') checkScope(options.scope);
+    const pause = checkPause({
+      scope: options.scope,
+      kindPrefix: options.kindPrefix,
+      pausedAt: this.clock.now(),
+      by: options.by ?? 'local',
+    });
+    return this.store.pauseKinds(pause, DEFAULT_PAUSE_BOUNDS);
+  }
+
+  /** Resume a paused prefix: its jobs are leasable again in their original order. `not_found` when it is not paused. */
+  async resume(options: ResumeOptions): Promise<void> {
+    this.assertOpen();
+    if (options.scope !== 'everywhere') checkScope(options.scope);
+    const kindPrefix = checkPausePrefix(options.kindPrefix);
+    if (!(await this.store.resumeKinds(options.scope, kindPrefix))) throw notFound(`pause of ${kindPrefix}`);
+    // Waiters parked while the work was held back: it is there now.
+    this.work.notifyAll();
+  }
+
+  /** Pauses that hold back work in `scope` (its own and those everywhere); every pause for the default, every scope. */
+  async pauses(scope: ScopeFilter = ANY_SCOPE): Promise<Pause[]> {
+    this.assertOpen();
+    if (scope.type !== 'any') checkScope(scope);
+    return this.store.listPauses(scope);
   }
 
   // ---- lifecycle ----

@@ -137,6 +137,8 @@ export interface MetricsSources {
   store(): Promise<StoreMetrics>;
   parkedLeases(): number;
   workStreams(): number;
+  /** Pauses held now, in every scope. */
+  pauses(): Promise<number>;
   nowMicros(): number;
 }
 
@@ -234,6 +236,7 @@ export class QueueMetrics {
     };
     gauge('telha_lease_waits_parked', 'Lease long-polls waiting for work now.', () => sources.parkedLeases());
     gauge('telha_work_streams_open', 'Work streams (SDK workers) connected now.', () => sources.workStreams());
+    gauge('telha_pauses', 'Kind prefixes paused now, in every scope.', () => sources.pauses());
     const fromStore =
       (read: (m: StoreMetrics) => number | boolean | null | undefined) => async (): Promise<number | null> => {
         const value = read(await sources.store());

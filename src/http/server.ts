@@ -32,6 +32,7 @@ import { MAX_LIST_LIMIT } from '../core/limits.ts';
 import {
   OPEN_ACCESS,
   principalLabel,
+  pauseScope,
   requirePermission,
   resolveScope,
   type Authenticator,
@@ -305,7 +306,9 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
         : await Promise.all(
             telemetry.tenants().map(async (tenant) => ({ tenant, counts: await telemetry.counts.tenant(tenant) })),
           );
-    return sendHtml(reply, overviewPage(viewer, { counts, tenants, backend: queue.backend }));
+    // Pauses for those who may read them (ListPauses' permission), in the same scope.
+    const pauses = viewer.principal.role === 'worker' ? null : await queue.pauses(scope);
+    return sendHtml(reply, overviewPage(viewer, { counts, tenants, backend: queue.backend, pauses }));
   });
 
   app.get('/jobs', async (request, reply) => {
@@ -367,6 +370,22 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
   });
 
   // ---- actions: each the engine call gRPC makes, with the same permission and scope ----
+
+  // Resume from the overview's Paused panel: ResumeKinds' permission and scope rules.
+  app.post('/pauses/resume', async (request, reply) => {
+    const viewer = actor(request, reply);
+    const body = request.body as Record<string, unknown>;
+    onlyKnown(body, ['_csrf', 'kind_prefix', 'scope']);
+    const where = typeof body['scope'] === 'string' ? body['scope'] : '';
+    const requested =
+      where === 'system' ? { system: true as const } : where.startsWith('tenant:') ? { tenant: where.slice(7) } : null;
+    requirePermission(viewer.principal, 'pause');
+    const scope = pauseScope(viewer.principal, requested, where === 'everywhere');
+    const kindPrefix = typeof body['kind_prefix'] === 'string' ? body['kind_prefix'] : '';
+    await queue.resume({ kindPrefix, scope });
+    logger.info({ kindPrefix, caller: viewer.principal.name }, 'resumed kinds');
+    return reply.redirect('/', 303);
+  });
 
   app.post<{ Params: { id: string } }>('/jobs/:id/retry', async (request, reply) => {
     const viewer = actor(request, reply);

@@ -55,6 +55,7 @@ export class Telemetry implements CallObserver {
           store: () => this.storeMetrics(),
           parkedLeases: () => queue.waits.parked,
           workStreams: () => this.streams,
+          pauses: async () => (await queue.pauses()).length,
           nowMicros: () => queue.clock.now(),
         })
       : null;

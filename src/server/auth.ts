@@ -4,7 +4,8 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { TokenConfig } from '../core/config.ts';
-import { ErrorCode, TelhaError } from '../core/errors.ts';
+import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
+import type { PauseScope } from '../core/pauses.ts';
 import { ANY_SCOPE, SYSTEM_SCOPE, tenantScope, type QueueScope, type ScopeFilter } from '../core/types.ts';
 import { checkTenant } from '../core/validate.ts';
 
@@ -14,14 +15,15 @@ export type Role = 'tenant' | 'worker' | 'operator';
  * What a call needs: enqueue, read (show/list/counts), work (lease and fenced submissions), retry,
  * cancel, schedule (create, change, read and delete schedules). A tenant may cancel its own jobs
  * (its scope is enforced by `resolveScope`); a worker may not cancel at all: it gives a job up with
- * `release` or `fail`.
+ * `release` or `fail`. pause (pause, resume and list pauses): a tenant in its own scope only,
+ * an operator in any scope or everywhere (`pauseScope`).
  */
-export type Permission = 'enqueue' | 'read' | 'work' | 'retry' | 'cancel' | 'schedule';
+export type Permission = 'enqueue' | 'read' | 'work' | 'retry' | 'cancel' | 'schedule' | 'pause';
 
 const GRANTS: Readonly<Record<Role, readonly Permission[]>> = {
-  tenant: ['enqueue', 'read', 'cancel', 'schedule'],
+  tenant: ['enqueue', 'read', 'cancel', 'schedule', 'pause'],
   worker: ['work'],
-  operator: ['enqueue', 'read', 'work', 'retry', 'cancel', 'schedule'],
+  operator: ['enqueue', 'read', 'work', 'retry', 'cancel', 'schedule', 'pause'],
 };
 
 /** Who did it, as an event detail names them: `tenant:acme` for a tenant token, else the token's name. */
@@ -112,6 +114,43 @@ export function resolveScope(principal: Principal, requested: RequestedScope, al
   }
   if ('system' in requested) return SYSTEM_SCOPE;
   return tenantScope(checkTenant(requested.tenant, 'scope.tenant'));
+}
+
+/**
+ * Where a pause or resume applies: one scope, or everywhere for an operator. Refused before
+ * anything is written, naming the field: a tenant token naming another tenant (`scope.tenant`)
+ * or asking for `everywhere`, both `permission_denied`; `everywhere` with a scope too is
+ * `invalid_argument`.
+ */
+export function pauseScope(principal: Principal, requested: RequestedScope, everywhere: boolean): PauseScope {
+  if (everywhere) {
+    if (principal.role !== 'operator') {
+      throw new TelhaError(
+        ErrorCode.PermissionDenied,
+        `everywhere: a ${principal.role} token may pause its own scope only`,
+        {
+          field: 'everywhere',
+        },
+      );
+    }
+    if (requested !== null) throw invalidArgument('everywhere', 'name a scope or set everywhere, not both');
+    return 'everywhere';
+  }
+  if (
+    principal.role === 'tenant' &&
+    requested !== null &&
+    !('tenant' in requested && requested.tenant === principal.tenant)
+  ) {
+    const field = 'tenant' in requested ? 'scope.tenant' : 'scope.system';
+    throw new TelhaError(
+      ErrorCode.PermissionDenied,
+      `${field}: a token of tenant ${principal.tenant ?? ''} may only pause its own scope`,
+      {
+        field,
+      },
+    );
+  }
+  return writeScope(resolveScope(principal, requested, false));
 }
 
 /** The single scope a write goes to; `any` is not a place to write. */

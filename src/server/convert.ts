@@ -1,6 +1,7 @@
 /** Engine records to wire messages and back. */
 import { create } from '@bufbuild/protobuf';
 import { invalidArgument } from '../core/errors.ts';
+import type { Pause } from '../core/pauses.ts';
 import type { NewSchedule, Schedule as CoreSchedule, ScheduleChanges } from '../core/schedules.ts';
 import type { JobState as CoreState, EnqueueResult, JobRecord, NewJob as CoreNewJob } from '../core/types.ts';
 import {
@@ -8,10 +9,12 @@ import {
   JobEventSchema,
   JobSchema,
   JobState,
+  KindPauseSchema,
   NewJobSchema,
   ScheduleSchema,
   type EnqueueResult as WireEnqueueResult,
   type Job,
+  type KindPause,
   type NewJob,
   type Schedule,
   type Scope,
@@ -158,4 +161,21 @@ export function scheduleChangesFromWire(req: UpdateScheduleRequest): ScheduleCha
     ...(req.job === undefined ? {} : { job: newJobFromWire(req.job, 'job') }),
     ...(req.paused === undefined ? {} : { paused: req.paused }),
   };
+}
+
+/** A pause as the wire sends it. */
+export function pauseToWire(pause: Pause): KindPause {
+  const scope = pause.scope;
+  return create(KindPauseSchema, {
+    ...(scope === 'everywhere'
+      ? { everywhere: true }
+      : {
+          scope: {
+            target: scope.type === 'tenant' ? { case: 'tenant', value: scope.tenant } : { case: 'system', value: true },
+          },
+        }),
+    kindPrefix: pause.kindPrefix,
+    pausedAtUs: BigInt(pause.pausedAt),
+    pausedBy: pause.by,
+  });
 }

@@ -32,6 +32,7 @@ import {
 import type { MethodName, RequestOf, ResponseInitOf } from '../wire/service.ts';
 import { stateToWire } from '../wire/states.ts';
 import {
+  pauseScope,
   principalLabel,
   requirePermission,
   resolveScope,
@@ -47,6 +48,7 @@ import {
   newJobFromWire,
   newScheduleFromWire,
   scheduleChangesFromWire,
+  pauseToWire,
   scheduleToWire,
   scopeFromWire,
   stateFilterFromWire,
@@ -392,6 +394,26 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
     deleteSchedule: handle('deleteSchedule', 'schedule', async (req, { principal }) => {
       await queue.deleteSchedule(req.name, writeScope(resolveScope(principal, scopeFromWire(req.scope), false)));
       return {};
+    }),
+
+    // A pause holds back a kind prefix in a tenant's own scope, or (operators) any scope or everywhere.
+    pauseKinds: handle('pauseKinds', 'pause', async (req, { principal }) => {
+      const scope = pauseScope(principal, scopeFromWire(req.scope), req.everywhere);
+      const pause = await queue.pause({ kindPrefix: req.kindPrefix, scope, by: principalLabel(principal) });
+      logger.info({ kindPrefix: pause.kindPrefix, caller: principal.name }, 'paused kinds');
+      return { pause: pauseToWire(pause) };
+    }),
+
+    resumeKinds: handle('resumeKinds', 'pause', async (req, { principal }) => {
+      const scope = pauseScope(principal, scopeFromWire(req.scope), req.everywhere);
+      await queue.resume({ kindPrefix: req.kindPrefix, scope });
+      logger.info({ kindPrefix: req.kindPrefix, caller: principal.name }, 'resumed kinds');
+      return {};
+    }),
+
+    listPauses: handle('listPauses', 'pause', async (req, { principal }) => {
+      const pauses = await queue.pauses(resolveScope(principal, scopeFromWire(req.scope), true));
+      return { pauses: pauses.map(pauseToWire) };
     }),
   };
 

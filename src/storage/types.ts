@@ -7,6 +7,7 @@
  * `test/conformance/` runs against every implementation.
  */
 import type { JobDraft } from '../core/drafts.ts';
+import type { Pause, PauseBounds, PauseScope } from '../core/pauses.ts';
 import type { Schedule, ScheduleFiring } from '../core/schedules.ts';
 import type {
   CountRow,
@@ -202,6 +203,21 @@ export interface JobStore {
     limit: number,
     fire: (schedule: Schedule) => ScheduleFiring | null,
   ): Promise<FiredSchedule[]>;
+
+  /**
+   * Store a pause: from now on `claim` skips the Pending jobs it covers (`core/pauses.ts`), without
+   * stepping over them one at a time where the backend's index allows. Returns the pause as
+   * stored: the earlier one when its scope already pauses that prefix (nothing is written).
+   * Refuses `failed_precondition` past `bounds` (per scope, and in all); then nothing is written.
+   * Durable, and on a shared store seen by every server's claims.
+   */
+  pauseKinds(pause: Pause, bounds: PauseBounds): Promise<Pause>;
+
+  /** Remove a pause; whether there was one. Its jobs are leasable again, in their original order. */
+  resumeKinds(scope: PauseScope, kindPrefix: string): Promise<boolean>;
+
+  /** Pauses a listing for `filter` shows (`core/pauses.ts` `pauseInFilter`), in `comparePauses` order. */
+  listPauses(filter: ScopeFilter): Promise<Pause[]>;
 
   /** The earliest `notBefore` after `now` among Pending jobs in scope, for a waiter to sleep until. */
   nextGateAt(scope: ScopeFilter, now: Micros): Promise<Micros | null>;

@@ -257,6 +257,38 @@ describe('the HTTP listener with tokens', () => {
     assert.ok(!own.text.includes('globex-minutely'), "a tenant never sees another tenant's schedules");
   });
 
+  it('says on the overview which kinds are paused: an operator every pause, a tenant its own', async () => {
+    await server.queue.enqueue({ kind: 'email:send' }, acme);
+    await server.queue.pause({ kindPrefix: 'email:', scope: acme, by: 'ops' });
+    await server.queue.pause({ kindPrefix: 'zz-globex', scope: globex });
+    const all = await (await operator()).get('/');
+    assert.equal(all.status, 200);
+    assert.match(all.text, /email:send<\/a>\s*<span class="badge paused"/);
+    assert.ok(all.text.includes('tenant acme') && all.text.includes('zz-globex'));
+    const own = await (await tenant(TOKENS.acme)).get('/');
+    assert.ok(own.text.includes('id="pauses"'));
+    assert.ok(!own.text.includes('zz-globex'), "a tenant never sees another tenant's pauses");
+  });
+
+  it('resumes a pause from the overview: a tenant its own scope only, with the CSRF token', async () => {
+    await server.queue.pause({ kindPrefix: 'email:', scope: acme });
+    await server.queue.pause({ kindPrefix: 'sms', scope: globex });
+    const browser = await tenant(TOKENS.acme);
+    const form = { kind_prefix: 'email:', scope: 'tenant:acme' };
+    assert.equal((await browser.post('/pauses/resume', form)).status, 403, 'no resume without the token');
+    const other = await browser.post('/pauses/resume', {
+      ...form,
+      kind_prefix: 'sms',
+      scope: 'tenant:globex',
+      _csrf: await browser.csrf(),
+    });
+    assert.equal(other.status, 403, "another tenant's pause is refused");
+    const reply = await browser.post('/pauses/resume', { ...form, _csrf: await browser.csrf() });
+    assert.equal(reply.status, 303);
+    const left = (await server.queue.pauses()).map((p) => p.kindPrefix);
+    assert.ok(!left.includes('email:') && left.includes('sms'), left.join());
+  });
+
   it('retries a Dead job with the CSRF token, and the retry is in its audit trail', async () => {
     const dead = await fixture('dead');
     const browser = await operator();

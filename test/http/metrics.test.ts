@@ -138,6 +138,9 @@ describe('/metrics', () => {
       assert.ok(m.value('telha_grpc_calls_total', { code: 'OK' }) >= 1);
       assert.equal(m.value('telha_work_streams_open'), 0);
       assert.equal(m.value('telha_lease_waits_parked'), 0);
+      assert.equal(m.value('telha_pauses'), 0);
+      await client.pause('k', acme);
+      assert.equal((await scrape(server)).value('telha_pauses'), 1);
     } finally {
       client.close();
       stranger.close();

@@ -94,6 +94,14 @@ export type Command =
       readonly prefix: number;
       readonly states: 'pending' | 'leased' | 'both';
     }
+  /** Pause (or resume) a kind prefix in a scope or everywhere. */
+  | {
+      readonly t: 'pause';
+      readonly scope: EnqueueScope | 'everywhere';
+      /** Index into {@link PAUSE_PREFIXES}. */
+      readonly prefix: number;
+      readonly resume: boolean;
+    }
   /** Move the clock; with `reap`, run the reaper right after (as its timer would). */
   | { readonly t: 'advance'; readonly secs: number; readonly reap: boolean }
   /** An operation on a job id the store never issued: `not_found` for all of them. */
@@ -130,6 +138,8 @@ export const EVERY_KIND_BY_NAME = KIND_FILTERS.length - 1;
 export const IDEMPOTENCY_KEYS = ['k1', 'k2', 'k3'] as const;
 /** Kind prefixes of a bulk cancel: none (every kind), a family, one kind, system kinds, nothing. */
 export const CANCEL_PREFIXES = [undefined, 'ingest:', 'embed', 'system:', 'nothing-matches'] as const;
+/** Kind prefixes the model pauses: tenant kinds, system kinds, and one no kind has. */
+export const PAUSE_PREFIXES = ['ingest:', 'embed', 'system:', 'nothing-matches'] as const;
 
 const opScope: fc.Arbitrary<OpScope> = fc.oneof(
   { arbitrary: fc.constant<OpScope>('default'), weight: 6 },
@@ -267,6 +277,12 @@ const COMMANDS: { readonly [T in Command['t']]: fc.Arbitrary<Extract<Command, { 
     prefix: fc.nat(CANCEL_PREFIXES.length - 1),
     states: fc.constantFrom('pending' as const, 'leased' as const, 'both' as const),
   }),
+  pause: fc.record({
+    t: fc.constant('pause' as const),
+    scope: fc.constantFrom('a' as const, 'b' as const, 'system' as const, 'everywhere' as const),
+    prefix: fc.nat(PAUSE_PREFIXES.length - 1),
+    resume: fc.boolean(),
+  }),
   advance: fc.record({
     t: fc.constant('advance' as const),
     secs: fc.constantFrom(...ADVANCE_SECS),
@@ -309,6 +325,7 @@ export const BROAD_MIX: CommandMix = {
     retry: 2,
     cancel: 2,
     cancelMatching: 1,
+    pause: 2,
     advance: 5,
     ghost: 1,
     restart: 1,
@@ -333,6 +350,7 @@ export const LIFECYCLE_MIX: CommandMix = {
     retry: 2,
     cancel: 1,
     cancelMatching: 0,
+    pause: 0,
     advance: 6,
     ghost: 0,
     restart: 1,

@@ -30,6 +30,7 @@ import { Queue } from '../../src/engine/queue.ts';
 import type { NewJob as EngineNewJob } from '../../src/core/types.ts';
 import {
   CANCEL_PREFIXES,
+  PAUSE_PREFIXES,
   EVERY_KIND_BY_NAME,
   KIND_FILTERS,
   SYSTEM_KINDS,
@@ -579,6 +580,20 @@ export async function runCommands(commands: readonly Command[], backend: Backend
           filter.model.any && prefix === undefined
             ? { ok: false as const, code: 'invalid_argument' }
             : { ok: true as const, value: model.cancelMatching(filter.model, states, prefix) };
+        tally(coverage, command, observed);
+        same(observed, expected, context);
+        break;
+      }
+      case 'pause': {
+        const prefix = PAUSE_PREFIXES[command.prefix % PAUSE_PREFIXES.length] as string;
+        const scope = command.scope === 'everywhere' ? undefined : scopeName(command.scope);
+        const engineScope = scope === undefined ? 'everywhere' : queueScope(scope);
+        const observed = await attempt(async () => {
+          if (command.resume) await queue.resume({ kindPrefix: prefix, scope: engineScope });
+          else await queue.pause({ kindPrefix: prefix, scope: engineScope, by: 'model' });
+          return undefined;
+        });
+        const expected = command.resume ? model.resume(scope, prefix) : model.pause(scope, prefix);
         tally(coverage, command, observed);
         same(observed, expected, context);
         break;

@@ -102,6 +102,36 @@ export class ReferenceModel {
   private readonly scopeRank = new Map<ModelScope, string>();
   /** The rank of the tenant the last fair lease served; `null` before any, and after a restart. */
   private fairCursor: string | null = null;
+  /** Paused prefixes, each in one scope or everywhere, as `core/pauses.ts` defines them, written again. */
+  private readonly pauses: { everywhere: boolean; scope: ModelScope; prefix: string }[] = [];
+
+  /** `scope` `undefined`: everywhere. */
+  pause(scope: ModelScope | undefined, prefix: string): Expected<undefined> {
+    if (typeof scope === 'string' && prefix.startsWith('system:')) return err('invalid_argument');
+    if (this.pauseAt(scope, prefix) === -1) {
+      this.pauses.push({ everywhere: scope === undefined, scope: scope ?? null, prefix });
+    }
+    return { ok: true, value: undefined };
+  }
+
+  resume(scope: ModelScope | undefined, prefix: string): Expected<undefined> {
+    const at = this.pauseAt(scope, prefix);
+    if (at === -1) return err('not_found');
+    this.pauses.splice(at, 1);
+    return { ok: true, value: undefined };
+  }
+
+  private pauseAt(scope: ModelScope | undefined, prefix: string): number {
+    return this.pauses.findIndex(
+      (p) => p.prefix === prefix && (scope === undefined ? p.everywhere : !p.everywhere && p.scope === scope),
+    );
+  }
+
+  private paused(job: ModelJob): boolean {
+    return this.pauses.some(
+      (p) => (p.everywhere || p.scope === job.tenant) && ReferenceModel.kindWanted(job.kind, [p.prefix]),
+    );
+  }
 
   jobById(id: string): ModelJob | undefined {
     return this.byId.get(id);
@@ -191,7 +221,8 @@ export class ReferenceModel {
           job.state === JobState.Pending &&
           ReferenceModel.inFilter(job, filter) &&
           (job.notBefore === null || job.notBefore <= now) &&
-          ReferenceModel.kindWanted(job.kind, wanted),
+          ReferenceModel.kindWanted(job.kind, wanted) &&
+          !this.paused(job),
       )
       .sort((a, b) => this.compareKeyOrder(a, b));
     const ready = filter.any ? this.fairOrder(eligible, limit) : eligible.slice(0, limit);

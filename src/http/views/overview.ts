@@ -1,7 +1,8 @@
 /** The overview: counts by state, kind and tenant, and the live charts. */
+import { pauseCoversKind, type Pause } from '../../core/pauses.ts';
 import { JobState, type CountRow } from '../../core/types.ts';
 import { href, html, type Html } from '../html.ts';
-import { number, page, type Viewer } from './layout.ts';
+import { csrfField, number, page, type Viewer } from './layout.ts';
 
 /** The states an operator watches, in the order a job moves through them. */
 export const SHOWN_STATES = [
@@ -17,6 +18,64 @@ export interface OverviewData {
   /** Per tenant, for operators; `null` for a tenant's own view. */
   readonly tenants: readonly { tenant: string; counts: readonly CountRow[] }[] | null;
   readonly backend: string;
+  /** Pauses that hold back work the viewer sees; `null` when the viewer may not read pauses. */
+  readonly pauses?: readonly Pause[] | null;
+}
+
+function pauseScopeName(pause: Pause): string {
+  if (pause.scope === 'everywhere') return 'everywhere';
+  return pause.scope.type === 'system' ? 'system' : `tenant ${pause.scope.tenant}`;
+}
+
+/** The paused prefixes, with where and by whom; resumed with `telha resume`. */
+function pauseFormScope(pause: Pause): string {
+  if (pause.scope === 'everywhere') return 'everywhere';
+  return pause.scope.type === 'system' ? 'system' : `tenant:${pause.scope.tenant}`;
+}
+
+function pausesPanel(viewer: Viewer, pauses: readonly Pause[]): Html | '' {
+  // A tenant sees the pauses everywhere too, but only an operator may resume those.
+  const mayResume = (pause: Pause): boolean =>
+    viewer.principal.role === 'operator' || (viewer.principal.role === 'tenant' && pause.scope !== 'everywhere');
+  if (pauses.length === 0) return '';
+  return html`<section class="panel" id="pauses">
+    <h2>
+      Paused <span class="hint">Pending jobs of these kind prefixes are not leased until resumed (telha resume)</span>
+    </h2>
+    <table class="grid">
+      <thead>
+        <tr>
+          <th>Kind prefix</th>
+          <th>Where</th>
+          <th>By</th>
+          <th></th>
+        </tr>
+      </thead>
+      <tbody>
+        ${pauses.map(
+          (p) =>
+            html`<tr>
+              <td class="mono">${p.kindPrefix}</td>
+              <td>${pauseScopeName(p)}</td>
+              <td>${p.by}</td>
+              <td>
+                ${
+                  mayResume(p)
+                    ? html`<form method="post" action="/pauses/resume" class="inline">
+                        ${csrfField(viewer)}<input type="hidden" name="kind_prefix" value="${p.kindPrefix}" /><input
+                          type="hidden"
+                          name="scope"
+                          value="${pauseFormScope(p)}"
+                        /><button class="primary">Resume</button>
+                      </form>`
+                    : ''
+                }
+              </td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+  </section>`;
 }
 
 function totals(rows: readonly CountRow[]): Map<JobState, number> {
@@ -40,6 +99,7 @@ function countsTable(
   rows: readonly (readonly [string, Map<JobState, number>])[],
   empty: string,
   filter: (name: string) => Record<string, string>,
+  paused: (name: string) => boolean = () => false,
 ): Html {
   if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
   return html`<table class="grid">
@@ -53,7 +113,13 @@ function countsTable(
       ${rows.map(
         ([name, states]) =>
           html`<tr>
-            <td><a class="mono" href="${href('/jobs', filter(name))}">${name}</a></td>
+            <td>
+              <a class="mono" href="${href('/jobs', filter(name))}">${name}</a>${
+                paused(name)
+                  ? html` <span class="badge paused" title="paused in some scope: see Paused below">paused</span>`
+                  : ''
+              }
+            </td>
             ${stateCells(states, (state) => href('/jobs', { ...filter(name), state }))}
           </tr>`,
       )}
@@ -104,8 +170,15 @@ export function overviewPage(viewer: Viewer, data: OverviewData): Html {
       </section>
       <section class="panel">
         <h2>By kind</h2>
-        ${countsTable('Kind', kinds, 'No jobs yet.', (kind) => ({ kind }))}
+        ${countsTable(
+          'Kind',
+          kinds,
+          'No jobs yet.',
+          (kind) => ({ kind }),
+          (kind) => (data.pauses ?? []).some((p) => pauseCoversKind(p.kindPrefix, kind)),
+        )}
       </section>
+      ${pausesPanel(viewer, data.pauses ?? [])}
       ${
         data.tenants === null
           ? ''

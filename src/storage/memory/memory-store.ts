@@ -12,6 +12,16 @@ import {
   type Schedule,
   type ScheduleFiring,
 } from '../../core/schedules.ts';
+import {
+  admitPause,
+  comparePauses,
+  isRecordPaused,
+  pauseInFilter,
+  pauseKey,
+  type Pause,
+  type PauseBounds,
+  type PauseScope,
+} from '../../core/pauses.ts';
 import { enqueue, isLeasable, isLeaseExpired, kindMatches } from '../../core/transitions.ts';
 import {
   finishedAt,
@@ -65,6 +75,8 @@ export class MemoryJobStore implements JobStore {
   private fairCursor: string | null = null;
   /** Schedules by the hex of their sort key (`[scope 32][name]`), the order they list in. */
   private readonly schedules = new Map<string, Schedule>();
+  /** Pauses by `pauseKey`. */
+  private readonly pauses = new Map<string, Pause>();
   private closed = false;
 
   insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
@@ -99,7 +111,12 @@ export class MemoryJobStore implements JobStore {
 
   claim(params: ClaimParams): Promise<JobRecord[]> {
     const ready = [...this.jobs.values()]
-      .filter((r) => inScope(r, params.scope) && isLeasable(r, params.now, params.kinds))
+      .filter(
+        (r) =>
+          inScope(r, params.scope) &&
+          isLeasable(r, params.now, params.kinds) &&
+          !isRecordPaused(this.pauses.values(), r),
+      )
       .sort(byKey);
     let chosen = ready.slice(0, params.limit);
     if (params.fair === true && params.scope.type === 'any') {
@@ -118,6 +135,25 @@ export class MemoryJobStore implements JobStore {
         return leased;
       }),
     );
+  }
+
+  pauseKinds(pause: Pause, bounds: PauseBounds): Promise<Pause> {
+    try {
+      const existing = admitPause([...this.pauses.values()], pause, bounds);
+      if (existing !== null) return Promise.resolve(existing);
+      this.pauses.set(pauseKey(pause.scope, pause.kindPrefix), pause);
+      return Promise.resolve(pause);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  resumeKinds(scope: PauseScope, kindPrefix: string): Promise<boolean> {
+    return Promise.resolve(this.pauses.delete(pauseKey(scope, kindPrefix)));
+  }
+
+  listPauses(filter: ScopeFilter): Promise<Pause[]> {
+    return Promise.resolve([...this.pauses.values()].filter((p) => pauseInFilter(p, filter)).sort(comparePauses));
   }
 
   update(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {

@@ -67,6 +67,17 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
     );
     CREATE INDEX schedules_due ON ${s}.schedules (next_due_at) WHERE NOT paused AND next_due_at IS NOT NULL;
   `,
+  // Pauses: a kind prefix in a scope (NULL scope: everywhere) whose Pending jobs claims skip.
+  // `record` is the truth (codec/pauses.ts); the columns are what claims match jobs with.
+  // NULL scopes are one scope here, so the unique index keys on coalesce (no scope is empty).
+  (s) => `
+    CREATE TABLE ${s}.kind_pauses (
+      scope       bytea,
+      kind_prefix text  COLLATE "C" NOT NULL,
+      record      bytea NOT NULL
+    );
+    CREATE UNIQUE INDEX kind_pauses_key ON ${s}.kind_pauses ((coalesce(scope, '\\x'::bytea)), kind_prefix);
+  `,
 ];
 
 /** The quoted schema name of a store, checked to be a plain identifier. */

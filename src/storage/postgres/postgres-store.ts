@@ -34,6 +34,15 @@ import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { CorruptRecordError, ErrorCode, notFound, storeClosed, TelhaError } from '../../core/errors.ts';
 import { SYSTEM_KIND_PREFIX } from '../../core/limits.ts';
+import {
+  admitPause,
+  comparePauses,
+  pauseInFilter,
+  type Pause,
+  type PauseBounds,
+  type PauseScope,
+} from '../../core/pauses.ts';
+import { decodePause, encodePause, pauseScopeBytes } from '../../codec/pauses.ts';
 import { scheduleExists, tooManySchedules, type Schedule, type ScheduleFiring } from '../../core/schedules.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import { enqueue } from '../../core/transitions.ts';
@@ -936,6 +945,82 @@ export class PostgresJobStore implements JobStore {
     }
   }
 
+  // ---- pauses ----
+
+  /**
+   * Claims read `kind_pauses` in their own statement, so a pause holds on every server from its
+   * commit on, with no propagation delay. The count check runs under an advisory lock, so two
+   * servers cannot both take the last free place.
+   */
+  async pauseKinds(pause: Pause, bounds: PauseBounds): Promise<Pause> {
+    return this.retrying(async () => {
+      try {
+        return await this.tx(async (db) => {
+          await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`telha-pauses:${this.schemaName}`]);
+          const held = await this.readPauses(db);
+          const existing = admitPause(held, pause, bounds);
+          if (existing !== null) return existing;
+          await db.query(`INSERT INTO ${this.t}.kind_pauses (scope, kind_prefix, record) VALUES ($1, $2, $3)`, [
+            pauseScopeBytes(pause.scope),
+            pause.kindPrefix,
+            encodePause(pause),
+          ]);
+          return pause;
+        });
+      } catch (error) {
+        // Run again, a pause that landed is found and returned: pausing is idempotent.
+        if (error instanceof InDoubt) throw error.cause;
+        throw error;
+      }
+    });
+  }
+
+  /** Also tells every server's lease waiters to look again: the resumed work is there now. */
+  async resumeKinds(scope: PauseScope, kindPrefix: string): Promise<boolean> {
+    return this.retrying(async () => {
+      try {
+        return await this.tx(async (db) => {
+          const { rowCount } = await db.query(
+            `DELETE FROM ${this.t}.kind_pauses WHERE scope IS NOT DISTINCT FROM $1 AND kind_prefix = $2`,
+            [pauseScopeBytes(scope), kindPrefix],
+          );
+          if ((rowCount ?? 0) === 0) return false;
+          await db.query('SELECT pg_notify($1, $2)', [
+            this.schema.channel,
+            JSON.stringify({ o: this.origin, w: 'all' }),
+          ]);
+          return true;
+        });
+      } catch (error) {
+        // Run again, as for a schedule's delete: a resume that landed then finds nothing, and the
+        // caller hears `not_found` for a pause that is gone either way (never "resumed" for one
+        // that may still hold).
+        if (error instanceof InDoubt) throw error.cause;
+        throw error;
+      }
+    });
+  }
+
+  async listPauses(filter: ScopeFilter): Promise<Pause[]> {
+    const pauses = await this.retrying(() => this.readPauses(this.pool));
+    return pauses.filter((p) => pauseInFilter(p, filter)).sort(comparePauses);
+  }
+
+  private async readPauses(db: Db | pg.Pool): Promise<Pause[]> {
+    const { rows } = await db.query<{ record: Buffer }>(`SELECT record FROM ${this.t}.kind_pauses`);
+    const pauses: Pause[] = [];
+    for (const row of rows) {
+      try {
+        pauses.push(decodePause(row.record, 'kind_pauses row'));
+      } catch (error) {
+        if (!(error instanceof CorruptRecordError)) throw error;
+        this.corruptRows++;
+        this.logger.warn({ key: error.key, err: error.message }, 'skipping corrupt pause row');
+      }
+    }
+    return pauses;
+  }
+
   async deleteSchedule(scope: QueueScope, name: string): Promise<boolean> {
     // Run again after a lost answer, a delete that landed finds nothing: the caller hears
     // `not_found` for a schedule that is gone either way.
@@ -1084,6 +1169,7 @@ export function claimQuery(
     where += ` AND EXISTS (SELECT 1 FROM unnest(${param(kinds)}::text[]) AS p
       WHERE starts_with(kind, p) AND (starts_with(p, ${system}) OR NOT starts_with(kind, ${system})))`;
   }
+  where += ` AND ${notPaused(table, 'jobs', system)}`;
   return {
     text: `SELECT job_id, record FROM ${table}.jobs WHERE ${where}
            ORDER BY scope, priority, created_at, job_id LIMIT $1 FOR UPDATE SKIP LOCKED`,
@@ -1091,14 +1177,35 @@ export function claimQuery(
   };
 }
 
+/**
+ * Not held back by a pause (`core/pauses.ts`): no row of `kind_pauses` for the job's scope or
+ * everywhere whose prefix covers its kind (a `system:` kind only by a `system:` prefix). Read in
+ * the claim's own statement, so a pause is exact across servers. `system` is the parameter
+ * holding `system:`.
+ */
+function notPaused(table: string, alias: string, system: string): string {
+  return `NOT EXISTS (SELECT 1 FROM ${table}.kind_pauses kp
+      WHERE (kp.scope IS NULL OR kp.scope = ${alias}.scope) AND starts_with(${alias}.kind, kp.kind_prefix)
+      AND (starts_with(kp.kind_prefix, ${system}) OR NOT starts_with(${alias}.kind, ${system})))`;
+}
+
 /** A ready job of a wanted kind, in a tenant scope (which holds no system kinds), not taken yet by this claim. */
-function fairReady(alias: string, kinds: readonly string[] | null, kindsParam: string, takenParam: string): string {
+function fairReady(
+  table: string,
+  alias: string,
+  kinds: readonly string[] | null,
+  kindsParam: string,
+  takenParam: string,
+): string {
   const kindFilter =
     kinds === null
       ? ''
       : ` AND EXISTS (SELECT 1 FROM unnest(${kindsParam}::text[]) AS p WHERE starts_with(${alias}.kind, p))`;
   // Rows this claim's earlier rounds took are still Pending, and its own locks do not skip them.
-  return `${alias}.state = 0 AND ${alias}.not_before IS NULL AND ${alias}.job_id <> ALL(${takenParam}::uuid[])${kindFilter}`;
+  // Tenant scopes hold no `system:` kinds, so every pause's prefix applies as it is.
+  return `${alias}.state = 0 AND ${alias}.not_before IS NULL AND ${alias}.job_id <> ALL(${takenParam}::uuid[])${kindFilter}
+    AND NOT EXISTS (SELECT 1 FROM ${table}.kind_pauses kp
+      WHERE (kp.scope IS NULL OR kp.scope = ${alias}.scope) AND starts_with(${alias}.kind, kp.kind_prefix))`;
 }
 
 /**
@@ -1117,7 +1224,7 @@ export function fairClaimQuery(
 ): { text: string; values: unknown[] } {
   const values: unknown[] = [cursor ?? SYSTEM_SCOPE_BYTES, cursor, k, taken, SYSTEM_SCOPE_BYTES];
   if (kinds !== null) values.push(kinds);
-  const ready = fairReady('j', kinds, '$6', '$4');
+  const ready = fairReady(table, 'j', kinds, '$6', '$4');
   const next = (bound: string): string =>
     `(SELECT j.scope FROM ${table}.jobs j WHERE ${ready} AND j.scope > t.scope${bound} ORDER BY j.scope LIMIT 1)`;
   return {

@@ -13,6 +13,10 @@
  *    their gate opens, so they are never scanned past;
  *  - leased jobs sit in a B-tree ordered by deadline, so a reaper pass touches
  *    only expired leases, whatever else the store holds.
+ *  - paused work (`core/pauses.ts`) is jumped over, not stepped over: a kind tree paused
+ *    everywhere is not looked at, and a scope paused for a kind tree is skipped by one seek
+ *    past that scope's whole key range, so a claim costs O(paused scopes · log n) at worst,
+ *    whatever number of jobs the pauses hold back.
  * Completed and Dead jobs cost nothing here. Memory is about 300 bytes per live job.
  * Keys are latin1 strings of the key bytes: their JS order is the byte order.
  */
@@ -63,7 +67,24 @@ const SYSTEM_SCOPE_PREFIX = '\u0000'.repeat(SCOPE_CHARS);
 /** Appended to a scope prefix, sorts after every job key of that scope (58 characters in all). */
 const PAST_SCOPE = '\u00ff'.repeat(27);
 
+/** A pause as the index applies it: the scope's latin1 prefix (`null`: everywhere) and the kind prefix. */
+export interface IndexPause {
+  readonly scope: ScopePrefix;
+  readonly kindPrefix: string;
+}
+
+/** What the pauses hold back of one kind tree: all of it, or the jobs of some scopes. */
+interface KindPauses {
+  readonly everywhere: boolean;
+  readonly scopes: ReadonlySet<string>;
+}
+
+const UNPAUSED: KindPauses = Object.freeze({ everywhere: false, scopes: new Set<string>() });
+
 export class LiveIndex {
+  private pauses: readonly IndexPause[] = [];
+  /** Each kind tree's `KindPauses`, worked out once per change of the pauses (at most one per kind tree). */
+  private readonly pausedByKind = new Map<string, KindPauses>();
   private readonly readyByKind = new Map<string, BTree<string, PendingEntry>>();
   private readonly gated = newTree<PendingEntry>();
   private readonly pendingById = new Map<string, { entry: PendingEntry; gateKey: string | null }>();
@@ -95,6 +116,29 @@ export class LiveIndex {
     return bytes.readUInt32BE(0) * 0x1_0000_0000 + bytes.readUInt32BE(4);
   }
 
+  /** Replace the pauses claims skip (the store's whole list: pauses change rarely, claims often). */
+  setPauses(pauses: readonly IndexPause[]): void {
+    this.pauses = [...pauses];
+    this.pausedByKind.clear();
+  }
+
+  private kindPauses(kind: string): KindPauses {
+    if (this.pauses.length === 0) return UNPAUSED;
+    let found = this.pausedByKind.get(kind);
+    if (found === undefined) {
+      let everywhere = false;
+      const scopes = new Set<string>();
+      for (const pause of this.pauses) {
+        if (!leaseKindMatches(kind, [pause.kindPrefix])) continue;
+        if (pause.scope === null) everywhere = true;
+        else scopes.add(pause.scope);
+      }
+      found = everywhere || scopes.size > 0 ? { everywhere, scopes } : UNPAUSED;
+      this.pausedByKind.set(kind, found);
+    }
+    return found;
+  }
+
   addPending(entry: PendingEntry, now: Micros): void {
     this.removePending(entry.jobId);
     if (entry.notBefore !== null && entry.notBefore > now) {
@@ -118,7 +162,10 @@ export class LiveIndex {
     const tree = this.readyByKind.get(found.entry.kind);
     if (tree === undefined) return;
     tree.delete(found.entry.key);
-    if (tree.size === 0) this.readyByKind.delete(found.entry.kind);
+    if (tree.size === 0) {
+      this.readyByKind.delete(found.entry.kind);
+      this.pausedByKind.delete(found.entry.kind);
+    }
   }
 
   /** Move every gated job whose gate has opened by `now` into its ready tree. */
@@ -206,7 +253,9 @@ export class LiveIndex {
     let best: string | undefined;
     for (const [kind, tree] of this.readyByKind) {
       if (!leaseKindMatches(kind, kinds)) continue;
-      const key = tree.nextHigherKey(from);
+      const paused = this.kindPauses(kind);
+      if (paused.everywhere) continue;
+      const key = firstUnpaused(tree, paused.scopes, tree.nextHigherPair(from))?.key;
       if (key !== undefined && (best === undefined || key < best)) best = key;
     }
     return best?.slice(0, SCOPE_CHARS);
@@ -216,7 +265,11 @@ export class LiveIndex {
     let best: PendingEntry | undefined;
     for (const [kind, tree] of this.readyByKind) {
       if (!leaseKindMatches(kind, kinds)) continue;
-      const candidate = scope === null ? firstValue(tree) : firstInScope(tree, scope);
+      const paused = this.kindPauses(kind);
+      if (paused.everywhere) continue;
+      let candidate: PendingEntry | undefined;
+      if (scope === null) candidate = firstUnpaused(tree, paused.scopes, tree.nextHigherPair(undefined));
+      else if (!paused.scopes.has(scope)) candidate = firstInScope(tree, scope);
       if (candidate !== undefined && (best === undefined || candidate.key < best.key)) best = candidate;
     }
     return best;
@@ -270,9 +323,22 @@ export class LiveIndex {
   }
 }
 
-function firstValue(tree: BTree<string, PendingEntry>): PendingEntry | undefined {
-  const key = tree.minKey();
-  return key === undefined ? undefined : tree.get(key);
+/**
+ * The first entry from `pair` on whose scope is not in `paused`: one seek past each paused
+ * scope's key range, never a step per paused job.
+ */
+function firstUnpaused(
+  tree: BTree<string, PendingEntry>,
+  paused: ReadonlySet<string>,
+  pair: [string, PendingEntry] | undefined,
+): PendingEntry | undefined {
+  let next = pair;
+  while (next !== undefined) {
+    const scope = next[0].slice(0, SCOPE_CHARS);
+    if (!paused.has(scope)) return next[1];
+    next = tree.nextHigherPair(scope + PAST_SCOPE);
+  }
+  return undefined;
 }
 
 function firstInScope(tree: BTree<string, PendingEntry>, scope: string): PendingEntry | undefined {

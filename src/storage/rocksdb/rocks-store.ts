@@ -7,8 +7,9 @@
  *  - `idempotency`: `[scope][key]` → job id
  *  - `finished`:    `[state][finished_at][job id]` → job key, what retention prunes
  *  - `counts`:      `[scope][state][kind]` → number of jobs
- *  - `default`:     store metadata (the `created_at` high-water mark), and schedules with
- *                   their due index (`codec/schedules.ts`)
+ *  - `default`:     store metadata (the `created_at` high-water mark), schedules with
+ *                   their due index (`codec/schedules.ts`), and pauses (`codec/pauses.ts`,
+ *                   also held in memory and in the live index, which claims consult)
  *
  * Every transition stages all its row and index changes as one unit; the group
  * committer writes the units of one event-loop turn as one atomic write batch.
@@ -17,6 +18,16 @@
  */
 import { systemClock, type Clock } from '../../core/clock.ts';
 import { CorruptRecordError, notFound, storeClosed } from '../../core/errors.ts';
+import {
+  admitPause,
+  comparePauses,
+  pauseInFilter,
+  pauseKey,
+  type Pause,
+  type PauseBounds,
+  type PauseScope,
+} from '../../core/pauses.ts';
+import { decodePause, encodePause, PAUSE_PREFIX, pauseRowKey, pauseScopeBytes } from '../../codec/pauses.ts';
 import {
   scheduleExists,
   scheduleInScope,
@@ -142,6 +153,8 @@ function scopePrefixOf(scope: ScopeFilter): ScopePrefix {
 export class RocksJobStore implements JobStore {
   readonly backend = 'rocksdb';
   private readonly index = new LiveIndex();
+  /** Every pause by `pauseKey` (at most `MAX_PAUSES`), loaded at open; the live index holds them too. */
+  private readonly pauses = new Map<string, Pause>();
   /** The fair order's cursor: the scope (latin1) of the tenant a fair claim served last. */
   private fairCursor: string | null = null;
   /** Full records of Leased jobs: every fenced submit reads one, so they stay in memory (bounded by the number of leases). */
@@ -193,8 +206,73 @@ export class RocksJobStore implements JobStore {
       options.logger ?? silentLogger,
       options.pendingCacheBytes ?? PENDING_CACHE_BYTES,
     );
+    await store.loadPauses();
     await store.rebuild((options.clock ?? systemClock).now());
     return store;
+  }
+
+  private async loadPauses(): Promise<void> {
+    const lt = prefixUpperBound(PAUSE_PREFIX) ?? undefined;
+    for await (const [key, value] of this.db.scan(this.cf.meta, { gte: PAUSE_PREFIX, ...(lt ? { lt } : {}) })) {
+      try {
+        const pause = decodePause(value, key.toString('hex'));
+        this.pauses.set(pauseKey(pause.scope, pause.kindPrefix), pause);
+      } catch (error) {
+        if (!(error instanceof CorruptRecordError)) throw error;
+        this.corruptRows++;
+        this.logger.warn({ key: error.key, err: error.message }, 'skipping corrupt pause row');
+      }
+    }
+    this.indexPauses();
+  }
+
+  private indexPauses(): void {
+    this.index.setPauses(
+      [...this.pauses.values()].map((pause) => {
+        const scope = pauseScopeBytes(pause.scope);
+        return { scope: scope === null ? null : latin1(scope), kindPrefix: pause.kindPrefix };
+      }),
+    );
+  }
+
+  // ---- pauses ----
+
+  async pauseKinds(pause: Pause, bounds: PauseBounds): Promise<Pause> {
+    this.assertOpen();
+    // One lock for every pause: two at once cannot both take the last free place.
+    const release = await this.locks.acquire(['pauses']);
+    try {
+      const existing = admitPause([...this.pauses.values()], pause, bounds);
+      if (existing !== null) return existing;
+      await this.committer.stage([
+        { column: this.cf.meta, key: pauseRowKey(pause.scope, pause.kindPrefix), value: encodePause(pause) },
+      ]);
+      this.pauses.set(pauseKey(pause.scope, pause.kindPrefix), pause);
+      this.indexPauses();
+      return pause;
+    } finally {
+      release();
+    }
+  }
+
+  async resumeKinds(scope: PauseScope, kindPrefix: string): Promise<boolean> {
+    this.assertOpen();
+    const release = await this.locks.acquire(['pauses']);
+    try {
+      const key = pauseKey(scope, kindPrefix);
+      if (!this.pauses.has(key)) return false;
+      await this.committer.stage([{ column: this.cf.meta, key: pauseRowKey(scope, kindPrefix), value: null }]);
+      this.pauses.delete(key);
+      this.indexPauses();
+      return true;
+    } finally {
+      release();
+    }
+  }
+
+  listPauses(filter: ScopeFilter): Promise<Pause[]> {
+    this.assertOpen();
+    return Promise.resolve([...this.pauses.values()].filter((p) => pauseInFilter(p, filter)).sort(comparePauses));
   }
 
   /** Load counters and index every Pending and Leased row, seeking from scope to scope so finished rows are never read. */

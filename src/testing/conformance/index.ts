@@ -20,6 +20,7 @@ import { fencingCases } from './fencing.ts';
 import type { HarnessFactory } from './harness.ts';
 import { leaseCases } from './lease.ts';
 import { observeCases } from './observe.ts';
+import { pauseCases } from './pauses.ts';
 import { readCases } from './reads.ts';
 import { reaperCases } from './reaper.ts';
 import { recordCases } from './records.ts';
@@ -51,6 +52,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       retentionCases,
       observeCases,
       scheduleCases,
+      pauseCases,
     ]) {
       area(suite);
     }
