@@ -14,14 +14,15 @@ export type Role = 'tenant' | 'worker' | 'operator';
  * What a call needs: enqueue, read (show/list/counts), work (lease and fenced submissions), retry,
  * cancel, schedule (create, change, read and delete schedules). A tenant may cancel its own jobs
  * (its scope is enforced by `resolveScope`); a worker may not cancel at all: it gives a job up with
- * `release` or `fail`.
+ * `release` or `fail`. Watch (the change feed) is a tenant's in its own scope and an operator's in
+ * any; a worker has no use for it, and it would show every tenant's jobs.
  */
-export type Permission = 'enqueue' | 'read' | 'work' | 'retry' | 'cancel' | 'schedule';
+export type Permission = 'enqueue' | 'read' | 'work' | 'retry' | 'cancel' | 'schedule' | 'watch';
 
 const GRANTS: Readonly<Record<Role, readonly Permission[]>> = {
-  tenant: ['enqueue', 'read', 'cancel', 'schedule'],
+  tenant: ['enqueue', 'read', 'cancel', 'schedule', 'watch'],
   worker: ['work'],
-  operator: ['enqueue', 'read', 'work', 'retry', 'cancel', 'schedule'],
+  operator: ['enqueue', 'read', 'work', 'retry', 'cancel', 'schedule', 'watch'],
 };
 
 /** Who did it, as an event detail names them: `tenant:acme` for a tenant token, else the token's name. */
