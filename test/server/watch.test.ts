@@ -263,7 +263,7 @@ describe('Watch from a client built from the .proto alone', () => {
     defaults: true,
   });
   const proto = grpc.loadPackageDefinition(definition) as any;
-  const BUFFER = 100;
+  const BUFFER = 1_000;
   let server: TestServer;
   let stub: any;
   let producer: TelhaClient;
@@ -303,13 +303,14 @@ describe('Watch from a client built from the .proto alone', () => {
 
   it('ends a watcher that stopped reading with RESOURCE_EXHAUSTED and its resume token', async () => {
     const call: grpc.ClientReadableStream<any> = stub.Watch({ kind_prefix: 'stall' }, new grpc.Metadata());
+    const status = new Promise<grpc.ServiceError>((resolve) => call.on('error', resolve));
     await new Promise<void>((resolve) => call.once('data', () => resolve()));
     call.pause();
     const enqueued = 20_000;
-    // Far more than the transport buffers hold: the server must stop writing, then end the stream.
-    for (let i = 0; i < enqueued; i += 500) await producer.enqueueBatch(jobsOf(500, 'stall'), acme);
+    // Far more than the transport buffers hold: the server must stop writing, then end the
+    // stream. Batches of a tenth of the buffer, so that only falling behind ends it.
+    for (let i = 0; i < enqueued; i += BUFFER / 10) await producer.enqueueBatch(jobsOf(BUFFER / 10, 'stall'), acme);
     const received: any[] = [];
-    const status = new Promise<grpc.ServiceError>((resolve) => call.on('error', resolve));
     call.on('data', (message: any) => received.push(message));
     call.resume();
     const error = await status;
