@@ -18,7 +18,7 @@ import { silentLogger } from '../../src/core/logger.ts';
 import { JobState, tenantScope, type JobRecord, type NewJob } from '../../src/core/types.ts';
 import { ChangeFeed } from '../../src/engine/feed.ts';
 import { QueueEventEmitter } from '../../src/engine/observers.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { freePort, startTestServer, type TestServer } from '../support/server.ts';
 
 function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
   let resolve!: (value: T) => void;
@@ -137,6 +137,39 @@ describe('Watch', () => {
     } finally {
       otherClient.close();
       await other.close();
+    }
+  });
+
+  it('reconnects through a server restart, and is told the restarted server no longer has its events', async () => {
+    const address = `127.0.0.1:${await freePort()}`;
+    let first: TestServer | null = await startTestServer({ server: { address, http_address: '' } });
+    const watcher = new TelhaClient({ address });
+    let second: TestServer | null = null;
+    try {
+      const opened = deferred();
+      const seen: WatchEvent[] = [];
+      const watch = (async () => {
+        for await (const event of watcher.watch({ onOpen: () => opened.resolve() })) seen.push(event);
+      })();
+      watch.catch(() => undefined);
+      await opened.promise;
+      await watcher.enqueue({ kind: 'before-restart' }, acme);
+      await first.close();
+      first = null;
+      second = await startTestServer({ server: { address, http_address: '' } });
+      await assert.rejects(watch, (error: TelhaError) => {
+        assert.equal(error.code, ErrorCode.FailedPrecondition);
+        assert.match(error.message, /resume token too old or from another server/);
+        return true;
+      });
+      assert.deepEqual(
+        seen.map((e) => e.transition),
+        ['enqueued'],
+      );
+    } finally {
+      watcher.close();
+      await first?.close();
+      await second?.close();
     }
   });
 
