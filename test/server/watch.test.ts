@@ -288,6 +288,27 @@ describe('Watch with tokens', () => {
   });
 });
 
+describe('Watch streams and the parked-call budget', () => {
+  it('counts each open watch against server.max_parked_calls', async () => {
+    const server = await startTestServer({ server: { http_address: '', max_parked_calls: 1 } });
+    const client = new TelhaClient({ address: server.address });
+    try {
+      const stop = new AbortController();
+      const held = await watching(client, { signal: stop.signal, until: () => false });
+      await assert.rejects(client.watch().next(), (error: TelhaError) => {
+        assert.equal(error.code, ErrorCode.ResourceExhausted);
+        assert.match(error.message, /server\.max_parked_calls/);
+        return true;
+      });
+      stop.abort();
+      await held.done;
+    } finally {
+      client.close();
+      await server.close();
+    }
+  });
+});
+
 describe('Watch from a client built from the .proto alone', () => {
   const definition = protoLoader.loadSync(fileURLToPath(new URL('../../proto/telha/v1/queue.proto', import.meta.url)), {
     keepCase: true,
