@@ -23,6 +23,8 @@ import {
   type EnqueueResult as WireEnqueueResult,
   type NewJob,
   type Scope,
+  type WatchRequest,
+  type WatchResponse,
   type WorkRequest,
   type WorkResponse,
 } from '../gen/telha/v1/queue_pb.ts';
@@ -53,6 +55,14 @@ import {
 } from './convert.ts';
 import type { WorkSessionEvents } from '../worker/source.ts';
 import { WorkChannel } from './work-channel.ts';
+import {
+  outcomeOf,
+  watchBatches,
+  type JobResult,
+  type WatchTransport,
+  type WatchEvent,
+  type WatchOptions,
+} from './watch.ts';
 import { stateFromWire, stateToWire } from '../wire/states.ts';
 
 export interface ClientOptions {
@@ -514,6 +524,115 @@ export class TelhaClient {
     const res = await this.rpc('listPauses', { scope: scopeToWire(scope) });
     return res.pauses.map(pauseFromWire);
   }
+
+  // ---- watch: job transitions as they happen ----
+
+  /**
+   * The transitions of jobs in a scope (of a kind prefix, or of one job) as the server commits
+   * them, from now or after `resumeToken`. Reconnects by itself, with the last event's token,
+   * when the connection drops or the watcher fell behind; throws `failed_precondition` when the
+   * server no longer has the events after it (restarted, or past `watch.buffer_events`): read the
+   * jobs with `show` or `list`, then watch again. Ends when `signal` aborts or the loop breaks.
+   */
+  async *watch(options: WatchOptions = {}): AsyncGenerator<WatchEvent, void> {
+    for await (const batch of watchBatches(this.openWatch, options)) yield* batch.events;
+  }
+
+  /**
+   * A job's outcome, without polling: resolves with its result once it is Completed; rejects with
+   * a {@link JobFailedError} carrying its last failure once it is Dead (or Cancelled), or with
+   * `unavailable` after `timeoutMs` (default: no limit) or when `signal` aborts. Watches the job
+   * before reading it, so a completion between the two is not missed.
+   */
+  async result(
+    jobId: string,
+    options: { readonly timeoutMs?: number; readonly signal?: AbortSignal } = {},
+  ): Promise<JobResult> {
+    const stop = new AbortController();
+    const signal = options.signal === undefined ? stop.signal : AbortSignal.any([stop.signal, options.signal]);
+    let timedOut = false;
+    const timer =
+      options.timeoutMs === undefined
+        ? null
+        : setTimeout(() => {
+            timedOut = true;
+            stop.abort();
+          }, options.timeoutMs);
+    const batches = watchBatches(this.openWatch, { jobId, signal });
+    try {
+      if ((await batches.next()).done !== true) {
+        const outcome = outcomeOf(await this.show(jobId));
+        if (outcome !== null) return outcome;
+        for (;;) {
+          const next = await batches.next();
+          if (next.done === true) break;
+          for (const event of next.value.events) {
+            const settled = outcomeOf(event.job);
+            if (settled !== null) return settled;
+          }
+        }
+      }
+      throw new TelhaError(
+        ErrorCode.Unavailable,
+        timedOut
+          ? `job ${jobId} has no outcome after ${options.timeoutMs} ms`
+          : `waiting for job ${jobId} was cancelled`,
+      );
+    } finally {
+      if (timer !== null) clearTimeout(timer);
+      stop.abort();
+      await batches.return();
+    }
+  }
+
+  /** Call `listener` for each job that completes (in `options`' scope and kind prefix), until the returned function is called. */
+  onCompleted(listener: (event: WatchEvent) => void, options: WatchListenerOptions = {}): () => void {
+    return this.onTransition('completed', listener, options);
+  }
+
+  /** Call `listener` for each failed attempt (the job is retried, or dead-lettered next), until the returned function is called. */
+  onFailed(listener: (event: WatchEvent) => void, options: WatchListenerOptions = {}): () => void {
+    return this.onTransition('failed', listener, options);
+  }
+
+  /** Call `listener` for each job that goes Dead, until the returned function is called. */
+  onDead(listener: (event: WatchEvent) => void, options: WatchListenerOptions = {}): () => void {
+    return this.onTransition('dead', listener, options);
+  }
+
+  private onTransition(
+    transition: string,
+    listener: (event: WatchEvent) => void,
+    options: WatchListenerOptions,
+  ): () => void {
+    const stop = new AbortController();
+    void (async () => {
+      try {
+        for await (const event of this.watch({ ...options, signal: stop.signal })) {
+          if (event.transition === transition) listener(event);
+        }
+      } catch (error) {
+        options.onError?.(error as Error);
+      }
+    })();
+    return () => stop.abort();
+  }
+
+  private readonly openWatch: WatchTransport = {
+    open: (request) =>
+      (
+        this.stub as unknown as {
+          watch(request: WatchRequest, metadata: grpc.Metadata): grpc.ClientReadableStream<WatchResponse>;
+        }
+      ).watch(request, this.metadata),
+    ready: () => this.waitForReady(),
+  };
+}
+
+/** Options of `onCompleted`, `onFailed`, `onDead`. */
+export interface WatchListenerOptions extends Omit<WatchOptions, 'signal' | 'jobId'> {
+  /** The watch ended with an error (not called on unsubscribe). */
+  readonly onError?: (error: Error) => void;
 }
 
 function enqueueOutcome(result: WireEnqueueResult | undefined): EnqueueResult<RemoteJob> {

@@ -11,7 +11,10 @@ export type {
   ListOptions,
   ScheduleListOptions,
   SchedulePage,
+  WatchListenerOptions,
 } from './client.ts';
+export { JobFailedError } from './watch.ts';
+export type { JobResult, WatchEvent, WatchOptions } from './watch.ts';
 export type { NewSchedule, Schedule, ScheduleChanges, ScheduleJob, ScheduleJobInput } from '../core/schedules.ts';
 export type { Pause, PauseScope } from '../core/pauses.ts';
 export { Worker, PermanentError, AttemptTimeoutError } from './worker.ts';

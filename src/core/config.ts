@@ -284,6 +284,18 @@ const metricsSchema = z.strictObject({
   refresh_ms: timerMs(1).default(DEFAULT_METRICS_REFRESH_MS),
 });
 
+/**
+ * `watch.buffer_events`: the last transitions a server keeps for Watch streams, its resume
+ * window. Each holds the job without its payload (but with its result), so the buffer's memory is
+ * about this many times a small record plus the results; 100,000 is some seconds of a busy
+ * server's transitions, enough for a watcher to reconnect and resume without a gap.
+ */
+export const DEFAULT_WATCH_BUFFER_EVENTS = 100_000;
+
+const watchSchema = z.strictObject({
+  buffer_events: wholeNumber(1, 10_000_000, 'each event is held in memory').default(DEFAULT_WATCH_BUFFER_EVENTS),
+});
+
 const configSchema = z.strictObject({
   storage: storageSchema.default(storageSchema.parse({})),
   jobs: jobsSchema.default(jobsSchema.parse({})),
@@ -291,6 +303,7 @@ const configSchema = z.strictObject({
   schedules: schedulesSchema.default(schedulesSchema.parse({})),
   server: serverSchema.default(serverSchema.parse({})),
   metrics: metricsSchema.default(metricsSchema.parse({})),
+  watch: watchSchema.default(watchSchema.parse({})),
 });
 
 export type TelhaConfig = z.infer<typeof configSchema>;
@@ -300,6 +313,7 @@ export type RetentionConfig = TelhaConfig['retention'];
 export type SchedulesConfig = TelhaConfig['schedules'];
 export type ServerConfig = TelhaConfig['server'];
 export type MetricsConfig = TelhaConfig['metrics'];
+export type WatchConfig = TelhaConfig['watch'];
 export type TokenConfig = ServerConfig['tokens'][number];
 
 /** Every key with its default. */

@@ -16,14 +16,16 @@ export type Role = 'tenant' | 'worker' | 'operator';
  * cancel, schedule (create, change, read and delete schedules). A tenant may cancel its own jobs
  * (its scope is enforced by `resolveScope`); a worker may not cancel at all: it gives a job up with
  * `release` or `fail`. pause (pause, resume and list pauses): a tenant in its own scope only,
- * an operator in any scope or everywhere (`pauseScope`).
+ * an operator in any scope or everywhere (`pauseScope`). Watch (the change feed) is a tenant's in
+ * its own scope and an operator's in any; a worker has no use for it, and it would show every
+ * tenant's jobs.
  */
-export type Permission = 'enqueue' | 'read' | 'work' | 'retry' | 'cancel' | 'schedule' | 'pause';
+export type Permission = 'enqueue' | 'read' | 'work' | 'retry' | 'cancel' | 'schedule' | 'pause' | 'watch';
 
 const GRANTS: Readonly<Record<Role, readonly Permission[]>> = {
-  tenant: ['enqueue', 'read', 'cancel', 'schedule', 'pause'],
+  tenant: ['enqueue', 'read', 'cancel', 'schedule', 'pause', 'watch'],
   worker: ['work'],
-  operator: ['enqueue', 'read', 'work', 'retry', 'cancel', 'schedule', 'pause'],
+  operator: ['enqueue', 'read', 'work', 'retry', 'cancel', 'schedule', 'pause', 'watch'],
 };
 
 /** Who did it, as an event detail names them: `tenant:acme` for a tenant token, else the token's name. */

@@ -10,6 +10,7 @@ import type { TelhaConfig } from '../core/config.ts';
 import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
 import { LazyAbort } from '../core/lazy-abort.ts';
 import type { Logger } from '../core/logger.ts';
+import { ChangeFeed } from '../engine/feed.ts';
 import type { Queue } from '../engine/queue.ts';
 import {
   FIELD_HEADER,
@@ -17,6 +18,7 @@ import {
   MAX_MESSAGE_BYTES,
   queueServiceDefinition,
   REASON_HEADER,
+  RESUME_TOKEN_HEADER,
   responseOf,
   WORK_OPEN_HEADER,
   Status,
@@ -25,7 +27,14 @@ import {
 import { assertLoopbackWhenOpen, splitAddress } from './address.ts';
 import { Authenticator } from './auth.ts';
 import { create } from '@bufbuild/protobuf';
-import { WorkResponseSchema, type WorkRequest, type WorkResponse } from '../gen/telha/v1/queue_pb.ts';
+import {
+  WatchResponseSchema,
+  WorkResponseSchema,
+  type WatchRequest,
+  type WatchResponse,
+  type WorkRequest,
+  type WorkResponse,
+} from '../gen/telha/v1/queue_pb.ts';
 import { CallFailed, createQueueService, type CallContext, type QueueServiceHandlers } from './service.ts';
 import { describeError, type WireStatus } from './status.ts';
 import { startHttpServer, type RunningHttp } from '../http/server.ts';
@@ -61,7 +70,10 @@ export async function startServer(options: {
   const shutdown = new AbortController();
   // Every parked lease call listens on this signal; there can be thousands.
   setMaxListeners(0, shutdown.signal);
-  const service = createQueueService({ queue, auth, config: config.server, logger, shutdown: shutdown.signal });
+  // Watch streams read this server's transitions from here: numbered from the start, kept up to
+  // watch.buffer_events.
+  const feed = new ChangeFeed(queue.events, config.watch.buffer_events);
+  const service = createQueueService({ queue, feed, auth, config: config.server, logger, shutdown: shutdown.signal });
   const server = new grpc.Server({
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
@@ -85,6 +97,7 @@ export async function startServer(options: {
   }).catch((error: unknown) => {
     server.forceShutdown();
     telemetry?.stop();
+    feed.close();
     throw error;
   });
   const address = `${bindHost}:${boundPort}`;
@@ -95,6 +108,7 @@ export async function startServer(options: {
     } catch (error) {
       telemetry.stop();
       server.forceShutdown();
+      feed.close();
       throw error;
     }
     telemetry.start();
@@ -126,6 +140,7 @@ export async function startServer(options: {
           server.forceShutdown();
         }
         await httpClosed;
+        feed.close();
       })();
       return closing;
     },
@@ -143,8 +158,9 @@ function cannotListen(address: string, error: Error): TelhaError {
   return new TelhaError(ErrorCode.FailedPrecondition, `cannot listen on ${address}: ${why}`, { cause: error });
 }
 
-function serviceError(status: WireStatus): Partial<grpc.StatusObject> {
+function serviceError(status: WireStatus, resumeToken: string | null = null): Partial<grpc.StatusObject> {
   const metadata = new grpc.Metadata();
+  if (resumeToken !== null) metadata.set(RESUME_TOKEN_HEADER, resumeToken);
   if (status.reason !== null) metadata.set(REASON_HEADER, status.reason);
   if (status.jobId !== null) metadata.set(JOB_HEADER, status.jobId);
   if (status.field !== null) metadata.set(FIELD_HEADER, status.field);
@@ -157,7 +173,10 @@ function adaptService(
   logger: Logger,
   calls: CallObserver,
 ): grpc.UntypedServiceImplementation {
-  const handlers: grpc.UntypedServiceImplementation = { work: adaptWork(service, calls) };
+  const handlers: grpc.UntypedServiceImplementation = {
+    work: adaptWork(service, calls),
+    watch: adaptWatch(service, calls),
+  };
   for (const name of Object.keys(service.unary) as MethodName[]) {
     const impl = service.unary[name] as (req: unknown, ctx: CallContext) => Promise<object>;
     handlers[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
@@ -229,5 +248,49 @@ function adaptWork(
     });
     call.on('data', (message: WorkRequest) => session.receive(message));
     call.on('end', () => session.finish());
+  };
+}
+
+/** A Watch stream: grpc-js's server stream, with its back-pressure, feeding a transport-agnostic watch. */
+function adaptWatch(
+  service: QueueServiceHandlers,
+  calls: CallObserver,
+): grpc.handleServerStreamingCall<WatchRequest, WatchResponse> {
+  return (call) => {
+    const abort = new AbortController();
+    let ended = false;
+    const ending = (code: Status): void => {
+      if (ended) return;
+      ended = true;
+      calls.call('watch', code);
+    };
+    call.once('cancelled', () => {
+      ending(Status.CANCELLED);
+      abort.abort();
+    });
+    const authorization = call.metadata.get('authorization')[0];
+    service.watch(call.request, {
+      authorization: typeof authorization === 'string' ? authorization : null,
+      signal: abort.signal,
+      send: (message) => call.write(create(WatchResponseSchema, message)),
+      drained: () =>
+        new Promise<void>((resolve) => {
+          const done = (): void => {
+            call.off('drain', done);
+            abort.signal.removeEventListener('abort', done);
+            resolve();
+          };
+          call.once('drain', done);
+          abort.signal.addEventListener('abort', done, { once: true });
+        }),
+      end: () => {
+        ending(Status.OK);
+        call.end();
+      },
+      fail: (status, resumeToken) => {
+        ending(status.code);
+        call.emit('error', serviceError(status, resumeToken));
+      },
+    });
   };
 }

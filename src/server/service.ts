@@ -16,6 +16,7 @@ import {
   type ScopeFilter,
 } from '../core/types.ts';
 import { eachOnItsOwn } from '../core/each.ts';
+import type { ChangeFeed } from '../engine/feed.ts';
 import type { Completion, Failure, Queue, Release } from '../engine/queue.ts';
 import { create } from '@bufbuild/protobuf';
 import {
@@ -28,6 +29,7 @@ import {
   type ReleaseRequest,
   type ItemOutcome,
   type Job,
+  type WatchRequest,
 } from '../gen/telha/v1/queue_pb.ts';
 import type { MethodName, RequestOf, ResponseInitOf } from '../wire/service.ts';
 import { stateToWire } from '../wire/states.ts';
@@ -55,10 +57,13 @@ import {
   toSafeNumber,
 } from './convert.ts';
 import { describeError, type WireStatus } from './status.ts';
+import { runWatch, type WatchStream } from './watch.ts';
 import { openWorkSession, type WorkSession, type WorkStream } from './work-session.ts';
 
 export interface ServiceDeps {
   readonly queue: Queue;
+  /** The transitions Watch streams read. */
+  readonly feed: ChangeFeed;
   readonly auth: Authenticator;
   readonly config: ServerConfig;
   readonly logger: Logger;
@@ -96,10 +101,11 @@ function fenceFromWire(fence: Fence | undefined): { jobId: string; fence: LeaseF
   };
 }
 
-/** The unary handlers, and the Work stream's sessions. */
+/** The unary handlers, the Work stream's sessions and Watch streams. */
 export interface QueueServiceHandlers {
   readonly unary: QueueServiceImpl;
   openWork(stream: WorkStream): WorkSession;
+  watch(request: WatchRequest, stream: WatchStream): void;
 }
 
 export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
@@ -114,7 +120,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
   const unaryCalls = new CallBudget(config.max_concurrent_calls, 'calls in flight', 'server.max_concurrent_calls');
   const parkedCalls = new CallBudget(
     config.max_parked_calls,
-    'parked calls (long-poll Leases and Work streams)',
+    'parked calls (long-poll Leases, Work and Watch streams)',
     'server.max_parked_calls',
   );
 
@@ -431,6 +437,16 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
         completeEach,
         failEach,
         releaseEach,
+      }),
+    watch: (request, stream) =>
+      runWatch(request, stream, {
+        queue,
+        feed: deps.feed,
+        auth,
+        logger,
+        shutdown: deps.shutdown,
+        admit: () => parkedCalls.admit(),
+        toWire,
       }),
   };
 }

@@ -18,8 +18,8 @@ import { QueueService } from '../gen/telha/v1/queue_pb.ts';
 export { QueueService };
 
 type Methods = typeof QueueService.method;
-/** The request/response calls (every method but the Work stream). */
-export type MethodName = Exclude<keyof Methods, 'work'>;
+/** The request/response calls (every method but the Work and Watch streams). */
+export type MethodName = Exclude<keyof Methods, 'work' | 'watch'>;
 export type RequestOf<K extends MethodName> = MessageShape<Methods[K]['input']>;
 export type RequestInitOf<K extends MethodName> = MessageInitShape<Methods[K]['input']>;
 export type ResponseOf<K extends MethodName> = MessageShape<Methods[K]['output']>;
@@ -102,6 +102,8 @@ export const JOB_HEADER = 'telha-job-id';
  * connected even while there is no work to push.
  */
 export const WORK_OPEN_HEADER = 'telha-work-open';
+/** On a Watch stream's error status, when the watcher may continue: pass it back as `resume_token`. */
+export const RESUME_TOKEN_HEADER = 'telha-resume-token';
 
 /** Messages up to this size are accepted: a batch of jobs can be far larger than one 1 MiB payload. */
 export const MAX_MESSAGE_BYTES = 64 * 1024 * 1024;

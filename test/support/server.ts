@@ -33,7 +33,8 @@ export async function startTestServer(
   options: { services?: boolean } = {},
 ): Promise<TestServer> {
   const dir = tempDir('telha-server-');
-  const { jobs, server, retention, metrics, schedules } = values as {
+  const { jobs, server, retention, metrics, schedules, watch } = values as {
+    watch?: object;
     jobs?: object;
     server?: object;
     retention?: object;
@@ -46,6 +47,7 @@ export async function startTestServer(
     retention: { enabled: false, ...(retention ?? {}) },
     metrics: { ...(metrics ?? {}) },
     schedules: { ...(schedules ?? {}) },
+    watch: { ...(watch ?? {}) },
     server: { address: '127.0.0.1:0', http_address: '127.0.0.1:0', shutdown_grace_ms: 1_000, ...(server ?? {}) },
   });
   const clock = new OffsetClock();
