@@ -65,6 +65,7 @@ import {
 } from './watch.ts';
 import { stateFromWire, stateToWire } from '../wire/states.ts';
 
+/** Where the server is and how to reach it; every field is optional. */
 export interface ClientOptions {
   /** `host:port` of `telha serve`, e.g. `127.0.0.1:7070` (the default). */
   readonly address?: string;
@@ -81,22 +82,29 @@ export interface ClientOptions {
 export { DEFAULT_ADDRESS } from '../core/defaults.ts';
 import { DEFAULT_ADDRESS } from '../core/defaults.ts';
 
+/** A page of `list`: the filters, the page size and where to continue. */
 export interface ListOptions {
   /** Operators: a tenant or the system scope; omitted lists every scope. Tenants: their own. */
   readonly scope?: QueueScope;
+  /** Only jobs in this state. */
   readonly state?: JobState;
+  /** Only kinds starting with this. */
   readonly kindPrefix?: string;
+  /** Jobs per page, 1-1,000; default 100. */
   readonly limit?: number;
+  /** The previous page's `nextPageToken`. */
   readonly pageToken?: string;
 }
 
+/** Options of `cancel`. */
 export interface CancelOptions {
   /** Why, kept in the job's `cancelled` event. */
   readonly reason?: string;
 }
 
+/** Which jobs `cancelMatching` cancels: across every scope, a kind prefix is required. */
 export interface CancelMatchingOptions {
-  /** Operators: a tenant or the system scope; omitted means every scope. Tenants: their own. */
+  /** Operators: a tenant or the system scope; omitted means every scope (then `kindPrefix` is required). Tenants: their own. */
   readonly scope?: QueueScope;
   /** `JobState.Pending` or `JobState.Leased`; omitted cancels both. */
   readonly state?: JobState;
@@ -104,20 +112,29 @@ export interface CancelMatchingOptions {
   readonly kindPrefix?: string;
 }
 
+/** A page of `listSchedules`. */
 export interface ScheduleListOptions {
   /** Operators: a tenant or the system scope; omitted lists every scope. Tenants: their own. */
   readonly scope?: QueueScope;
+  /** Schedules per page, 1-1,000. */
   readonly limit?: number;
+  /** The previous page's `nextPageToken`. */
   readonly pageToken?: string;
 }
 
 /** One page of schedules. */
 export interface SchedulePage {
   readonly schedules: readonly Schedule[];
+  /** Pass back as `pageToken` for the next page; `null` at the end. */
   readonly nextPageToken: string | null;
 }
 
+/**
+ * A unary `lease` call, for workers that do not use the SDK's `Worker` (which leases on a `Work`
+ * stream instead).
+ */
 export interface LeaseOptions {
+  /** 1-255 bytes; who holds the leases, checked on every fenced call. */
   readonly workerId: string;
   /** Kind prefixes; omitted or empty takes every kind but `system:` ones, which only a `system:` prefix takes. */
   readonly kinds?: readonly string[];
@@ -125,7 +142,9 @@ export interface LeaseOptions {
   readonly limit?: number;
   /** Long-poll: wait up to this long for a job (capped by the server). */
   readonly waitMs?: number;
+  /** Workers lease across every scope when omitted; a tenant token leases in its own. */
   readonly scope?: QueueScope;
+  /** Cancels the call: it rejects (gRPC `CANCELLED`), and the server stops waiting for work for it. */
   readonly signal?: AbortSignal;
 }
 
@@ -143,6 +162,12 @@ interface QueuedEnqueue {
   reject(error: Error): void;
 }
 
+/**
+ * A connection to `telha serve`, for producers, operators and tools: enqueue (calls made in one
+ * event-loop turn travel together), read, retry, cancel, schedules, pauses, `watch` and `result`,
+ * and the fenced calls a hand-written worker makes. Workers usually use `Worker`, which holds one
+ * of these. `close()` when done.
+ */
 export class TelhaClient {
   /** The server's `host:port`, as given (or the default). */
   readonly address: string;
