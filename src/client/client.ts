@@ -592,7 +592,10 @@ export class TelhaClient {
           const next = await batches.next();
           if (next.done === true) break;
           for (const event of next.value.events) {
-            const settled = outcomeOf(event.job);
+            // An event carries a result of at most 1 KiB (the server's buffer stays small); a
+            // completion whose event has none may have a bigger one: read the job itself.
+            const completedWithout = event.job.state === JobStateCore.Completed && event.job.result === null;
+            const settled = outcomeOf(completedWithout ? await this.show(jobId) : event.job);
             if (settled !== null) return settled;
           }
         }

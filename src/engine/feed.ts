@@ -25,7 +25,10 @@ export interface FeedEvent {
   readonly transition: string;
   readonly detail: string | null;
   readonly at: Micros;
-  /** The job as written, without payload and continuation, with its last {@link FEED_JOB_EVENTS} events. */
+  /**
+   * The job as written, without payload and continuation, with its last {@link FEED_JOB_EVENTS}
+   * events, and its result only up to {@link FEED_RESULT_BYTES}.
+   */
   readonly job: JobRecord;
 }
 
@@ -34,6 +37,14 @@ export interface FeedEvent {
  * writes `failed` then `dead`), without holding up to 1,000 events per buffered transition.
  */
 export const FEED_JOB_EVENTS = 3;
+
+/**
+ * The largest result a buffered event carries. A result may be up to `jobs.max_result_bytes`
+ * (16 MiB at most), and the ring holds `watch.buffer_events` transitions: with every result kept,
+ * a full buffer of large results would hold gigabytes. A bigger result is left out of the event
+ * (the job's `result` reads `null` there) and read with Show, as `client.result` does.
+ */
+export const FEED_RESULT_BYTES = 1_024;
 
 /** Job events that only extend a lease: frequent, and no change a watcher waits for. */
 const UNWATCHED: ReadonlySet<string> = new Set(['extended', 'checkpoint']);
@@ -134,7 +145,13 @@ export class ChangeFeed {
         transition: last.transition,
         detail: last.detail,
         at,
-        job: { ...record, payload: EMPTY, continuation: null, events: record.events.slice(-FEED_JOB_EVENTS) },
+        job: {
+          ...record,
+          payload: EMPTY,
+          continuation: null,
+          result: (record.result?.byteLength ?? 0) > FEED_RESULT_BYTES ? null : record.result,
+          events: record.events.slice(-FEED_JOB_EVENTS),
+        },
       };
       appended = true;
     }

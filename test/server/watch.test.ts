@@ -16,7 +16,7 @@ import { PermanentError, Worker } from '../../src/client/worker.ts';
 import { ErrorCode, type TelhaError } from '../../src/core/errors.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { JobState, tenantScope, type JobRecord, type NewJob } from '../../src/core/types.ts';
-import { ChangeFeed } from '../../src/engine/feed.ts';
+import { ChangeFeed, FEED_RESULT_BYTES } from '../../src/engine/feed.ts';
 import { QueueEventEmitter } from '../../src/engine/observers.ts';
 import { freePort, startTestServer, type TestServer } from '../support/server.ts';
 
@@ -181,13 +181,17 @@ describe('Watch', () => {
       handler: async (ctx) => {
         await Promise.resolve();
         if (ctx.kind === 'result:boom') throw new PermanentError('the ledger is closed');
+        if (ctx.kind === 'result:big') return { text: 'x'.repeat(5_000) };
         return { sum: Number(Buffer.from(ctx.payload).toString()) + 1 };
       },
     });
     const { job: ok } = await client.enqueue({ kind: 'result:add', payload: '41' }, acme);
     const { job: boom } = await client.enqueue({ kind: 'result:boom' }, acme);
+    const { job: big } = await client.enqueue({ kind: 'result:big' }, acme);
     const awaiting = client.result(ok.jobId, { timeoutMs: 30_000 });
     const failing = client.result(boom.jobId, { timeoutMs: 30_000 });
+    // Over the 1 KiB an event carries: the completion's event has none, and result reads the job.
+    const awaitingBig = client.result(big.jobId, { timeoutMs: 30_000 });
     // Started only now: the results are awaited before the jobs can finish.
     worker.start();
     try {
@@ -200,6 +204,11 @@ describe('Watch', () => {
         assert.match(error.message, /is dead: .*the ledger is closed/);
         return true;
       });
+      assert.deepEqual(
+        (await awaitingBig).json(),
+        { text: 'x'.repeat(5_000) },
+        'a result too big for the feed is read with show',
+      );
       // Already completed: read at once.
       assert.deepEqual((await client.result(ok.jobId)).json(), { sum: 42 });
     } finally {
@@ -411,6 +420,21 @@ describe('the change feed', () => {
     assert.throws(() => feed.resume(token), /too old/);
     assert.equal(feed.resume(feed.token(15)), 15);
     assert.throws(() => new ChangeFeed(events, 10).resume(feed.token(20)), /another server/);
+    feed.close();
+  });
+
+  it('keeps a small result on a buffered event and leaves a big one to show', () => {
+    const events = new QueueEventEmitter(silentLogger);
+    const feed = new ChangeFeed(events, 10);
+    const done = (i: number, bytes: number): JobRecord => ({
+      ...record(i, 'completed'),
+      state: JobState.Completed,
+      result: new Uint8Array(bytes),
+    });
+    events.transition('complete', [done(1, FEED_RESULT_BYTES), done(2, FEED_RESULT_BYTES + 1)], JobState.Leased, 1);
+    const [small, big] = feed.after(0, 10) ?? [];
+    assert.equal(small?.job.result?.byteLength, FEED_RESULT_BYTES);
+    assert.equal(big?.job.result, null);
     feed.close();
   });
 });
