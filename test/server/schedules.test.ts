@@ -1,28 +1,13 @@
 import assert from 'node:assert/strict';
 import { afterEach, describe, it } from 'node:test';
 import { TelhaClient } from '../../src/client/client.ts';
-import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
+import { ErrorCode } from '../../src/core/errors.ts';
 import { JobState, tenantScope } from '../../src/core/types.ts';
 import { written } from '../support/events.ts';
+import { rejectsWith, TOKENS } from '../support/refuses.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
-const TOKENS = {
-  acme: 'acme-token-0123456789',
-  globex: 'globex-token-0123456789',
-  worker: 'worker-token-0123456789',
-  operator: 'operator-token-0123456789',
-};
-
-async function rejectsWith(promise: Promise<unknown>, code: ErrorCode, field?: string): Promise<void> {
-  await assert.rejects(promise, (error: unknown) => {
-    assert.ok(error instanceof TelhaError, String(error));
-    assert.equal(error.code, code, error.message);
-    if (field !== undefined) assert.match(error.message, new RegExp(`^${field.replace('.', '\\.')}:`));
-    return true;
-  });
-}
-
 describe('schedules over the SDK', () => {
   let server: TestServer | null = null;
   afterEach(async () => {
