@@ -15,13 +15,8 @@ import { jobIn, type Harness } from '../../src/testing/conformance/harness.ts';
 import { tempDir } from '../support/backends.ts';
 import { Browser } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
 
-const TOKENS = {
-  operator: 'operator-token-0123456789',
-  acme: 'acme-tenant-token-0123456',
-  globex: 'globex-tenant-token-01234',
-  worker: 'worker-token-0123456789ab',
-};
 const acme = tenantScope('acme');
 const globex = tenantScope('globex');
 
@@ -33,12 +28,7 @@ describe('the HTTP listener with tokens', () => {
   before(async () => {
     server = await startTestServer({
       server: {
-        tokens: [
-          { token: TOKENS.operator, role: 'operator', name: 'ops' },
-          { token: TOKENS.acme, role: 'tenant', tenant: 'acme' },
-          { token: TOKENS.globex, role: 'tenant', tenant: 'globex' },
-          { token: TOKENS.worker, role: 'worker' },
-        ],
+        tokens: [...TOKEN_ROLES],
       },
       metrics: { refresh_ms: 100 },
     });

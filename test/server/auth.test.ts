@@ -8,22 +8,8 @@ import { JobState, SYSTEM_SCOPE, tenantScope, type LeaseFence } from '../../src/
 import { openQueue } from '../../src/open.ts';
 import { startServer } from '../../src/server/server.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { rejectsWith, TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
 import { openWork } from '../support/work-stream.ts';
-
-const TOKENS = {
-  acme: 'acme-token-0123456789',
-  globex: 'globex-token-0123456789',
-  worker: 'worker-token-0123456789',
-  operator: 'operator-token-0123456789',
-};
-
-async function rejectsWith(promise: Promise<unknown>, code: ErrorCode): Promise<void> {
-  await assert.rejects(promise, (error: unknown) => {
-    assert.ok(error instanceof TelhaError, String(error));
-    assert.equal(error.code, code, error.message);
-    return true;
-  });
-}
 
 /** Open a Work stream and reject with the error it ends with. */
 async function workStreamEnd(client: TelhaClient): Promise<void> {
@@ -46,12 +32,7 @@ describe('who may do what', () => {
   before(async () => {
     server = await startTestServer({
       server: {
-        tokens: [
-          { token: TOKENS.acme, role: 'tenant', tenant: 'acme' },
-          { token: TOKENS.globex, role: 'tenant', tenant: 'globex' },
-          { token: TOKENS.worker, role: 'worker', name: 'fleet' },
-          { token: TOKENS.operator, role: 'operator', name: 'ops' },
-        ],
+        tokens: [...TOKEN_ROLES],
       },
     });
     const client = (token: string): TelhaClient => new TelhaClient({ address: server.address, token });

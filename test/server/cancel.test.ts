@@ -1,29 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { TelhaClient } from '../../src/client/client.ts';
-import { ErrorCode, LeaseConflictError, TelhaError } from '../../src/core/errors.ts';
+import type { TelhaError } from '../../src/core/errors.ts';
+import { ErrorCode, LeaseConflictError } from '../../src/core/errors.ts';
 import { JobState, tenantScope, type LeaseFence } from '../../src/core/types.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
-
-const TOKENS = {
-  acme: 'acme-token-0123456789',
-  globex: 'globex-token-0123456789',
-  worker: 'worker-token-0123456789',
-  operator: 'operator-token-0123456789',
-};
-
-async function rejectsWith(
-  promise: Promise<unknown>,
-  code: ErrorCode,
-  check?: (error: TelhaError) => void,
-): Promise<void> {
-  await assert.rejects(promise, (error: unknown) => {
-    assert.ok(error instanceof TelhaError, String(error));
-    assert.equal(error.code, code, error.message);
-    check?.(error);
-    return true;
-  });
-}
+import { rejectsWith, TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
 
 const cancelledConflict = (error: TelhaError): void => {
   assert.ok(error instanceof LeaseConflictError);
@@ -41,12 +23,7 @@ describe('cancel over gRPC', () => {
     server = await startTestServer({
       server: {
         http_address: '',
-        tokens: [
-          { token: TOKENS.acme, role: 'tenant', tenant: 'acme' },
-          { token: TOKENS.globex, role: 'tenant', tenant: 'globex' },
-          { token: TOKENS.worker, role: 'worker', name: 'fleet' },
-          { token: TOKENS.operator, role: 'operator', name: 'ops' },
-        ],
+        tokens: [...TOKEN_ROLES],
       },
     });
     const client = (token: string): TelhaClient => new TelhaClient({ address: server.address, token });

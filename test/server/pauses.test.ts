@@ -3,7 +3,7 @@ import { afterEach, describe, it } from 'node:test';
 import { TelhaClient } from '../../src/client/client.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
 import { ANY_SCOPE, tenantScope } from '../../src/core/types.ts';
-import { rejectsWith, TOKENS } from '../support/refuses.ts';
+import { rejectsWith, TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
@@ -18,12 +18,7 @@ describe('pauses over the SDK', () => {
   it('lets a tenant pause its own scope only, an operator any scope or everywhere, a worker none', async () => {
     server = await startTestServer({
       server: {
-        tokens: [
-          { token: TOKENS.acme, role: 'tenant', tenant: 'acme' },
-          { token: TOKENS.globex, role: 'tenant', tenant: 'globex' },
-          { token: TOKENS.worker, role: 'worker' },
-          { token: TOKENS.operator, role: 'operator' },
-        ],
+        tokens: [...TOKEN_ROLES],
       },
     });
     const address = server.address;

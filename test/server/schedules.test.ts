@@ -4,7 +4,7 @@ import { TelhaClient } from '../../src/client/client.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
 import { JobState, tenantScope } from '../../src/core/types.ts';
 import { written } from '../support/events.ts';
-import { rejectsWith, TOKENS } from '../support/refuses.ts';
+import { rejectsWith, TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
@@ -101,12 +101,7 @@ describe('schedules over the SDK', () => {
   it("lets a tenant manage only its own scope's schedules, and a worker none", async () => {
     server = await startTestServer({
       server: {
-        tokens: [
-          { token: TOKENS.acme, role: 'tenant', tenant: 'acme' },
-          { token: TOKENS.globex, role: 'tenant', tenant: 'globex' },
-          { token: TOKENS.worker, role: 'worker' },
-          { token: TOKENS.operator, role: 'operator' },
-        ],
+        tokens: [...TOKEN_ROLES],
       },
     });
     const address = server.address;

@@ -12,12 +12,20 @@ export function refuses(run: () => unknown, field: string, message: RegExp): voi
   });
 }
 
-/** Assert that `promise` rejects with a TelhaError of `code`, its message starting with `field:` when given. */
-export async function rejectsWith(promise: Promise<unknown>, code: ErrorCode, field?: string): Promise<void> {
+/**
+ * Assert that `promise` rejects with a TelhaError of `code`. `check` is the field its message must
+ * start with (`field:`), or a function given the error for further assertions.
+ */
+export async function rejectsWith(
+  promise: Promise<unknown>,
+  code: ErrorCode,
+  check?: string | ((error: TelhaError) => void),
+): Promise<void> {
   await assert.rejects(promise, (error: unknown) => {
     assert.ok(error instanceof TelhaError, String(error));
     assert.equal(error.code, code, error.message);
-    if (field !== undefined) assert.match(error.message, new RegExp(`^${field.replace('.', '\\.')}:`));
+    if (typeof check === 'string') assert.match(error.message, new RegExp(`^${check.replace('.', '\\.')}:`));
+    else check?.(error);
     return true;
   });
 }
@@ -29,3 +37,11 @@ export const TOKENS = {
   worker: 'worker-token-0123456789',
   operator: 'operator-token-0123456789',
 };
+
+/** The `server.tokens` entries for {@link TOKENS}: two tenants, a worker fleet and an operator. */
+export const TOKEN_ROLES = [
+  { token: TOKENS.acme, role: 'tenant', tenant: 'acme' },
+  { token: TOKENS.globex, role: 'tenant', tenant: 'globex' },
+  { token: TOKENS.worker, role: 'worker', name: 'fleet' },
+  { token: TOKENS.operator, role: 'operator', name: 'ops' },
+] as const;

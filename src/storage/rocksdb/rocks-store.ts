@@ -121,7 +121,8 @@ export interface RocksStoreOptions {
   readonly pendingCacheBytes?: number;
 }
 
-const COLUMNS = ['jobs', 'ids', 'idempotency', 'finished', 'counts'] as const;
+/** The column families of a Telha store, besides `default` (the meta rows). */
+export const COLUMNS = ['jobs', 'ids', 'idempotency', 'finished', 'counts'] as const;
 const META_LAST_CREATED_AT = Buffer.from('meta/last_created_at');
 /** Memory for cached Pending records (see `pendingRecords`) by default; one record may take at most 1/64 of it. */
 const PENDING_CACHE_BYTES = 64 * 1024 * 1024;
