@@ -78,6 +78,19 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
     );
     CREATE UNIQUE INDEX kind_pauses_key ON ${s}.kind_pauses ((coalesce(scope, '\\x'::bytea)), kind_prefix);
   `,
+  // Paused jobs out of the ready index: `held` is true on a Pending row a pause covers, set by
+  // every write that makes a row Pending and by pause and resume (see `pausedSql`), so a claim
+  // never steps over paused rows. `jobs_held` holds only those rows, for resume to find them.
+  (s) => `
+    ALTER TABLE ${s}.jobs ADD COLUMN held boolean NOT NULL DEFAULT false;
+    UPDATE ${s}.jobs j SET held = true WHERE state = 0 AND EXISTS (SELECT 1 FROM ${s}.kind_pauses kp
+      WHERE (kp.scope IS NULL OR kp.scope = j.scope) AND starts_with(j.kind, kp.kind_prefix)
+      AND (starts_with(kp.kind_prefix, 'system:') OR NOT starts_with(j.kind, 'system:')));
+    DROP INDEX ${s}.jobs_ready;
+    CREATE INDEX jobs_ready ON ${s}.jobs (scope, priority, created_at, job_id)
+      WHERE state = 0 AND not_before IS NULL AND NOT held;
+    CREATE INDEX jobs_held ON ${s}.jobs (scope, kind) WHERE state = 0 AND held;
+  `,
 ];
 
 /** The quoted schema name of a store, checked to be a plain identifier. */

@@ -12,7 +12,8 @@
  * of results is one SELECT and one such UPDATE for all of them. Enqueue is one
  * INSERT; idempotency is a unique index on (scope, key).
  *
- * Ready work is a partial index over Pending rows whose gate is open. A gate
+ * Ready work is a partial index over Pending rows whose gate is open and that no
+ * pause holds (`held`, kept exact by the pause lock: see `pauseLock`). A gate
  * that falls due is opened (its `not_before` column set NULL) by the next
  * claim, in the claim's own transaction, so a claim never scans past rows
  * still waiting for their gate. Writes that make Pending work NOTIFY the
@@ -628,7 +629,9 @@ export class PostgresJobStore implements JobStore {
             updated: next.record,
           });
           return { outcome: { record: next.record, successors }, read: row.record };
-        })
+          // The pause lock's share before the row lock: its writes would wait for a pause that
+          // waits for this row, a deadlock.
+        }, `BEGIN; LOCK TABLE ${this.t}.kind_pauses IN ROW SHARE MODE`)
       ).outcome;
     } catch (error) {
       if (!(error instanceof InDoubt)) throw error;
@@ -694,10 +697,13 @@ export class PostgresJobStore implements JobStore {
     const pending = records.filter((r) => r.state === JobState.Pending);
     // Identical notifications of one transaction are delivered once, so each Pending row may send it.
     const notify = pending.length > 0 ? `, CASE WHEN u.state = 0 THEN pg_notify($9, $10)::text END` : '';
+    // A row made Pending is held if a pause covers it, under the pause lock; a claim's leases
+    // (nothing Pending) do not touch `kind_pauses`, so pauses never wait for claims.
+    const held = pending.length > 0 ? `u.state = 0 AND ${pausedSql(this.t, 'j.scope', 'j.kind')}` : 'false';
     const { rows: written } = await db.query<{ job_id: string }>(
-      `UPDATE ${this.t}.jobs AS j SET state = u.state, not_before = u.not_before,
-         lease_deadline = u.lease_deadline, worker_id = u.worker_id, finished_at = u.finished_at,
-         record = u.record
+      `${pending.length > 0 ? `WITH ${pauseLock(this.t)} ` : ''}UPDATE ${this.t}.jobs AS j SET state = u.state,
+         not_before = u.not_before, lease_deadline = u.lease_deadline, worker_id = u.worker_id,
+         finished_at = u.finished_at, record = u.record, held = ${held}
        FROM unnest($1::uuid[], $2::bytea[], $3::smallint[], $4::bigint[], $5::bigint[], $6::text[], $7::bigint[],
          $8::bytea[]) AS u(job_id, expected, state, not_before, lease_deadline, worker_id, finished_at, record)
        WHERE j.job_id = u.job_id AND (u.expected IS NULL OR j.record = u.expected)
@@ -948,25 +954,30 @@ export class PostgresJobStore implements JobStore {
   // ---- pauses ----
 
   /**
-   * Claims read `kind_pauses` in their own statement, so a pause holds on every server from its
-   * commit on, with no propagation delay. The count check runs under an advisory lock, so two
-   * servers cannot both take the last free place.
+   * The pause and the `held` mark on every Pending job it covers, in one transaction under the
+   * pause lock (`pauseLock`): claims skip held rows through the ready index, which leaves them
+   * out, so a pause holds on every server from its commit on and costs claims nothing. The lock
+   * also serialises pauses, so two servers cannot both take the last free place.
    */
   async pauseKinds(pause: Pause, bounds: PauseBounds): Promise<Pause> {
     return this.retrying(async () => {
       try {
         return await this.tx(async (db) => {
-          await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`telha-pauses:${this.schemaName}`]);
           const held = await this.readPauses(db);
           const existing = admitPause(held, pause, bounds);
           if (existing !== null) return existing;
+          const scope = pauseScopeBytes(pause.scope);
           await db.query(`INSERT INTO ${this.t}.kind_pauses (scope, kind_prefix, record) VALUES ($1, $2, $3)`, [
-            pauseScopeBytes(pause.scope),
+            scope,
             pause.kindPrefix,
             encodePause(pause),
           ]);
+          await db.query(
+            `UPDATE ${this.t}.jobs SET held = true WHERE state = 0 AND NOT held AND ${pauseCovers('$1', '$2')}`,
+            [scope, pause.kindPrefix],
+          );
           return pause;
-        });
+        }, this.pauseBegin);
       } catch (error) {
         // Run again, a pause that landed is found and returned: pausing is idempotent.
         if (error instanceof InDoubt) throw error.cause;
@@ -985,12 +996,18 @@ export class PostgresJobStore implements JobStore {
             [pauseScopeBytes(scope), kindPrefix],
           );
           if ((rowCount ?? 0) === 0) return false;
+          // Through `jobs_held`: only the held rows are read. Rows another pause covers stay held.
+          await db.query(
+            `UPDATE ${this.t}.jobs j SET held = false WHERE state = 0 AND held AND ${pauseCovers('$1', '$2')}
+             AND NOT ${pausedSql(this.t, 'j.scope', 'j.kind')}`,
+            [pauseScopeBytes(scope), kindPrefix],
+          );
           await db.query('SELECT pg_notify($1, $2)', [
             this.schema.channel,
             JSON.stringify({ o: this.origin, w: 'all' }),
           ]);
           return true;
-        });
+        }, this.pauseBegin);
       } catch (error) {
         // Run again, as for a schedule's delete: a resume that landed then finds nothing, and the
         // caller hears `not_found` for a pause that is gone either way (never "resumed" for one
@@ -999,6 +1016,11 @@ export class PostgresJobStore implements JobStore {
         throw error;
       }
     });
+  }
+
+  /** Pause and resume hold the pause lock (`pauseLock`) from the start: one writer of pauses at a time. */
+  private get pauseBegin(): string {
+    return `BEGIN; LOCK TABLE ${this.t}.kind_pauses IN EXCLUSIVE MODE`;
   }
 
   async listPauses(filter: ScopeFilter): Promise<Pause[]> {
@@ -1159,7 +1181,7 @@ export function claimQuery(
     values.push(value);
     return `$${values.length + 1}`;
   };
-  let where = 'state = 0 AND not_before IS NULL';
+  let where = 'state = 0 AND not_before IS NULL AND NOT held';
   if (scope.type !== 'any') where += ` AND scope = ${param(scopeBytes(scope))}`;
   const system = param(SYSTEM_KIND_PREFIX);
   if (kinds === null || !kinds.some((prefix) => prefix.startsWith(SYSTEM_KIND_PREFIX))) {
@@ -1169,7 +1191,6 @@ export function claimQuery(
     where += ` AND EXISTS (SELECT 1 FROM unnest(${param(kinds)}::text[]) AS p
       WHERE starts_with(kind, p) AND (starts_with(p, ${system}) OR NOT starts_with(kind, ${system})))`;
   }
-  where += ` AND ${notPaused(table, 'jobs', system)}`;
   return {
     text: `SELECT job_id, record FROM ${table}.jobs WHERE ${where}
            ORDER BY scope, priority, created_at, job_id LIMIT $1 FOR UPDATE SKIP LOCKED`,
@@ -1178,34 +1199,43 @@ export function claimQuery(
 }
 
 /**
- * Not held back by a pause (`core/pauses.ts`): no row of `kind_pauses` for the job's scope or
- * everywhere whose prefix covers its kind (a `system:` kind only by a `system:` prefix). Read in
- * the claim's own statement, so a pause is exact across servers. `system` is the parameter
- * holding `system:`.
+ * Whether a pause holds back a job of `scope` and `kind` (SQL expressions over the row being
+ * written): a row of `kind_pauses` for its scope or everywhere whose prefix covers its kind, a
+ * `system:` kind only by a `system:` prefix (`pauseCoversKind`). The uncorrelated EXISTS runs
+ * once per statement, so while nothing is paused a write does not probe `kind_pauses` per row.
  */
-function notPaused(table: string, alias: string, system: string): string {
-  return `NOT EXISTS (SELECT 1 FROM ${table}.kind_pauses kp
-      WHERE (kp.scope IS NULL OR kp.scope = ${alias}.scope) AND starts_with(${alias}.kind, kp.kind_prefix)
-      AND (starts_with(kp.kind_prefix, ${system}) OR NOT starts_with(${alias}.kind, ${system})))`;
+export function pausedSql(table: string, scope: string, kind: string): string {
+  return `(EXISTS (SELECT 1 FROM ${table}.kind_pauses) AND EXISTS (SELECT 1 FROM ${table}.kind_pauses kp
+      WHERE (kp.scope IS NULL OR kp.scope = ${scope}) AND starts_with(${kind}, kp.kind_prefix)
+      AND (starts_with(kp.kind_prefix, '${SYSTEM_KIND_PREFIX}') OR NOT starts_with(${kind}, '${SYSTEM_KIND_PREFIX}'))))`;
+}
+
+/** Rows of the jobs table a pause of scope `scope` (bytes, NULL: everywhere) and prefix `prefix` covers (SQL parameters). */
+function pauseCovers(scope: string, prefix: string): string {
+  return `(${scope}::bytea IS NULL OR scope = ${scope}::bytea) AND starts_with(kind, ${prefix}::text)
+    AND (starts_with(${prefix}::text, '${SYSTEM_KIND_PREFIX}') OR NOT starts_with(kind, '${SYSTEM_KIND_PREFIX}'))`;
+}
+
+/**
+ * The lock half of the `held` protocol, as a CTE that reads no row. A statement that makes rows
+ * Pending names `kind_pauses` FOR KEY SHARE, so it takes ROW SHARE on the table while it is
+ * parsed, before its snapshot is taken; pause and resume hold EXCLUSIVE on it until they commit.
+ * A write that waited for a pause therefore sees it, and a pause waits for every write that
+ * started before it to commit, then marks that write's rows too: `held` is exact.
+ */
+function pauseLock(table: string): string {
+  return `pause_lock AS (SELECT FROM ${table}.kind_pauses WHERE false FOR KEY SHARE)`;
 }
 
 /** A ready job of a wanted kind, in a tenant scope (which holds no system kinds), not taken yet by this claim. */
-function fairReady(
-  table: string,
-  alias: string,
-  kinds: readonly string[] | null,
-  kindsParam: string,
-  takenParam: string,
-): string {
+function fairReady(alias: string, kinds: readonly string[] | null, kindsParam: string, takenParam: string): string {
   const kindFilter =
     kinds === null
       ? ''
       : ` AND EXISTS (SELECT 1 FROM unnest(${kindsParam}::text[]) AS p WHERE starts_with(${alias}.kind, p))`;
   // Rows this claim's earlier rounds took are still Pending, and its own locks do not skip them.
-  // Tenant scopes hold no `system:` kinds, so every pause's prefix applies as it is.
-  return `${alias}.state = 0 AND ${alias}.not_before IS NULL AND ${alias}.job_id <> ALL(${takenParam}::uuid[])${kindFilter}
-    AND NOT EXISTS (SELECT 1 FROM ${table}.kind_pauses kp
-      WHERE (kp.scope IS NULL OR kp.scope = ${alias}.scope) AND starts_with(${alias}.kind, kp.kind_prefix))`;
+  return `${alias}.state = 0 AND ${alias}.not_before IS NULL AND NOT ${alias}.held
+    AND ${alias}.job_id <> ALL(${takenParam}::uuid[])${kindFilter}`;
 }
 
 /**
@@ -1224,7 +1254,7 @@ export function fairClaimQuery(
 ): { text: string; values: unknown[] } {
   const values: unknown[] = [cursor ?? SYSTEM_SCOPE_BYTES, cursor, k, taken, SYSTEM_SCOPE_BYTES];
   if (kinds !== null) values.push(kinds);
-  const ready = fairReady(table, 'j', kinds, '$6', '$4');
+  const ready = fairReady('j', kinds, '$6', '$4');
   const next = (bound: string): string =>
     `(SELECT j.scope FROM ${table}.jobs j WHERE ${ready} AND j.scope > t.scope${bound} ORDER BY j.scope LIMIT 1)`;
   return {
@@ -1323,10 +1353,14 @@ export async function insertJobs(
   // costs a waiter one look. Any unique conflict skips the row: an idempotency key held, or
   // the job id itself, which exists only when this insert runs again after its answer was lost.
   const inserted = await db.query<{ job_id: string }>(
-    `INSERT INTO ${table}.jobs (job_id, scope, tenant, state, priority, created_at, kind, not_before,
-       lease_deadline, worker_id, idempotency_key, finished_at, record)
-     SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::text[], $4::smallint[], $5::smallint[], $6::bigint[],
+    `WITH ${pauseLock(table)}
+     INSERT INTO ${table}.jobs (job_id, scope, tenant, state, priority, created_at, kind, not_before,
+       lease_deadline, worker_id, idempotency_key, finished_at, record, held)
+     SELECT u.*, ${pausedSql(table, 'u.scope', 'u.kind')}
+     FROM unnest($1::uuid[], $2::bytea[], $3::text[], $4::smallint[], $5::smallint[], $6::bigint[],
        $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::bytea[])
+       AS u(job_id, scope, tenant, state, priority, created_at, kind, not_before, lease_deadline, worker_id,
+         idempotency_key, finished_at, record)
      ON CONFLICT DO NOTHING
      RETURNING job_id, pg_notify($14, $15)`,
     [
