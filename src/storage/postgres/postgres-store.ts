@@ -33,6 +33,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { CorruptRecordError, ErrorCode, notFound, storeClosed, TelhaError } from '../../core/errors.ts';
+import type { KindLimit, KindLimitStatus } from '../../core/kind-limits.ts';
 import { SYSTEM_KIND_PREFIX } from '../../core/limits.ts';
 import {
   admitPause,
@@ -999,6 +1000,22 @@ export class PostgresJobStore implements JobStore {
         throw error;
       }
     });
+  }
+
+  // ---- kind limits ----
+  // Stubs until the `pg-lanes` branch lands the PostgreSQL side: no limit can be stored here yet,
+  // so there is none to list and claims honour none.
+
+  setKindLimit(_limit: KindLimit, _maxTotal: number): Promise<KindLimit> {
+    return Promise.reject(new TelhaError(ErrorCode.Unavailable, 'kind limits are not implemented on PostgreSQL yet'));
+  }
+
+  clearKindLimit(_kindPrefix: string): Promise<boolean> {
+    return Promise.reject(new TelhaError(ErrorCode.Unavailable, 'kind limits are not implemented on PostgreSQL yet'));
+  }
+
+  listKindLimits(_now: Micros): Promise<KindLimitStatus[]> {
+    return Promise.resolve([]);
   }
 
   async listPauses(filter: ScopeFilter): Promise<Pause[]> {
