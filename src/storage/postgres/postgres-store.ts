@@ -34,6 +34,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { CorruptRecordError, ErrorCode, notFound, storeClosed, TelhaError } from '../../core/errors.ts';
+import type { KindLimit, KindLimitStatus } from '../../core/kind-limits.ts';
 import { SYSTEM_KIND_PREFIX } from '../../core/limits.ts';
 import {
   admitPause,
@@ -1016,6 +1017,22 @@ export class PostgresJobStore implements JobStore {
         throw error;
       }
     });
+  }
+
+  // ---- kind limits ----
+  // Stubs until the `pg-lanes` branch lands the PostgreSQL side: no limit can be stored here yet,
+  // so there is none to list and claims honour none.
+
+  setKindLimit(_limit: KindLimit, _maxTotal: number): Promise<KindLimit> {
+    return Promise.reject(new TelhaError(ErrorCode.Unavailable, 'kind limits are not implemented on PostgreSQL yet'));
+  }
+
+  clearKindLimit(_kindPrefix: string): Promise<boolean> {
+    return Promise.reject(new TelhaError(ErrorCode.Unavailable, 'kind limits are not implemented on PostgreSQL yet'));
+  }
+
+  listKindLimits(_now: Micros): Promise<KindLimitStatus[]> {
+    return Promise.resolve([]);
   }
 
   /** Pause and resume hold the pause lock (`pauseLock`) from the start: one writer of pauses at a time. */
