@@ -934,12 +934,15 @@ export class PostgresJobStore implements JobStore {
       args.push(scopeBytes(scope));
       where += ' AND scope = $2';
     }
-    const { rows } = await this.query<{ gate: string | null }>(
-      `SELECT min(not_before) AS gate FROM ${this.t}.jobs WHERE ${where}`,
+    // One round trip unless a rate limit exists: then a second looks at the rate-limited lanes.
+    const { rows } = await this.query<{ gate: string | null; rated: boolean }>(
+      `SELECT (SELECT min(not_before) FROM ${this.t}.jobs WHERE ${where}) AS gate,
+         EXISTS (SELECT 1 FROM ${this.t}.kind_limits WHERE rate_count IS NOT NULL) AS rated`,
       args,
     );
     const gate = rows[0]?.gate;
     let earliest = gate === null || gate === undefined ? null : Number(gate);
+    if (rows[0]?.rated !== true) return earliest;
     // Sooner: the next token of a rate-limited lane, not full, that holds back ready work in scope.
     const lanes = await this.query<LimitRow & { leased: string }>(
       `SELECT ${LIMIT_COLUMNS}, (SELECT count(*) FROM ${this.t}.jobs j WHERE j.state = 1 AND j.lane = kl.kind_prefix) AS leased
