@@ -278,6 +278,7 @@ describe('the HTTP listener with tokens', () => {
       const all = await (await operator()).get('/');
       assert.equal(all.status, 200);
       assert.ok(all.text.includes('id="limits"'));
+      assert.match(all.text, /limited-kind\.a<\/a>\s*<span class="badge limited"/);
       assert.match(
         all.text,
         /limited-kind<\/td>\s*<td class="num">1<\/td>\s*<td class="num">3<\/td>\s*<td class="mono">7\/1h<\/td>/,

@@ -1,5 +1,5 @@
 /** The overview: counts by state, kind and tenant, and the live charts. */
-import type { KindLimitStatus } from '../../core/kind-limits.ts';
+import { limitLane, type KindLimitStatus } from '../../core/kind-limits.ts';
 import { pauseCoversKind, type Pause } from '../../core/pauses.ts';
 import { formatRate } from '../../core/rate.ts';
 import { JobState, type CountRow } from '../../core/types.ts';
@@ -118,6 +118,12 @@ function pausesPanel(viewer: Viewer, pauses: readonly Pause[]): Html | '' {
   </section>`;
 }
 
+/** The kind limit a kind falls under, as a badge naming its prefix. */
+function limitBadge(prefix: string | null): Html | '' {
+  if (prefix === null) return '';
+  return html` <span class="badge limited" title="under the kind limit ${prefix}: see Limits below">limited</span>`;
+}
+
 function totals(rows: readonly CountRow[]): Map<JobState, number> {
   const out = new Map<JobState, number>();
   for (const row of rows) out.set(row.state, (out.get(row.state) ?? 0) + row.count);
@@ -140,6 +146,7 @@ function countsTable(
   empty: string,
   filter: (name: string) => Record<string, string>,
   paused: (name: string) => boolean = () => false,
+  lane: (name: string) => string | null = () => null,
 ): Html {
   if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
   return html`<table class="grid">
@@ -158,7 +165,7 @@ function countsTable(
                 paused(name)
                   ? html` <span class="badge paused" title="paused in some scope: see Paused below">paused</span>`
                   : ''
-              }
+              }${limitBadge(lane(name))}
             </td>
             ${stateCells(states, (state) => href('/jobs', { ...filter(name), state }))}
           </tr>`,
@@ -216,6 +223,7 @@ export function overviewPage(viewer: Viewer, data: OverviewData): Html {
           'No jobs yet.',
           (kind) => ({ kind }),
           (kind) => (data.pauses ?? []).some((p) => pauseCoversKind(p.kindPrefix, kind)),
+          (kind) => limitLane(data.limits ?? [], kind),
         )}
       </section>
       ${pausesPanel(viewer, data.pauses ?? [])} ${limitsPanel(data.limits ?? [])}
