@@ -32,6 +32,7 @@ export interface KindLimit {
   readonly concurrency: number | null;
   /** At most `rate.count` leases per `rate.periodMs` (token bucket, burst = count); `null` for no bound. */
   readonly rate: Rate | null;
+  /** When it was set (µs since the epoch). */
   readonly setAt: Micros;
   /** Who set it: a token's subject, `config` (seeded from `[jobs.kinds]`), or `local`. */
   readonly by: string;
@@ -39,7 +40,9 @@ export interface KindLimit {
 
 /** A limit with its lane now: jobs leased, and whole tokens left (`null` without a rate). */
 export interface KindLimitStatus extends KindLimit {
+  /** Jobs of its lane leased now (on RocksDB, also those a claim is writing). */
   readonly leased: number;
+  /** Whole tokens in its bucket now; `null` without a rate. */
   readonly tokens: number | null;
 }
 
@@ -119,7 +122,12 @@ export function checkKindLimit(limit: KindLimit): KindLimit {
   if (concurrency === null && rate === null) {
     throw invalidArgument('concurrency', 'set a concurrency or a rate (or clear the limit)');
   }
-  return { ...limit, kindPrefix, concurrency, rate: rate === null ? null : { count: rate.count, periodMs: rate.periodMs } };
+  return {
+    ...limit,
+    kindPrefix,
+    concurrency,
+    rate: rate === null ? null : { count: rate.count, periodMs: rate.periodMs },
+  };
 }
 
 /** A rate as text (`"100/s"`, parsed) or as numbers (checked against the same bounds). */
@@ -161,7 +169,12 @@ export function compareKindLimits(a: KindLimit, b: KindLimit): number {
 }
 
 /** A limit as a listing shows it: with its lane's leased count and whole tokens now. */
-export function limitStatus(limit: KindLimit, leased: number, bucket: TokenBucket | null, now: Micros): KindLimitStatus {
+export function limitStatus(
+  limit: KindLimit,
+  leased: number,
+  bucket: TokenBucket | null,
+  now: Micros,
+): KindLimitStatus {
   const tokens = limit.rate === null ? null : wholeTokens(refillBucket(bucket, limit.rate, now));
   return { ...limit, leased, tokens };
 }
@@ -186,7 +199,8 @@ export class LaneBudget {
     this.limits = new Map([...limits].map((l) => [l.kindPrefix, l]));
     for (const limit of this.limits.values()) {
       let room = limit.concurrency === null ? Infinity : Math.max(0, limit.concurrency - leased(limit.kindPrefix));
-      if (limit.rate !== null) room = Math.min(room, wholeTokens(refillBucket(buckets(limit.kindPrefix), limit.rate, now)));
+      if (limit.rate !== null)
+        room = Math.min(room, wholeTokens(refillBucket(buckets(limit.kindPrefix), limit.rate, now)));
       this.room.set(limit.kindPrefix, room);
     }
   }

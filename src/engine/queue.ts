@@ -1007,7 +1007,8 @@ export class Queue {
   /** Stop the maintenance and the scheduler, end parked long-polls, close the store. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
-    await Promise.all([this.maintenance.stop(), this.scheduler.stop()]);
+    // The [jobs.kinds] limits land (or are logged as failed) before the store goes.
+    await Promise.all([this.maintenance.stop(), this.scheduler.stop(), this.limitsSeeded]);
     this.closed = true;
     this.work.wakeAll();
     await this.store.close();

@@ -1,12 +1,33 @@
 import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import sortedBtree from 'sorted-btree';
+import { decodeKindLimit, encodeKindLimit, kindLimitRowKey } from '../../src/codec/kind-limits.ts';
 import { scopeBytes } from '../../src/codec/keys.ts';
+import { CorruptRecordError } from '../../src/core/errors.ts';
 import { ANY_SCOPE, tenantScope } from '../../src/core/types.ts';
 import { LiveIndex } from '../../src/storage/rocksdb/live-index.ts';
 import { rocksHarness } from '../support/backends.ts';
 
 const acme = tenantScope('acme');
+
+describe('kind limit rows', () => {
+  it('keeps a limit as a meta row of readable JSON, and refuses a malformed one as corrupt', () => {
+    const limit = { kindPrefix: 'email', concurrency: 5, rate: { count: 100, periodMs: 1_000 }, setAt: 7, by: 'ops' };
+    assert.equal(kindLimitRowKey('email').toString(), 'kind-limit/email');
+    const bytes = encodeKindLimit(limit);
+    assert.equal(
+      bytes.toString('hex'),
+      '01' +
+        Buffer.from(
+          '{"kind_prefix":"email","concurrency":5,"rate":{"count":100,"period_ms":1000},"set_at":7,"by":"ops"}',
+        ).toString('hex'),
+    );
+    assert.deepEqual(decodeKindLimit(bytes, 'k'), limit);
+    const bad = Buffer.concat([Buffer.from([1]), Buffer.from('{"kind_prefix":"x","concurrency":0}')]);
+    assert.throws(() => decodeKindLimit(bad, 'k'), CorruptRecordError);
+    assert.throws(() => decodeKindLimit(Buffer.from([2]), 'k'), CorruptRecordError);
+  });
+});
 
 describe('rocksdb kind limits', () => {
   it('keeps limits across a restart, counts the leased jobs again, and starts the buckets full', async () => {

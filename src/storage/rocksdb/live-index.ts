@@ -158,7 +158,8 @@ export class LiveIndex {
       const lane = this.laneOf(kind);
       if (lane !== null) this.leasedByLane.set(lane, (this.leasedByLane.get(lane) ?? 0) + n);
     }
-    for (const lane of [...this.buckets.keys()]) if ((this.limits.get(lane)?.rate ?? null) === null) this.buckets.delete(lane);
+    for (const lane of [...this.buckets.keys()])
+      if ((this.limits.get(lane)?.rate ?? null) === null) this.buckets.delete(lane);
   }
 
   /** Every limit with its lane's leased count and whole tokens at `now`, in the order given. */

@@ -10,7 +10,12 @@ function labels(jobs: readonly JobRecord[]): string[] {
   return jobs.map((job) => Buffer.from(job.payload).toString());
 }
 
-async function leaseMany(s: Suite, scope: ScopeFilter = ANY_SCOPE, kinds?: string[], limit = 100): Promise<JobRecord[]> {
+async function leaseMany(
+  s: Suite,
+  scope: ScopeFilter = ANY_SCOPE,
+  kinds?: string[],
+  limit = 100,
+): Promise<JobRecord[]> {
   return s.q.lease({ workerId: 'w1', scope, limit, ...(kinds ? { kinds } : {}) });
 }
 
@@ -186,12 +191,7 @@ export function limitCases(s: Suite): void {
         ['b', `${second}-b1`],
       ]);
       await s.q.setKindLimit({ kindPrefix: 'a', concurrency: 1 });
-      assert.deepEqual(labels(await leaseMany(s)), [
-        `${first}-a0`,
-        `${second}-b0`,
-        `${first}-b0`,
-        `${second}-b1`,
-      ]);
+      assert.deepEqual(labels(await leaseMany(s)), [`${first}-a0`, `${second}-b0`, `${first}-b0`, `${second}-b1`]);
     });
 
     it('puts a kind in the lane of its longest limit prefix', async () => {
@@ -272,7 +272,8 @@ export function limitCases(s: Suite): void {
       // Lowered below what is leased: those finish normally, nothing more is leased meanwhile.
       await s.q.setKindLimit({ kindPrefix: 'a', concurrency: 1 });
       assert.deepEqual(await leaseMany(s), []);
-      for (const job of leased) assert.equal((await s.q.complete(job.jobId, fenceOf(job))).job.state, JobState.Completed);
+      for (const job of leased)
+        assert.equal((await s.q.complete(job.jobId, fenceOf(job))).job.state, JobState.Completed);
       assert.deepEqual(labels(await leaseMany(s)), ['a2']);
       await s.q.clearKindLimit('a');
       assert.deepEqual(
@@ -324,7 +325,9 @@ export function limitCases(s: Suite): void {
     });
 
     it('seeds the limits of [jobs.kinds] at open, by config', async () => {
-      await s.withHarness({ config: { jobs: { kinds: { email: { concurrency: 1, rate: '5/s' }, other: { max_attempts: 3 } } } } });
+      await s.withHarness({
+        config: { jobs: { kinds: { email: { concurrency: 1, rate: '5/s' }, other: { max_attempts: 3 } } } },
+      });
       const [limit, ...rest] = await s.q.kindLimits();
       assert.deepEqual(rest, []);
       assert.ok(limit);
