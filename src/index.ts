@@ -27,6 +27,7 @@ export type {
   ResumeOptions,
   ScheduleListOptions,
   SchedulePage,
+  SetKindLimitOptions,
   StoreMetrics,
 } from './engine/queue.ts';
 export { Scheduler } from './engine/scheduler.ts';
@@ -34,6 +35,8 @@ export type { SchedulerOptions } from './engine/scheduler.ts';
 export { MAX_SCHEDULES_PER_SCOPE } from './core/limits.ts';
 export { MAX_PAUSES, MAX_PAUSES_PER_SCOPE } from './core/pauses.ts';
 export type { Pause, PauseBounds, PauseScope } from './core/pauses.ts';
+export { MAX_KIND_LIMITS } from './core/kind-limits.ts';
+export type { KindLimit, KindLimitStatus, TokenBucket } from './core/kind-limits.ts';
 export type {
   NewSchedule,
   Schedule,

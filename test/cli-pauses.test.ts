@@ -1,25 +1,15 @@
 /** `telha pause`, `telha resume` and `telha pauses` against a live server. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { main } from '../src/cli/program.ts';
 import { ANY_SCOPE, tenantScope } from '../src/core/types.ts';
+import { runCli, type CliRun } from './support/cli.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 
 const acme = tenantScope('acme');
 
 describe('telha pause, resume and pauses', () => {
   let server: TestServer;
-  const run = async (...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> => {
-    let stdout = '';
-    let stderr = '';
-    const code = await main(['--address', server.address, ...args], {
-      stdout: (text) => (stdout += text),
-      stderr: (text) => (stderr += text),
-      env: {},
-      clock: server.clock,
-    });
-    return { code, stdout, stderr };
-  };
+  const run = (...args: string[]): Promise<CliRun> => runCli(server, ...args);
 
   before(async () => {
     server = await startTestServer();

@@ -6,7 +6,7 @@ import { backoffMicros } from '../src/core/backoff.ts';
 import { configFromEnv, makeConfig, resolveConfig } from '../src/core/config.ts';
 import { TelhaError } from '../src/core/errors.ts';
 import { kindPolicy } from '../src/core/kind-policy.ts';
-import { MAX_KIND_POLICIES } from '../src/core/limits.ts';
+import { MAX_KIND_LIMITS, MAX_KIND_POLICIES } from '../src/core/limits.ts';
 import { formatRate, parseRate } from '../src/core/rate.ts';
 import { loadConfig } from '../src/open.ts';
 import { tempDir } from './support/backends.ts';
@@ -105,6 +105,21 @@ describe('[jobs.kinds."<prefix>"] configuration', () => {
     refuses(() => makeConfig({ jobs: { kinds: { ['x'.repeat(256)]: {} } } }), `jobs.kinds.${'x'.repeat(256)}`, /1-255/);
     const many = Object.fromEntries(Array.from({ length: MAX_KIND_POLICIES + 1 }, (_, i) => [`k${i}`, {}]));
     refuses(() => makeConfig({ jobs: { kinds: many } }), 'jobs.kinds', /at most 1000 kind prefixes/);
+  });
+
+  it('refuses more prefixes setting a concurrency or a rate than the store holds kind limits', () => {
+    const limited = Object.fromEntries(
+      Array.from({ length: MAX_KIND_LIMITS + 1 }, (_, i) => [
+        `k${i}`,
+        i % 2 === 0 ? { concurrency: 1 } : { rate: '1/s' },
+      ]),
+    );
+    refuses(() => makeConfig({ jobs: { kinds: limited } }), 'jobs.kinds', /at most 100 kind prefixes may set/);
+    const enough = Object.fromEntries(Array.from({ length: MAX_KIND_LIMITS }, (_, i) => [`k${i}`, { concurrency: 1 }]));
+    assert.equal(
+      Object.keys(makeConfig({ jobs: { kinds: { ...enough, other: { max_attempts: 2 } } } }).jobs.kinds).length,
+      101,
+    );
   });
 
   it('takes the longest matching prefix, as a whole, over the jobs.* defaults', () => {

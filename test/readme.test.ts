@@ -145,11 +145,15 @@ describe('README.md', () => {
 /**
  * What the operators' block prints: ids, a lifecycle, a table, a count, and JSON with nothing
  * before it; the schedules block, the schedule it made and paused, in the list; the pauses
- * block, the pause it made in the list.
+ * block, the pause it made in the list; the limits block, the limit it set in the list.
  */
 function assertShellOutput(code: string, stdout: string): void {
   if (code.includes('npx telha pause')) {
     assert.match(stdout, /^acme\s+email:\s/m, 'the pause in the list');
+    return;
+  }
+  if (code.includes('npx telha limits')) {
+    assert.match(stdout, /^email\s+5\s+0\s+100\/1s\s/m, 'the limit in the list');
     return;
   }
   if (code.includes('npx telha schedules')) {

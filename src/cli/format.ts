@@ -143,3 +143,16 @@ export function jobJson(job: JobRecord): object {
     resultText: job.result === null ? null : resultJsonText(job.result),
   };
 }
+
+/** Rows as aligned columns, two spaces apart, the first row the heading; no trailing spaces. */
+export function formatTable(rows: readonly (readonly string[])[]): string {
+  const widths = rows[0]?.map((_, c) => Math.max(...rows.map((row) => (row[c] ?? '').length))) ?? [];
+  return rows
+    .map((row) =>
+      row
+        .map((cell, c) => cell.padEnd(widths[c] ?? 0))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
+}

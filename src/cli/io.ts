@@ -36,6 +36,9 @@ export type OperatorClient = Pick<
   | 'pause'
   | 'resume'
   | 'pauses'
+  | 'setKindLimit'
+  | 'clearKindLimit'
+  | 'kindLimits'
 >;
 
 /** The running process's streams and environment. */

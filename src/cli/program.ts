@@ -1,6 +1,6 @@
 /**
  * `telha`: the operator CLI. `telha serve` runs the server; `telha jobs ...`
- * `telha schedules ...` and `telha pause`/`resume`/`pauses` talk to one over gRPC. Exit codes: 0 success, 1 the call failed (the
+ * `telha schedules ...`, `telha pause`/`resume`/`pauses` and `telha limits ...` talk to one over gRPC. Exit codes: 0 success, 1 the call failed (the
  * server's error is printed), 2 bad usage.
  *
  * This file only parses: each command is a function in its own file taking
@@ -21,6 +21,7 @@ import { enqueueJob } from './jobs/enqueue.ts';
 import { listJobs } from './jobs/list.ts';
 import { retryJobs } from './jobs/retry.ts';
 import { showJob } from './jobs/show.ts';
+import { clearLimit, listLimits, setLimit } from './limits/limits.ts';
 import { listPauses } from './pauses/list.ts';
 import { pauseKinds, resumeKinds } from './pauses/pause.ts';
 import { createSchedule } from './schedules/create.ts';
@@ -301,6 +302,30 @@ function buildProgram(
     .option('--system', "the system scope's (operators)")
     .option('--json', 'print JSON')
     .action((o: ScopeOptions & { json?: boolean }) => jobsCall((client) => listPauses(o, client, io)));
+
+  const limits = program
+    .command('limits')
+    .description('per-kind concurrency and rate limits, across every scope and server (operators)');
+  limits
+    .command('set')
+    .description('limit a kind prefix: at most N leased at once and/or N leases per period; replaces its limit')
+    .argument('<prefix>', 'kind prefix, e.g. email')
+    .option('--concurrency <n>', 'at most this many leased at once', integer('--concurrency'))
+    .option('--rate <count/period>', 'at most this many leases per period, e.g. 100/s or 10/1m')
+    .option('--json', 'print JSON')
+    .action((kindPrefix: string, o: { concurrency?: number; rate?: string; json?: boolean }) =>
+      jobsCall((client) => setLimit({ ...o, kindPrefix }, client, io)),
+    );
+  limits
+    .command('clear')
+    .description("remove a kind prefix's limit")
+    .argument('<prefix>', 'kind prefix')
+    .action((kindPrefix: string) => jobsCall((client) => clearLimit(kindPrefix, client, io)));
+  limits
+    .command('list')
+    .description('every kind limit with its leased jobs and tokens now')
+    .option('--json', 'print JSON')
+    .action((o: { json?: boolean }) => jobsCall((client) => listLimits(o, client, io)));
 
   return program;
 }

@@ -4,7 +4,9 @@
  * wire protocol; errors come back as `TelhaError` / `LeaseConflictError`.
  */
 import * as grpc from '@grpc/grpc-js';
+import type { KindLimitStatus } from '../core/kind-limits.ts';
 import type { Pause, PauseScope } from '../core/pauses.ts';
+import { formatRate, type Rate } from '../core/rate.ts';
 import type { NewSchedule, Schedule, ScheduleChanges } from '../core/schedules.ts';
 import {
   JobState as JobStateCore,
@@ -47,6 +49,7 @@ import {
   newScheduleToWire,
   releaseToWire,
   scheduleChangesToWire,
+  kindLimitFromWire,
   pauseFromWire,
   scheduleFromWire,
   scopeToWire,
@@ -548,6 +551,38 @@ export class TelhaClient {
   async pauses(scope?: QueueScope): Promise<Pause[]> {
     const res = await this.rpc('listPauses', { scope: scopeToWire(scope) });
     return res.pauses.map(pauseFromWire);
+  }
+
+  // ---- kind limits (operators) ----
+
+  /**
+   * Limit a kind prefix everywhere: at most `concurrency` of its jobs leased at once, at most
+   * `rate` leases per period (`"100/s"`, `"10/1m"`, or `{ count, periodMs }`; a token bucket whose
+   * burst is the count). Replaces the prefix's limit. Operators only; `invalid_argument` naming
+   * the field for a bad value or neither bound, `failed_precondition` past 100 limits.
+   */
+  async setKindLimit(
+    kindPrefix: string,
+    limit: { readonly concurrency?: number | null; readonly rate?: Rate | string | null },
+  ): Promise<KindLimitStatus> {
+    const rate = limit.rate ?? null;
+    const res = await this.rpc('setKindLimit', {
+      kindPrefix,
+      ...(limit.concurrency === undefined || limit.concurrency === null ? {} : { concurrency: limit.concurrency }),
+      ...(rate === null ? {} : { rate: typeof rate === 'string' ? rate : formatRate(rate) }),
+    });
+    return kindLimitFromWire(res.limit);
+  }
+
+  /** Remove a prefix's limit; `not_found` when it has none. Operators only. */
+  async clearKindLimit(kindPrefix: string): Promise<void> {
+    await this.rpc('clearKindLimit', { kindPrefix });
+  }
+
+  /** Every kind limit by prefix, with its lane's leased jobs and whole tokens now. Operators only. */
+  async kindLimits(): Promise<KindLimitStatus[]> {
+    const res = await this.rpc('listKindLimits', {});
+    return res.limits.map(kindLimitFromWire);
   }
 
   // ---- watch: job transitions as they happen ----

@@ -1,6 +1,8 @@
 /** Wire messages to the engine's record type, so SDK users get the same `JobRecord`. */
-import type { KindPause } from '../gen/telha/v1/queue_pb.ts';
+import type { KindLimit as WireKindLimit, KindPause } from '../gen/telha/v1/queue_pb.ts';
+import type { KindLimitStatus } from '../core/kind-limits.ts';
 import type { Pause, PauseScope } from '../core/pauses.ts';
+import { parseRate } from '../core/rate.ts';
 import { create } from '@bufbuild/protobuf';
 import type { NewSchedule, Schedule as CoreSchedule, ScheduleChanges } from '../core/schedules.ts';
 import {
@@ -189,4 +191,18 @@ export function pauseFromWire(pause: KindPause | undefined): Pause {
       ? tenantScope(target.value)
       : SYSTEM_SCOPE;
   return { scope, kindPrefix: pause.kindPrefix, pausedAt: Number(pause.pausedAtUs), by: pause.pausedBy };
+}
+
+/** A kind limit as the server sent it; `leased` and `tokens` as of the call. */
+export function kindLimitFromWire(limit: WireKindLimit | undefined): KindLimitStatus {
+  if (limit === undefined) throw new Error('server sent no kind limit');
+  return {
+    kindPrefix: limit.kindPrefix,
+    concurrency: limit.concurrency ?? null,
+    rate: limit.rate === undefined ? null : parseRate(limit.rate),
+    setAt: Number(limit.setAtUs),
+    by: limit.setBy,
+    leased: Number(limit.leased),
+    tokens: limit.tokens === undefined ? null : Number(limit.tokens),
+  };
 }

@@ -17,6 +17,8 @@ export { JobFailedError } from './watch.ts';
 export type { JobResult, WatchEvent, WatchOptions } from './watch.ts';
 export type { NewSchedule, Schedule, ScheduleChanges, ScheduleJob, ScheduleJobInput } from '../core/schedules.ts';
 export type { Pause, PauseScope } from '../core/pauses.ts';
+export type { KindLimit, KindLimitStatus } from '../core/kind-limits.ts';
+export type { Rate } from '../core/rate.ts';
 export { Worker, PermanentError, AttemptTimeoutError } from './worker.ts';
 export type {
   JobContext,

@@ -13,6 +13,7 @@ import {
   MAX_ATTEMPTS_LIMIT,
   MAX_DURATION_SECS,
   MAX_KIND_BYTES,
+  MAX_KIND_LIMITS,
   MAX_KIND_POLICIES,
   MAX_PAYLOAD_BYTES_LIMIT,
   MAX_RESULT_BYTES_LIMIT,
@@ -154,6 +155,13 @@ const kindsSchema = z.record(z.string(), kindSchema).superRefine((kinds, ctx) =>
     ctx.addIssue({
       code: 'custom',
       message: `at most ${MAX_KIND_POLICIES} kind prefixes (got ${prefixes.length})`,
+    });
+  }
+  const limited = Object.values(kinds).filter((k) => k.concurrency !== undefined || k.rate !== undefined).length;
+  if (limited > MAX_KIND_LIMITS) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `at most ${MAX_KIND_LIMITS} kind prefixes may set a concurrency or a rate (got ${limited})`,
     });
   }
   for (const prefix of prefixes) {

@@ -30,19 +30,22 @@ export interface FairPick<T> {
 
 /**
  * Choose up to `limit` jobs from `ready` (every ready, matching job, in key order) in the fair
- * order, starting after `cursor`.
+ * order, starting after `cursor`. `admit` is asked, in that order, whether each job the order
+ * reaches may be taken (`LaneBudget.take` of `core/kind-limits.ts`); a job it refuses is passed
+ * over, and a tenant with nothing admitted left is not served (its turn goes to the next).
  */
 export function fairPick<T extends FairCandidate>(
   ready: readonly T[],
   limit: number,
   cursor: string | null,
+  admit: (job: T) => boolean = () => true,
 ): FairPick<T> {
   const chosen: T[] = [];
   const tenants = new Map<string, T[]>();
   let left = 0;
   for (const job of ready) {
     if (job.system) {
-      if (chosen.length < limit) chosen.push(job);
+      if (chosen.length < limit && admit(job)) chosen.push(job);
       continue;
     }
     let queue = tenants.get(job.scope);
@@ -57,11 +60,16 @@ export function fairPick<T extends FairCandidate>(
   let served = cursor;
   while (chosen.length < limit && left > 0) {
     const scope = scopes[at] as string;
-    const next = tenants.get(scope)?.shift();
+    const queue = tenants.get(scope) ?? [];
+    let next = queue.shift();
+    while (next !== undefined) {
+      left--;
+      if (admit(next)) break;
+      next = queue.shift();
+    }
     if (next !== undefined) {
       chosen.push(next);
       served = scope;
-      left--;
     }
     at = (at + 1) % scopes.length;
   }

@@ -79,6 +79,13 @@ export const MAX_KIND_POLICIES = 1_000;
  * bound keeps one tenant from filling the due index (and a listing) with its own.
  */
 export const MAX_SCHEDULES_PER_SCOPE = 1_000;
+/**
+ * Kind limits (`core/kind-limits.ts`) the whole store may hold. They are global, set by operators
+ * only, and every claim consults each limited lane, so the bound keeps a claim's cost fixed.
+ */
+export const MAX_KIND_LIMITS = 100;
+/** The largest concurrency a kind limit may set: far more jobs than one store leases at once. */
+export const MAX_LIMIT_CONCURRENCY = 1_000_000;
 /** A schedule name is 1-128 UTF-8 bytes of printable, non-space characters, like a tenant id. */
 export const MAX_SCHEDULE_NAME_BYTES = 128;
 /** A cron expression is at most this many characters: seven fields with lists fit easily. */

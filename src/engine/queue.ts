@@ -12,6 +12,7 @@
  *     schedules   createSchedule · updateSchedule · getSchedule · listSchedules · deleteSchedule
  *                 (fired by the scheduler, or `scheduler.tick()` in tests)
  *     pauses      pause · resume · pauses
+ *     limits      setKindLimit · clearKindLimit · kindLimits (seeded from `[jobs.kinds]` at open)
  *     lifecycle   maintenance (reaper, pruning) · waits · events · stats · storeMetrics · close
  */
 import { systemClock, type Clock } from '../core/clock.ts';
@@ -23,6 +24,17 @@ import { MAX_BATCH_JOBS, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_SCHEDULES_PER_SCOP
 import { silentLogger, type Logger } from '../core/logger.ts';
 import { inScope } from '../core/scope.ts';
 import { checkPause, checkPausePrefix, DEFAULT_PAUSE_BOUNDS, type Pause, type PauseScope } from '../core/pauses.ts';
+import {
+  checkKindLimit,
+  checkLimitPrefix,
+  checkLimitRate,
+  configKindLimits,
+  limitLane,
+  MAX_KIND_LIMITS,
+  type KindLimit,
+  type KindLimitStatus,
+} from '../core/kind-limits.ts';
+import type { Rate } from '../core/rate.ts';
 import {
   applyChanges,
   checkChanges,
@@ -196,6 +208,17 @@ export interface ResumeOptions {
   readonly scope: PauseScope;
 }
 
+export interface SetKindLimitOptions {
+  /** Jobs whose kind starts with this (a `system:` kind only by a `system:` prefix); the longest limit prefix of a kind applies. */
+  readonly kindPrefix: string;
+  /** At most this many leased at once (1-1,000,000); omitted or `null` for no bound. */
+  readonly concurrency?: number | null;
+  /** At most this many leases per period: `"100/s"`, `"10/1m"`, or `{ count, periodMs }`; omitted or `null` for no bound. */
+  readonly rate?: Rate | string | null;
+  /** Who sets it, for operators reading the list. Default `local`. */
+  readonly by?: string;
+}
+
 /** Lease long-polls: how many are parked now, and how the finished ones ended. */
 export interface LeaseWaits {
   readonly parked: number;
@@ -228,6 +251,14 @@ export class Queue {
   readonly events: QueueEventEmitter;
   private readonly work = new WorkSignal(() => this.events.parked());
   private readonly waitsEnded: Record<WakeReason, number> = { woken: 0, timeout: 0, aborted: 0 };
+  /**
+   * The kind limits as this queue last read or wrote them: which lanes a job leaving Leased frees,
+   * to wake the waiters of that lane. On a shared store another server's change reaches it at the
+   * next listing; until then its waiters look again after the store's poll interval.
+   */
+  private laneLimits: readonly KindLimit[] = [];
+  /** Settles when the `[jobs.kinds]` limits are in the store: claims and listings wait for it. */
+  private readonly limitsSeeded: Promise<void>;
   private closed = false;
 
   constructor(options: QueueOptions) {
@@ -246,7 +277,7 @@ export class Queue {
       logger: this.logger,
       onReaped: (records, now) => {
         for (const record of records) if (record.state === JobState.Dead) this.logDead(record, 'lease expired');
-        this.events.transition('reap', records, JobState.Leased, now);
+        this.transitioned('reap', records, JobState.Leased, now);
         this.announce(records, now);
       },
     });
@@ -256,10 +287,11 @@ export class Queue {
       clock: this.clock,
       logger: this.logger,
       onEnqueued: (records, now) => {
-        this.events.transition('enqueue', records, null, now);
+        this.transitioned('enqueue', records, null, now);
         this.announce(records, now);
       },
     });
+    this.limitsSeeded = this.seedKindLimits();
     // Work announced by other servers sharing the store, or by transactional enqueues.
     this.store.watch?.((notices) => (notices === 'all' ? this.work.notifyAll() : this.work.notify(notices)));
     if (options.services ?? true) {
@@ -321,7 +353,7 @@ export class Queue {
   private async insert(drafts: Parameters<JobStore['insert']>[0], now: Micros): Promise<EnqueueResult[]> {
     const outcomes = await this.store.insert(drafts, now);
     const created = outcomes.filter((o) => o.created).map((o) => o.record);
-    this.events.transition('enqueue', created, null, now);
+    this.transitioned('enqueue', created, null, now);
     this.announce(created, now);
     return outcomes.map(({ record, created }) => ({ job: record, created }));
   }
@@ -337,7 +369,8 @@ export class Queue {
    * Up to `limit` jobs, in the order `leaseNext` would hand them out. With
    * `waitMs`, waits for one to become eligible when none is (long poll), and
    * returns as soon as a matching job is enqueued, retried, reaped, released or
-   * its gate opens; `[]` on timeout or abort.
+   * its gate opens, or a kind limit holding it back frees (a job of its lane
+   * leaves Leased, or its lane's next token is due); `[]` on timeout or abort.
    */
   async lease(options: LeaseManyOptions): Promise<JobRecord[]> {
     const limit = checkIntegerInRange('limit', options.limit ?? 1, 1, MAX_LEASE_BATCH);
@@ -365,6 +398,7 @@ export class Queue {
 
   private async claim(options: LeaseOptions, limit: number): Promise<JobRecord[]> {
     this.assertOpen();
+    await this.limitsSeeded;
     const scope = options.scope ?? ANY_SCOPE;
     if (scope.type !== 'any') checkScope(scope);
     const workerId = checkWorkerId(options.workerId);
@@ -378,7 +412,7 @@ export class Queue {
       fair: scope.type === 'any' && this.config.jobs.fair_tenants,
       lease: (record) => transitions.lease(record, workerId, now, this.policy),
     });
-    this.events.transition('lease', leased, JobState.Pending, now);
+    this.transitioned('lease', leased, JobState.Pending, now);
     return leased;
   }
 
@@ -451,8 +485,8 @@ export class Queue {
         throw error;
       });
     const created = outcome.successors.filter((o) => o.created).map((o) => o.record);
-    this.events.transition('complete', [outcome.record], JobState.Leased, now);
-    this.events.transition('enqueue', created, null, now);
+    this.transitioned('complete', [outcome.record], JobState.Leased, now);
+    this.transitioned('enqueue', created, null, now);
     this.announce(created, now);
     return {
       job: outcome.record,
@@ -580,7 +614,7 @@ export class Queue {
       },
       (updates) => this.store.updateMany(updates, now),
     );
-    this.events.transition(
+    this.transitioned(
       transition,
       results.flatMap((result) => (result.ok ? [result.value] : [])),
       JobState.Leased,
@@ -625,7 +659,7 @@ export class Queue {
         this.events.refused(error, now);
         throw error;
       });
-    this.events.transition(transition, [outcome.record], JobState.Leased, now);
+    this.transitioned(transition, [outcome.record], JobState.Leased, now);
     return outcome.record;
   }
 
@@ -646,7 +680,7 @@ export class Queue {
       },
       now,
     );
-    this.events.transition('retry', [outcome.record], previous, now);
+    this.transitioned('retry', [outcome.record], previous, now);
     this.announce([outcome.record], now);
     return outcome.record;
   }
@@ -673,7 +707,7 @@ export class Queue {
       },
       now,
     );
-    this.events.transition('cancel', [outcome.record], previous, now);
+    this.transitioned('cancel', [outcome.record], previous, now);
     return outcome.record;
   }
 
@@ -727,7 +761,7 @@ export class Queue {
           now,
         );
         const written = results.flatMap((result) => (result.ok ? [result.value] : []));
-        this.events.transition('cancel', written, state, now);
+        this.transitioned('cancel', written, state, now);
         cancelled += written.length;
         pageToken = page.nextPageToken;
       } while (pageToken !== null && cancelled < limit);
@@ -873,6 +907,82 @@ export class Queue {
     return this.store.listPauses(scope);
   }
 
+  // ---- kind limits ----
+
+  /**
+   * Limit a kind prefix, everywhere: at most `concurrency` of its jobs leased at once, at most
+   * `rate` leases per period (a token bucket whose burst is the count). Replaces the prefix's
+   * limit; every following claim honours it, and jobs leased beyond a lowered limit finish
+   * normally. A job's lane is the longest limit prefix covering its kind. Refused
+   * `invalid_argument` naming the field for a bad value (and when neither bound is given),
+   * `failed_precondition` past `MAX_KIND_LIMITS` (100) limits. Durable; token buckets are not
+   * (a restart refills them).
+   */
+  async setKindLimit(options: SetKindLimitOptions): Promise<KindLimit> {
+    this.assertOpen();
+    await this.limitsSeeded;
+    const limit = checkKindLimit({
+      kindPrefix: options.kindPrefix,
+      concurrency: options.concurrency ?? null,
+      rate: checkLimitRate(options.rate),
+      setAt: this.clock.now(),
+      by: options.by ?? 'local',
+    });
+    const stored = await this.store.setKindLimit(limit, MAX_KIND_LIMITS);
+    await this.kindLimits();
+    // A raised limit may let parked waiters take work now.
+    this.work.notifyAll();
+    return stored;
+  }
+
+  /** Remove a prefix's limit: its jobs are unlimited (or in a shorter prefix's lane) from the next claim. `not_found` when there is none. */
+  async clearKindLimit(kindPrefix: string): Promise<void> {
+    this.assertOpen();
+    await this.limitsSeeded;
+    const prefix = checkLimitPrefix(kindPrefix);
+    if (!(await this.store.clearKindLimit(prefix))) throw notFound(`kind limit of ${prefix}`);
+    await this.kindLimits();
+    this.work.notifyAll();
+  }
+
+  /** Every kind limit by prefix, with its lane's leased jobs and whole tokens now. */
+  async kindLimits(): Promise<KindLimitStatus[]> {
+    this.assertOpen();
+    await this.limitsSeeded;
+    const limits = await this.store.listKindLimits(this.clock.now());
+    this.laneLimits = limits;
+    return limits;
+  }
+
+  /** Store the `[jobs.kinds]` tables that set a concurrency or a rate, `by: 'config'`, each replacing its prefix's limit. */
+  private async seedKindLimits(): Promise<void> {
+    try {
+      const seeds = configKindLimits(this.config.jobs.kinds, this.clock.now());
+      for (const limit of seeds) await this.store.setKindLimit(limit, MAX_KIND_LIMITS);
+      this.laneLimits = await this.store.listKindLimits(this.clock.now());
+    } catch (error) {
+      this.logger.error({ err: String(error) }, 'could not store the kind limits of [jobs.kinds]');
+    }
+  }
+
+  /** Tell listeners of a committed transition; a job that left Leased frees room in its lane. */
+  private transitioned(
+    transition: transitions.TransitionName,
+    records: readonly JobRecord[],
+    previous: JobState | null,
+    now: Micros,
+  ): void {
+    this.events.transition(transition, records, previous, now);
+    if (previous !== JobState.Leased || this.laneLimits.length === 0) return;
+    const lanes = new Set<string>();
+    for (const record of records) {
+      if (record.state === JobState.Leased) continue;
+      const lane = limitLane(this.laneLimits, record.kind);
+      if (lane !== null) lanes.add(lane);
+    }
+    for (const lane of lanes) this.work.notifyLane(lane);
+  }
+
   // ---- lifecycle ----
 
   /**
@@ -897,7 +1007,8 @@ export class Queue {
   /** Stop the maintenance and the scheduler, end parked long-polls, close the store. Idempotent. */
   async close(): Promise<void> {
     if (this.closed) return;
-    await Promise.all([this.maintenance.stop(), this.scheduler.stop()]);
+    // The [jobs.kinds] limits land (or are logged as failed) before the store goes.
+    await Promise.all([this.maintenance.stop(), this.scheduler.stop(), this.limitsSeeded]);
     this.closed = true;
     this.work.wakeAll();
     await this.store.close();

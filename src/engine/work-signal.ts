@@ -8,6 +8,7 @@
  * A job that is Pending but still gated wakes every matching waiter once, so
  * each can shorten its sleep to the new gate.
  */
+import { laneMayServe } from '../core/kind-limits.ts';
 import { MAX_TIMER_MS } from '../core/limits.ts';
 import { leaseKindMatches } from '../core/transitions.ts';
 import type { ScopeFilter, WorkNotice } from '../core/types.ts';
@@ -60,6 +61,15 @@ export class WorkSignal {
         waiter.wake('woken');
       }
     }
+  }
+
+  /**
+   * A limited lane (`core/kind-limits.ts`) has room again: wake every waiter whose kind filter may
+   * take its jobs. Its held-back jobs may be in any scope, so each such waiter looks.
+   */
+  notifyLane(kindPrefix: string): void {
+    this.announced++;
+    for (const waiter of [...this.waiters]) if (laneMayServe(kindPrefix, waiter.kinds)) waiter.wake('woken');
   }
 
   /** Wake every waiter to look again: work of unknown shape may have appeared. */

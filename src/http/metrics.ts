@@ -10,6 +10,7 @@
  */
 import client from 'prom-client';
 import type { MetricsConfig } from '../core/config.ts';
+import type { KindLimitStatus } from '../core/kind-limits.ts';
 import { JOB_STATE_NAMES, JobState, type CountRow, type JobRecord } from '../core/types.ts';
 import type { QueueObservation } from '../engine/observers.ts';
 import type { StoreMetrics } from '../engine/queue.ts';
@@ -139,6 +140,8 @@ export interface MetricsSources {
   workStreams(): number;
   /** Pauses held now, in every scope. */
   pauses(): Promise<number>;
+  /** Kind limits with their lanes now (at most `MAX_KIND_LIMITS`, so a bounded label set). */
+  kindLimits(): Promise<readonly KindLimitStatus[]>;
   nowMicros(): number;
 }
 
@@ -237,6 +240,30 @@ export class QueueMetrics {
     gauge('telha_lease_waits_parked', 'Lease long-polls waiting for work now.', () => sources.parkedLeases());
     gauge('telha_work_streams_open', 'Work streams (SDK workers) connected now.', () => sources.workStreams());
     gauge('telha_pauses', 'Kind prefixes paused now, in every scope.', () => sources.pauses());
+    // One series per kind limit (at most MAX_KIND_LIMITS = 100), labelled by its prefix.
+    const limitGauge = (name: string, help: string, read: (limit: KindLimitStatus) => number | null): void => {
+      new client.Gauge({
+        name,
+        help,
+        labelNames: ['kind_prefix'],
+        registers,
+        async collect() {
+          const limits = await sources.kindLimits();
+          this.reset();
+          for (const limit of limits) {
+            const value = read(limit);
+            if (value !== null) this.labels(limit.kindPrefix).set(value);
+          }
+        },
+      });
+    };
+    limitGauge('telha_kind_limit_leased', 'Jobs of each kind limit lane leased now.', (l) => l.leased);
+    limitGauge(
+      'telha_kind_limit_concurrency',
+      'The concurrency of each kind limit that sets one.',
+      (l) => l.concurrency,
+    );
+    limitGauge('telha_kind_limit_tokens', 'Whole tokens left now in each rate-limited lane.', (l) => l.tokens);
     const fromStore =
       (read: (m: StoreMetrics) => number | boolean | null | undefined) => async (): Promise<number | null> => {
         const value = read(await sources.store());

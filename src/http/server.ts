@@ -308,7 +308,9 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
           );
     // Pauses for those who may read them (ListPauses' permission), in the same scope.
     const pauses = viewer.principal.role === 'worker' ? null : await queue.pauses(scope);
-    return sendHtml(reply, overviewPage(viewer, { counts, tenants, backend: queue.backend, pauses }));
+    // Limits are global and set by operators: only they see them.
+    const limits = viewer.principal.role === 'operator' ? await queue.kindLimits() : null;
+    return sendHtml(reply, overviewPage(viewer, { counts, tenants, backend: queue.backend, pauses, limits }));
   });
 
   app.get('/jobs', async (request, reply) => {

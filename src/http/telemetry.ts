@@ -56,6 +56,7 @@ export class Telemetry implements CallObserver {
           parkedLeases: () => queue.waits.parked,
           workStreams: () => this.streams,
           pauses: async () => (await queue.pauses()).length,
+          kindLimits: () => queue.kindLimits(),
           nowMicros: () => queue.clock.now(),
         })
       : null;

@@ -18,14 +18,15 @@ export type Role = 'tenant' | 'worker' | 'operator';
  * `release` or `fail`. pause (pause, resume and list pauses): a tenant in its own scope only,
  * an operator in any scope or everywhere (`pauseScope`). Watch (the change feed) is a tenant's in
  * its own scope and an operator's in any; a worker has no use for it, and it would show every
- * tenant's jobs.
+ * tenant's jobs. limit (set, clear and list kind limits): operators only, since a limit holds
+ * every tenant's jobs of the prefix.
  */
-export type Permission = 'enqueue' | 'read' | 'work' | 'retry' | 'cancel' | 'schedule' | 'pause' | 'watch';
+export type Permission = 'enqueue' | 'read' | 'work' | 'retry' | 'cancel' | 'schedule' | 'pause' | 'watch' | 'limit';
 
 const GRANTS: Readonly<Record<Role, readonly Permission[]>> = {
   tenant: ['enqueue', 'read', 'cancel', 'schedule', 'pause', 'watch'],
   worker: ['work'],
-  operator: ['enqueue', 'read', 'work', 'retry', 'cancel', 'schedule', 'pause', 'watch'],
+  operator: ['enqueue', 'read', 'work', 'retry', 'cancel', 'schedule', 'pause', 'watch', 'limit'],
 };
 
 /** Who did it, as an event detail names them: `tenant:acme` for a tenant token, else the token's name. */

@@ -1,7 +1,9 @@
 /** Engine records to wire messages and back. */
 import { create } from '@bufbuild/protobuf';
 import { invalidArgument } from '../core/errors.ts';
+import type { KindLimit as CoreKindLimit, KindLimitStatus } from '../core/kind-limits.ts';
 import type { Pause } from '../core/pauses.ts';
+import { formatRate } from '../core/rate.ts';
 import type { NewSchedule, Schedule as CoreSchedule, ScheduleChanges } from '../core/schedules.ts';
 import type { JobState as CoreState, EnqueueResult, JobRecord, NewJob as CoreNewJob } from '../core/types.ts';
 import {
@@ -9,11 +11,13 @@ import {
   JobEventSchema,
   JobSchema,
   JobState,
+  KindLimitSchema,
   KindPauseSchema,
   NewJobSchema,
   ScheduleSchema,
   type EnqueueResult as WireEnqueueResult,
   type Job,
+  type KindLimit,
   type KindPause,
   type NewJob,
   type Schedule,
@@ -177,5 +181,19 @@ export function pauseToWire(pause: Pause): KindPause {
     kindPrefix: pause.kindPrefix,
     pausedAtUs: BigInt(pause.pausedAt),
     pausedBy: pause.by,
+  });
+}
+
+/** A kind limit as the wire sends it: the rate in its canonical text, leased and tokens when known. */
+export function kindLimitToWire(limit: CoreKindLimit | KindLimitStatus): KindLimit {
+  const status = 'leased' in limit ? limit : null;
+  return create(KindLimitSchema, {
+    kindPrefix: limit.kindPrefix,
+    ...(limit.concurrency === null ? {} : { concurrency: limit.concurrency }),
+    ...(limit.rate === null ? {} : { rate: formatRate(limit.rate) }),
+    setAtUs: BigInt(limit.setAt),
+    setBy: limit.by,
+    leased: BigInt(status?.leased ?? 0),
+    ...(status === null || status.tokens === null ? {} : { tokens: BigInt(status.tokens) }),
   });
 }

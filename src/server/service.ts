@@ -50,6 +50,7 @@ import {
   newJobFromWire,
   newScheduleFromWire,
   scheduleChangesFromWire,
+  kindLimitToWire,
   pauseToWire,
   scheduleToWire,
   scopeFromWire,
@@ -420,6 +421,29 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
     listPauses: handle('listPauses', 'pause', async (req, { principal }) => {
       const pauses = await queue.pauses(resolveScope(principal, scopeFromWire(req.scope), true));
       return { pauses: pauses.map(pauseToWire) };
+    }),
+
+    // Kind limits are global: operators only (permission `limit`).
+    setKindLimit: handle('setKindLimit', 'limit', async (req, { principal }) => {
+      const limit = await queue.setKindLimit({
+        kindPrefix: req.kindPrefix,
+        concurrency: req.concurrency ?? null,
+        rate: req.rate ?? null,
+        by: principalLabel(principal),
+      });
+      logger.info({ kindPrefix: limit.kindPrefix, caller: principal.name }, 'set kind limit');
+      return { limit: kindLimitToWire(limit) };
+    }),
+
+    clearKindLimit: handle('clearKindLimit', 'limit', async (req, { principal }) => {
+      await queue.clearKindLimit(req.kindPrefix);
+      logger.info({ kindPrefix: req.kindPrefix, caller: principal.name }, 'cleared kind limit');
+      return {};
+    }),
+
+    listKindLimits: handle('listKindLimits', 'limit', async () => {
+      const limits = await queue.kindLimits();
+      return { limits: limits.map(kindLimitToWire) };
     }),
   };
 

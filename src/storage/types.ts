@@ -7,6 +7,7 @@
  * `test/conformance/` runs against every implementation.
  */
 import type { JobDraft } from '../core/drafts.ts';
+import type { KindLimit, KindLimitStatus } from '../core/kind-limits.ts';
 import type { Pause, PauseBounds, PauseScope } from '../core/pauses.ts';
 import type { Schedule, ScheduleFiring } from '../core/schedules.ts';
 import type {
@@ -140,7 +141,10 @@ export interface JobStore {
   /**
    * Lease up to `limit` eligible Pending jobs: in key order (scope, priority,
    * created_at, id), or the fair order when `fair` asks for it across every scope,
-   * skipping gated rows and other kinds, each moved atomically.
+   * skipping gated rows and other kinds, each moved atomically. Honours the stored kind
+   * limits (`core/kind-limits.ts`): a job of a lane is taken while the lane has room
+   * (`concurrency - leased - taken so far > 0` and a whole token left); a full lane's jobs are
+   * skipped without stepping over them one by one, the order of the others unchanged.
    */
   claim(params: ClaimParams): Promise<JobRecord[]>;
 
@@ -219,7 +223,27 @@ export interface JobStore {
   /** Pauses a listing for `filter` shows (`core/pauses.ts` `pauseInFilter`), in `comparePauses` order. */
   listPauses(filter: ScopeFilter): Promise<Pause[]>;
 
-  /** The earliest `notBefore` after `now` among Pending jobs in scope, for a waiter to sleep until. */
+  /**
+   * Store a kind limit, replacing the one of the same prefix; from the next claim on, every claim
+   * (on a shared store, every server's) honours it. Refuses `failed_precondition` when the prefix
+   * is new and `maxTotal` limits are held; then nothing is written. Durable. Returns it as stored.
+   */
+  setKindLimit(limit: KindLimit, maxTotal: number): Promise<KindLimit>;
+
+  /** Remove a kind limit; whether there was one. Its lane is unlimited from the next claim on. */
+  clearKindLimit(kindPrefix: string): Promise<boolean>;
+
+  /**
+   * Every kind limit, by prefix (`compareKindLimits`), with its lane's leased count (jobs leased
+   * now whose lane it is) and whole tokens at `now` (`null` without a rate).
+   */
+  listKindLimits(now: Micros): Promise<KindLimitStatus[]>;
+
+  /**
+   * The earliest time after `now` a waiter in `scope` should look again: the earliest `notBefore`
+   * among Pending jobs in scope, or, sooner, when the next token is due for a rate-limited lane
+   * (with room in its concurrency) that holds back ready jobs in scope. `null` for neither.
+   */
   nextGateAt(scope: ScopeFilter, now: Micros): Promise<Micros | null>;
 
   /**

@@ -260,6 +260,26 @@ describe('the HTTP listener with tokens', () => {
     assert.ok(!own.text.includes('zz-globex'), "a tenant never sees another tenant's pauses");
   });
 
+  it('lists the kind limits on an operator’s overview with their leased jobs, and none to a tenant', async () => {
+    await server.queue.setKindLimit({ kindPrefix: 'limited-kind', concurrency: 3, rate: '7/1h', by: 'ops' });
+    try {
+      await server.queue.enqueue({ kind: 'limited-kind.a' }, acme);
+      assert.ok(await server.queue.leaseNext({ workerId: 'w', kinds: ['limited-kind'] }));
+      const all = await (await operator()).get('/');
+      assert.equal(all.status, 200);
+      assert.ok(all.text.includes('id="limits"'));
+      assert.match(all.text, /limited-kind\.a<\/a>\s*<span class="badge limited"/);
+      assert.match(
+        all.text,
+        /limited-kind<\/td>\s*<td class="num">1<\/td>\s*<td class="num">3<\/td>\s*<td class="mono">7\/1h<\/td>/,
+      );
+      const own = await (await tenant(TOKENS.acme)).get('/');
+      assert.ok(!own.text.includes('id="limits"'), 'limits are for operators');
+    } finally {
+      await server.queue.clearKindLimit('limited-kind');
+    }
+  });
+
   it('resumes a pause from the overview: a tenant its own scope only, with the CSRF token', async () => {
     await server.queue.pause({ kindPrefix: 'email:', scope: acme });
     await server.queue.pause({ kindPrefix: 'sms', scope: globex });

@@ -105,6 +105,22 @@ describe('/metrics', () => {
     assert.equal(m.value('telha_jobs', { state: 'cancelled', kind: 'mail' }), 2);
   });
 
+  it('exports each kind limit: its lane’s leased jobs, its concurrency and its tokens', async () => {
+    server = await startTestServer();
+    await server.queue.setKindLimit({ kindPrefix: 'mail', concurrency: 4, rate: '10/1h' });
+    await server.queue.setKindLimit({ kindPrefix: 'sms', concurrency: 2 });
+    await server.queue.enqueueBatch([{ kind: 'mail' }, { kind: 'mail.bulk' }, { kind: 'sms' }], acme);
+    assert.equal((await server.queue.lease({ workerId: 'w', limit: 10 })).length, 3);
+    const m = await scrape(server, null);
+    assert.equal(m.value('telha_kind_limit_leased', { kind_prefix: 'mail' }), 2);
+    assert.equal(m.value('telha_kind_limit_leased', { kind_prefix: 'sms' }), 1);
+    assert.equal(m.value('telha_kind_limit_concurrency', { kind_prefix: 'mail' }), 4);
+    assert.equal(m.value('telha_kind_limit_tokens', { kind_prefix: 'mail' }), 8);
+    assert.ok(
+      !(m.families.get('telha_kind_limit_tokens')?.metrics ?? []).some((s) => s.labels?.['kind_prefix'] === 'sms'),
+    );
+  });
+
   it('counts reaped leases', async () => {
     server = await startTestServer({ jobs: { lease_ttl_secs: 1 } });
     await server.queue.enqueue({ kind: 'slow' }, acme);

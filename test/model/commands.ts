@@ -102,6 +102,18 @@ export type Command =
       readonly prefix: number;
       readonly resume: boolean;
     }
+  /** Set a kind limit (replacing the prefix's), valid or not. */
+  | {
+      readonly t: 'setLimit';
+      /** Index into {@link LIMIT_PREFIXES}. */
+      readonly prefix: number;
+      /** `0` is refused. */
+      readonly concurrency: number | null;
+      /** Index into {@link LIMIT_RATES}. */
+      readonly rate: number;
+    }
+  /** Clear a kind limit. */
+  | { readonly t: 'clearLimit'; readonly prefix: number }
   /** Move the clock; with `reap`, run the reaper right after (as its timer would). */
   | { readonly t: 'advance'; readonly secs: number; readonly reap: boolean }
   /** An operation on a job id the store never issued: `not_found` for all of them. */
@@ -140,6 +152,10 @@ export const IDEMPOTENCY_KEYS = ['k1', 'k2', 'k3'] as const;
 export const CANCEL_PREFIXES = [undefined, 'ingest:', 'embed', 'system:', 'nothing-matches'] as const;
 /** Kind prefixes the model pauses: tenant kinds, system kinds, and one no kind has. */
 export const PAUSE_PREFIXES = ['ingest:', 'embed', 'system:', 'nothing-matches'] as const;
+/** Kind prefixes the model limits: nested (`ingest:` and `ingest:json`, `e` and `embed`), system kinds, and `s`, which covers no system kind. */
+export const LIMIT_PREFIXES = ['ingest:', 'ingest:json', 'e', 'embed', 'system:', 's'] as const;
+/** Rates the model sets: none, slow ones whose tokens refill across the clock steps, and one refused. */
+export const LIMIT_RATES = [null, '1/10s', '2/30s', '3/1m', 'many/s'] as const;
 
 const opScope: fc.Arbitrary<OpScope> = fc.oneof(
   { arbitrary: fc.constant<OpScope>('default'), weight: 6 },
@@ -283,6 +299,13 @@ const COMMANDS: { readonly [T in Command['t']]: fc.Arbitrary<Extract<Command, { 
     prefix: fc.nat(PAUSE_PREFIXES.length - 1),
     resume: fc.boolean(),
   }),
+  setLimit: fc.record({
+    t: fc.constant('setLimit' as const),
+    prefix: fc.nat(LIMIT_PREFIXES.length - 1),
+    concurrency: fc.constantFrom(null, null, 0, 1, 1, 2, 3),
+    rate: fc.oneof({ arbitrary: fc.constant(0), weight: 2 }, { arbitrary: fc.nat(LIMIT_RATES.length - 1), weight: 3 }),
+  }),
+  clearLimit: fc.record({ t: fc.constant('clearLimit' as const), prefix: fc.nat(LIMIT_PREFIXES.length - 1) }),
   advance: fc.record({
     t: fc.constant('advance' as const),
     secs: fc.constantFrom(...ADVANCE_SECS),
@@ -326,6 +349,8 @@ export const BROAD_MIX: CommandMix = {
     cancel: 2,
     cancelMatching: 1,
     pause: 2,
+    setLimit: 2,
+    clearLimit: 1,
     advance: 5,
     ghost: 1,
     restart: 1,
@@ -351,6 +376,8 @@ export const LIFECYCLE_MIX: CommandMix = {
     cancel: 1,
     cancelMatching: 0,
     pause: 0,
+    setLimit: 1,
+    clearLimit: 0,
     advance: 6,
     ghost: 0,
     restart: 1,

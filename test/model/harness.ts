@@ -30,6 +30,8 @@ import { Queue } from '../../src/engine/queue.ts';
 import type { NewJob as EngineNewJob } from '../../src/core/types.ts';
 import {
   CANCEL_PREFIXES,
+  LIMIT_PREFIXES,
+  LIMIT_RATES,
   PAUSE_PREFIXES,
   EVERY_KIND_BY_NAME,
   KIND_FILTERS,
@@ -53,6 +55,7 @@ import {
   type Fence,
   type ModelJob,
   type ModelLease,
+  type ModelRate,
   type ModelScope,
   type ModelScopeFilter,
   type NewJob,
@@ -335,6 +338,22 @@ function pickLease(model: ReferenceModel, ref: LeaseRef): ModelLease | undefined
 
 // ---- the run ----
 
+/** The model's reading of a rate the test sets: its numbers, or `invalid` for one the queue refuses. */
+function modelRate(rate: string | null): ModelRate | 'invalid' | null {
+  switch (rate) {
+    case null:
+      return null;
+    case '1/10s':
+      return { count: 1, periodMs: 10_000 };
+    case '2/30s':
+      return { count: 2, periodMs: 30_000 };
+    case '3/1m':
+      return { count: 3, periodMs: 60_000 };
+    default:
+      return 'invalid';
+  }
+}
+
 function describeCommand(step: number, command: Command): string {
   return `step ${step}: ${JSON.stringify(command)}`;
 }
@@ -598,6 +617,28 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         same(observed, expected, context);
         break;
       }
+      case 'setLimit': {
+        const prefix = LIMIT_PREFIXES[command.prefix % LIMIT_PREFIXES.length] as string;
+        const rate = LIMIT_RATES[command.rate % LIMIT_RATES.length] ?? null;
+        const observed = await attempt(async () => {
+          await queue.setKindLimit({ kindPrefix: prefix, concurrency: command.concurrency, rate, by: 'model' });
+          return undefined;
+        });
+        const expected = model.setLimit(prefix, command.concurrency, modelRate(rate));
+        tally(coverage, command, observed);
+        same(observed, expected, context);
+        break;
+      }
+      case 'clearLimit': {
+        const prefix = LIMIT_PREFIXES[command.prefix % LIMIT_PREFIXES.length] as string;
+        const observed = await attempt(async () => {
+          await queue.clearKindLimit(prefix);
+          return undefined;
+        });
+        tally(coverage, command, observed);
+        same(observed, model.clearLimit(prefix), context);
+        break;
+      }
       case 'advance':
         clock.advanceSeconds(command.secs);
         if (command.reap) await execute({ t: 'reap' }, `${context} (reap)`);
@@ -757,4 +798,9 @@ async function checkStore(
   }
 
   same(await store.nextGateAt(ANY_SCOPE, now), model.nextGate(now), `${context}\n  nextGateAt`);
+  same(
+    (await queue.kindLimits()).map((l) => [l.kindPrefix, l.concurrency, l.leased, l.tokens]),
+    model.limitRows(now),
+    `${context}\n  kindLimits`,
+  );
 }

@@ -8,6 +8,12 @@
 import { scopeOfTenant } from '../../src/codec/keys.ts';
 import { JobState } from '../../src/core/types.ts';
 
+/** A rate: `count` per `periodMs`. */
+export interface ModelRate {
+  readonly count: number;
+  readonly periodMs: number;
+}
+
 export const MODEL_CONFIG = {
   lease_ttl_secs: 30,
   max_attempts: 3,
@@ -104,6 +110,87 @@ export class ReferenceModel {
   private fairCursor: string | null = null;
   /** Paused prefixes, each in one scope or everywhere, as `core/pauses.ts` defines them, written again. */
   private readonly pauses: { everywhere: boolean; scope: ModelScope; prefix: string }[] = [];
+
+  /** Kind limits by prefix, as `core/kind-limits.ts` defines them, written again. */
+  private readonly limits = new Map<string, { concurrency: number | null; rate: ModelRate | null }>();
+  /** Token buckets of rate-limited lanes; absent is full (and a restart empties the map). */
+  private readonly buckets = new Map<string, { tokens: number; at: number }>();
+
+  setLimit(prefix: string, concurrency: number | null, rate: ModelRate | 'invalid' | null): Expected<undefined> {
+    if (rate === 'invalid' || (concurrency !== null && concurrency < 1) || (concurrency === null && rate === null)) {
+      return err('invalid_argument');
+    }
+    this.limits.set(prefix, { concurrency, rate });
+    if (rate === null) this.buckets.delete(prefix);
+    return { ok: true, value: undefined };
+  }
+
+  clearLimit(prefix: string): Expected<undefined> {
+    if (!this.limits.delete(prefix)) return err('not_found');
+    this.buckets.delete(prefix);
+    return { ok: true, value: undefined };
+  }
+
+  /** The longest limit prefix covering the kind, with the lease filter's system rule. */
+  private lane(kind: string): string | null {
+    let lane: string | null = null;
+    for (const prefix of this.limits.keys()) {
+      if (ReferenceModel.kindWanted(kind, [prefix]) && (lane === null || prefix.length > lane.length)) lane = prefix;
+    }
+    return lane;
+  }
+
+  private leasedIn(lane: string): number {
+    return this.jobs.filter((j) => j.state === JobState.Leased && this.lane(j.kind) === lane).length;
+  }
+
+  /** A lane's tokens at `now`: refilled continuously, `count` per period, up to `count`. */
+  private tokens(lane: string, rate: ModelRate, now: number): { tokens: number; at: number } {
+    const bucket = this.buckets.get(lane);
+    if (bucket === undefined) return { tokens: rate.count, at: now };
+    if (now <= bucket.at) return { tokens: Math.min(bucket.tokens, rate.count), at: bucket.at };
+    return {
+      tokens: Math.min(rate.count, bucket.tokens + ((now - bucket.at) * rate.count) / (rate.periodMs * 1000)),
+      at: now,
+    };
+  }
+
+  private static whole(tokens: number): number {
+    return Math.floor(tokens + 1e-9);
+  }
+
+  /** Each limit with its lane's leased jobs and whole tokens now, by prefix. */
+  limitRows(now: number): [string, number | null, number, number | null][] {
+    return [...this.limits.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([prefix, l]) => [
+        prefix,
+        l.concurrency,
+        this.leasedIn(prefix),
+        l.rate === null ? null : ReferenceModel.whole(this.tokens(prefix, l.rate, now).tokens),
+      ]);
+  }
+
+  /** A claim's room per lane: what the concurrency leaves, and whole tokens. `admit` takes one of a job's lane. */
+  private laneRoom(now: number): { admit: (job: ModelJob) => boolean; taken: Map<string, number> } {
+    const room = new Map<string, number>();
+    for (const [prefix, l] of this.limits) {
+      let r = l.concurrency === null ? Infinity : Math.max(0, l.concurrency - this.leasedIn(prefix));
+      if (l.rate !== null) r = Math.min(r, ReferenceModel.whole(this.tokens(prefix, l.rate, now).tokens));
+      room.set(prefix, r);
+    }
+    const taken = new Map<string, number>();
+    const admit = (job: ModelJob): boolean => {
+      const lane = this.lane(job.kind);
+      if (lane === null) return true;
+      const r = room.get(lane) ?? 0;
+      if (r <= 0) return false;
+      room.set(lane, r - 1);
+      taken.set(lane, (taken.get(lane) ?? 0) + 1);
+      return true;
+    };
+    return { admit, taken };
+  }
 
   /** `scope` `undefined`: everywhere. */
   pause(scope: ModelScope | undefined, prefix: string): Expected<undefined> {
@@ -225,7 +312,14 @@ export class ReferenceModel {
           !this.paused(job),
       )
       .sort((a, b) => this.compareKeyOrder(a, b));
-    const ready = filter.any ? this.fairOrder(eligible, limit) : eligible.slice(0, limit);
+    const { admit, taken } = this.laneRoom(now);
+    const ready = filter.any ? this.fairOrder(eligible, limit, admit) : this.inOrder(eligible, limit, admit);
+    for (const [lane, n] of taken) {
+      const rate = this.limits.get(lane)?.rate ?? null;
+      if (rate === null) continue;
+      const bucket = this.tokens(lane, rate, now);
+      this.buckets.set(lane, { tokens: Math.max(0, bucket.tokens - n), at: bucket.at });
+    }
     for (const job of ready) {
       job.state = JobState.Leased;
       job.generation += 1;
@@ -244,8 +338,21 @@ export class ReferenceModel {
    * turn, tenants in scope order from the first one after the tenant served last, wrapping.
    * `eligible` is in key order, so each tenant's jobs are too.
    */
-  private fairOrder(eligible: readonly ModelJob[], limit: number): ModelJob[] {
-    const chosen = eligible.filter((job) => job.tenant === null).slice(0, limit);
+  private inOrder(eligible: readonly ModelJob[], limit: number, admit: (job: ModelJob) => boolean): ModelJob[] {
+    const chosen: ModelJob[] = [];
+    for (const job of eligible) {
+      if (chosen.length >= limit) break;
+      if (admit(job)) chosen.push(job);
+    }
+    return chosen;
+  }
+
+  private fairOrder(eligible: readonly ModelJob[], limit: number, admit: (job: ModelJob) => boolean): ModelJob[] {
+    const chosen = this.inOrder(
+      eligible.filter((job) => job.tenant === null),
+      limit,
+      admit,
+    );
     const tenants = [...new Set(eligible.filter((job) => job.tenant !== null).map((job) => job.tenant))].sort((a, b) =>
       this.rankOf(a) < this.rankOf(b) ? -1 : 1,
     );
@@ -254,7 +361,10 @@ export class ReferenceModel {
     let at = start === -1 ? 0 : start;
     while (chosen.length < limit && [...queues.values()].some((q) => q.length > 0)) {
       const tenant = tenants[at % tenants.length] as ModelScope;
-      const job = queues.get(tenant)?.shift();
+      // A job its lane has no room for is passed over; a tenant with nothing admitted is not served.
+      const queue = queues.get(tenant) ?? [];
+      let job = queue.shift();
+      while (job !== undefined && !admit(job)) job = queue.shift();
       if (job !== undefined) {
         chosen.push(job);
         this.fairCursor = this.rankOf(tenant);
@@ -267,6 +377,7 @@ export class ReferenceModel {
   /** A reopened store forgets whom its fair order served last. */
   restarted(): void {
     this.fairCursor = null;
+    this.buckets.clear();
   }
 
   /** One lease TTL from now, but never past the attempt's deadline: the job timeout outranks heartbeats. */
@@ -453,14 +564,31 @@ export class ReferenceModel {
     return this.jobs.filter((j) => j.state === state).sort((a, b) => this.compareKeyOrder(a, b));
   }
 
-  /** The earliest gate after now among Pending jobs. */
+  /**
+   * The earliest gate after now among Pending jobs, or, sooner, the next whole token of a
+   * rate-limited lane with concurrency room that holds back a ready, unpaused job.
+   */
   nextGate(now: number): number | null {
     let earliest: number | null = null;
     for (const job of this.jobs) {
-      if (job.state !== JobState.Pending || job.notBefore === null || job.notBefore <= now) continue;
-      if (earliest === null || job.notBefore < earliest) earliest = job.notBefore;
+      if (job.state !== JobState.Pending) continue;
+      let at: number | null = null;
+      if (job.notBefore !== null && job.notBefore > now) at = job.notBefore;
+      else if (!this.paused(job)) at = this.tokenDue(job.kind, now);
+      if (at !== null && (earliest === null || at < earliest)) earliest = at;
     }
     return earliest;
+  }
+
+  private tokenDue(kind: string, now: number): number | null {
+    const lane = this.lane(kind);
+    const l = lane === null ? undefined : this.limits.get(lane);
+    if (lane === null || l === undefined || l.rate === null) return null;
+    if (l.concurrency !== null && this.leasedIn(lane) >= l.concurrency) return null;
+    const bucket = this.tokens(lane, l.rate, now);
+    if (ReferenceModel.whole(bucket.tokens) >= 1) return null;
+    const wait = Math.ceil(((1 - bucket.tokens) * l.rate.periodMs * 1000) / l.rate.count - 1e-9);
+    return bucket.at + Math.max(1, wait);
   }
 
   private leaveLease(job: ModelJob): void {

@@ -15,6 +15,7 @@ import { claimQuery, pgSchema, PostgresJobStore } from '../../src/storage/postgr
 import { testConfig } from '../../src/testing/conformance/harness.ts';
 import { dropTestSchema, TEST_PG_URL, uniqueSchema } from '../support/backends.ts';
 import { parked } from '../support/events.ts';
+import { jobScans } from '../support/pg-plans.ts';
 import { eventually } from '../support/server.ts';
 
 const acme = tenantScope('acme');
@@ -265,23 +266,8 @@ describe('queues sharing one PostgreSQL schema', () => {
     const SYSTEM_READY = 1_000;
 
     /** The scans of the jobs table in the claim's plan: index, rows found, rows read and dropped by a filter. */
-    async function claimScans(query: { text: string; values: unknown[] }): Promise<unknown[]> {
-      const db = new pg.Client({ connectionString: TEST_PG_URL });
-      await db.connect();
-      try {
-        await db.query(`ANALYZE ${table}.jobs`);
-        await db.query('BEGIN');
-        const { rows } = await db.query<{ 'QUERY PLAN': PlanRoot[] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${query.text}`, [
-          1,
-          ...query.values,
-        ]);
-        await db.query('ROLLBACK');
-        return planNodes(rows[0]?.['QUERY PLAN'][0]?.Plan)
-          .filter((n) => n['Relation Name'] === 'jobs')
-          .map((n) => [n['Index Name'], n['Actual Rows'], n['Rows Removed by Filter'] ?? 0]);
-      } finally {
-        await db.end();
-      }
+    function claimScans(query: { text: string; values: unknown[] }): Promise<unknown[]> {
+      return jobScans(table, { text: query.text, values: [1, ...query.values] });
     }
 
     before(async () => {
@@ -331,23 +317,6 @@ describe('queues sharing one PostgreSQL schema', () => {
     });
   });
 });
-
-interface PlanNode {
-  readonly 'Node Type': string;
-  readonly 'Relation Name'?: string;
-  readonly 'Index Name'?: string;
-  readonly 'Actual Rows': number;
-  readonly 'Rows Removed by Filter'?: number;
-  readonly Plans?: readonly PlanNode[];
-}
-interface PlanRoot {
-  readonly Plan: PlanNode;
-}
-
-function planNodes(node: PlanNode | undefined): PlanNode[] {
-  if (node === undefined) return [];
-  return [node, ...(node.Plans ?? []).flatMap((child) => planNodes(child))];
-}
 
 /** The schema name a test store was opened with. */
 function schemaOf(store: PostgresJobStore | undefined): string {

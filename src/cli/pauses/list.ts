@@ -2,6 +2,7 @@
 import type { Pause } from '../../core/pauses.ts';
 import { scopeOf, type ScopeOptions } from '../args.ts';
 import { printLine, type CliIo, type OperatorClient } from '../io.ts';
+import { formatTable } from '../format.ts';
 
 export interface ListPausesOptions extends ScopeOptions {
   readonly json?: boolean;
@@ -30,15 +31,7 @@ export function formatPauses(pauses: readonly Pause[]): string {
       return [String(json['scope']), p.kindPrefix, String(json['pausedAt']), p.by];
     }),
   ];
-  const widths = rows[0]?.map((_, c) => Math.max(...rows.map((row) => (row[c] ?? '').length))) ?? [];
-  return rows
-    .map((row) =>
-      row
-        .map((cell, c) => cell.padEnd(widths[c] ?? 0))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
+  return formatTable(rows);
 }
 
 export async function listPauses(options: ListPausesOptions, client: OperatorClient, io: CliIo): Promise<number> {

@@ -1,7 +1,7 @@
 /** How the `telha schedules` commands print a schedule: a table row, a block, or JSON. */
 import type { Schedule } from '../../core/schedules.ts';
 import type { Micros } from '../../core/types.ts';
-import { preview } from '../format.ts';
+import { formatTable, preview } from '../format.ts';
 
 function when(at: Micros | null): string {
   return at === null ? '-' : new Date(Math.floor(at / 1000)).toISOString();
@@ -33,15 +33,7 @@ export function formatSchedules(schedules: readonly Schedule[]): string {
       when(s.lastDueAt),
     ]),
   ];
-  const widths = rows[0]?.map((_, c) => Math.max(...rows.map((row) => (row[c] ?? '').length))) ?? [];
-  return rows
-    .map((row) =>
-      row
-        .map((cell, c) => cell.padEnd(widths[c] ?? 0))
-        .join('  ')
-        .trimEnd(),
-    )
-    .join('\n');
+  return formatTable(rows);
 }
 
 /** One schedule, field by field. */

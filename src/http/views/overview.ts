@@ -1,5 +1,7 @@
 /** The overview: counts by state, kind and tenant, and the live charts. */
+import { limitLane, type KindLimitStatus } from '../../core/kind-limits.ts';
 import { pauseCoversKind, type Pause } from '../../core/pauses.ts';
+import { formatRate } from '../../core/rate.ts';
 import { JobState, type CountRow } from '../../core/types.ts';
 import { href, html, type Html } from '../html.ts';
 import { csrfField, number, page, type Viewer } from './layout.ts';
@@ -20,6 +22,44 @@ export interface OverviewData {
   readonly backend: string;
   /** Pauses that hold back work the viewer sees; `null` when the viewer may not read pauses. */
   readonly pauses?: readonly Pause[] | null;
+  /** Kind limits with their lanes now; `null` (or absent) when the viewer is not an operator. */
+  readonly limits?: readonly KindLimitStatus[] | null;
+}
+
+/** The kind limits, each with its lane's leased jobs and tokens now; changed with `telha limits`. */
+function limitsPanel(limits: readonly KindLimitStatus[]): Html | '' {
+  if (limits.length === 0) return '';
+  return html`<section class="panel" id="limits">
+    <h2>
+      Limits
+      <span class="hint">at most this many leased at once, and leases per period, in every scope (telha limits)</span>
+    </h2>
+    <table class="grid">
+      <thead>
+        <tr>
+          <th>Kind prefix</th>
+          <th class="num">Leased</th>
+          <th class="num">Concurrency</th>
+          <th>Rate</th>
+          <th class="num">Tokens</th>
+          <th>By</th>
+        </tr>
+      </thead>
+      <tbody>
+        ${limits.map(
+          (l) =>
+            html`<tr>
+              <td class="mono">${l.kindPrefix}</td>
+              <td class="num">${number(l.leased)}</td>
+              <td class="num">${l.concurrency === null ? '–' : number(l.concurrency)}</td>
+              <td class="mono">${l.rate === null ? '–' : formatRate(l.rate)}</td>
+              <td class="num">${l.tokens === null ? '–' : number(l.tokens)}</td>
+              <td>${l.by}</td>
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+  </section>`;
 }
 
 function pauseScopeName(pause: Pause): string {
@@ -78,6 +118,12 @@ function pausesPanel(viewer: Viewer, pauses: readonly Pause[]): Html | '' {
   </section>`;
 }
 
+/** The kind limit a kind falls under, as a badge naming its prefix. */
+function limitBadge(prefix: string | null): Html | '' {
+  if (prefix === null) return '';
+  return html` <span class="badge limited" title="under the kind limit ${prefix}: see Limits below">limited</span>`;
+}
+
 function totals(rows: readonly CountRow[]): Map<JobState, number> {
   const out = new Map<JobState, number>();
   for (const row of rows) out.set(row.state, (out.get(row.state) ?? 0) + row.count);
@@ -100,6 +146,7 @@ function countsTable(
   empty: string,
   filter: (name: string) => Record<string, string>,
   paused: (name: string) => boolean = () => false,
+  lane: (name: string) => string | null = () => null,
 ): Html {
   if (rows.length === 0) return html`<p class="empty">${empty}</p>`;
   return html`<table class="grid">
@@ -118,7 +165,7 @@ function countsTable(
                 paused(name)
                   ? html` <span class="badge paused" title="paused in some scope: see Paused below">paused</span>`
                   : ''
-              }
+              }${limitBadge(lane(name))}
             </td>
             ${stateCells(states, (state) => href('/jobs', { ...filter(name), state }))}
           </tr>`,
@@ -176,9 +223,10 @@ export function overviewPage(viewer: Viewer, data: OverviewData): Html {
           'No jobs yet.',
           (kind) => ({ kind }),
           (kind) => (data.pauses ?? []).some((p) => pauseCoversKind(p.kindPrefix, kind)),
+          (kind) => limitLane(data.limits ?? [], kind),
         )}
       </section>
-      ${pausesPanel(viewer, data.pauses ?? [])}
+      ${pausesPanel(viewer, data.pauses ?? [])} ${limitsPanel(data.limits ?? [])}
       ${
         data.tenants === null
           ? ''

@@ -22,6 +22,20 @@ import {
   type PauseBounds,
   type PauseScope,
 } from '../../core/pauses.ts';
+import {
+  admitKindLimit,
+  compareKindLimits,
+  LaneBudget,
+  limitLane,
+  limitStatus,
+  nextTokenAt,
+  pickWithinLimits,
+  refillBucket,
+  wholeTokens,
+  type KindLimit,
+  type KindLimitStatus,
+  type TokenBucket,
+} from '../../core/kind-limits.ts';
 import { enqueue, isLeasable, isLeaseExpired, kindMatches } from '../../core/transitions.ts';
 import {
   finishedAt,
@@ -77,6 +91,9 @@ export class MemoryJobStore implements JobStore {
   private readonly schedules = new Map<string, Schedule>();
   /** Pauses by `pauseKey`. */
   private readonly pauses = new Map<string, Pause>();
+  /** Kind limits by prefix, and the token buckets of the rate-limited ones (absent: full). */
+  private readonly limits = new Map<string, KindLimit>();
+  private readonly buckets = new Map<string, TokenBucket>();
   private closed = false;
 
   insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
@@ -118,22 +135,68 @@ export class MemoryJobStore implements JobStore {
           !isRecordPaused(this.pauses.values(), r),
       )
       .sort(byKey);
-    let chosen = ready.slice(0, params.limit);
+    const leased = this.leasedByLane();
+    const bucketOf = (lane: string): TokenBucket | null => this.buckets.get(lane) ?? null;
+    const budget = new LaneBudget(this.limits.values(), (lane) => leased.get(lane) ?? 0, bucketOf, params.now);
+    let chosen: JobRecord[];
     if (params.fair === true && params.scope.type === 'any') {
       const picked = fairPick(
         ready.map((record) => ({ record, scope: scopeHex(record), system: record.tenant === null })),
         params.limit,
         this.fairCursor,
+        (c) => budget.take(c.record.kind),
       );
       chosen = picked.chosen.map((c) => c.record);
       this.fairCursor = picked.cursor;
+    } else {
+      chosen = pickWithinLimits(ready, params.limit, budget);
     }
+    for (const [lane, bucket] of budget.spent(bucketOf, params.now)) this.buckets.set(lane, bucket);
     return Promise.resolve(
       chosen.map((record) => {
-        const leased = params.lease(record);
-        this.jobs.set(leased.jobId, leased);
-        return leased;
+        const next = params.lease(record);
+        this.jobs.set(next.jobId, next);
+        return next;
       }),
+    );
+  }
+
+  /** Leased jobs per lane, counted from the records: the plain way, for the reference. */
+  private leasedByLane(): Map<string, number> {
+    const counts = new Map<string, number>();
+    if (this.limits.size === 0) return counts;
+    for (const r of this.jobs.values()) {
+      if (r.state !== JobState.Leased) continue;
+      const lane = limitLane(this.limits.values(), r.kind);
+      if (lane !== null) counts.set(lane, (counts.get(lane) ?? 0) + 1);
+    }
+    return counts;
+  }
+
+  // ---- kind limits ----
+
+  setKindLimit(limit: KindLimit, maxTotal: number): Promise<KindLimit> {
+    try {
+      admitKindLimit([...this.limits.values()], limit, maxTotal);
+      this.limits.set(limit.kindPrefix, limit);
+      if (limit.rate === null) this.buckets.delete(limit.kindPrefix);
+      return Promise.resolve(limit);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  clearKindLimit(kindPrefix: string): Promise<boolean> {
+    this.buckets.delete(kindPrefix);
+    return Promise.resolve(this.limits.delete(kindPrefix));
+  }
+
+  listKindLimits(now: Micros): Promise<KindLimitStatus[]> {
+    const leased = this.leasedByLane();
+    return Promise.resolve(
+      [...this.limits.values()]
+        .sort(compareKindLimits)
+        .map((l) => limitStatus(l, leased.get(l.kindPrefix) ?? 0, this.buckets.get(l.kindPrefix) ?? null, now)),
     );
   }
 
@@ -252,11 +315,25 @@ export class MemoryJobStore implements JobStore {
 
   nextGateAt(scope: ScopeFilter, now: Micros): Promise<Micros | null> {
     let earliest: Micros | null = null;
+    const leased = this.leasedByLane();
     for (const r of this.jobs.values()) {
-      if (r.state !== JobState.Pending || !inScope(r, scope) || r.notBefore === null || r.notBefore <= now) continue;
-      if (earliest === null || r.notBefore < earliest) earliest = r.notBefore;
+      if (r.state !== JobState.Pending || !inScope(r, scope)) continue;
+      let at: Micros | null = null;
+      if (r.notBefore !== null && r.notBefore > now) at = r.notBefore;
+      else if (!isRecordPaused(this.pauses.values(), r)) at = this.tokenDueFor(r.kind, leased, now);
+      if (at !== null && (earliest === null || at < earliest)) earliest = at;
     }
     return Promise.resolve(earliest);
+  }
+
+  /** When a ready job of `kind` waits for its lane's next token (its lane out of tokens, not full); else `null`. */
+  private tokenDueFor(kind: string, leased: ReadonlyMap<string, number>, now: Micros): Micros | null {
+    const lane = limitLane(this.limits.values(), kind);
+    const limit = lane === null ? undefined : this.limits.get(lane);
+    if (limit === undefined || limit.rate === null) return null;
+    if (limit.concurrency !== null && (leased.get(limit.kindPrefix) ?? 0) >= limit.concurrency) return null;
+    const bucket = refillBucket(this.buckets.get(limit.kindPrefix) ?? null, limit.rate, now);
+    return wholeTokens(bucket) >= 1 ? null : nextTokenAt(bucket, limit.rate, now);
   }
 
   // ---- schedules ----

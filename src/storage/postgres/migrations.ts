@@ -78,6 +78,37 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
     );
     CREATE UNIQUE INDEX kind_pauses_key ON ${s}.kind_pauses ((coalesce(scope, '\\x'::bytea)), kind_prefix);
   `,
+  // Paused and limited jobs out of the ready index. `held` is true on a Pending row a pause
+  // covers; `lane` is the kind limit a row's kind falls under (the longest prefix covering it):
+  // both set by every write that makes a row Pending, and by pause, resume and setting or
+  // clearing a limit (see `pausedSql`, `laneSql`). `jobs_ready` holds the unlimited ready rows,
+  // `jobs_lanes` the limited ones lane by lane, so a claim never reads a paused row nor a row of
+  // a lane without room. `jobs_held` is for resume; `jobs_lane_leases` counts a lane's leases.
+  (s) => `
+    ALTER TABLE ${s}.jobs ADD COLUMN held boolean NOT NULL DEFAULT false, ADD COLUMN lane text COLLATE "C";
+    UPDATE ${s}.jobs j SET held = true WHERE state = 0 AND EXISTS (SELECT 1 FROM ${s}.kind_pauses kp
+      WHERE (kp.scope IS NULL OR kp.scope = j.scope) AND starts_with(j.kind, kp.kind_prefix)
+      AND (starts_with(kp.kind_prefix, 'system:') OR NOT starts_with(j.kind, 'system:')));
+    DROP INDEX ${s}.jobs_ready;
+    CREATE INDEX jobs_ready ON ${s}.jobs (scope, priority, created_at, job_id)
+      WHERE state = 0 AND not_before IS NULL AND NOT held AND lane IS NULL;
+    CREATE INDEX jobs_lanes ON ${s}.jobs (lane, scope, priority, created_at, job_id)
+      WHERE state = 0 AND not_before IS NULL AND NOT held AND lane IS NOT NULL;
+    CREATE INDEX jobs_held ON ${s}.jobs (scope, kind) WHERE state = 0 AND held;
+    CREATE INDEX jobs_lane_leases ON ${s}.jobs (lane) WHERE state = 1 AND lane IS NOT NULL;
+    -- Kind limits (core/kind-limits.ts), global: a lane's concurrency and rate, and its token
+    -- bucket (tokens NULL: full), which claims taking from the lane hold locked and refill.
+    CREATE TABLE ${s}.kind_limits (
+      kind_prefix    text   COLLATE "C" PRIMARY KEY,
+      concurrency    integer,
+      rate_count     bigint,
+      rate_period_ms bigint,
+      set_at         bigint NOT NULL,
+      set_by         text   NOT NULL,
+      tokens         double precision,
+      refilled_at    bigint
+    );
+  `,
 ];
 
 /** The quoted schema name of a store, checked to be a plain identifier. */

@@ -12,7 +12,8 @@
  * of results is one SELECT and one such UPDATE for all of them. Enqueue is one
  * INSERT; idempotency is a unique index on (scope, key).
  *
- * Ready work is a partial index over Pending rows whose gate is open. A gate
+ * Ready work is a partial index over Pending rows whose gate is open and that no
+ * pause holds (`held`, kept exact by the pause lock: see `writeLocks`). A gate
  * that falls due is opened (its `not_before` column set NULL) by the next
  * claim, in the claim's own transaction, so a claim never scans past rows
  * still waiting for their gate. Writes that make Pending work NOTIFY the
@@ -33,6 +34,21 @@
 import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { CorruptRecordError, ErrorCode, notFound, storeClosed, TelhaError } from '../../core/errors.ts';
+import {
+  admitKindLimit,
+  compareKindLimits,
+  LaneBudget,
+  laneMayServe,
+  limitStatus,
+  nextTokenAt,
+  pickWithinLimits,
+  refillBucket,
+  wholeTokens,
+  type KindLimit,
+  type KindLimitStatus,
+  type TokenBucket,
+} from '../../core/kind-limits.ts';
+import { fairPick } from '../../core/fair-order.ts';
 import { SYSTEM_KIND_PREFIX } from '../../core/limits.ts';
 import {
   admitPause,
@@ -365,14 +381,15 @@ export class PostgresJobStore implements JobStore {
    * whose answer is lost may have committed or not: that throws `InDoubt` with the
    * work's result, for the caller to look for in the rows.
    */
-  private async tx<T>(work: (db: Db) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+  private async tx<T>(work: (db: Db, begun: pg.QueryResult[]) => Promise<T>, begin = 'BEGIN'): Promise<T> {
     const db = await this.pool.connect();
     let broken = false;
     try {
       let result: T;
       try {
-        await db.query(begin);
-        result = await work(db);
+        // Several statements in `begin` answer with one result each.
+        const answer = (await db.query(begin)) as unknown as pg.QueryResult | pg.QueryResult[];
+        result = await work(db, Array.isArray(answer) ? answer : [answer]);
       } catch (error) {
         if (isConnectionFailure(error)) broken = true;
         else await db.query('ROLLBACK').catch(() => (broken = true));
@@ -468,19 +485,26 @@ export class PostgresJobStore implements JobStore {
     if (!Number.isSafeInteger(params.now)) throw new Error(`claim: now ${params.now} is not an integer`);
     // Open the gates that are due, so the ready index holds every eligible job. Sent with BEGIN
     // as one simple-protocol round trip, which takes no parameters: `now` is a checked integer.
+    // The same round trip reads which limits exist: none (the usual case) leaves the claim as it
+    // was, one statement over `jobs_ready`, whose rows are all unlimited.
     const begin = `BEGIN; UPDATE ${this.t}.jobs SET not_before = NULL WHERE job_id IN (
       SELECT job_id FROM ${this.t}.jobs WHERE state = 0 AND not_before <= ${params.now}
-      ORDER BY not_before LIMIT ${OPEN_GATES_BATCH} FOR UPDATE SKIP LOCKED)`;
-    return this.tx(async (db) => {
-      const rows =
-        params.fair === true && params.scope.type === 'any'
-          ? await this.fairRows(db, params.kinds, params.limit)
-          : await this.keyOrderRows(db, params.scope, params.kinds, params.limit);
-      const leased: JobRecord[] = [];
-      for (const row of rows) {
-        const record = this.decode(row);
-        if (record !== null) leased.push(params.lease(record));
+      ORDER BY not_before LIMIT ${OPEN_GATES_BATCH} FOR UPDATE SKIP LOCKED);
+      SELECT kind_prefix FROM ${this.t}.kind_limits`;
+    return this.tx(async (db, begun) => {
+      const limited = (begun[2]?.rows ?? []) as { kind_prefix: string }[];
+      const lanes = limited.map((row) => row.kind_prefix).filter((lane) => laneMayServe(lane, params.kinds));
+      let records: JobRecord[];
+      if (lanes.length > 0) {
+        records = await this.limitedRecords(db, params, lanes);
+      } else {
+        const rows =
+          params.fair === true && params.scope.type === 'any'
+            ? await this.fairRows(db, params.kinds, params.limit)
+            : await this.keyOrderRows(db, params.scope, params.kinds, params.limit);
+        records = rows.map((row) => this.decode(row)).filter((r): r is JobRecord => r !== null);
       }
+      const leased = records.map((record) => params.lease(record));
       await this.writeMany(
         db,
         leased.map((record) => ({ record, expected: null })),
@@ -488,6 +512,80 @@ export class PostgresJobStore implements JobStore {
       );
       return leased;
     }, begin);
+  }
+
+  /**
+   * A claim that may take from limited lanes (`lanes`: those its kinds may serve). Their rows of
+   * `kind_limits` are locked first, in prefix order, so limited claims of every server take
+   * turns per lane, and the statements after see every lease the claims before them made. Then
+   * each lane's room (`LaneBudget`: concurrency less leased, whole tokens), the candidates (the
+   * unlimited ones and at most the room of each lane with room; a lane without room is not
+   * read), the claim rule over them in the claim's order, and the buckets spent.
+   */
+  private async limitedRecords(db: Db, params: ClaimParams, lanes: readonly string[]): Promise<JobRecord[]> {
+    const { rows: limitRows } = await db.query<LimitRow>(
+      `SELECT ${LIMIT_COLUMNS} FROM ${this.t}.kind_limits WHERE kind_prefix = ANY($1::text[])
+       ORDER BY kind_prefix FOR UPDATE`,
+      [lanes],
+    );
+    const { rows: counts } = await db.query<{ lane: string; n: string }>(
+      `SELECT lane, count(*) AS n FROM ${this.t}.jobs WHERE state = 1 AND lane = ANY($1::text[]) GROUP BY lane`,
+      [lanes],
+    );
+    const limits = limitRows.map(limitOfRow);
+    const leased = new Map(counts.map((row) => [row.lane, Number(row.n)]));
+    const buckets = new Map(limitRows.map((row) => [row.kind_prefix, bucketOfRow(row)]));
+    const bucketOf = (lane: string): TokenBucket | null => buckets.get(lane) ?? null;
+    const budget = new LaneBudget(limits, (lane) => leased.get(lane) ?? 0, bucketOf, params.now);
+    const rooms = limits.map((limit) =>
+      Math.min(
+        params.limit,
+        laneRoom(limit, leased.get(limit.kindPrefix) ?? 0, bucketOf(limit.kindPrefix), params.now),
+      ),
+    );
+    const laneArgs = [limits.map((l) => l.kindPrefix), rooms];
+    const candidates = async (scope: ScopeFilter): Promise<JobRecord[]> => {
+      const query = laneClaimQuery(this.t, scope, params.kinds);
+      const { rows } = await db.query<ClaimRow>(query.text, [params.limit, ...laneArgs, ...query.values]);
+      return rows.map((row) => this.decode(row)).filter((r): r is JobRecord => r !== null);
+    };
+    let chosen: JobRecord[];
+    if (params.fair === true && params.scope.type === 'any') {
+      chosen = [];
+      if (params.kinds !== null && params.kinds.some((prefix) => prefix.startsWith(SYSTEM_KIND_PREFIX))) {
+        chosen = pickWithinLimits(await candidates(SYSTEM_SCOPE), params.limit, budget);
+      }
+      const query = fairLaneClaimQuery(this.t, params.kinds);
+      const { rows } = await db.query<ClaimRow & { scope: Buffer }>(query.text, [
+        params.limit,
+        ...laneArgs,
+        ...query.values,
+      ]);
+      const tenantJobs = rows
+        .map((row) => ({ record: this.decode(row), scope: row.scope.toString('hex'), system: false }))
+        .filter((c): c is { record: JobRecord; scope: string; system: false } => c.record !== null)
+        .sort((a, b) => compareKeyOrder(a.record, b.record));
+      const picked = fairPick(
+        tenantJobs,
+        params.limit - chosen.length,
+        this.fairCursor === null ? null : this.fairCursor.toString('hex'),
+        (c) => budget.take(c.record.kind),
+      );
+      chosen.push(...picked.chosen.map((c) => c.record));
+      if (picked.cursor !== null) this.fairCursor = Buffer.from(picked.cursor, 'hex');
+    } else {
+      chosen = pickWithinLimits(await candidates(params.scope), params.limit, budget);
+    }
+    const spent = budget.spent(bucketOf, params.now);
+    if (spent.size > 0) {
+      await db.query(
+        `UPDATE ${this.t}.kind_limits AS kl SET tokens = u.tokens, refilled_at = u.refilled_at
+         FROM unnest($1::text[], $2::float8[], $3::bigint[]) AS u(kind_prefix, tokens, refilled_at)
+         WHERE kl.kind_prefix = u.kind_prefix`,
+        [[...spent.keys()], [...spent.values()].map((b) => b.tokens), [...spent.values()].map((b) => b.refilledAt)],
+      );
+    }
+    return chosen;
   }
 
   private async keyOrderRows(
@@ -628,7 +726,9 @@ export class PostgresJobStore implements JobStore {
             updated: next.record,
           });
           return { outcome: { record: next.record, successors }, read: row.record };
-        })
+          // The write locks' share (`writeLocks`) before the row lock: taken after it, a pause or
+          // a limit waiting for this row would wait for this transaction, which waits for it.
+        }, `BEGIN; LOCK TABLE ${this.t}.kind_pauses, ${this.t}.kind_limits IN ROW SHARE MODE`)
       ).outcome;
     } catch (error) {
       if (!(error instanceof InDoubt)) throw error;
@@ -694,13 +794,19 @@ export class PostgresJobStore implements JobStore {
     const pending = records.filter((r) => r.state === JobState.Pending);
     // Identical notifications of one transaction are delivered once, so each Pending row may send it.
     const notify = pending.length > 0 ? `, CASE WHEN u.state = 0 THEN pg_notify($9, $10)::text END` : '';
+    // A row made Pending is held if a pause covers it, under the pause lock; a claim's leases
+    // (nothing Pending) do not touch `kind_pauses`, so pauses never wait for claims.
+    const held = pending.length > 0 ? `u.state = 0 AND ${pausedSql(this.t, 'j.scope', 'j.kind')}` : 'false';
+    // Its lane too; a leased row keeps the lane it was claimed in, for the lane's count.
+    const lane =
+      pending.length > 0 ? `, lane = CASE WHEN u.state = 0 THEN ${laneSql(this.t, 'j.kind')} ELSE j.lane END` : '';
     const { rows: written } = await db.query<{ job_id: string }>(
-      `UPDATE ${this.t}.jobs AS j SET state = u.state, not_before = u.not_before,
-         lease_deadline = u.lease_deadline, worker_id = u.worker_id, finished_at = u.finished_at,
-         record = u.record
+      `UPDATE ${this.t}.jobs AS j SET state = u.state,
+         not_before = u.not_before, lease_deadline = u.lease_deadline, worker_id = u.worker_id,
+         finished_at = u.finished_at, record = u.record, held = ${held}${lane}
        FROM unnest($1::uuid[], $2::bytea[], $3::smallint[], $4::bigint[], $5::bigint[], $6::text[], $7::bigint[],
          $8::bytea[]) AS u(job_id, expected, state, not_before, lease_deadline, worker_id, finished_at, record)
-       WHERE j.job_id = u.job_id AND (u.expected IS NULL OR j.record = u.expected)
+       WHERE j.job_id = u.job_id AND (u.expected IS NULL OR j.record = u.expected)${pending.length > 0 ? ` AND ${writeLocks(this.t)}` : ''}
        RETURNING j.job_id${notify}`,
       [
         records.map((r) => r.jobId),
@@ -828,12 +934,30 @@ export class PostgresJobStore implements JobStore {
       args.push(scopeBytes(scope));
       where += ' AND scope = $2';
     }
-    const { rows } = await this.query<{ gate: string | null }>(
-      `SELECT min(not_before) AS gate FROM ${this.t}.jobs WHERE ${where}`,
+    // One round trip unless a rate limit exists: then a second looks at the rate-limited lanes.
+    const { rows } = await this.query<{ gate: string | null; rated: boolean }>(
+      `SELECT (SELECT min(not_before) FROM ${this.t}.jobs WHERE ${where}) AS gate,
+         EXISTS (SELECT 1 FROM ${this.t}.kind_limits WHERE rate_count IS NOT NULL) AS rated`,
       args,
     );
     const gate = rows[0]?.gate;
-    return gate === null || gate === undefined ? null : Number(gate);
+    let earliest = gate === null || gate === undefined ? null : Number(gate);
+    if (rows[0]?.rated !== true) return earliest;
+    // Sooner: the next token of a rate-limited lane, not full, that holds back ready work in scope.
+    const lanes = await this.query<LimitRow & { leased: string }>(
+      `SELECT ${LIMIT_COLUMNS}, (SELECT count(*) FROM ${this.t}.jobs j WHERE j.state = 1 AND j.lane = kl.kind_prefix) AS leased
+       FROM ${this.t}.kind_limits kl WHERE rate_count IS NOT NULL AND EXISTS (SELECT 1 FROM ${this.t}.jobs j
+         WHERE ${ready('j')} AND j.lane = kl.kind_prefix${scope.type === 'any' ? '' : ' AND j.scope = $1'})`,
+      scope.type === 'any' ? [] : [scopeBytes(scope)],
+    );
+    for (const row of lanes.rows) {
+      const limit = limitOfRow(row);
+      if (limit.rate === null || (limit.concurrency !== null && Number(row.leased) >= limit.concurrency)) continue;
+      const bucket = refillBucket(bucketOfRow(row), limit.rate, now);
+      const at = wholeTokens(bucket) >= 1 ? null : nextTokenAt(bucket, limit.rate, now);
+      if (at !== null && (earliest === null || at < earliest)) earliest = at;
+    }
+    return earliest;
   }
 
   /** Resolves when the database answers; `unavailable` while it cannot be reached. */
@@ -948,25 +1072,30 @@ export class PostgresJobStore implements JobStore {
   // ---- pauses ----
 
   /**
-   * Claims read `kind_pauses` in their own statement, so a pause holds on every server from its
-   * commit on, with no propagation delay. The count check runs under an advisory lock, so two
-   * servers cannot both take the last free place.
+   * The pause and the `held` mark on every Pending job it covers, in one transaction under the
+   * pause lock (`writeLocks`): claims skip held rows through the ready index, which leaves them
+   * out, so a pause holds on every server from its commit on and costs claims nothing. The lock
+   * also serialises pauses, so two servers cannot both take the last free place.
    */
   async pauseKinds(pause: Pause, bounds: PauseBounds): Promise<Pause> {
     return this.retrying(async () => {
       try {
         return await this.tx(async (db) => {
-          await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`telha-pauses:${this.schemaName}`]);
           const held = await this.readPauses(db);
           const existing = admitPause(held, pause, bounds);
           if (existing !== null) return existing;
+          const scope = pauseScopeBytes(pause.scope);
           await db.query(`INSERT INTO ${this.t}.kind_pauses (scope, kind_prefix, record) VALUES ($1, $2, $3)`, [
-            pauseScopeBytes(pause.scope),
+            scope,
             pause.kindPrefix,
             encodePause(pause),
           ]);
+          await db.query(
+            `UPDATE ${this.t}.jobs SET held = true WHERE state = 0 AND NOT held AND ${pauseCovers('$1', '$2')}`,
+            [scope, pause.kindPrefix],
+          );
           return pause;
-        });
+        }, this.pauseBegin);
       } catch (error) {
         // Run again, a pause that landed is found and returned: pausing is idempotent.
         if (error instanceof InDoubt) throw error.cause;
@@ -985,12 +1114,18 @@ export class PostgresJobStore implements JobStore {
             [pauseScopeBytes(scope), kindPrefix],
           );
           if ((rowCount ?? 0) === 0) return false;
+          // Through `jobs_held`: only the held rows are read. Rows another pause covers stay held.
+          await db.query(
+            `UPDATE ${this.t}.jobs j SET held = false WHERE state = 0 AND held AND ${pauseCovers('$1', '$2')}
+             AND NOT ${pausedSql(this.t, 'j.scope', 'j.kind')}`,
+            [pauseScopeBytes(scope), kindPrefix],
+          );
           await db.query('SELECT pg_notify($1, $2)', [
             this.schema.channel,
             JSON.stringify({ o: this.origin, w: 'all' }),
           ]);
           return true;
-        });
+        }, this.pauseBegin);
       } catch (error) {
         // Run again, as for a schedule's delete: a resume that landed then finds nothing, and the
         // caller hears `not_found` for a pause that is gone either way (never "resumed" for one
@@ -999,6 +1134,103 @@ export class PostgresJobStore implements JobStore {
         throw error;
       }
     });
+  }
+
+  // ---- kind limits ----
+
+  /**
+   * The limit and the lane of every Pending and Leased job it now covers (`lane`: the longest
+   * prefix), in one transaction holding EXCLUSIVE on `kind_limits` (`writeLocks`), so no write or
+   * limited claim runs meanwhile. A bucket is kept while the limit keeps a rate. Wakes every
+   * server's lease waiters: the new limit may leave more room.
+   */
+  async setKindLimit(limit: KindLimit, maxTotal: number): Promise<KindLimit> {
+    return this.retrying(async () => {
+      try {
+        return await this.tx(async (db) => {
+          const { rows } = await db.query<LimitRow>(`SELECT ${LIMIT_COLUMNS} FROM ${this.t}.kind_limits`);
+          admitKindLimit(rows.map(limitOfRow), limit, maxTotal);
+          await db.query(
+            `INSERT INTO ${this.t}.kind_limits (kind_prefix, concurrency, rate_count, rate_period_ms, set_at, set_by)
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (kind_prefix) DO UPDATE SET concurrency = EXCLUDED.concurrency,
+               rate_count = EXCLUDED.rate_count, rate_period_ms = EXCLUDED.rate_period_ms,
+               set_at = EXCLUDED.set_at, set_by = EXCLUDED.set_by,
+               tokens = CASE WHEN EXCLUDED.rate_count IS NULL THEN NULL ELSE kind_limits.tokens END,
+               refilled_at = CASE WHEN EXCLUDED.rate_count IS NULL THEN NULL ELSE kind_limits.refilled_at END`,
+            [
+              limit.kindPrefix,
+              limit.concurrency,
+              limit.rate?.count ?? null,
+              limit.rate?.periodMs ?? null,
+              limit.setAt,
+              limit.by,
+            ],
+          );
+          // Covered by this prefix and by none longer: a longer lane would be a longer prefix.
+          await db.query(
+            `UPDATE ${this.t}.jobs SET lane = $1 WHERE state IN (0, 1) AND starts_with(kind, $1)
+               AND (starts_with($1, '${SYSTEM_KIND_PREFIX}') OR NOT starts_with(kind, '${SYSTEM_KIND_PREFIX}'))
+               AND (lane IS NULL OR length(lane) < length($1))`,
+            [limit.kindPrefix],
+          );
+          await this.notifyAll(db);
+          return limit;
+        }, this.limitBegin);
+      } catch (error) {
+        // Run again, the upsert lands the same limit.
+        if (error instanceof InDoubt) throw error.cause;
+        throw error;
+      }
+    });
+  }
+
+  /** The limit gone and its jobs moved to the next longest lane covering them, or none. */
+  async clearKindLimit(kindPrefix: string): Promise<boolean> {
+    return this.retrying(async () => {
+      try {
+        return await this.tx(async (db) => {
+          const { rowCount } = await db.query(`DELETE FROM ${this.t}.kind_limits WHERE kind_prefix = $1`, [kindPrefix]);
+          if ((rowCount ?? 0) === 0) return false;
+          await db.query(
+            `UPDATE ${this.t}.jobs SET lane = ${laneSql(this.t, 'kind')} WHERE state IN (0, 1) AND lane = $1`,
+            [kindPrefix],
+          );
+          await this.notifyAll(db);
+          return true;
+        }, this.limitBegin);
+      } catch (error) {
+        // Run again, as for a resume: a clear that landed then finds nothing (`not_found`).
+        if (error instanceof InDoubt) throw error.cause;
+        throw error;
+      }
+    });
+  }
+
+  async listKindLimits(now: Micros): Promise<KindLimitStatus[]> {
+    const { rows } = await this.query<LimitRow & { leased: string }>(
+      `SELECT ${LIMIT_COLUMNS}, (SELECT count(*) FROM ${this.t}.jobs j WHERE j.state = 1 AND j.lane = kl.kind_prefix) AS leased
+       FROM ${this.t}.kind_limits kl`,
+      [],
+    );
+    return rows
+      .map((row) => limitStatus(limitOfRow(row), Number(row.leased), bucketOfRow(row), now))
+      .sort(compareKindLimits);
+  }
+
+  /** Setting and clearing a limit hold the limit lock (`writeLocks`) from the start. */
+  private get limitBegin(): string {
+    return `BEGIN; LOCK TABLE ${this.t}.kind_limits IN EXCLUSIVE MODE`;
+  }
+
+  /** Every server's lease waiters look again when this transaction commits. */
+  private async notifyAll(db: Db): Promise<void> {
+    await db.query('SELECT pg_notify($1, $2)', [this.schema.channel, JSON.stringify({ o: this.origin, w: 'all' })]);
+  }
+
+  /** Pause and resume hold the pause lock (`writeLocks`) from the start: one writer of pauses at a time. */
+  private get pauseBegin(): string {
+    return `BEGIN; LOCK TABLE ${this.t}.kind_pauses IN EXCLUSIVE MODE`;
   }
 
   async listPauses(filter: ScopeFilter): Promise<Pause[]> {
@@ -1136,6 +1368,56 @@ function writeInDoubt(jobId: string): TelhaError {
   );
 }
 
+/** A row of `kind_limits`: the limit, and its lane's token bucket (`tokens` NULL: full). */
+interface LimitRow {
+  readonly kind_prefix: string;
+  readonly concurrency: number | null;
+  readonly rate_count: string | null;
+  readonly rate_period_ms: string | null;
+  readonly set_at: string;
+  readonly set_by: string;
+  readonly tokens: number | null;
+  readonly refilled_at: string | null;
+}
+
+const LIMIT_COLUMNS = 'kind_prefix, concurrency, rate_count, rate_period_ms, set_at, set_by, tokens, refilled_at';
+
+function limitOfRow(row: LimitRow): KindLimit {
+  return {
+    kindPrefix: row.kind_prefix,
+    concurrency: row.concurrency,
+    rate:
+      row.rate_count === null || row.rate_period_ms === null
+        ? null
+        : { count: Number(row.rate_count), periodMs: Number(row.rate_period_ms) },
+    setAt: Number(row.set_at),
+    by: row.set_by,
+  };
+}
+
+function bucketOfRow(row: LimitRow): TokenBucket | null {
+  return row.tokens === null || row.refilled_at === null
+    ? null
+    : { tokens: row.tokens, refilledAt: Number(row.refilled_at) };
+}
+
+/** A lane's room at the start of a claim: its concurrency less its leased jobs, and its whole tokens (as `LaneBudget`). */
+function laneRoom(limit: KindLimit, leased: number, bucket: TokenBucket | null, now: Micros): number {
+  let room = limit.concurrency === null ? Infinity : Math.max(0, limit.concurrency - leased);
+  if (limit.rate !== null) room = Math.min(room, wholeTokens(refillBucket(bucket, limit.rate, now)));
+  return room;
+}
+
+/** Key order: (scope, priority, created_at, job_id), as the `jobs_key` index sorts. */
+function compareKeyOrder(a: JobRecord, b: JobRecord): number {
+  return (
+    Buffer.compare(scopeOfTenant(a.tenant), scopeOfTenant(b.tenant)) ||
+    a.priority - b.priority ||
+    a.createdAt - b.createdAt ||
+    (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0)
+  );
+}
+
 /**
  * The claim's scan: Pending rows with an open gate, in key order, through the
  * `jobs_ready` partial index, skipping rows another transaction holds.
@@ -1154,12 +1436,35 @@ export function claimQuery(
   scope: ScopeFilter,
   kinds: readonly string[] | null,
 ): { text: string; values: unknown[] } {
+  const filter = claimFilter(scope, kinds, 2);
+  return {
+    text: `SELECT job_id, record FROM ${table}.jobs WHERE ${ready()} AND lane IS NULL AND ${filter.where}
+           ORDER BY scope, priority, created_at, job_id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+    values: filter.values,
+  };
+}
+
+/** Ready: Pending, its gate open, no pause holding it. Both ready indexes are over this. */
+function ready(alias = ''): string {
+  const a = alias === '' ? '' : `${alias}.`;
+  return `${a}state = 0 AND ${a}not_before IS NULL AND NOT ${a}held`;
+}
+
+/**
+ * The claim's scope and kind filter (`leaseKindMatches` in SQL), its parameters numbered from
+ * `$first`.
+ */
+function claimFilter(
+  scope: ScopeFilter,
+  kinds: readonly string[] | null,
+  first: number,
+): { where: string; values: unknown[] } {
   const values: unknown[] = [];
   const param = (value: unknown): string => {
     values.push(value);
-    return `$${values.length + 1}`;
+    return `$${first + values.length - 1}`;
   };
-  let where = 'state = 0 AND not_before IS NULL';
+  let where = 'true';
   if (scope.type !== 'any') where += ` AND scope = ${param(scopeBytes(scope))}`;
   const system = param(SYSTEM_KIND_PREFIX);
   if (kinds === null || !kinds.some((prefix) => prefix.startsWith(SYSTEM_KIND_PREFIX))) {
@@ -1169,43 +1474,136 @@ export function claimQuery(
     where += ` AND EXISTS (SELECT 1 FROM unnest(${param(kinds)}::text[]) AS p
       WHERE starts_with(kind, p) AND (starts_with(p, ${system}) OR NOT starts_with(kind, ${system})))`;
   }
-  where += ` AND ${notPaused(table, 'jobs', system)}`;
+  return { where, values };
+}
+
+/**
+ * The claim's scan when limits exist, in key order: the first `$1` unlimited ready rows through
+ * `jobs_ready`, and of each lane in `$2` the first `$3` (its room at most) through `jobs_lanes`; a
+ * lane without room is not read at all. Rows come merged in key order, at most `$1`, locked.
+ */
+export function laneClaimQuery(
+  table: string,
+  scope: ScopeFilter,
+  kinds: readonly string[] | null,
+): { text: string; values: unknown[] } {
+  const filter = claimFilter(scope, kinds, 4);
   return {
-    text: `SELECT job_id, record FROM ${table}.jobs WHERE ${where}
-           ORDER BY scope, priority, created_at, job_id LIMIT $1 FOR UPDATE SKIP LOCKED`,
+    text: `WITH free AS (
+        SELECT job_id, record, scope, priority, created_at FROM ${table}.jobs
+        WHERE ${ready()} AND lane IS NULL AND ${filter.where}
+        ORDER BY scope, priority, created_at, job_id LIMIT $1 FOR UPDATE SKIP LOCKED
+      ),
+      laned AS (
+        SELECT c.* FROM unnest($2::text[], $3::bigint[]) AS l(lane, room) CROSS JOIN LATERAL (
+          SELECT job_id, record, scope, priority, created_at FROM ${table}.jobs
+          WHERE ${ready()} AND lane = l.lane AND ${filter.where}
+          ORDER BY scope, priority, created_at, job_id LIMIT l.room FOR UPDATE SKIP LOCKED
+        ) c WHERE l.room > 0
+      )
+      SELECT job_id, record FROM (SELECT * FROM free UNION ALL SELECT * FROM laned) u
+      ORDER BY scope, priority, created_at, job_id LIMIT $1`,
+    values: filter.values,
+  };
+}
+
+/**
+ * The fair claim's candidates when limits exist: every tenant with ready work that is unlimited
+ * or in a lane of `$2` with room (`$3`), found by a loose index scan (per tenant, one probe of
+ * `jobs_ready` and one of `jobs_lanes` per lane with room), and of each tenant the first `$1`
+ * unlimited rows and the first `$3` of each such lane, locked, with their scope. The fair order
+ * and the claim rule are applied to them by `fairPick`. A lane without room is not read.
+ */
+export function fairLaneClaimQuery(
+  table: string,
+  kinds: readonly string[] | null,
+): { text: string; values: unknown[] } {
+  const values: unknown[] = [SYSTEM_SCOPE_BYTES];
+  if (kinds !== null) values.push(kinds);
+  const kindFilter =
+    kinds === null ? '' : ` AND EXISTS (SELECT 1 FROM unnest($5::text[]) AS p WHERE starts_with(j.kind, p))`;
+  const next = (after: string): string => `(SELECT x.scope FROM (
+      (SELECT j.scope FROM ${table}.jobs j WHERE ${ready('j')} AND j.lane IS NULL AND j.scope > ${after}${kindFilter}
+        ORDER BY j.scope LIMIT 1)
+      UNION ALL
+      SELECT y.scope FROM lanes l CROSS JOIN LATERAL (SELECT j.scope FROM ${table}.jobs j
+        WHERE ${ready('j')} AND j.lane = l.lane AND j.scope > ${after}${kindFilter} ORDER BY j.scope LIMIT 1) y
+    ) x ORDER BY x.scope LIMIT 1)`;
+  return {
+    text: `WITH RECURSIVE lanes AS (
+        SELECT lane, room FROM unnest($2::text[], $3::bigint[]) AS l(lane, room) WHERE room > 0
+      ),
+      tenants(scope) AS (
+        SELECT ${next('$4::bytea')}
+        UNION ALL
+        SELECT ${next('t.scope')} FROM tenants t WHERE t.scope IS NOT NULL
+      )
+      SELECT c.job_id, c.record, c.scope FROM tenants t CROSS JOIN LATERAL (
+        SELECT * FROM (SELECT j.job_id, j.record, j.scope FROM ${table}.jobs j
+          WHERE ${ready('j')} AND j.lane IS NULL AND j.scope = t.scope${kindFilter}
+          ORDER BY j.priority, j.created_at, j.job_id LIMIT $1 FOR UPDATE SKIP LOCKED) free
+        UNION ALL
+        SELECT y.* FROM lanes l CROSS JOIN LATERAL (SELECT j.job_id, j.record, j.scope FROM ${table}.jobs j
+          WHERE ${ready('j')} AND j.lane = l.lane AND j.scope = t.scope${kindFilter}
+          ORDER BY j.priority, j.created_at, j.job_id LIMIT l.room FOR UPDATE SKIP LOCKED) y
+      ) c WHERE t.scope IS NOT NULL`,
     values,
   };
 }
 
 /**
- * Not held back by a pause (`core/pauses.ts`): no row of `kind_pauses` for the job's scope or
- * everywhere whose prefix covers its kind (a `system:` kind only by a `system:` prefix). Read in
- * the claim's own statement, so a pause is exact across servers. `system` is the parameter
- * holding `system:`.
+ * Whether a pause holds back a job of `scope` and `kind` (SQL expressions over the row being
+ * written): a row of `kind_pauses` for its scope or everywhere whose prefix covers its kind, a
+ * `system:` kind only by a `system:` prefix (`pauseCoversKind`). The uncorrelated EXISTS runs
+ * once per statement, so while nothing is paused a write does not probe `kind_pauses` per row.
  */
-function notPaused(table: string, alias: string, system: string): string {
-  return `NOT EXISTS (SELECT 1 FROM ${table}.kind_pauses kp
-      WHERE (kp.scope IS NULL OR kp.scope = ${alias}.scope) AND starts_with(${alias}.kind, kp.kind_prefix)
-      AND (starts_with(kp.kind_prefix, ${system}) OR NOT starts_with(${alias}.kind, ${system})))`;
+export function pausedSql(table: string, scope: string, kind: string): string {
+  return `(EXISTS (SELECT 1 FROM ${table}.kind_pauses) AND EXISTS (SELECT 1 FROM ${table}.kind_pauses kp
+      WHERE (kp.scope IS NULL OR kp.scope = ${scope}) AND starts_with(${kind}, kp.kind_prefix)
+      AND (starts_with(kp.kind_prefix, '${SYSTEM_KIND_PREFIX}') OR NOT starts_with(${kind}, '${SYSTEM_KIND_PREFIX}'))))`;
+}
+
+/** Rows of the jobs table a pause of scope `scope` (bytes, NULL: everywhere) and prefix `prefix` covers (SQL parameters). */
+function pauseCovers(scope: string, prefix: string): string {
+  return `(${scope}::bytea IS NULL OR scope = ${scope}::bytea) AND starts_with(kind, ${prefix}::text)
+    AND (starts_with(${prefix}::text, '${SYSTEM_KIND_PREFIX}') OR NOT starts_with(kind, '${SYSTEM_KIND_PREFIX}'))`;
+}
+
+/**
+ * The lane of a job of `kind` (an SQL expression): the longest prefix of `kind_limits` that
+ * covers it, a `system:` kind only by a `system:` prefix (`limitLane`), or NULL. The covering
+ * prefixes are all prefixes of the kind, so the longest is the one. The uncorrelated EXISTS
+ * runs once per statement: without limits a write does not probe `kind_limits` per row.
+ */
+export function laneSql(table: string, kind: string): string {
+  return `CASE WHEN EXISTS (SELECT 1 FROM ${table}.kind_limits) THEN (SELECT kl.kind_prefix FROM ${table}.kind_limits kl
+      WHERE starts_with(${kind}, kl.kind_prefix)
+      AND (starts_with(kl.kind_prefix, '${SYSTEM_KIND_PREFIX}') OR NOT starts_with(${kind}, '${SYSTEM_KIND_PREFIX}'))
+      ORDER BY length(kl.kind_prefix) DESC LIMIT 1) END`;
+}
+
+/**
+ * The lock half of the `held` and `lane` protocol, as a condition that reads no row (always true). A statement that
+ * makes rows Pending names `kind_pauses` and `kind_limits` FOR KEY SHARE, so it takes ROW SHARE
+ * on both while it is parsed, before its snapshot is taken; pause and resume, and setting or
+ * clearing a limit, hold EXCLUSIVE on their table until they commit. A write that waited for
+ * one therefore sees it, and one waits for every write that started before it to commit, then
+ * marks that write's rows too: `held` and `lane` are exact.
+ */
+function writeLocks(table: string): string {
+  return `NOT EXISTS (SELECT FROM ${table}.kind_pauses WHERE false FOR KEY SHARE)
+    AND NOT EXISTS (SELECT FROM ${table}.kind_limits WHERE false FOR KEY SHARE)`;
 }
 
 /** A ready job of a wanted kind, in a tenant scope (which holds no system kinds), not taken yet by this claim. */
-function fairReady(
-  table: string,
-  alias: string,
-  kinds: readonly string[] | null,
-  kindsParam: string,
-  takenParam: string,
-): string {
+function fairReady(alias: string, kinds: readonly string[] | null, kindsParam: string, takenParam: string): string {
   const kindFilter =
     kinds === null
       ? ''
       : ` AND EXISTS (SELECT 1 FROM unnest(${kindsParam}::text[]) AS p WHERE starts_with(${alias}.kind, p))`;
   // Rows this claim's earlier rounds took are still Pending, and its own locks do not skip them.
-  // Tenant scopes hold no `system:` kinds, so every pause's prefix applies as it is.
-  return `${alias}.state = 0 AND ${alias}.not_before IS NULL AND ${alias}.job_id <> ALL(${takenParam}::uuid[])${kindFilter}
-    AND NOT EXISTS (SELECT 1 FROM ${table}.kind_pauses kp
-      WHERE (kp.scope IS NULL OR kp.scope = ${alias}.scope) AND starts_with(${alias}.kind, kp.kind_prefix))`;
+  return `${alias}.state = 0 AND ${alias}.not_before IS NULL AND NOT ${alias}.held AND ${alias}.lane IS NULL
+    AND ${alias}.job_id <> ALL(${takenParam}::uuid[])${kindFilter}`;
 }
 
 /**
@@ -1224,7 +1622,7 @@ export function fairClaimQuery(
 ): { text: string; values: unknown[] } {
   const values: unknown[] = [cursor ?? SYSTEM_SCOPE_BYTES, cursor, k, taken, SYSTEM_SCOPE_BYTES];
   if (kinds !== null) values.push(kinds);
-  const ready = fairReady(table, 'j', kinds, '$6', '$4');
+  const ready = fairReady('j', kinds, '$6', '$4');
   const next = (bound: string): string =>
     `(SELECT j.scope FROM ${table}.jobs j WHERE ${ready} AND j.scope > t.scope${bound} ORDER BY j.scope LIMIT 1)`;
   return {
@@ -1324,9 +1722,13 @@ export async function insertJobs(
   // the job id itself, which exists only when this insert runs again after its answer was lost.
   const inserted = await db.query<{ job_id: string }>(
     `INSERT INTO ${table}.jobs (job_id, scope, tenant, state, priority, created_at, kind, not_before,
-       lease_deadline, worker_id, idempotency_key, finished_at, record)
-     SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::text[], $4::smallint[], $5::smallint[], $6::bigint[],
+       lease_deadline, worker_id, idempotency_key, finished_at, record, held, lane)
+     SELECT u.*, ${pausedSql(table, 'u.scope', 'u.kind')}, ${laneSql(table, 'u.kind')}
+     FROM unnest($1::uuid[], $2::bytea[], $3::text[], $4::smallint[], $5::smallint[], $6::bigint[],
        $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::bytea[])
+       AS u(job_id, scope, tenant, state, priority, created_at, kind, not_before, lease_deadline, worker_id,
+         idempotency_key, finished_at, record)
+     WHERE ${writeLocks(table)}
      ON CONFLICT DO NOTHING
      RETURNING job_id, pg_notify($14, $15)`,
     [

@@ -17,10 +17,24 @@
  *    everywhere is not looked at, and a scope paused for a kind tree is skipped by one seek
  *    past that scope's whole key range, so a claim costs O(paused scopes · log n) at worst,
  *    whatever number of jobs the pauses hold back.
+ *  - kind limits (`core/kind-limits.ts`) are applied the same way: the index counts leased jobs
+ *    per lane and keeps each rate-limited lane's token bucket; a claim skips every kind tree of a
+ *    lane without room, so a full lane's backlog costs nothing however long it is.
  * Completed and Dead jobs cost nothing here. Memory is about 300 bytes per live job.
  * Keys are latin1 strings of the key bytes: their JS order is the byte order.
  */
 import sortedBtree from 'sorted-btree';
+import {
+  LaneBudget,
+  limitLane,
+  limitStatus,
+  nextTokenAt,
+  refillBucket,
+  wholeTokens,
+  type KindLimit,
+  type KindLimitStatus,
+  type TokenBucket,
+} from '../../core/kind-limits.ts';
 import { leaseKindMatches } from '../../core/transitions.ts';
 import type { Micros } from '../../core/types.ts';
 
@@ -55,6 +69,7 @@ export interface PendingEntry {
 export interface LeasedEntry {
   readonly jobId: string;
   readonly key: string;
+  readonly kind: string;
   readonly deadline: Micros;
 }
 
@@ -90,6 +105,15 @@ export class LiveIndex {
   private readonly pendingById = new Map<string, { entry: PendingEntry; gateKey: string | null }>();
   private readonly leasedByDeadline = newTree<string>();
   private readonly leasedById = new Map<string, { entry: LeasedEntry; deadlineKey: string }>();
+  /** Kind limits by prefix (at most `MAX_KIND_LIMITS`). */
+  private limits = new Map<string, KindLimit>();
+  /** Each kind's lane (`limitLane`), worked out once per change of the limits. */
+  private readonly laneByKind = new Map<string, string | null>();
+  /** Jobs leased, or taken by a claim still writing them, per kind and per lane. */
+  private readonly leasedByKind = new Map<string, number>();
+  private readonly leasedByLane = new Map<string, number>();
+  /** Token buckets of rate-limited lanes; absent is full (a reopened store starts full). */
+  private readonly buckets = new Map<string, TokenBucket>();
 
   get pendingCount(): number {
     return this.pendingById.size;
@@ -120,6 +144,86 @@ export class LiveIndex {
   setPauses(pauses: readonly IndexPause[]): void {
     this.pauses = [...pauses];
     this.pausedByKind.clear();
+  }
+
+  /**
+   * Replace the kind limits claims honour. Leased counts are regrouped by the new lanes; a lane
+   * that keeps its rate keeps its bucket (its tokens capped at the new burst when it refills).
+   */
+  setLimits(limits: readonly KindLimit[]): void {
+    this.limits = new Map(limits.map((l) => [l.kindPrefix, l]));
+    this.laneByKind.clear();
+    this.leasedByLane.clear();
+    for (const [kind, n] of this.leasedByKind) {
+      const lane = this.laneOf(kind);
+      if (lane !== null) this.leasedByLane.set(lane, (this.leasedByLane.get(lane) ?? 0) + n);
+    }
+    for (const lane of [...this.buckets.keys()])
+      if ((this.limits.get(lane)?.rate ?? null) === null) this.buckets.delete(lane);
+  }
+
+  /** Every limit with its lane's leased count and whole tokens at `now`, in the order given. */
+  limitStatuses(limits: readonly KindLimit[], now: Micros): KindLimitStatus[] {
+    return limits.map((l) =>
+      limitStatus(l, this.leasedByLane.get(l.kindPrefix) ?? 0, this.buckets.get(l.kindPrefix) ?? null, now),
+    );
+  }
+
+  private laneOf(kind: string): string | null {
+    if (this.limits.size === 0) return null;
+    let lane = this.laneByKind.get(kind);
+    if (lane === undefined) {
+      lane = limitLane(this.limits.values(), kind);
+      this.laneByKind.set(kind, lane);
+    }
+    return lane;
+  }
+
+  private countLeased(kind: string, delta: number): void {
+    const n = (this.leasedByKind.get(kind) ?? 0) + delta;
+    if (n <= 0) this.leasedByKind.delete(kind);
+    else this.leasedByKind.set(kind, n);
+    const lane = this.laneOf(kind);
+    if (lane === null) return;
+    const m = (this.leasedByLane.get(lane) ?? 0) + delta;
+    if (m <= 0) this.leasedByLane.delete(lane);
+    else this.leasedByLane.set(lane, m);
+  }
+
+  private budget(now: Micros): LaneBudget {
+    return new LaneBudget(
+      this.limits.values(),
+      (lane) => this.leasedByLane.get(lane) ?? 0,
+      (lane) => this.buckets.get(lane) ?? null,
+      now,
+    );
+  }
+
+  /** After a claim chose `taken`: spend their tokens, and count them leased until `settleClaim`. */
+  private spend(budget: LaneBudget, taken: readonly PendingEntry[], now: Micros): void {
+    if (budget.unlimited) {
+      for (const entry of taken) this.countLeased(entry.kind, +1);
+      return;
+    }
+    for (const [lane, bucket] of budget.spent((l) => this.buckets.get(l) ?? null, now)) this.buckets.set(lane, bucket);
+    for (const entry of taken) this.countLeased(entry.kind, +1);
+  }
+
+  /**
+   * The end of a claim's write: its taken entries stop counting as leased (those it leased count
+   * through `addLeased` now), and the token of each one it did not lease goes back to its lane.
+   */
+  settleClaim(taken: readonly PendingEntry[], leased: ReadonlySet<string>): void {
+    for (const entry of taken) {
+      this.countLeased(entry.kind, -1);
+      if (leased.has(entry.jobId)) continue;
+      const lane = this.laneOf(entry.kind);
+      const rate = lane === null ? null : (this.limits.get(lane)?.rate ?? null);
+      const bucket = lane === null ? undefined : this.buckets.get(lane);
+      if (lane !== null && rate !== null && bucket !== undefined) {
+        this.buckets.set(lane, { tokens: Math.min(rate.count, bucket.tokens + 1), refilledAt: bucket.refilledAt });
+      }
+    }
   }
 
   private kindPauses(kind: string): KindPauses {
@@ -188,11 +292,27 @@ export class LiveIndex {
    */
   takeReady(scope: ScopePrefix, kinds: readonly string[] | null, limit: number, now: Micros): PendingEntry[] {
     this.promote(now);
+    const budget = this.budget(now);
+    const taken = this.takeInOrder(scope, kinds, limit, now, budget);
+    this.spend(budget, taken, now);
+    return taken;
+  }
+
+  private takeInOrder(
+    scope: ScopePrefix,
+    kinds: readonly string[] | null,
+    limit: number,
+    now: Micros,
+    budget: LaneBudget,
+  ): PendingEntry[] {
     const taken: PendingEntry[] = [];
     while (taken.length < limit) {
-      const next = this.peekReady(scope, kinds);
+      const next = this.peekReady(scope, kinds, budget);
       if (next === undefined) break;
-      if (this.takeEntry(next, now)) taken.push(next);
+      if (this.takeEntry(next, now)) {
+        budget.take(next.kind);
+        taken.push(next);
+      }
     }
     return taken;
   }
@@ -210,28 +330,26 @@ export class LiveIndex {
     cursor: string | null,
   ): { taken: PendingEntry[]; cursor: string | null } {
     this.promote(now);
-    const taken: PendingEntry[] = [];
-    while (taken.length < limit) {
-      const next = this.peekReady(SYSTEM_SCOPE_PREFIX, kinds);
-      if (next === undefined) break;
-      if (this.takeEntry(next, now)) taken.push(next);
-    }
+    const budget = this.budget(now);
+    const taken = this.takeInOrder(SYSTEM_SCOPE_PREFIX, kinds, limit, now, budget);
     let served = cursor;
     while (taken.length < limit) {
-      const after = this.nextTenantWithWork(served, kinds);
-      const scope = after ?? this.nextTenantWithWork(null, kinds);
+      const after = this.nextTenantWithWork(served, kinds, budget);
+      const scope = after ?? this.nextTenantWithWork(null, kinds, budget);
       if (scope === undefined) break;
       if (after === undefined && scope === served) {
         // The only tenant with work left: the rest of the claim is its jobs in key order.
-        taken.push(...this.takeReady(scope, kinds, limit - taken.length, now));
+        taken.push(...this.takeInOrder(scope, kinds, limit - taken.length, now, budget));
         break;
       }
-      const next = this.peekReady(scope, kinds) as PendingEntry;
+      const next = this.peekReady(scope, kinds, budget) as PendingEntry;
       if (this.takeEntry(next, now)) {
+        budget.take(next.kind);
         taken.push(next);
         served = scope;
       }
     }
+    this.spend(budget, taken, now);
     return { taken, cursor: served };
   }
 
@@ -247,12 +365,16 @@ export class LiveIndex {
   }
 
   /** The first tenant scope after `after` (after the system scope when `null`) with a ready job of a wanted kind. */
-  private nextTenantWithWork(after: string | null, kinds: readonly string[] | null): string | undefined {
+  private nextTenantWithWork(
+    after: string | null,
+    kinds: readonly string[] | null,
+    budget: LaneBudget,
+  ): string | undefined {
     // Past every key of the scope: a scope's keys are its 32 characters and 26 more.
     const from = (after ?? SYSTEM_SCOPE_PREFIX) + PAST_SCOPE;
     let best: string | undefined;
     for (const [kind, tree] of this.readyByKind) {
-      if (!leaseKindMatches(kind, kinds)) continue;
+      if (!leaseKindMatches(kind, kinds) || !budget.hasRoom(kind)) continue;
       const paused = this.kindPauses(kind);
       if (paused.everywhere) continue;
       const key = firstUnpaused(tree, paused.scopes, tree.nextHigherPair(from))?.key;
@@ -261,10 +383,12 @@ export class LiveIndex {
     return best?.slice(0, SCOPE_CHARS);
   }
 
-  private peekReady(scope: ScopePrefix, kinds: readonly string[] | null): PendingEntry | undefined {
+  /** The first ready entry in key order of a wanted kind whose lane has room, not paused. */
+  private peekReady(scope: ScopePrefix, kinds: readonly string[] | null, budget: LaneBudget): PendingEntry | undefined {
     let best: PendingEntry | undefined;
     for (const [kind, tree] of this.readyByKind) {
-      if (!leaseKindMatches(kind, kinds)) continue;
+      // A lane without room: its kind trees are not looked at, however many jobs they hold.
+      if (!leaseKindMatches(kind, kinds) || !budget.hasRoom(kind)) continue;
       const paused = this.kindPauses(kind);
       if (paused.everywhere) continue;
       let candidate: PendingEntry | undefined;
@@ -275,13 +399,43 @@ export class LiveIndex {
     return best;
   }
 
-  /** The earliest gate after `now` in scope (all scopes when `null`). */
+  /**
+   * The earliest gate after `now` in scope (all scopes when `null`), or, sooner, the next token of
+   * a rate-limited lane with concurrency room that holds back ready jobs in scope.
+   */
   nextGate(scope: ScopePrefix, now: Micros): Micros | null {
+    // Jobs whose gate has opened are ready: a lane's token may be what they wait for.
+    if (this.limits.size > 0) this.promote(now);
+    let earliest: Micros | null = null;
     for (const [, entry] of this.gated.entries()) {
       if (entry.notBefore === null || entry.notBefore <= now) continue;
-      if (scope === null || entry.key.startsWith(scope)) return entry.notBefore;
+      if (scope === null || entry.key.startsWith(scope)) {
+        earliest = entry.notBefore;
+        break;
+      }
     }
-    return null;
+    for (const limit of this.limits.values()) {
+      if (limit.rate === null) continue;
+      if (limit.concurrency !== null && (this.leasedByLane.get(limit.kindPrefix) ?? 0) >= limit.concurrency) continue;
+      const bucket = refillBucket(this.buckets.get(limit.kindPrefix) ?? null, limit.rate, now);
+      if (wholeTokens(bucket) >= 1 || !this.laneHasReady(limit.kindPrefix, scope)) continue;
+      const at = nextTokenAt(bucket, limit.rate, now);
+      if (at !== null && (earliest === null || at < earliest)) earliest = at;
+    }
+    return earliest;
+  }
+
+  /** Whether a kind tree of `lane` holds a ready job in scope that no pause holds back. */
+  private laneHasReady(lane: string, scope: ScopePrefix): boolean {
+    for (const [kind, tree] of this.readyByKind) {
+      if (this.laneOf(kind) !== lane) continue;
+      const paused = this.kindPauses(kind);
+      if (paused.everywhere) continue;
+      if (scope === null) {
+        if (firstUnpaused(tree, paused.scopes, tree.nextHigherPair(undefined)) !== undefined) return true;
+      } else if (!paused.scopes.has(scope) && firstInScope(tree, scope) !== undefined) return true;
+    }
+    return false;
   }
 
   addLeased(entry: LeasedEntry): void {
@@ -289,6 +443,7 @@ export class LiveIndex {
     const deadlineKey = timeKey(entry.deadline) + entry.jobId;
     this.leasedByDeadline.set(deadlineKey, entry.jobId);
     this.leasedById.set(entry.jobId, { entry, deadlineKey });
+    this.countLeased(entry.kind, +1);
   }
 
   removeLeased(jobId: string): void {
@@ -296,6 +451,7 @@ export class LiveIndex {
     if (found === undefined) return;
     this.leasedById.delete(jobId);
     this.leasedByDeadline.delete(found.deadlineKey);
+    this.countLeased(found.entry.kind, -1);
   }
 
   /** Leased jobs whose deadline is at or before `now`, earliest first. Touches only those. */

@@ -8,8 +8,9 @@
  *  - `finished`:    `[state][finished_at][job id]` → job key, what retention prunes
  *  - `counts`:      `[scope][state][kind]` → number of jobs
  *  - `default`:     store metadata (the `created_at` high-water mark), schedules with
- *                   their due index (`codec/schedules.ts`), and pauses (`codec/pauses.ts`,
- *                   also held in memory and in the live index, which claims consult)
+ *                   their due index (`codec/schedules.ts`), pauses (`codec/pauses.ts`) and
+ *                   kind limits (`codec/kind-limits.ts`), both also held in memory and in the
+ *                   live index, which claims consult
  *
  * Every transition stages all its row and index changes as one unit; the group
  * committer writes the units of one event-loop turn as one atomic write batch.
@@ -28,6 +29,8 @@ import {
   type PauseScope,
 } from '../../core/pauses.ts';
 import { decodePause, encodePause, PAUSE_PREFIX, pauseRowKey, pauseScopeBytes } from '../../codec/pauses.ts';
+import { admitKindLimit, compareKindLimits, type KindLimit, type KindLimitStatus } from '../../core/kind-limits.ts';
+import { decodeKindLimit, encodeKindLimit, KIND_LIMIT_PREFIX, kindLimitRowKey } from '../../codec/kind-limits.ts';
 import {
   scheduleExists,
   scheduleInScope,
@@ -156,6 +159,8 @@ export class RocksJobStore implements JobStore {
   private readonly index = new LiveIndex();
   /** Every pause by `pauseKey` (at most `MAX_PAUSES`), loaded at open; the live index holds them too. */
   private readonly pauses = new Map<string, Pause>();
+  /** Every kind limit by prefix (at most `MAX_KIND_LIMITS`), loaded at open; the live index applies them. */
+  private readonly limits = new Map<string, KindLimit>();
   /** The fair order's cursor: the scope (latin1) of the tenant a fair claim served last. */
   private fairCursor: string | null = null;
   /** Full records of Leased jobs: every fenced submit reads one, so they stay in memory (bounded by the number of leases). */
@@ -208,6 +213,7 @@ export class RocksJobStore implements JobStore {
       options.pendingCacheBytes ?? PENDING_CACHE_BYTES,
     );
     await store.loadPauses();
+    await store.loadKindLimits();
     await store.rebuild((options.clock ?? systemClock).now());
     return store;
   }
@@ -225,6 +231,59 @@ export class RocksJobStore implements JobStore {
       }
     }
     this.indexPauses();
+  }
+
+  private async loadKindLimits(): Promise<void> {
+    const lt = prefixUpperBound(KIND_LIMIT_PREFIX) ?? undefined;
+    for await (const [key, value] of this.db.scan(this.cf.meta, { gte: KIND_LIMIT_PREFIX, ...(lt ? { lt } : {}) })) {
+      try {
+        const limit = decodeKindLimit(value, key.toString('hex'));
+        this.limits.set(limit.kindPrefix, limit);
+      } catch (error) {
+        if (!(error instanceof CorruptRecordError)) throw error;
+        this.corruptRows++;
+        this.logger.warn({ key: error.key, err: error.message }, 'skipping corrupt kind limit row');
+      }
+    }
+    this.index.setLimits([...this.limits.values()]);
+  }
+
+  // ---- kind limits ----
+
+  async setKindLimit(limit: KindLimit, maxTotal: number): Promise<KindLimit> {
+    this.assertOpen();
+    // One lock for every limit: two at once cannot both take the last free place.
+    const release = await this.locks.acquire(['kind-limits']);
+    try {
+      admitKindLimit([...this.limits.values()], limit, maxTotal);
+      await this.committer.stage([
+        { column: this.cf.meta, key: kindLimitRowKey(limit.kindPrefix), value: encodeKindLimit(limit) },
+      ]);
+      this.limits.set(limit.kindPrefix, limit);
+      this.index.setLimits([...this.limits.values()]);
+      return limit;
+    } finally {
+      release();
+    }
+  }
+
+  async clearKindLimit(kindPrefix: string): Promise<boolean> {
+    this.assertOpen();
+    const release = await this.locks.acquire(['kind-limits']);
+    try {
+      if (!this.limits.has(kindPrefix)) return false;
+      await this.committer.stage([{ column: this.cf.meta, key: kindLimitRowKey(kindPrefix), value: null }]);
+      this.limits.delete(kindPrefix);
+      this.index.setLimits([...this.limits.values()]);
+      return true;
+    } finally {
+      release();
+    }
+  }
+
+  listKindLimits(now: Micros): Promise<KindLimitStatus[]> {
+    this.assertOpen();
+    return Promise.resolve(this.index.limitStatuses([...this.limits.values()].sort(compareKindLimits), now));
   }
 
   private indexPauses(): void {
@@ -313,7 +372,12 @@ export class RocksJobStore implements JobStore {
         now,
       );
     } else if (record.state === JobState.Leased) {
-      this.index.addLeased({ jobId: record.jobId, key: latin1(key), deadline: record.leaseDeadline ?? 0 });
+      this.index.addLeased({
+        jobId: record.jobId,
+        key: latin1(key),
+        kind: record.kind,
+        deadline: record.leaseDeadline ?? 0,
+      });
       this.leasedRecords.set(record.jobId, { key, record });
     }
   }
@@ -440,6 +504,7 @@ export class RocksJobStore implements JobStore {
       entries = this.index.takeReady(scopePrefixOf(params.scope), params.kinds, params.limit, params.now);
     }
     if (entries.length === 0) return [];
+    const leasedIds = new Set<string>();
     const release = await this.locks.acquire(entries.map((e) => e.jobId));
     try {
       const rows = entries.map((e): Buffer | Loaded => {
@@ -473,9 +538,14 @@ export class RocksJobStore implements JobStore {
         leased.push({ key: nextKey, record: next });
       }
       await this.committer.stage(ops);
-      for (const { key, record } of leased) this.indexLive(key, record, params.now);
+      for (const { key, record } of leased) {
+        this.indexLive(key, record, params.now);
+        leasedIds.add(record.jobId);
+      }
       return leased.map((l) => l.record);
     } finally {
+      // The entries counted in their lanes since they were taken; the leased ones count as leased now.
+      this.index.settleClaim(entries, leasedIds);
       release();
     }
   }

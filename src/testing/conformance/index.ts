@@ -19,6 +19,7 @@ import { fairnessCases } from './fairness.ts';
 import { fencingCases } from './fencing.ts';
 import type { HarnessFactory } from './harness.ts';
 import { leaseCases } from './lease.ts';
+import { limitCases } from './limits.ts';
 import { observeCases } from './observe.ts';
 import { pauseCases } from './pauses.ts';
 import { readCases } from './reads.ts';
@@ -53,6 +54,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       observeCases,
       scheduleCases,
       pauseCases,
+      limitCases,
     ]) {
       area(suite);
     }
