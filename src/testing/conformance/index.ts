@@ -29,6 +29,7 @@ import { resultCases } from './results.ts';
 import { retentionCases } from './retention.ts';
 import { scheduleCases } from './schedules.ts';
 import { timeoutCases } from './timeout.ts';
+import { transitionsLogCases } from './transitions-log.ts';
 
 /** Register every conformance case for one backend, each on a fresh store from `factory`. */
 export function conformanceSuite(backend: string, factory: HarnessFactory): void {
@@ -53,6 +54,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       observeCases,
       scheduleCases,
       pauseCases,
+      transitionsLogCases,
     ]) {
       area(suite);
     }
