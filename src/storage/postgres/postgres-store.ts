@@ -137,6 +137,8 @@ type Db = pg.PoolClient;
 
 /** Due gates opened per claim; more wait for the next claim. */
 const OPEN_GATES_BATCH = 1_000;
+/** The least time between two log notifications of one server: what it may add to a watcher's latency elsewhere. */
+const LOG_NOTICE_GAP_MS = 5;
 /** A PostgreSQL store's log position: `p1.<store id>.<xid>.<seq>`. */
 const LOG_FORMAT = 'p1';
 /** NOTIFY payloads must stay under 8,000 bytes; past this, say "look again" instead of what. */
@@ -762,7 +764,7 @@ export class PostgresJobStore implements JobStore {
        FROM unnest($1::uuid[], $2::bytea[], $3::smallint[], $4::bigint[], $5::bigint[], $6::text[], $7::bigint[],
          $8::bytea[]) AS u(job_id, expected, state, not_before, lease_deadline, worker_id, finished_at, record)
        WHERE j.job_id = u.job_id AND (u.expected IS NULL OR j.record = u.expected)
-       RETURNING j.job_id${notify}`,
+       RETURNING j.job_id, j.scope, j.kind${notify}`,
       [
         records.map((r) => r.jobId),
         rows.map((r) => r.expected),
@@ -1167,9 +1169,11 @@ export class PostgresJobStore implements JobStore {
 
   /**
    * Tell the other servers that `records` (committed) appended to the log, so their watchers look
-   * again; returns `records`. One notification at a time: writes committed while one is on its
-   * way share the next, so a busy server sends about one per round trip, not one per write.
-   * Enqueues need none: their statement's work notification wakes the watchers too.
+   * again; returns `records`. One notification at a time, and the next no sooner than
+   * `LOG_NOTICE_GAP_MS` after it: writes committed meanwhile share it. Each NOTIFY is a
+   * transaction that takes PostgreSQL's notification queue lock at commit; one per round trip
+   * cost the drain about 5-8% (bench/RESULTS.md). Enqueues need none: their statement's work
+   * notification wakes the watchers too.
    */
   private announced<T extends readonly JobRecord[]>(records: T): T {
     if (!this.logging || !records.some(logsTransition)) return records;
@@ -1182,10 +1186,13 @@ export class PostgresJobStore implements JobStore {
       .query('SELECT pg_notify($1, $2)', [this.schema.channel, logNoticePayload(this.origin)])
       .catch((error: unknown) => this.logger.debug({ err: (error as Error).message }, 'log notification failed'))
       .finally(() => {
-        this.announcing = false;
-        if (!this.announceAgain || this.closing) return;
-        this.announceAgain = false;
-        this.announced(records);
+        const next = setTimeout(() => {
+          this.announcing = false;
+          if (!this.announceAgain || this.closing) return;
+          this.announceAgain = false;
+          this.announced(records);
+        }, LOG_NOTICE_GAP_MS);
+        next.unref();
       });
     return records;
   }
@@ -1468,9 +1475,10 @@ interface ClaimRow {
 }
 
 /**
- * `statement`, a data-modifying statement `RETURNING job_id` (numbered parameters `values`), with
- * the transitions log rows of `records` appended in the same statement, for the rows it wrote only:
- * one multi-row INSERT whatever their number. Unchanged when no record's write is logged.
+ * `statement`, a data-modifying statement `RETURNING job_id, scope, kind` (numbered parameters
+ * `values`), with the transitions log rows of `records` appended in the same statement, for the
+ * rows it wrote only: one multi-row INSERT whatever their number. Only the entries and their
+ * times travel again; the rest comes from the rows written. Unchanged when no write is logged.
  */
 function withLog(
   table: string,
@@ -1484,17 +1492,14 @@ function withLog(
   return {
     text: `WITH w AS (${statement}),
       l AS (INSERT INTO ${table}.job_transitions (job_id, at, scope, kind, entry)
-        SELECT e.job_id, e.at, e.scope, e.kind, e.entry
-        FROM unnest($${n + 1}::uuid[], $${n + 2}::bigint[], $${n + 3}::bytea[], $${n + 4}::text[], $${n + 5}::bytea[])
-          WITH ORDINALITY AS e(job_id, at, scope, kind, entry, ord)
-        WHERE e.job_id IN (SELECT job_id FROM w) ORDER BY e.ord)
+        SELECT w.job_id, e.at, w.scope, w.kind, e.entry
+        FROM unnest($${n + 1}::uuid[], $${n + 2}::bigint[], $${n + 3}::bytea[]) WITH ORDINALITY AS e(job_id, at, entry, ord)
+        JOIN w ON w.job_id = e.job_id ORDER BY e.ord)
       SELECT job_id FROM w`,
     values: [
       ...values,
       entries.map((e) => e.jobId),
       entries.map((e) => transitionOf(e).at),
-      entries.map((e) => scopeOfTenant(e.tenant)),
-      entries.map((e) => e.kind),
       entries.map((e) => encodeRecord(e)),
     ],
   };
@@ -1572,7 +1577,7 @@ export async function insertJobs(
      SELECT * FROM unnest($1::uuid[], $2::bytea[], $3::text[], $4::smallint[], $5::smallint[], $6::bigint[],
        $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::bytea[])
      ON CONFLICT DO NOTHING
-     RETURNING job_id, pg_notify($14, $15) AS notified`,
+     RETURNING job_id, scope, kind, pg_notify($14, $15) AS notified`,
     [
       ...Array.from({ length: 13 }, (_, c) => column(c)),
       schema.channel,
