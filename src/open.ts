@@ -45,7 +45,7 @@ export async function openStore(
   const logger = options.logger ? { logger: options.logger } : {};
   if (options.inMemory) {
     const { MemoryJobStore } = await import('./storage/memory/memory-store.ts');
-    return new MemoryJobStore();
+    return new MemoryJobStore({ transitionsLog: config.watch.enabled });
   }
   switch (config.storage.kind) {
     case 'rocksdb': {
@@ -53,6 +53,7 @@ export async function openStore(
       return RocksJobStore.open({
         path: config.storage.path,
         durability: config.storage.durability,
+        transitionsLog: config.watch.enabled,
         ...logger,
         ...(options.clock ? { clock: options.clock } : {}),
       });
@@ -66,6 +67,7 @@ export async function openStore(
         schema: config.storage.schema,
         pollIntervalMs: config.storage.poll_interval_ms,
         durability: config.storage.durability,
+        transitionsLog: config.watch.enabled,
         ...logger,
       });
     }

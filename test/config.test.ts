@@ -74,7 +74,8 @@ describe('configuration', () => {
     ['server', 'max_parked_calls', 1, 1_000_000],
     ['metrics', 'max_kinds', 1, 10_000],
     ['metrics', 'refresh_ms', 1, 2_147_483_647],
-    ['watch', 'buffer_events', 1, 10_000_000],
+    ['watch', 'retain_secs', 1, 315_360_000],
+    ['watch', 'retain_events', 1_000, 1_000_000_000],
   ];
 
   for (const [section, key, min, max] of NUMERIC_KEYS) {

@@ -590,9 +590,10 @@ export class TelhaClient {
   /**
    * The transitions of jobs in a scope (of a kind prefix, or of one job) as the server commits
    * them, from now or after `resumeToken`. Reconnects by itself, with the last event's token,
-   * when the connection drops or the watcher fell behind; throws `failed_precondition` when the
-   * server no longer has the events after it (restarted, or past `watch.buffer_events`): read the
-   * jobs with `show` or `list`, then watch again. Ends when `signal` aborts or the loop breaks.
+   * when the connection drops or the server restarts; a token works on any server sharing the
+   * store, for as long as its transitions log keeps the events after it (`watch.retain_secs`,
+   * default 24 h, and `watch.retain_events`). Past that it throws `failed_precondition`: read
+   * the jobs with `show` or `list`, then watch again. Ends when `signal` aborts or the loop breaks.
    */
   async *watch(options: WatchOptions = {}): AsyncGenerator<WatchEvent, void> {
     for await (const batch of watchBatches(this.openWatch, options)) yield* batch.events;

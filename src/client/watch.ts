@@ -33,7 +33,7 @@ export interface WatchOptions {
 
 /** One transition of one job. */
 export interface WatchEvent {
-  /** The server's number for it: consecutive across all of the server's transitions. */
+  /** The store's number for it: unique per store; increasing in delivery order on RocksDB, not on PostgreSQL (delivery follows commits). */
   readonly sequence: number;
   /** The job event it wrote: `enqueued`, `leased`, `progress`, `completed`, `failed`, `dead`, `reaped`, `released`, `retried`, `cancelled`. */
   readonly transition: string;
@@ -93,9 +93,10 @@ export interface WatchTransport {
 
 /**
  * The stream's messages, the first (no events) as soon as the server has opened the watch. On
- * UNAVAILABLE (the connection dropped, the server is restarting) or RESOURCE_EXHAUSTED (this
- * watcher fell behind), it reopens with the last token, so nothing is missed or repeated; a
- * server that no longer has the events after it answers FAILED_PRECONDITION, thrown here.
+ * UNAVAILABLE (the connection dropped, the server is restarting) it reopens with the last token,
+ * so nothing is missed or repeated; a store that no longer keeps the events after it (past
+ * `watch.retain_secs` or `watch.retain_events`) answers FAILED_PRECONDITION, and a token of another
+ * store INVALID_ARGUMENT, thrown here.
  */
 export async function* watchBatches(
   transport: WatchTransport,
@@ -121,14 +122,13 @@ export async function* watchBatches(
           opened = true;
           options.onOpen?.(message.resumeToken);
         }
-        const epoch = message.resumeToken.slice(0, message.resumeToken.lastIndexOf(':'));
         const events = message.events.map((event): WatchEvent => ({
           sequence: Number(event.sequence),
           transition: event.transition,
           detail: event.detail ?? null,
           at: Number(event.atUs),
           job: jobFromWire(event.job ?? failMissingJob()),
-          resumeToken: `${epoch}:${event.sequence}`,
+          resumeToken: event.resumeToken,
         }));
         yield { events, resumeToken: message.resumeToken };
         token = message.resumeToken;
@@ -138,8 +138,11 @@ export async function* watchBatches(
       if (signal?.aborted) return;
       const wire = error as Partial<grpc.ServiceError>;
       const code: number = wire.code ?? Status.UNKNOWN;
+      // CANCELLED we did not ask for: the server cut the stream (a shutdown past its grace while
+      // this watcher was not reading, so the UNAVAILABLE it sent could not arrive).
       const resumable =
         code === Status.UNAVAILABLE ||
+        code === Status.CANCELLED ||
         (code === Status.RESOURCE_EXHAUSTED && wire.metadata?.get(RESUME_TOKEN_HEADER)[0] !== undefined);
       if (!resumable || token === '') {
         throw fromWireError(new WireError(code, wire.details ?? String(error), wire.metadata ?? new grpc.Metadata()));

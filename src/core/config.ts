@@ -293,15 +293,27 @@ const metricsSchema = z.strictObject({
 });
 
 /**
- * `watch.buffer_events`: the last transitions a server keeps for Watch streams, its resume
- * window. Each holds the job without its payload (but with its result), so the buffer's memory is
- * about this many times a small record plus the results; 100,000 is some seconds of a busy
- * server's transitions, enough for a watcher to reconnect and resume without a gap.
+ * `watch.retain_secs`: how long the transitions log keeps an entry, and so how long a Watch resume
+ * token stays good (at most; `watch.retain_events` may bound it sooner). Pruned by the maintenance
+ * runner every `retention.prune_interval_secs` (only with `retention.enabled`).
  */
-export const DEFAULT_WATCH_BUFFER_EVENTS = 100_000;
+export const DEFAULT_WATCH_RETAIN_SECS = 86_400;
+/**
+ * `watch.retain_events`: the most entries the transitions log keeps. An entry is the job without
+ * its payload, a few hundred bytes: 5,000,000 is about 1-2 GB on disk, and at 1,000 jobs/s (three
+ * transitions each) about 28 minutes, when that comes before `watch.retain_secs`.
+ */
+export const DEFAULT_WATCH_RETAIN_EVENTS = 5_000_000;
 
 const watchSchema = z.strictObject({
-  buffer_events: wholeNumber(1, 10_000_000, 'each event is held in memory').default(DEFAULT_WATCH_BUFFER_EVENTS),
+  /**
+   * Keep the transitions log, in the same atomic write as each transition. Off, nothing is
+   * appended (and the drain is a little faster; bench/RESULTS.md) and Watch, with `client.result`,
+   * answers FAILED_PRECONDITION.
+   */
+  enabled: z.boolean().default(true),
+  retain_secs: duration(1).default(DEFAULT_WATCH_RETAIN_SECS),
+  retain_events: wholeNumber(1_000, 1_000_000_000, 'each entry is a row on disk').default(DEFAULT_WATCH_RETAIN_EVENTS),
 });
 
 const configSchema = z.strictObject({

@@ -128,7 +128,10 @@ export class Maintenance {
     }
   }
 
-  /** Delete Completed, Dead and Cancelled jobs past their retention periods. Returns how many went. */
+  /**
+   * Delete Completed, Dead and Cancelled jobs past their retention periods, and transitions log
+   * entries past theirs (`watch.retain_secs`, `watch.retain_events`). Returns how many jobs went.
+   */
   async prune(): Promise<number> {
     const { completed_secs, dead_secs, cancelled_secs } = this.options.config.retention;
     const now = this.options.clock.now();
@@ -147,6 +150,15 @@ export class Maintenance {
         total += n;
         if (n < PRUNE_BATCH) break;
       }
+    }
+    const { retain_secs, retain_events } = this.options.config.watch;
+    for (;;) {
+      const n = await this.options.store.pruneLog({
+        before: now - retain_secs * 1_000_000,
+        maxEntries: retain_events,
+        limit: PRUNE_BATCH,
+      });
+      if (n < PRUNE_BATCH) break;
     }
     return total;
   }

@@ -75,6 +75,7 @@ import {
 import type { JobStore, SchedulePage, StoreMetrics, StoreStats, UpdateItem } from '../storage/types.ts';
 import { newJobId } from '../codec/job-ids.ts';
 import { Maintenance } from './maintenance.ts';
+import { ChangeFeed } from './feed.ts';
 import { QueueEventEmitter } from './observers.ts';
 import { Scheduler } from './scheduler.ts';
 
@@ -249,6 +250,8 @@ export class Queue {
   private readonly policy: transitions.RetryPolicy;
   /** In-process notifications of what this queue does (`transition`, `refused`, `parked`); see `QueueEvents`. */
   readonly events: QueueEventEmitter;
+  /** The store's transitions log, which Watch reads, and a signal that it may have grown. */
+  readonly feed: ChangeFeed;
   private readonly work = new WorkSignal(() => this.events.parked());
   private readonly waitsEnded: Record<WakeReason, number> = { woken: 0, timeout: 0, aborted: 0 };
   /**
@@ -267,6 +270,7 @@ export class Queue {
     this.clock = options.clock ?? systemClock;
     this.logger = options.logger ?? silentLogger;
     this.events = new QueueEventEmitter(this.logger);
+    this.feed = new ChangeFeed(this.store, this.events, this.config.watch.enabled);
     this.policy = { config: this.config.jobs };
     this.maintenance = new Maintenance({
       store: this.store,

@@ -10,7 +10,6 @@ import type { TelhaConfig } from '../core/config.ts';
 import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
 import { LazyAbort } from '../core/lazy-abort.ts';
 import type { Logger } from '../core/logger.ts';
-import { ChangeFeed } from '../engine/feed.ts';
 import type { Queue } from '../engine/queue.ts';
 import {
   FIELD_HEADER,
@@ -70,10 +69,9 @@ export async function startServer(options: {
   const shutdown = new AbortController();
   // Every parked lease call listens on this signal; there can be thousands.
   setMaxListeners(0, shutdown.signal);
-  // Watch streams read this server's transitions from here: numbered from the start, kept up to
-  // watch.buffer_events.
-  const feed = new ChangeFeed(queue.events, config.watch.buffer_events);
-  const service = createQueueService({ queue, feed, auth, config: config.server, logger, shutdown: shutdown.signal });
+  // Watch streams read the store's transitions log through the queue's feed.
+  const feed = queue.feed;
+  const service = createQueueService({ queue, auth, config: config.server, logger, shutdown: shutdown.signal });
   const server = new grpc.Server({
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,

@@ -16,7 +16,6 @@ import {
   type ScopeFilter,
 } from '../core/types.ts';
 import { eachOnItsOwn } from '../core/each.ts';
-import type { ChangeFeed } from '../engine/feed.ts';
 import type { Completion, Failure, Queue, Release } from '../engine/queue.ts';
 import { create } from '@bufbuild/protobuf';
 import {
@@ -63,8 +62,6 @@ import { openWorkSession, type WorkSession, type WorkStream } from './work-sessi
 
 export interface ServiceDeps {
   readonly queue: Queue;
-  /** The transitions Watch streams read. */
-  readonly feed: ChangeFeed;
   readonly auth: Authenticator;
   readonly config: ServerConfig;
   readonly logger: Logger;
@@ -465,7 +462,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
     watch: (request, stream) =>
       runWatch(request, stream, {
         queue,
-        feed: deps.feed,
+        feed: queue.feed,
         auth,
         logger,
         shutdown: deps.shutdown,

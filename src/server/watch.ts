@@ -1,19 +1,21 @@
 /**
- * A Watch stream on the server: the change feed's events, filtered to what
- * the caller asked for and may see, written as fast as the watcher reads.
+ * A Watch stream on the server: the transitions log read from a position,
+ * filtered to what the caller asked for and may see, written as fast as the
+ * watcher reads.
  *
- * Memory stays bounded by the feed's ring buffer: a stream writes one batch,
- * and when gRPC's send buffer is full it waits for 'drain' instead of
- * queueing more. A watcher that falls half the buffer behind while it is not
- * reading is ended with RESOURCE_EXHAUSTED and its resume token: resuming at
- * once continues without a gap, as the other half still holds its next events.
+ * The stream holds a position, never events: it reads one batch from the
+ * store, writes it, and when gRPC's send buffer is full waits for 'drain'
+ * before reading the next. A watcher that stops reading holds one batch of
+ * server memory however far behind it falls; its position stays good for as
+ * long as the log keeps the entries after it (`watch.retain_secs`,
+ * `watch.retain_events`).
  */
 import { ErrorCode, TelhaError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
-import { inScope } from '../core/scope.ts';
-import type { JobRecord, ScopeFilter } from '../core/types.ts';
+import { transitionOf, type LogFilter, type LogPage } from '../core/transitions-log.ts';
+import type { JobRecord } from '../core/types.ts';
 import { checkJobId } from '../core/validate.ts';
-import type { ChangeFeed, FeedEvent } from '../engine/feed.ts';
+import type { ChangeFeed } from '../engine/feed.ts';
 import type { Queue } from '../engine/queue.ts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Job, WatchRequest, WatchResponseSchema } from '../gen/telha/v1/queue_pb.ts';
@@ -50,23 +52,22 @@ export interface WatchDeps {
   toWire(job: JobRecord): Job;
 }
 
-interface Filter {
-  readonly scope: ScopeFilter;
-  readonly kindPrefix: string;
-  readonly jobId: string | null;
-}
+/**
+ * Reads in a row that moved the position past entries the watcher did not ask for, after which it
+ * is sent the position alone, so that its token does not fall behind retention while it waits for
+ * rare events (one job's outcome, a quiet kind).
+ */
+const SKIPPED_READS_PER_TOKEN = 8;
 
 export function runWatch(request: WatchRequest, stream: WatchStream, deps: WatchDeps): void {
   const { feed } = deps;
   let principal: Principal | null = null;
   let release: (() => void) | null = null;
   let unsubscribe: (() => void) | null = null;
-  /** The last sequence number this watcher was sent (or skipped as not its own). */
-  let seen = 0;
+  /** Where this watcher resumes: the position after the last entry read for it. */
+  let position: string | null = null;
   let wake: (() => void) | null = null;
   let ended = false;
-  /** Waiting for the transport's buffer to drain: the watcher is not reading. */
-  let draining = false;
   let endedNow: () => void = () => undefined;
   const endedSignal = new Promise<void>((resolve) => {
     endedNow = resolve;
@@ -88,10 +89,10 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
     endedNow();
     if (stream.signal.aborted) return;
     if (status === null) stream.end();
-    else stream.fail(status, resumable ? feed.token(seen) : null);
+    else stream.fail(status, resumable ? position : null);
   }
 
-  async function open(): Promise<Filter> {
+  async function open(): Promise<LogFilter> {
     if (ended) throw new TelhaError(ErrorCode.Unavailable, 'the server is shutting down');
     release = deps.admit();
     principal = deps.auth.authenticate(stream.authorization);
@@ -100,72 +101,72 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
     const jobId = request.jobId === '' ? null : checkJobId(request.jobId);
     // A job outside the caller's scope reads as not found, as Show has it.
     if (jobId !== null) await deps.queue.show(jobId, scope);
-    seen = request.resumeToken === '' ? feed.lastSeq : feed.resume(request.resumeToken);
     return { scope, kindPrefix: request.kindPrefix, jobId };
   }
 
-  const matches = (event: FeedEvent, filter: Filter): boolean =>
-    inScope(event.job, filter.scope) &&
-    event.job.kind.startsWith(filter.kindPrefix) &&
-    (filter.jobId === null || event.job.jobId === filter.jobId);
-
-  /** Resolves at the feed's next append, or when the stream ends. */
-  const nextAppend = (): Promise<void> =>
-    new Promise<void>((resolve) => {
-      wake = resolve;
+  /** Resolves when the log may have grown, the store's poll interval passed, or the stream ended. */
+  function nextAppend(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const poll = feed.pollIntervalMs;
+      const timer = poll === null ? null : setTimeout(() => done(), poll);
+      const done = (): void => {
+        if (timer !== null) clearTimeout(timer);
+        wake = null;
+        resolve();
+      };
+      wake = done;
     });
-
-  async function drained(): Promise<void> {
-    draining = true;
-    await Promise.race([stream.drained(), endedSignal]);
-    draining = false;
   }
 
-  async function pump(filter: Filter): Promise<void> {
-    unsubscribe = feed.subscribe(() => {
-      // Behind by half the buffer while the watcher is not reading: end it while its resume
-      // token still works, rather than let the events it needs leave the buffer.
-      if (draining && feed.lastSeq - seen > Math.max(1, Math.floor(feed.capacity / 2))) {
-        finish(
-          describe(
-            new TelhaError(
-              ErrorCode.ResourceExhausted,
-              `the watcher fell ${feed.lastSeq - seen} events behind (watch.buffer_events is ${feed.capacity}): resume with the token`,
-            ),
-          ),
-          true,
-        );
-        return;
-      }
-      const waking = wake;
-      wake = null;
-      waking?.();
+  async function drained(): Promise<void> {
+    await Promise.race([stream.drained(), endedSignal]);
+  }
+
+  /** Send the page's entries (or, with `tokenOnly`, its position alone); waits while the transport is full. */
+  async function send(page: LogPage, tokenOnly: boolean): Promise<void> {
+    if (page.entries.length === 0 && !tokenOnly) return;
+    const sent = stream.send({
+      events: page.entries.map(({ job, seq, position: after }) => {
+        const { transition, detail, at } = transitionOf(job);
+        return {
+          sequence: BigInt(seq),
+          transition,
+          ...(detail === null ? {} : { detail }),
+          atUs: BigInt(at),
+          job: deps.toWire(job),
+          resumeToken: after,
+        };
+      }),
+      resumeToken: page.position,
     });
-    if (!stream.send({ resumeToken: feed.token(seen) })) await drained();
+    if (!sent) await drained();
+  }
+
+  async function pump(filter: LogFilter): Promise<void> {
+    let appended = 0;
+    unsubscribe = feed.subscribe(() => {
+      appended++;
+      wake?.();
+    });
+    let from = request.resumeToken === '' ? await feed.head() : request.resumeToken;
+    // The first read checks the token (another store's, or past retention) before the watch opens.
+    let mark = appended;
+    let page = await feed.read(from, BATCH_EVENTS, filter);
+    position = from;
+    if (!stream.send({ resumeToken: from })) await drained();
+    let skipped = 0;
     while (!ended) {
-      const batch = feed.after(seen, BATCH_EVENTS);
-      if (batch === null) {
-        throw new TelhaError(ErrorCode.ResourceExhausted, 'the watcher fell behind the buffer: resume with the token');
-      }
-      const last = batch[batch.length - 1];
-      if (last === undefined) {
-        await nextAppend();
-        continue;
-      }
-      const events = batch.filter((event) => matches(event, filter));
-      seen = last.seq;
-      if (events.length === 0) continue;
-      const sent = stream.send({
-        events: events.map((event) => ({
-          sequence: BigInt(event.seq),
-          transition: event.transition,
-          ...(event.detail === null ? {} : { detail: event.detail }),
-          atUs: BigInt(event.at),
-          job: deps.toWire(event.job),
-        })),
-        resumeToken: feed.token(seen),
-      });
-      if (!sent) await drained();
+      const moved = page.position !== from;
+      if (page.entries.length > 0) skipped = 0;
+      else if (moved) skipped++;
+      await send(page, skipped >= SKIPPED_READS_PER_TOKEN);
+      if (skipped >= SKIPPED_READS_PER_TOKEN) skipped = 0;
+      position = from = page.position;
+      if (ended) break;
+      if (!moved && appended === mark) await nextAppend();
+      if (ended) break;
+      mark = appended;
+      page = await feed.read(from, BATCH_EVENTS, filter);
     }
   }
 
@@ -177,13 +178,11 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
   else deps.shutdown.addEventListener('abort', onShutdown, { once: true });
 
   void (async () => {
-    let resumable = false;
     try {
       const filter = await open();
-      resumable = true;
       if (!ended) await pump(filter);
     } catch (error) {
-      finish(describe(error), resumable);
+      finish(describe(error), position !== null);
     } finally {
       stream.signal.removeEventListener('abort', onGone);
       deps.shutdown.removeEventListener('abort', onShutdown);

@@ -10,6 +10,7 @@ import type { JobDraft } from '../core/drafts.ts';
 import type { KindLimit, KindLimitStatus } from '../core/kind-limits.ts';
 import type { Pause, PauseBounds, PauseScope } from '../core/pauses.ts';
 import type { Schedule, ScheduleFiring } from '../core/schedules.ts';
+import type { LogFilter, LogPage, LogPruneParams } from '../core/transitions-log.ts';
 import type {
   CountRow,
   ItemResult,
@@ -222,6 +223,35 @@ export interface JobStore {
 
   /** Pauses a listing for `filter` shows (`core/pauses.ts` `pauseInFilter`), in `comparePauses` order. */
   listPauses(filter: ScopeFilter): Promise<Pause[]>;
+
+  // ---- the transitions log (core/transitions-log.ts) ----
+  // Every write that changes a job appends its entry (`logEntryOf`) in the same atomic write, with
+  // a position the store assigns: later reads see entries in one order, with no entry ever
+  // appearing behind a position a reader has passed.
+
+  /**
+   * The position after the log's newest readable entry: a read after it returns every entry
+   * committed after this call (and, on PostgreSQL, possibly a few committed just before).
+   */
+  logHead(): Promise<string>;
+
+  /**
+   * Up to `limit` entries after `after` that match `filter`, oldest first, and the position the
+   * next read continues from (past the entries scanned that did not match). `invalid_argument`
+   * naming `resume_token` for a position this store did not make; `failed_precondition`
+   * (`positionPruned`) when entries after it have been pruned.
+   */
+  readLog(after: string, limit: number, filter: LogFilter): Promise<LogPage>;
+
+  /** Delete the oldest entries past retention (`params`), at most `limit`, in log order. Returns how many went. */
+  pruneLog(params: LogPruneParams): Promise<number>;
+
+  /**
+   * For a store shared by several processes: call `onAppend` when another process may have
+   * appended to the log. Single-process stores leave this out: the queue tells of its own writes.
+   */
+  watchLog?(onAppend: () => void): void;
+
 
   /**
    * Store a kind limit, replacing the one of the same prefix; from the next claim on, every claim

@@ -202,8 +202,10 @@ describe('a PostgreSQL store whose write committed but whose answer was lost', (
     return leased;
   }
 
-  /** The compare-and-set write of `update` and `updateMany`. */
-  const casWrite = /^\s*UPDATE \S+\.jobs AS j/;
+  /** The compare-and-set write of `update` and `updateMany` (inside the CTE that appends its transitions log rows). */
+  const casWrite = /^\s*(WITH w AS \(\s*)?UPDATE \S+\.jobs AS j/;
+  /** An enqueue's INSERT, likewise. */
+  const insert = /^\s*(WITH w AS \(\s*)?INSERT INTO \S+\.jobs/;
 
   for (const [when, what] of [
     ['after-commit', 'committed but its answer was lost'],
@@ -293,7 +295,7 @@ describe('a PostgreSQL store whose write committed but whose answer was lost', (
 
   it('creates each job once when an enqueue committed but its answer was lost', async () => {
     const { job: holder } = await queue.enqueue({ kind: current, idempotencyKey: `${current}-held` }, acme);
-    const cut = proxy.cutOnce(/^\s*INSERT INTO/, 'after-commit');
+    const cut = proxy.cutOnce(insert, 'after-commit');
     const results = await queue.enqueueBatch(
       [
         { kind: current, idempotencyKey: `${current}-held` },
@@ -313,7 +315,7 @@ describe('a PostgreSQL store whose write committed but whose answer was lost', (
   });
 
   it('tries an enqueue again whose INSERT never reached PostgreSQL', async () => {
-    const cut = proxy.cutOnce(/^\s*INSERT INTO/, 'before');
+    const cut = proxy.cutOnce(insert, 'before');
     const [result] = await queue.enqueueBatch([{ kind: current }], acme);
     await cut;
     assert.equal(result?.created, true);

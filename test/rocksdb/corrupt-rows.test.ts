@@ -23,7 +23,7 @@ describe('rocksdb corrupt rows', () => {
       await queue.close();
 
       // Put two undecodable rows in the Pending range, ahead of the good job: an unknown version and garbage.
-      const db = await RocksDatabase.open(dir, ['jobs', 'ids', 'idempotency', 'finished', 'counts']);
+      const db = await RocksDatabase.open(dir, ['jobs', 'ids', 'idempotency', 'finished', 'counts', 'transitions']);
       for (const [i, value] of [Buffer.from([9, 1, 2]), Buffer.from([1, 0xc1])].entries()) {
         const key = encodeJobKey({
           scope: tenantScopeBytes('acme'),

@@ -16,8 +16,12 @@ import { PermanentError, Worker } from '../../src/client/worker.ts';
 import { ErrorCode, type TelhaError } from '../../src/core/errors.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { JobState, tenantScope, type JobRecord, type NewJob } from '../../src/core/types.ts';
-import { ChangeFeed, FEED_RESULT_BYTES } from '../../src/engine/feed.ts';
-import { QueueEventEmitter } from '../../src/engine/observers.ts';
+import { rmSync } from 'node:fs';
+import { create } from '@bufbuild/protobuf';
+import { WatchRequestSchema } from '../../src/gen/telha/v1/queue_pb.ts';
+import { Authenticator } from '../../src/server/auth.ts';
+import { createQueueService } from '../../src/server/service.ts';
+import { tempDir } from '../support/backends.ts';
 import { freePort, startTestServer, type TestServer } from '../support/server.ts';
 
 function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
@@ -120,7 +124,7 @@ describe('Watch', () => {
     );
   });
 
-  it('refuses a resume token from another server, or an earlier run of this one', async () => {
+  it('refuses a resume token from another store, or not a token at all, with INVALID_ARGUMENT naming resume_token', async () => {
     const other = await startTestServer({ server: { http_address: '' } });
     const otherClient = new TelhaClient({ address: other.address });
     try {
@@ -128,48 +132,82 @@ describe('Watch', () => {
       const { opened, done } = await watching(client, { until: () => true, signal: stop.signal });
       stop.abort();
       await done;
-      const iterator = otherClient.watch({ resumeToken: opened });
-      await assert.rejects(iterator.next(), (error: TelhaError) => {
-        assert.equal(error.code, ErrorCode.FailedPrecondition);
-        assert.match(error.message, /resume token too old or from another server/);
-        return true;
-      });
+      for (const [token, message] of [
+        [opened, /resume_token: a resume token from another store/],
+        ['0123abcd:42', /resume_token: not a resume token this server made/],
+      ] as const) {
+        await assert.rejects(otherClient.watch({ resumeToken: token }).next(), (error: TelhaError) => {
+          assert.equal(error.code, ErrorCode.InvalidArgument);
+          assert.match(error.message, message);
+          return true;
+        });
+      }
     } finally {
       otherClient.close();
       await other.close();
     }
   });
 
-  it('reconnects through a server restart, and is told the restarted server no longer has its events', async () => {
+  it('delivers every transition of a 10,000-job drain once across a server restart, resuming where it stopped', async () => {
     const address = `127.0.0.1:${await freePort()}`;
-    let first: TestServer | null = await startTestServer({ server: { address, http_address: '' } });
-    const watcher = new TelhaClient({ address });
+    const dir = tempDir('telha-restart-');
+    let first: TestServer | null = await startTestServer({ server: { address, http_address: '' } }, { dir });
     let second: TestServer | null = null;
+    const watcher = new TelhaClient({ address });
     try {
+      // The watcher stops reading a third of the way in, and reads on only once the server has restarted.
+      const gate = deferred();
+      const stalled = deferred();
       const opened = deferred();
       const seen: WatchEvent[] = [];
       const watch = (async () => {
-        for await (const event of watcher.watch({ onOpen: () => opened.resolve() })) seen.push(event);
+        for await (const event of watcher.watch({ kindPrefix: 'drain', onOpen: () => opened.resolve() })) {
+          seen.push(event);
+          if (seen.length === DRAIN_JOBS) {
+            stalled.resolve();
+            await gate.promise;
+          }
+          if (seen.length === 3 * DRAIN_JOBS) return;
+        }
       })();
       watch.catch(() => undefined);
       await opened.promise;
-      await watcher.enqueue({ kind: 'before-restart' }, acme);
+      let completed = 0;
+      const allCompleted = deferred();
+      first.queue.events.on('transition', ({ transition, records }) => {
+        if (transition === 'complete' && (completed += records.length) === DRAIN_JOBS) allCompleted.resolve();
+      });
+      const worker = new Worker({
+        address,
+        kinds: ['drain'],
+        concurrency: 64,
+        logger: silentLogger,
+        handler: () => Promise.resolve(),
+      }).start();
+      for (let i = 0; i < DRAIN_JOBS; i += 1_000) await watcher.enqueueBatch(jobsOf(1_000, 'drain'), acme);
+      await allCompleted.promise;
+      await worker.close();
+      await stalled.promise;
       await first.close();
       first = null;
-      second = await startTestServer({ server: { address, http_address: '' } });
-      await assert.rejects(watch, (error: TelhaError) => {
-        assert.equal(error.code, ErrorCode.FailedPrecondition);
-        assert.match(error.message, /resume token too old or from another server/);
-        return true;
-      });
-      assert.deepEqual(
-        seen.map((e) => e.transition),
-        ['enqueued'],
+      second = await startTestServer({ server: { address, http_address: '' } }, { dir });
+      gate.resolve();
+      await watch;
+      assert.equal(seen.length, 3 * DRAIN_JOBS);
+      const byJob = new Map<string, string[]>();
+      for (const event of seen) byJob.set(event.job.jobId, [...(byJob.get(event.job.jobId) ?? []), event.transition]);
+      assert.equal(byJob.size, DRAIN_JOBS);
+      for (const transitions of byJob.values()) assert.deepEqual(transitions, ['enqueued', 'leased', 'completed']);
+      const sequences = seen.map((e) => e.sequence);
+      assert.ok(
+        sequences.every((n, i) => i === 0 || n > (sequences[i - 1] as number)),
+        'sequence numbers increase',
       );
     } finally {
       watcher.close();
       await first?.close();
       await second?.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 
@@ -326,12 +364,11 @@ describe('Watch from a client built from the .proto alone', () => {
     defaults: true,
   });
   const proto = grpc.loadPackageDefinition(definition) as any;
-  const BUFFER = 1_000;
   let server: TestServer;
   let stub: any;
   let producer: TelhaClient;
   before(async () => {
-    server = await startTestServer({ server: { http_address: '' }, watch: { buffer_events: BUFFER } });
+    server = await startTestServer({ server: { http_address: '' } });
     stub = new proto.telha.v1.QueueService(server.address, grpc.credentials.createInsecure());
     producer = new TelhaClient({ address: server.address });
   });
@@ -341,7 +378,7 @@ describe('Watch from a client built from the .proto alone', () => {
     await server.close();
   });
 
-  it('opens with a resume token, then streams each transition with its job', async () => {
+  it('opens with a resume token, streams each transition with its job and token, and resumes from either', async () => {
     const call: grpc.ClientReadableStream<any> = stub.Watch({ kind_prefix: 'interop' }, new grpc.Metadata());
     const messages: any[] = [];
     const got = deferred();
@@ -354,87 +391,105 @@ describe('Watch from a client built from the .proto alone', () => {
     const { job } = await producer.enqueue({ kind: 'interop', payload: 'hello' }, acme);
     await got.promise;
     call.cancel();
-    assert.match(messages[0].resume_token, /^[0-9a-f]+:\d+$/);
+    assert.match(messages[0].resume_token, /^r1\.[0-9a-f]+\.\d+$/);
     assert.equal(messages[0].events.length, 0);
     const [event] = messages[1].events;
     assert.equal(event.transition, 'enqueued');
     assert.equal(event.job.job_id, job.jobId);
     assert.equal(event.job.state, 'JOB_STATE_PENDING');
     assert.equal(Buffer.from(event.job.payload).length, 0, 'the payload stays with Show');
-    assert.equal(messages[1].resume_token, `${messages[0].resume_token.split(':')[0]}:${event.sequence}`);
+    assert.equal(event.resume_token, messages[1].resume_token);
+    // From the token the watch opened with, the same event again, and nothing twice.
+    const again: grpc.ClientReadableStream<any> = stub.Watch(
+      { kind_prefix: 'interop', resume_token: messages[0].resume_token },
+      new grpc.Metadata(),
+    );
+    again.on('error', () => undefined);
+    const replayed = await new Promise<any>((resolve) =>
+      again.on('data', (message: any) => {
+        if (message.events.length > 0) resolve(message);
+      }),
+    );
+    again.cancel();
+    assert.deepEqual(
+      replayed.events.map((e: any) => [e.sequence, e.job.job_id]),
+      [[event.sequence, job.jobId]],
+    );
   });
 
-  it('ends a watcher that stopped reading with RESOURCE_EXHAUSTED and its resume token', async () => {
+  it('gives a watcher that stopped reading every event once it reads again', async () => {
     const call: grpc.ClientReadableStream<any> = stub.Watch({ kind_prefix: 'stall' }, new grpc.Metadata());
-    const status = new Promise<grpc.ServiceError>((resolve) => call.on('error', resolve));
+    call.on('error', () => undefined);
     await new Promise<void>((resolve) => call.once('data', () => resolve()));
     call.pause();
     const enqueued = 20_000;
-    // Far more than the transport buffers hold: the server must stop writing, then end the
-    // stream. Batches of a tenth of the buffer, so that only falling behind ends it.
-    for (let i = 0; i < enqueued; i += BUFFER / 10) await producer.enqueueBatch(jobsOf(BUFFER / 10, 'stall'), acme);
-    const received: any[] = [];
-    call.on('data', (message: any) => received.push(message));
+    // Far more than the transport buffers hold: the server stops reading the log until it drains.
+    for (let i = 0; i < enqueued; i += 1_000) await producer.enqueueBatch(jobsOf(1_000, 'stall'), acme);
+    let events = 0;
+    const all = deferred();
+    call.on('data', (message: any) => {
+      if ((events += message.events.length) === enqueued) all.resolve();
+    });
     call.resume();
-    const error = await status;
-    assert.equal(error.code, grpc.status.RESOURCE_EXHAUSTED);
-    const token = error.metadata.get('telha-resume-token')[0];
-    const events = received.reduce((n, m) => n + m.events.length, 0);
-    assert.ok(events < enqueued, `ended after ${events} of ${enqueued} events`);
-    assert.equal(token, received.length === 0 ? token : received[received.length - 1].resume_token);
-    // The producer kept writing after the end: the watcher's next events have left the buffer.
-    const again: grpc.ClientReadableStream<any> = stub.Watch({ resume_token: token }, new grpc.Metadata());
-    again.on('data', () => undefined);
-    const refused = await new Promise<grpc.ServiceError>((resolve) => again.on('error', resolve));
-    assert.equal(refused.code, grpc.status.FAILED_PRECONDITION);
+    await all.promise;
+    call.cancel();
+    assert.equal(events, enqueued);
   });
 });
 
-describe('the change feed', () => {
-  const record = (i: number, transition: string): JobRecord =>
-    ({
-      jobId: `job-${i}`,
-      tenant: 'acme',
-      kind: 'k',
-      payload: new Uint8Array(8),
-      continuation: null,
-      state: JobState.Pending,
-      events: [{ at: i, transition, detail: null }],
-    }) as unknown as JobRecord;
-
-  it('keeps at most its capacity, and refuses a position whose next event has left', () => {
-    const events = new QueueEventEmitter(silentLogger);
-    const feed = new ChangeFeed(events, 10);
-    const token = feed.token(0);
-    for (let i = 1; i <= 25; i++) events.transition('enqueue', [record(i, 'enqueued')], null, i);
-    // A heartbeat that only extends the lease is no transition a watcher waits for.
-    events.transition('heartbeat', [record(26, 'extended')], JobState.Leased, 26);
-    assert.equal(feed.size, 10);
-    assert.equal(feed.lastSeq, 25);
-    assert.equal(feed.after(0, 100), null);
-    assert.deepEqual(
-      feed.after(20, 100)?.map((e) => e.job.jobId),
-      ['job-21', 'job-22', 'job-23', 'job-24', 'job-25'],
-    );
-    assert.equal(feed.after(20, 1)?.[0]?.job.payload.byteLength, 0);
-    assert.throws(() => feed.resume(token), /too old/);
-    assert.equal(feed.resume(feed.token(15)), 15);
-    assert.throws(() => new ChangeFeed(events, 10).resume(feed.token(20)), /another server/);
-    feed.close();
-  });
-
-  it('keeps a small result on a buffered event and leaves a big one to show', () => {
-    const events = new QueueEventEmitter(silentLogger);
-    const feed = new ChangeFeed(events, 10);
-    const done = (i: number, bytes: number): JobRecord => ({
-      ...record(i, 'completed'),
-      state: JobState.Completed,
-      result: new Uint8Array(bytes),
-    });
-    events.transition('complete', [done(1, FEED_RESULT_BYTES), done(2, FEED_RESULT_BYTES + 1)], JobState.Leased, 1);
-    const [small, big] = feed.after(0, 10) ?? [];
-    assert.equal(small?.job.result?.byteLength, FEED_RESULT_BYTES);
-    assert.equal(big?.job.result, null);
-    feed.close();
+describe('a Watch stream on a transport that is not reading', () => {
+  it('reads one batch of the log at a time, and the next only once the transport has drained', async () => {
+    const server = await startTestServer({ server: { http_address: '' } });
+    try {
+      const { queue } = server;
+      const from = await queue.feed.head();
+      await queue.enqueueBatch(jobsOf(1_000, 'held'), acme);
+      await queue.enqueueBatch(jobsOf(1_000, 'held'), acme);
+      const sent: number[] = [];
+      let full = true;
+      let waiting = deferred();
+      let drain = deferred();
+      const all = deferred();
+      const service = createQueueService({
+        queue,
+        auth: new Authenticator([]),
+        config: queue.config.server,
+        logger: silentLogger,
+        shutdown: new AbortController().signal,
+      });
+      const abort = new AbortController();
+      service.watch(create(WatchRequestSchema, { resumeToken: from }), {
+        authorization: null,
+        signal: abort.signal,
+        send: (message) => {
+          sent.push(message.events?.length ?? 0);
+          if (sent.reduce((a, b) => a + b, 0) === 2_000) all.resolve();
+          return !full;
+        },
+        drained: () => {
+          waiting.resolve();
+          return drain.promise;
+        },
+        end: () => undefined,
+        fail: (status) => assert.fail(status.message),
+      });
+      // Not reading: the open message fills the buffer, and nothing more is read or sent.
+      await waiting.promise;
+      assert.deepEqual(sent, [0]);
+      waiting = deferred();
+      const drained = drain;
+      drain = deferred();
+      drained.resolve();
+      await waiting.promise;
+      assert.deepEqual(sent, [0, 500], 'one batch per drain');
+      // Reading again: the rest at once.
+      full = false;
+      drain.resolve();
+      await all.promise;
+      assert.deepEqual(sent, [0, 500, 500, 500, 500]);
+      abort.abort();
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -9,7 +9,6 @@ import { create } from '@bufbuild/protobuf';
 import { makeConfig } from '../../src/core/config.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { JobState, tenantScope, type JobRecord } from '../../src/core/types.ts';
-import { ChangeFeed } from '../../src/engine/feed.ts';
 import { Queue } from '../../src/engine/queue.ts';
 import { WorkRequestSchema } from '../../src/gen/telha/v1/queue_pb.ts';
 import { Authenticator } from '../../src/server/auth.ts';
@@ -49,7 +48,6 @@ describe('a Work session on the server', () => {
       );
       const service = createQueueService({
         queue,
-        feed: new ChangeFeed(queue.events, 10),
         auth: new Authenticator([]),
         config: config.server,
         logger: silentLogger,

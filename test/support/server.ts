@@ -30,10 +30,15 @@ export interface TestServer {
 /** A real server on 127.0.0.1 (a free port) over a fresh RocksDB store, in this process. */
 export async function startTestServer(
   values: ConfigInput = {},
-  options: { services?: boolean } = {},
+  options: {
+    services?: boolean;
+    /** The store's directory, kept at close (a restart opens it again); default a fresh one, removed at close. */
+    dir?: string;
+  } = {},
 ): Promise<TestServer> {
-  const dir = tempDir('telha-server-');
-  const { jobs, server, retention, metrics, schedules, watch } = values as {
+  const dir = options.dir ?? tempDir('telha-server-');
+  const { jobs, server, retention, metrics, schedules, watch, storage } = values as {
+    storage?: object;
     watch?: object;
     jobs?: object;
     server?: object;
@@ -42,7 +47,7 @@ export async function startTestServer(
     schedules?: object;
   };
   const config = makeConfig({
-    storage: { path: dir },
+    storage: { path: dir, ...(storage ?? {}) },
     jobs: { ...(jobs ?? {}) },
     retention: { enabled: false, ...(retention ?? {}) },
     metrics: { ...(metrics ?? {}) },
@@ -62,7 +67,7 @@ export async function startTestServer(
     async close() {
       await running.close();
       await queue.close();
-      rmSync(dir, { recursive: true, force: true });
+      if (options.dir === undefined) rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -4,7 +4,7 @@
  * other backends are compared with, and as a store for tests and demos.
  * Every method is synchronous inside, so each is trivially atomic.
  */
-import { notFound, storeClosed } from '../../core/errors.ts';
+import { invalidArgument, notFound, storeClosed } from '../../core/errors.ts';
 import {
   scheduleExists,
   scheduleInScope,
@@ -37,6 +37,20 @@ import {
   type TokenBucket,
 } from '../../core/kind-limits.ts';
 import { enqueue, isLeasable, isLeaseExpired, kindMatches } from '../../core/transitions.ts';
+import {
+  formatPosition,
+  logEntryExpired,
+  logEntryOf,
+  logMatches,
+  parsePosition,
+  positionPruned,
+  transitionOf,
+  type LogEntry,
+  type LogFilter,
+  type LogPage,
+  type LogPruneParams,
+} from '../../core/transitions-log.ts';
+import { randomBytes } from 'node:crypto';
 import {
   finishedAt,
   itemFailed,
@@ -80,8 +94,27 @@ function byKey(a: JobRecord, b: JobRecord): number {
   return Buffer.compare(jobKeyOf(a), jobKeyOf(b));
 }
 
+export interface MemoryStoreOptions {
+  /** Append to the transitions log (Watch reads it). Default `true`; `watch.enabled`. */
+  readonly transitionsLog?: boolean;
+}
+
+/** A memory store's log position: `m1.<store id>.<seq>`. */
+const LOG_FORMAT = 'm1';
+
 export class MemoryJobStore implements JobStore {
   readonly backend = 'memory';
+  /** The transitions log: entry `seq` is at index `seq - logFirst`. */
+  private readonly log: JobRecord[] = [];
+  /** The seq of `log[0]`; entries before it were pruned. */
+  private logFirst = 1;
+  private readonly logId = randomBytes(6).toString('hex');
+  private readonly logging: boolean;
+
+  constructor(options: MemoryStoreOptions = {}) {
+    this.logging = options.transitionsLog ?? true;
+  }
+
   private readonly jobs = new Map<string, JobRecord>();
   private readonly idempotency = new Map<string, string>();
   private readonly createdAt = new CreatedAtSequence(0);
@@ -118,6 +151,7 @@ export class MemoryJobStore implements JobStore {
     }
     for (const { record, created } of outcomes) {
       if (!created) continue;
+      this.appendLog(record);
       this.jobs.set(record.jobId, record);
       if (record.idempotencyKey !== null) {
         this.idempotency.set(idempotencySlot(record.tenant, record.idempotencyKey), record.jobId);
@@ -154,9 +188,10 @@ export class MemoryJobStore implements JobStore {
     for (const [lane, bucket] of budget.spent(bucketOf, params.now)) this.buckets.set(lane, bucket);
     return Promise.resolve(
       chosen.map((record) => {
-        const next = params.lease(record);
-        this.jobs.set(next.jobId, next);
-        return next;
+        const leased = params.lease(record);
+        this.jobs.set(leased.jobId, leased);
+        this.appendLog(leased);
+        return leased;
       }),
     );
   }
@@ -225,6 +260,7 @@ export class MemoryJobStore implements JobStore {
       if (current === undefined) throw notFound(`job ${jobId}`);
       const next = change(current);
       this.jobs.set(jobId, next.record);
+      this.appendLog(next.record);
       const successors = next.successors ? this.insertNow(next.successors, now, new Map()) : [];
       return Promise.resolve({ record: next.record, successors });
     } catch (error) {
@@ -240,6 +276,7 @@ export class MemoryJobStore implements JobStore {
           if (current === undefined) throw notFound(`job ${item.jobId}`);
           const { record } = item.change(current);
           this.jobs.set(item.jobId, record);
+          this.appendLog(record);
           return itemOk(record);
         } catch (error) {
           return itemFailed<JobRecord>(error);
@@ -311,6 +348,53 @@ export class MemoryJobStore implements JobStore {
       totals.set(slot, { state: r.state, kind: r.kind, count: (row?.count ?? 0) + 1 });
     }
     return Promise.resolve([...totals.values()].sort((a, b) => a.state - b.state || (a.kind < b.kind ? -1 : 1)));
+  }
+
+  // ---- the transitions log ----
+
+  private appendLog(record: JobRecord): void {
+    const entry = this.logging ? logEntryOf(record) : null;
+    if (entry !== null) this.log.push(entry);
+  }
+
+  private position(seq: number): string {
+    return formatPosition(LOG_FORMAT, this.logId, [seq]);
+  }
+
+  logHead(): Promise<string> {
+    return Promise.resolve(this.position(this.logFirst + this.log.length - 1));
+  }
+
+  readLog(after: string, limit: number, filter: LogFilter): Promise<LogPage> {
+    try {
+      const [seen] = parsePosition(after, LOG_FORMAT, this.logId, 1);
+      const last = this.logFirst + this.log.length - 1;
+      const from = Number(seen);
+      if (from > last) throw invalidArgument('resume_token', 'a position this store has not reached');
+      if (from + 1 < this.logFirst) throw positionPruned();
+      const entries: LogEntry[] = [];
+      let seq = from;
+      while (seq < last && entries.length < limit) {
+        seq++;
+        const job = this.log[seq - this.logFirst] as JobRecord;
+        if (logMatches(job, filter)) entries.push({ position: this.position(seq), seq, job });
+      }
+      return Promise.resolve({ entries, position: this.position(seq) });
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  pruneLog(params: LogPruneParams): Promise<number> {
+    let pruned = 0;
+    while (pruned < params.limit) {
+      const oldest = this.log[0];
+      if (oldest === undefined || !logEntryExpired(transitionOf(oldest).at, this.log.length - 1, params)) break;
+      this.log.shift();
+      this.logFirst++;
+      pruned++;
+    }
+    return Promise.resolve(pruned);
   }
 
   nextGateAt(scope: ScopeFilter, now: Micros): Promise<Micros | null> {

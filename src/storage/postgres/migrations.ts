@@ -109,6 +109,31 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
       refilled_at    bigint
     );
   `,
+  // The transitions log (core/transitions-log.ts), appended in the statement of each transition.
+  // Sequence numbers are taken before commit, so they are not commit-ordered; readers go in
+  // (xid, seq) order and read only rows of transactions older than every running one (`xid`
+  // below the snapshot's xmin), which no later commit can precede. `store_id` names this store
+  // in resume tokens; `pruned_*` is the last position pruning removed.
+  (s) => `
+    CREATE SEQUENCE ${s}.job_transitions_seq;
+    CREATE TABLE ${s}.job_transitions (
+      xid    xid8   NOT NULL DEFAULT pg_current_xact_id(),
+      seq    bigint NOT NULL DEFAULT nextval('${s}.job_transitions_seq'),
+      at     bigint NOT NULL,
+      scope  bytea  NOT NULL,
+      kind   text   NOT NULL,
+      job_id uuid   NOT NULL,
+      entry  bytea  NOT NULL,   -- [VALUE_VERSION][msgpack JobRecord], trimmed
+      PRIMARY KEY (xid, seq)
+    );
+    CREATE TABLE ${s}.job_transitions_meta (
+      id         int    PRIMARY KEY,
+      store_id   text   NOT NULL,
+      pruned_xid xid8   NOT NULL,
+      pruned_seq bigint NOT NULL
+    );
+    INSERT INTO ${s}.job_transitions_meta VALUES (1, substr(md5(random()::text || clock_timestamp()::text), 1, 12), '0', 0);
+  `,
 ];
 
 /** The quoted schema name of a store, checked to be a plain identifier. */

@@ -63,6 +63,20 @@ import { scheduleExists, tooManySchedules, type Schedule, type ScheduleFiring } 
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import { enqueue } from '../../core/transitions.ts';
 import {
+  formatPosition,
+  logEntryExpired,
+  logEntryOf,
+  logMatches,
+  logsTransition,
+  parsePosition,
+  positionPruned,
+  transitionOf,
+  type LogEntry,
+  type LogFilter,
+  type LogPage,
+  type LogPruneParams,
+} from '../../core/transitions-log.ts';
+import {
   finishedAt,
   itemFailed,
   itemOk,
@@ -131,12 +145,18 @@ export interface PostgresStoreOptions {
    * by default). Consistency is the same either way; only that window differs.
    */
   readonly durability?: 'process' | 'fsync';
+  /** Append to the transitions log (Watch reads it). Default `true`; `watch.enabled`. */
+  readonly transitionsLog?: boolean;
 }
 
 type Db = pg.PoolClient;
 
 /** Due gates opened per claim; more wait for the next claim. */
 const OPEN_GATES_BATCH = 1_000;
+/** The least time between two log notifications of one server: what it may add to a watcher's latency elsewhere. */
+const LOG_NOTICE_GAP_MS = 5;
+/** A PostgreSQL store's log position: `p1.<store id>.<xid>.<seq>`. */
+const LOG_FORMAT = 'p1';
 /** NOTIFY payloads must stay under 8,000 bytes; past this, say "look again" instead of what. */
 const MAX_NOTICE_BYTES = 7_000;
 /** What the store's connections call themselves in `pg_stat_activity`, unless the URL says otherwise. */
@@ -181,10 +201,17 @@ function noticePayload(origin: string, notices: readonly WorkNotice[]): string {
   return Buffer.byteLength(text) <= MAX_NOTICE_BYTES ? text : JSON.stringify({ o: origin, w: 'all' });
 }
 
-function parseNotice(payload: string): { origin: string; work: WorkNotice[] | 'all' } | null {
+/** The message a server sends after committing transitions: look at the log again. */
+function logNoticePayload(origin: string): string {
+  return JSON.stringify({ o: origin, l: 1 });
+}
+
+/** A notification: who sent it, and what work appeared (`null`: none, only log entries). */
+function parseNotice(payload: string): { origin: string; work: WorkNotice[] | 'all' | null } | null {
   try {
-    const parsed = JSON.parse(payload) as { o?: unknown; w?: unknown };
+    const parsed = JSON.parse(payload) as { o?: unknown; w?: unknown; l?: unknown };
     if (typeof parsed.o !== 'string') return null;
+    if (parsed.l === 1) return { origin: parsed.o, work: null };
     if (!Array.isArray(parsed.w)) return { origin: parsed.o, work: 'all' };
     const work = (parsed.w as unknown[][]).map(([tenant, kind, ready, count]) => ({
       tenant: typeof tenant === 'string' ? tenant : null,
@@ -213,6 +240,11 @@ export class PostgresJobStore implements JobStore {
   /** Marks this store's own notifications, which its queue has announced already. */
   private readonly origin = randomUUID();
   private onWork: ((notices: readonly WorkNotice[] | 'all') => void) | null = null;
+  private onLog: (() => void) | null = null;
+  private readonly logging: boolean;
+  /** A log notification is on its way; `announceAgain`: send one more when it is done. */
+  private announcing = false;
+  private announceAgain = false;
   private listener: pg.Client | null = null;
   private listenerBackendPid: number | null = null;
   private reconnectTimer: NodeJS.Timeout | null = null;
@@ -238,7 +270,11 @@ export class PostgresJobStore implements JobStore {
     private readonly logger: Logger,
     pollIntervalMs: number,
     lastCreatedAt: Micros,
+    /** Names this store in log positions (`job_transitions_meta.store_id`). */
+    private readonly logId: string,
+    logging: boolean,
   ) {
+    this.logging = logging;
     this.t = schema.table;
     this.pollIntervalMs = pollIntervalMs;
     this.createdAt = new CreatedAtSequence(lastCreatedAt);
@@ -281,12 +317,15 @@ export class PostgresJobStore implements JobStore {
       logger.warn({ err: error.message }, 'postgres ended an idle pooled connection; it was dropped'),
     );
     let lastCreatedAt: Micros;
+    let logId: string;
     try {
       await migrate(pool, schemaName);
-      const { rows } = await pool.query<{ last: string }>(
-        `SELECT last_created_at AS last FROM ${schema.table}.meta WHERE id = 1`,
+      const { rows } = await pool.query<{ last: string; log_id: string }>(
+        `SELECT last_created_at AS last, (SELECT store_id FROM ${schema.table}.job_transitions_meta WHERE id = 1) AS log_id
+         FROM ${schema.table}.meta WHERE id = 1`,
       );
       lastCreatedAt = Number(rows[0]?.last ?? 0);
+      logId = rows[0]?.log_id ?? '';
     } catch (error) {
       await pool.end();
       throw error;
@@ -299,6 +338,8 @@ export class PostgresJobStore implements JobStore {
       logger,
       options.pollIntervalMs ?? 1_000,
       lastCreatedAt,
+      logId,
+      options.transitionsLog ?? true,
     );
     try {
       await store.listen();
@@ -343,7 +384,9 @@ export class PostgresJobStore implements JobStore {
     client.on('notification', (message) => {
       const notice = message.payload === undefined ? null : parseNotice(message.payload);
       if (notice === null || notice.origin === this.origin) return;
-      this.onWork?.(notice.work);
+      if (notice.work !== null) this.onWork?.(notice.work);
+      // Any write of another process (a server, an application's transaction) may have appended.
+      this.onLog?.();
     });
     try {
       await client.connect();
@@ -364,7 +407,10 @@ export class PostgresJobStore implements JobStore {
       this.reconnectTimer = null;
       this.listen().then(
         // Work may have appeared while nobody listened.
-        () => this.onWork?.('all'),
+        () => {
+          this.onWork?.('all');
+          this.onLog?.();
+        },
         (error: unknown) => {
           this.logger.warn({ err: (error as Error).message }, 'postgres listener reconnect failed');
           this.scheduleReconnect();
@@ -457,7 +503,11 @@ export class PostgresJobStore implements JobStore {
     // after a lost answer it cannot create a job twice: each draft carries its job id, and a
     // row already holding that id is the earlier try's (see `insertJobs`).
     return this.retrying(() =>
-      insertJobs(this.pool, this.schema, drafts, now, { origin: this.origin, createdAt: this.createdAt }),
+      insertJobs(this.pool, this.schema, drafts, now, {
+        origin: this.origin,
+        createdAt: this.createdAt,
+        log: this.logging,
+      }),
     );
   }
 
@@ -469,14 +519,14 @@ export class PostgresJobStore implements JobStore {
     // leased once is no longer Pending.
     return this.retrying(async () => {
       try {
-        return await this.claimOnce(params);
+        return this.announced(await this.claimOnce(params));
       } catch (error) {
         if (!(error instanceof InDoubt)) throw error;
         const leased = error.result as JobRecord[];
         const stored = await this.storedRecords(leased.map((r) => r.jobId));
         const landed = leased.filter((r) => stored.get(r.jobId)?.equals(encodeRecord(r)));
         if (landed.length === 0 && leased.length > 0) throw error.cause;
-        return landed;
+        return this.announced(landed);
       }
     });
   }
@@ -636,6 +686,16 @@ export class PostgresJobStore implements JobStore {
   }
 
   async update(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
+    const outcome = await this.updateOnce(jobId, change, now);
+    this.announced([outcome.record]);
+    return outcome;
+  }
+
+  private async updateOnce(
+    jobId: string,
+    change: (current: JobRecord) => Change,
+    now: Micros,
+  ): Promise<UpdateOutcome> {
     // Most changes (heartbeat, complete, fail, reap) touch one row: read it, apply the change,
     // and write it back only if the row is still what was read (compare-and-set on the
     // record), two round trips instead of a transaction's four. A change that creates jobs,
@@ -680,6 +740,7 @@ export class PostgresJobStore implements JobStore {
       [...latest.values()].map((record) => ({ record, expected: stored.get(record.jobId) as Buffer })),
       now,
     );
+    this.announced([...latest.values()].filter((record) => written.has(record.jobId)));
     for (const [i, item] of items.entries()) {
       if (!latest.has(item.jobId) || written.has(item.jobId)) continue;
       if (inDoubt.has(item.jobId)) {
@@ -724,6 +785,7 @@ export class PostgresJobStore implements JobStore {
             origin: this.origin,
             createdAt: this.createdAt,
             updated: next.record,
+            log: this.logging,
           });
           return { outcome: { record: next.record, successors }, read: row.record };
           // The write locks' share (`writeLocks`) before the row lock: taken after it, a pause or
@@ -793,21 +855,22 @@ export class PostgresJobStore implements JobStore {
     const records = rows.map((r) => r.record);
     const pending = records.filter((r) => r.state === JobState.Pending);
     // Identical notifications of one transaction are delivered once, so each Pending row may send it.
-    const notify = pending.length > 0 ? `, CASE WHEN u.state = 0 THEN pg_notify($9, $10)::text END` : '';
+    const notify = pending.length > 0 ? `, CASE WHEN u.state = 0 THEN pg_notify($9, $10)::text END AS notified` : '';
     // A row made Pending is held if a pause covers it, under the pause lock; a claim's leases
     // (nothing Pending) do not touch `kind_pauses`, so pauses never wait for claims.
     const held = pending.length > 0 ? `u.state = 0 AND ${pausedSql(this.t, 'j.scope', 'j.kind')}` : 'false';
     // Its lane too; a leased row keeps the lane it was claimed in, for the lane's count.
     const lane =
       pending.length > 0 ? `, lane = CASE WHEN u.state = 0 THEN ${laneSql(this.t, 'j.kind')} ELSE j.lane END` : '';
-    const { rows: written } = await db.query<{ job_id: string }>(
+    const statement = withLog(
+      this.t,
       `UPDATE ${this.t}.jobs AS j SET state = u.state,
          not_before = u.not_before, lease_deadline = u.lease_deadline, worker_id = u.worker_id,
          finished_at = u.finished_at, record = u.record, held = ${held}${lane}
        FROM unnest($1::uuid[], $2::bytea[], $3::smallint[], $4::bigint[], $5::bigint[], $6::text[], $7::bigint[],
          $8::bytea[]) AS u(job_id, expected, state, not_before, lease_deadline, worker_id, finished_at, record)
        WHERE j.job_id = u.job_id AND (u.expected IS NULL OR j.record = u.expected)${pending.length > 0 ? ` AND ${writeLocks(this.t)}` : ''}
-       RETURNING j.job_id${notify}`,
+       RETURNING j.job_id, j.scope, j.kind${notify}`,
       [
         records.map((r) => r.jobId),
         rows.map((r) => r.expected),
@@ -819,7 +882,9 @@ export class PostgresJobStore implements JobStore {
         records.map((r) => encodeRecord(r)),
         ...(pending.length > 0 ? [this.schema.channel, noticePayload(this.origin, workNotices(pending, now))] : []),
       ],
+      this.logging ? records : [],
     );
+    const { rows: written } = await db.query<{ job_id: string }>(statement.text, statement.values);
     return new Set(written.map((row) => row.job_id));
   }
 
@@ -1293,7 +1358,7 @@ export class PostgresJobStore implements JobStore {
           this.schema,
           firings.map((f) => f.draft),
           now,
-          { origin: this.origin, createdAt: this.createdAt },
+          { origin: this.origin, createdAt: this.createdAt, log: this.logging },
         );
         await this.writeSchedules(
           db,
@@ -1328,6 +1393,147 @@ export class PostgresJobStore implements JobStore {
     );
   }
 
+  // ---- the transitions log ----
+
+  watchLog(onAppend: () => void): void {
+    this.onLog = onAppend;
+  }
+
+  /**
+   * Tell the other servers that `records` (committed) appended to the log, so their watchers look
+   * again; returns `records`. One notification at a time, and the next no sooner than
+   * `LOG_NOTICE_GAP_MS` after it: writes committed meanwhile share it. Each NOTIFY is a
+   * transaction that takes PostgreSQL's notification queue lock at commit; one per round trip
+   * cost the drain about 5-8% (bench/RESULTS.md). Enqueues need none: their statement's work
+   * notification wakes the watchers too.
+   */
+  private announced<T extends readonly JobRecord[]>(records: T): T {
+    if (!this.logging || !records.some(logsTransition)) return records;
+    if (this.announcing) {
+      this.announceAgain = true;
+      return records;
+    }
+    this.announcing = true;
+    this.pool
+      .query('SELECT pg_notify($1, $2)', [this.schema.channel, logNoticePayload(this.origin)])
+      .catch((error: unknown) => this.logger.debug({ err: (error as Error).message }, 'log notification failed'))
+      .finally(() => {
+        const next = setTimeout(() => {
+          this.announcing = false;
+          if (!this.announceAgain || this.closing) return;
+          this.announceAgain = false;
+          this.announced(records);
+        }, LOG_NOTICE_GAP_MS);
+        next.unref();
+      });
+    return records;
+  }
+
+  private position(xid: bigint | string, seq: bigint | string): string {
+    return formatPosition(LOG_FORMAT, this.logId, [xid, seq]);
+  }
+
+  /** `(xmin, 0)`: every transaction that may still append has an xid at or above the oldest running one. */
+  async logHead(): Promise<string> {
+    const { rows } = await this.query<{ xmin: string }>(
+      'SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin',
+      [],
+    );
+    return this.position(rows[0]?.xmin ?? '0', 0n);
+  }
+
+  /**
+   * Entries in (xid, seq) order, only of transactions older than the oldest one still running:
+   * no transaction can commit an entry before those any more, so a reader never passes a position
+   * an entry later appears behind. A transaction that stays open (an application's, holding an
+   * enqueue) holds back every watcher until it ends. The filter is applied in the query: entries
+   * that do not match come back as positions only.
+   */
+  async readLog(after: string, limit: number, filter: LogFilter): Promise<LogPage> {
+    const [xid, seq] = parsePosition(after, LOG_FORMAT, this.logId, 2) as [bigint, bigint];
+    const { rows } = await this.query<{
+      pruned_xid: string;
+      pruned_seq: string;
+      xid: string | null;
+      seq: string | null;
+      entry: Buffer | null;
+    }>(
+      `SELECT m.pruned_xid::text AS pruned_xid, m.pruned_seq::text AS pruned_seq, r.xid::text AS xid,
+         r.seq::text AS seq, r.entry
+       FROM ${this.t}.job_transitions_meta m LEFT JOIN LATERAL (
+         SELECT t.xid, t.seq, CASE WHEN ($4::bytea IS NULL OR t.scope = $4) AND starts_with(t.kind, $5)
+             AND ($6::uuid IS NULL OR t.job_id = $6) THEN t.entry END AS entry
+         FROM ${this.t}.job_transitions t
+         WHERE (t.xid, t.seq) > ($1::text::xid8, $2::bigint) AND t.xid < pg_snapshot_xmin(pg_current_snapshot())
+         ORDER BY t.xid, t.seq LIMIT $3
+       ) r ON true WHERE m.id = 1 ORDER BY r.xid, r.seq`,
+      [
+        xid.toString(),
+        seq.toString(),
+        limit,
+        filter.scope.type === 'any' ? null : scopeBytes(filter.scope),
+        filter.kindPrefix,
+        filter.jobId,
+      ],
+    );
+    const first = rows[0];
+    if (first !== undefined && compareXidSeq([xid, seq], [BigInt(first.pruned_xid), BigInt(first.pruned_seq)]) < 0) {
+      throw positionPruned();
+    }
+    const entries: LogEntry[] = [];
+    let position = after;
+    for (const row of rows) {
+      if (row.xid === null || row.seq === null) continue;
+      position = this.position(row.xid, row.seq);
+      if (row.entry === null) continue;
+      const job = this.decode({ job_id: `log ${row.xid}.${row.seq}`, record: row.entry });
+      if (job !== null && logMatches(job, filter)) entries.push({ position, seq: Number(row.seq), job });
+    }
+    return { entries, position };
+  }
+
+  /**
+   * Delete the oldest readable entries past retention, in log order, and move the pruned mark to
+   * the last, in one transaction: a reader behind the mark is told, one past it missed nothing.
+   * The count bound reads the sequence: `seq` values taken and rolled back count too, so it
+   * errs on keeping fewer.
+   */
+  async pruneLog(params: LogPruneParams): Promise<number> {
+    const { rows } = await this.query<{ xid: string; seq: string; at: string; last: string }>(
+      `SELECT xid::text AS xid, seq::text AS seq, at::text AS at,
+         (SELECT last_value FROM ${this.t}.job_transitions_seq)::text AS last
+       FROM ${this.t}.job_transitions WHERE xid < pg_snapshot_xmin(pg_current_snapshot())
+       ORDER BY xid, seq LIMIT $1`,
+      [params.limit],
+    );
+    let doomed: { xid: string; seq: string } | null = null;
+    let count = 0;
+    for (const row of rows) {
+      if (!logEntryExpired(Number(row.at), Number(row.last) - Number(row.seq), params)) break;
+      doomed = row;
+      count++;
+    }
+    if (doomed === null) return 0;
+    const last = doomed;
+    await this.retrying(() =>
+      this.tx(async (db) => {
+        await db.query(`DELETE FROM ${this.t}.job_transitions WHERE (xid, seq) <= ($1::text::xid8, $2::bigint)`, [
+          last.xid,
+          last.seq,
+        ]);
+        await db.query(
+          `UPDATE ${this.t}.job_transitions_meta SET pruned_xid = $1::text::xid8, pruned_seq = $2::bigint
+           WHERE id = 1 AND (pruned_xid, pruned_seq) < ($1::text::xid8, $2::bigint)`,
+          [last.xid, last.seq],
+        );
+      }),
+    ).catch((error: unknown) => {
+      // Landed or not, the next pass settles it.
+      if (!(error instanceof InDoubt)) throw error;
+    });
+    return count;
+  }
+
   async health(): Promise<void> {
     await this.query('SELECT 1', []);
   }
@@ -1358,6 +1564,10 @@ export class PostgresJobStore implements JobStore {
     );
     await Promise.all([listener?.end().catch(() => undefined), this.pool.end()]);
   }
+}
+
+function compareXidSeq(a: readonly [bigint, bigint], b: readonly [bigint, bigint]): number {
+  return a[0] !== b[0] ? (a[0] < b[0] ? -1 : 1) : a[1] === b[1] ? 0 : a[1] < b[1] ? -1 : 1;
 }
 
 /** A write's connection failed and the job changed before the store could tell whether the write landed. */
@@ -1662,6 +1872,37 @@ interface ClaimRow {
   readonly record: Buffer;
 }
 
+/**
+ * `statement`, a data-modifying statement `RETURNING job_id, scope, kind` (numbered parameters
+ * `values`), with the transitions log rows of `records` appended in the same statement, for the
+ * rows it wrote only: one multi-row INSERT whatever their number. Only the entries and their
+ * times travel again; the rest comes from the rows written. Unchanged when no write is logged.
+ */
+function withLog(
+  table: string,
+  statement: string,
+  values: unknown[],
+  records: readonly JobRecord[],
+): { text: string; values: unknown[] } {
+  const entries = records.map(logEntryOf).filter((entry): entry is JobRecord => entry !== null);
+  if (entries.length === 0) return { text: statement, values };
+  const n = values.length;
+  return {
+    text: `WITH w AS (${statement}),
+      l AS (INSERT INTO ${table}.job_transitions (job_id, at, scope, kind, entry)
+        SELECT w.job_id, e.at, w.scope, w.kind, e.entry
+        FROM unnest($${n + 1}::uuid[], $${n + 2}::bigint[], $${n + 3}::bytea[]) WITH ORDINALITY AS e(job_id, at, entry, ord)
+        JOIN w ON w.job_id = e.job_id ORDER BY e.ord)
+      SELECT job_id FROM w`,
+    values: [
+      ...values,
+      entries.map((e) => e.jobId),
+      entries.map((e) => transitionOf(e).at),
+      entries.map((e) => encodeRecord(e)),
+    ],
+  };
+}
+
 /** A job row's column values, in the order of the INSERT below. */
 function columns(record: JobRecord, now: Micros): unknown[] {
   return [
@@ -1694,7 +1935,13 @@ export async function insertJobs(
   schema: PgSchema,
   drafts: readonly JobDraft[],
   now: Micros,
-  context: { readonly origin?: string; readonly updated?: JobRecord; readonly createdAt: CreatedAtSequence },
+  context: {
+    readonly origin?: string;
+    readonly updated?: JobRecord;
+    readonly createdAt: CreatedAtSequence;
+    /** Append the jobs' `enqueued` entries to the transitions log. Default `true`. */
+    readonly log?: boolean;
+  },
 ): Promise<InsertOutcome[]> {
   if (drafts.length === 0) return [];
   const table = schema.table;
@@ -1720,7 +1967,9 @@ export async function insertJobs(
   // identical payloads) and only when it commits; it names the drafts, so an idempotent repeat
   // costs a waiter one look. Any unique conflict skips the row: an idempotency key held, or
   // the job id itself, which exists only when this insert runs again after its answer was lost.
-  const inserted = await db.query<{ job_id: string }>(
+  // The log rows ride on it too, for the rows it inserted (`withLog`).
+  const statement = withLog(
+    table,
     `INSERT INTO ${table}.jobs (job_id, scope, tenant, state, priority, created_at, kind, not_before,
        lease_deadline, worker_id, idempotency_key, finished_at, record, held, lane)
      SELECT u.*, ${pausedSql(table, 'u.scope', 'u.kind')}, ${laneSql(table, 'u.kind')}
@@ -1730,13 +1979,15 @@ export async function insertJobs(
          idempotency_key, finished_at, record)
      WHERE ${writeLocks(table)}
      ON CONFLICT DO NOTHING
-     RETURNING job_id, pg_notify($14, $15)`,
+     RETURNING job_id, scope, kind, pg_notify($14, $15) AS notified`,
     [
       ...Array.from({ length: 13 }, (_, c) => column(c)),
       schema.channel,
       noticePayload(context.origin ?? '', workNotices(drafts, now)),
     ],
+    context.log === false ? [] : records,
   );
+  const inserted = await db.query<{ job_id: string }>(statement.text, statement.values);
   const created = new Set(inserted.rows.map((r) => r.job_id));
   // Rows not inserted: keys another job already holds (possibly committed by another server a
   // moment ago), or jobs an earlier try of this same insert created. Job ids are fresh UUIDs,

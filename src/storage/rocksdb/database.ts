@@ -45,6 +45,7 @@ interface RawDb {
     limit?: number;
     keys?: boolean;
     values?: boolean;
+    reverse?: boolean;
   }): RawIterator;
   getProperty(name: string): string;
 }
@@ -148,6 +149,17 @@ export class RocksDatabase {
   /** The first key at or after `from` (and before `lt`), or `null`. */
   async firstKey(column: ColumnHandle, from: Buffer, lt?: Buffer): Promise<Buffer | null> {
     const iterator = this.db.iterator({ column, gte: from, limit: 1, values: false, ...(lt ? { lt } : {}) });
+    try {
+      const [entry] = await iterator.nextv(1);
+      return entry ? entry[0] : null;
+    } finally {
+      await iterator.close();
+    }
+  }
+
+  /** The last key of a column, or `null` when it is empty. */
+  async lastKey(column: ColumnHandle): Promise<Buffer | null> {
+    const iterator = this.db.iterator({ column, reverse: true, limit: 1, values: false });
     try {
       const [entry] = await iterator.nextv(1);
       return entry ? entry[0] : null;

@@ -7,6 +7,8 @@
  *  - `idempotency`: `[scope][key]` → job id
  *  - `finished`:    `[state][finished_at][job id]` → job key, what retention prunes
  *  - `counts`:      `[scope][state][kind]` → number of jobs
+ *  - `transitions`: the transitions log (`core/transitions-log.ts`): `[seq u64]` → the entry
+ *                   (`[version][msgpack JobRecord]`, trimmed), written in the batch of its transition
  *  - `default`:     store metadata (the `created_at` high-water mark), schedules with
  *                   their due index (`codec/schedules.ts`), pauses (`codec/pauses.ts`) and
  *                   kind limits (`codec/kind-limits.ts`), both also held in memory and in the
@@ -18,7 +20,21 @@
  * scan the LSM (see that file for why).
  */
 import { systemClock, type Clock } from '../../core/clock.ts';
-import { CorruptRecordError, notFound, storeClosed } from '../../core/errors.ts';
+import { randomBytes } from 'node:crypto';
+import { CorruptRecordError, invalidArgument, notFound, storeClosed } from '../../core/errors.ts';
+import {
+  formatPosition,
+  logEntryExpired,
+  logEntryOf,
+  logMatches,
+  parsePosition,
+  positionPruned,
+  transitionOf,
+  type LogEntry,
+  type LogFilter,
+  type LogPage,
+  type LogPruneParams,
+} from '../../core/transitions-log.ts';
 import {
   admitPause,
   comparePauses,
@@ -122,11 +138,19 @@ export interface RocksStoreOptions {
   readonly clock?: Clock;
   /** Memory for cached Pending records (default 64 MiB); tests shrink it to fill it. */
   readonly pendingCacheBytes?: number;
+  /** Append to the transitions log (Watch reads it). Default `true`; `watch.enabled`. */
+  readonly transitionsLog?: boolean;
 }
 
 /** The column families of a Telha store, besides `default` (the meta rows). */
-export const COLUMNS = ['jobs', 'ids', 'idempotency', 'finished', 'counts'] as const;
+export const COLUMNS = ['jobs', 'ids', 'idempotency', 'finished', 'counts', 'transitions'] as const;
 const META_LAST_CREATED_AT = Buffer.from('meta/last_created_at');
+/** The store's random id, which its log positions carry. */
+const META_LOG_ID = Buffer.from('meta/log_id');
+/** The last seq pruned from the log: a position before it has lost entries. */
+const META_LOG_PRUNED = Buffer.from('meta/log_pruned');
+/** A RocksDB store's log position: `r1.<store id>.<seq>`. */
+const LOG_FORMAT = 'r1';
 /** Memory for cached Pending records (see `pendingRecords`) by default; one record may take at most 1/64 of it. */
 const PENDING_CACHE_BYTES = 64 * 1024 * 1024;
 /** A record's size beside its payload, roughly: fields, events, key, map entry. */
@@ -138,7 +162,16 @@ interface Columns {
   readonly idempotency: ColumnHandle;
   readonly finished: ColumnHandle;
   readonly counts: ColumnHandle;
+  readonly log: ColumnHandle;
   readonly meta: ColumnHandle;
+}
+
+/** Where the transitions log stands at open. */
+interface LogState {
+  readonly id: string;
+  readonly last: number;
+  readonly pruned: number;
+  readonly enabled: boolean;
 }
 
 interface Loaded {
@@ -181,6 +214,11 @@ export class RocksJobStore implements JobStore {
   private createdAtDirty = false;
   private corruptRows = 0;
   private closed = false;
+  /** The last log seq staged; entries are numbered as staged, and group commit writes them in that order. */
+  private logStaged: number;
+  /** The last log seq written to RocksDB: what readers may see. */
+  private logWritten: number;
+  private logPruned: number;
 
   private constructor(
     private readonly db: RocksDatabase,
@@ -189,8 +227,12 @@ export class RocksJobStore implements JobStore {
     durability: 'process' | 'fsync',
     private readonly logger: Logger,
     private readonly pendingCacheBytes: number,
+    private readonly logState: LogState,
   ) {
     this.committer = new GroupCommit(db, durability === 'fsync', () => this.summaryOps());
+    this.logStaged = logState.last;
+    this.logWritten = logState.last;
+    this.logPruned = logState.pruned;
   }
 
   static async open(options: RocksStoreOptions): Promise<RocksJobStore> {
@@ -201,9 +243,18 @@ export class RocksJobStore implements JobStore {
       idempotency: db.column('idempotency'),
       finished: db.column('finished'),
       counts: db.column('counts'),
+      log: db.column('transitions'),
       meta: db.column('default'),
     };
     const last = await db.get(cf.meta, META_LAST_CREATED_AT);
+    let logId = (await db.get(cf.meta, META_LOG_ID))?.toString('latin1');
+    if (logId === undefined) {
+      logId = randomBytes(6).toString('hex');
+      db.write([{ column: cf.meta, key: META_LOG_ID, value: Buffer.from(logId, 'latin1') }], true);
+    }
+    const pruned = await db.get(cf.meta, META_LOG_PRUNED);
+    const lastLogKey = await db.lastKey(cf.log);
+    const logPruned = pruned ? readU64(pruned, 0) : 0;
     const store = new RocksJobStore(
       db,
       cf,
@@ -211,6 +262,12 @@ export class RocksJobStore implements JobStore {
       options.durability ?? 'process',
       options.logger ?? silentLogger,
       options.pendingCacheBytes ?? PENDING_CACHE_BYTES,
+      {
+        id: logId,
+        last: Math.max(logPruned, lastLogKey ? readU64(lastLogKey, 0) : 0),
+        pruned: logPruned,
+        enabled: options.transitionsLog ?? true,
+      },
     );
     await store.loadPauses();
     await store.loadKindLimits();
@@ -479,6 +536,7 @@ export class RocksJobStore implements JobStore {
         ops.push({ column: this.cf.idempotency, key: idemKey, value: idIndexKey(record.jobId) });
         staged.set(latin1(idemKey), record);
       }
+      this.stageLog(ops, record);
       this.bumpCounter(record, +1);
       outcomes.push({ record, created: true });
     }
@@ -638,6 +696,14 @@ export class RocksJobStore implements JobStore {
       this.bumpCounter(before, -1);
       this.bumpCounter(after, +1);
     }
+    this.stageLog(ops, after);
+  }
+
+  /** Append `record`'s log entry, if its write is a transition a watcher sees, to the ops of its write. */
+  private stageLog(ops: WriteOp[], record: JobRecord): void {
+    const entry = this.logState.enabled ? logEntryOf(record) : null;
+    if (entry === null) return;
+    ops.push({ column: this.cf.log, key: encodeU64(++this.logStaged), value: encodeRecord(entry) });
   }
 
   private unindex(record: JobRecord): void {
@@ -659,6 +725,8 @@ export class RocksJobStore implements JobStore {
 
   /** Ops that summarize everything staged since the last flush: counters and the created_at mark. */
   private summaryOps(): WriteOp[] {
+    // Called just before the batch is written, synchronously: every entry staged so far is in it.
+    this.logWritten = this.logStaged;
     const ops: WriteOp[] = [];
     for (const slot of this.dirtyCounters) {
       const count = this.counters.get(slot) ?? 0;
@@ -726,6 +794,54 @@ export class RocksJobStore implements JobStore {
     } finally {
       release();
     }
+  }
+
+  // ---- the transitions log ----
+
+  private position(seq: number): string {
+    return formatPosition(LOG_FORMAT, this.logState.id, [seq]);
+  }
+
+  logHead(): Promise<string> {
+    this.assertOpen();
+    return Promise.resolve(this.position(this.logWritten));
+  }
+
+  async readLog(after: string, limit: number, filter: LogFilter): Promise<LogPage> {
+    this.assertOpen();
+    const [parsed] = parsePosition(after, LOG_FORMAT, this.logState.id, 1);
+    const seen = Number(parsed);
+    const written = this.logWritten;
+    if (seen > written) throw invalidArgument('resume_token', 'a position this store has not reached');
+    const entries: LogEntry[] = [];
+    let position = seen;
+    const range = { gt: encodeU64(seen), lt: encodeU64(written + 1), limit };
+    for await (const [key, value] of this.db.scan(this.cf.log, range, Math.min(limit, 256))) {
+      position = readU64(key, 0);
+      const job = this.decodeOrSkip(key, value);
+      if (job !== null && logMatches(job, filter)) entries.push({ position: this.position(position), seq: position, job });
+    }
+    // Checked after the read: pruning only moves forward, so entries read before it passed `seen` were all there.
+    if (seen < this.logPruned) throw positionPruned();
+    return { entries, position: this.position(position) };
+  }
+
+  async pruneLog(params: LogPruneParams): Promise<number> {
+    this.assertOpen();
+    const ops: WriteOp[] = [];
+    let last = this.logPruned;
+    for await (const [key, value] of this.db.scan(this.cf.log, { gt: encodeU64(last), limit: params.limit })) {
+      const seq = readU64(key, 0);
+      const job = this.decodeOrSkip(key, value);
+      if (job !== null && !logEntryExpired(transitionOf(job).at, this.logWritten - seq, params)) break;
+      ops.push({ column: this.cf.log, key, value: null });
+      last = seq;
+    }
+    if (ops.length === 0) return 0;
+    ops.push({ column: this.cf.meta, key: META_LOG_PRUNED, value: encodeU64(last) });
+    await this.committer.stage(ops);
+    this.logPruned = last;
+    return ops.length - 1;
   }
 
   // ---- schedules ----

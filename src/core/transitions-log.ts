@@ -1,0 +1,131 @@
+/**
+ * The transitions log: what each store appends, in the same atomic write as
+ * the transition itself, for Watch to read and resume in. Which writes leave
+ * an entry and what an entry holds are decided here, once, for every backend.
+ *
+ * An entry is the job as written, trimmed: no payload, no continuation, its
+ * last {@link LOG_JOB_EVENTS} events, its result only up to
+ * {@link LOG_RESULT_BYTES}. The transition, its detail and its time are the
+ * job's last event. A position in the log is the store's own string,
+ * self-describing (`<format>.<store id>.<numbers>`): a store refuses one it did
+ * not make with `invalid_argument` naming `resume_token`, and one whose next
+ * entries were pruned with `failed_precondition`.
+ */
+import { ErrorCode, invalidArgument, TelhaError } from './errors.ts';
+import { inScope } from './scope.ts';
+import type { JobEvent, JobRecord, Micros, ScopeFilter } from './types.ts';
+
+/**
+ * Events kept on each entry's job: enough for the transition's own (a failure that dead-letters
+ * writes `failed` then `dead`), without storing up to 1,000 events per transition.
+ */
+export const LOG_JOB_EVENTS = 3;
+
+/**
+ * The largest result an entry carries. A result may be up to `jobs.max_result_bytes` (16 MiB at
+ * most) and the log keeps a day of transitions: a bigger result is left out of the entry (the
+ * job's `result` reads `null` there) and read with Show, as `client.result` does.
+ */
+export const LOG_RESULT_BYTES = 1_024;
+
+/** Job events that only extend a lease: frequent, and no change a watcher waits for. */
+const UNLOGGED: ReadonlySet<string> = new Set(['extended', 'checkpoint']);
+
+const EMPTY = new Uint8Array(0);
+
+/** Whether a write of `record` appends to the log: its last event is a transition a watcher sees. */
+export function logsTransition(record: JobRecord): boolean {
+  const last = record.events[record.events.length - 1];
+  return last !== undefined && !UNLOGGED.has(last.transition);
+}
+
+/** The entry a write of `record` appends to the log: the job trimmed, or `null` when the write is no transition a watcher sees. */
+export function logEntryOf(record: JobRecord): JobRecord | null {
+  if (!logsTransition(record)) return null;
+  return {
+    ...record,
+    payload: EMPTY,
+    continuation: null,
+    result: (record.result?.byteLength ?? 0) > LOG_RESULT_BYTES ? null : record.result,
+    events: record.events.slice(-LOG_JOB_EVENTS),
+  };
+}
+
+/** The transition an entry records: its job's last event. */
+export function transitionOf(entry: JobRecord): JobEvent {
+  const last = entry.events[entry.events.length - 1];
+  if (last === undefined) throw new Error(`log entry of job ${entry.jobId} has no event`);
+  return last;
+}
+
+/** One entry as read. */
+export interface LogEntry {
+  /** Where a reader that has seen this entry continues. */
+  readonly position: string;
+  /** The store's number for the entry: increasing in log order on one store (RocksDB, memory); unique on PostgreSQL. */
+  readonly seq: number;
+  /** The job as written, trimmed (see {@link logEntryOf}). */
+  readonly job: JobRecord;
+}
+
+/** Which entries a reader wants. */
+export interface LogFilter {
+  readonly scope: ScopeFilter;
+  /** Kinds starting with this; `''` for all. */
+  readonly kindPrefix: string;
+  readonly jobId: string | null;
+}
+
+export function logMatches(job: Pick<JobRecord, 'tenant' | 'kind' | 'jobId'>, filter: LogFilter): boolean {
+  return (
+    inScope(job, filter.scope) &&
+    job.kind.startsWith(filter.kindPrefix) &&
+    (filter.jobId === null || job.jobId === filter.jobId)
+  );
+}
+
+/** One read of the log: the entries that matched, and where the next read continues (past those that did not). */
+export interface LogPage {
+  readonly entries: readonly LogEntry[];
+  readonly position: string;
+}
+
+/** What log pruning deletes: entries written before `before`, and the oldest past `maxEntries`; at most `limit` per call. */
+export interface LogPruneParams {
+  readonly before: Micros;
+  readonly maxEntries: number;
+  readonly limit: number;
+}
+
+/** Whether an entry, `at` its write and `behind` entries older than the newest, is past retention. */
+export function logEntryExpired(at: Micros, behind: number, params: LogPruneParams): boolean {
+  return at < params.before || behind >= params.maxEntries;
+}
+
+/**
+ * Parse a position this store made: `<format>.<store id>.<n>...`, each `n` a decimal integer.
+ * Anything else, or another store's, is `invalid_argument` naming `resume_token`.
+ */
+export function parsePosition(token: string, format: string, storeId: string, numbers: number): bigint[] {
+  const parts = token.split('.');
+  if (parts.length !== numbers + 2 || parts[0] !== format || !parts.slice(2).every((p) => /^\d{1,20}$/.test(p))) {
+    throw invalidArgument('resume_token', 'not a resume token this server made: watch again without one');
+  }
+  if (parts[1] !== storeId) {
+    throw invalidArgument('resume_token', 'a resume token from another store: watch again without one');
+  }
+  return parts.slice(2).map((p) => BigInt(p));
+}
+
+export function formatPosition(format: string, storeId: string, numbers: readonly (number | bigint | string)[]): string {
+  return [format, storeId, ...numbers.map(String)].join('.');
+}
+
+/** The log no longer holds the entries after a position: they were pruned past `watch.retain_secs` or `watch.retain_events`. */
+export function positionPruned(): TelhaError {
+  return new TelhaError(
+    ErrorCode.FailedPrecondition,
+    'resume token past the transitions log retention (watch.retain_secs, watch.retain_events): read the jobs with show or list, then watch again without one',
+    { field: 'resume_token' },
+  );
+}

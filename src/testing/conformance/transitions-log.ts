@@ -1,0 +1,138 @@
+/** Conformance cases: the transitions log every transition appends to, which Watch reads. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { transitionOf, type LogEntry, type LogFilter } from '../../core/transitions-log.ts';
+import { ANY_SCOPE, type ScopeFilter } from '../../core/types.ts';
+import { fenceOf } from './harness.ts';
+import { acme, ErrorCode, globex, rejects, SECOND, type Suite } from './context.ts';
+
+const everything: LogFilter = { scope: ANY_SCOPE, kindPrefix: '', jobId: null };
+
+function only(scope: ScopeFilter, kindPrefix = '', jobId: string | null = null): LogFilter {
+  return { scope, kindPrefix, jobId };
+}
+
+export function transitionsLogCases(s: Suite): void {
+  /**
+   * Every entry after `from` that matches, and the position after the last read. On PostgreSQL an
+   * entry is readable only once every older transaction of the cluster has ended (another test's
+   * may be open): read until `count` are there, each read a round trip that waits for nothing.
+   */
+  async function readAll(
+    from: string,
+    filter: LogFilter,
+    count: number,
+  ): Promise<{ entries: LogEntry[]; position: string }> {
+    const entries: LogEntry[] = [];
+    let position = from;
+    for (let reads = 0; entries.length < count; reads++) {
+      assert.ok(reads < 100_000, `only ${entries.length} of ${count} entries became readable`);
+      const page = await s.q.feed.read(position, 2, filter);
+      entries.push(...page.entries);
+      position = page.position;
+    }
+    return { entries, position };
+  }
+
+  const transitions = (entries: readonly LogEntry[]): string[] =>
+    entries.map((e) => `${e.job.tenant ?? 'system'} ${e.job.kind} ${transitionOf(e.job).transition}`);
+
+  describe('transitions log', () => {
+    it('appends each transition in the write that makes it, in one order, and no lease extension', async () => {
+      const head = await s.q.feed.head();
+      await s.q.enqueue({ kind: 'log.a', payload: 'secret' }, acme);
+      await s.q.enqueue({ kind: 'log.b' }, globex);
+      const job = await s.lease(acme, 'w1', ['log.a']);
+      await s.q.heartbeat(job.jobId, fenceOf(job));
+      await s.q.complete(job.jobId, fenceOf(job), { result: new TextEncoder().encode('{"ok":true}') });
+      const { entries, position } = await readAll(head, everything, 4);
+      assert.deepEqual(transitions(entries), [
+        'acme log.a enqueued',
+        'globex log.b enqueued',
+        'acme log.a leased',
+        'acme log.a completed',
+      ]);
+      const done = entries[3]?.job;
+      assert.equal(done?.payload.byteLength, 0, 'an entry carries no payload');
+      assert.equal(new TextDecoder().decode(done?.result ?? new Uint8Array()), '{"ok":true}');
+      assert.ok(new Set(entries.map((e) => e.position)).size === 4, 'each entry has its own position');
+      assert.equal((await s.q.feed.read(position, 10, everything)).entries.length, 0, 'nothing after the last');
+      // Resuming after any entry yields exactly the ones after it.
+      const after = entries[1]?.position as string;
+      assert.deepEqual(transitions((await readAll(after, everything, 2)).entries), transitions(entries.slice(2)));
+    });
+
+    it("filters by scope, kind prefix and job, passing over the others' entries", async () => {
+      const head = await s.q.feed.head();
+      const { job: mine } = await s.q.enqueue({ kind: 'log.mine' }, acme);
+      await s.q.enqueue({ kind: 'log.theirs' }, globex);
+      await s.q.enqueue({ kind: 'other' }, acme);
+      await s.q.cancel(mine.jobId, {}, acme);
+      assert.deepEqual(transitions((await readAll(head, only(acme), 3)).entries), [
+        'acme log.mine enqueued',
+        'acme other enqueued',
+        'acme log.mine cancelled',
+      ]);
+      assert.deepEqual(transitions((await readAll(head, only(ANY_SCOPE, 'log.'), 3)).entries), [
+        'acme log.mine enqueued',
+        'globex log.theirs enqueued',
+        'acme log.mine cancelled',
+      ]);
+      const { entries, position } = await readAll(head, only(acme, '', mine.jobId), 2);
+      assert.deepEqual(transitions(entries), ['acme log.mine enqueued', 'acme log.mine cancelled']);
+      // The position passed the entries that did not match: the next read starts after them all.
+      assert.equal((await s.q.feed.read(position, 10, everything)).entries.length, 0);
+    });
+
+    it('refuses a garbled position, or one another store made, with invalid_argument naming resume_token', async () => {
+      for (const token of ['', 'nonsense', 'abc123:7', 'p1.x.1', 'm1.x.y.z']) {
+        await rejects(s.q.feed.read(token, 10, everything), ErrorCode.InvalidArgument, (e) => assert.match(e.message, /resume_token/));
+      }
+      const head = await s.q.feed.head();
+      const foreign = head.replace(/^([a-z0-9]+)\.([^.]+)\./, '$1.ffffffffffff.');
+      await rejects(s.q.feed.read(foreign, 10, everything), ErrorCode.InvalidArgument, (e) => assert.match(e.message, /another store/));
+    });
+
+    it('prunes entries past watch.retain_secs and refuses a position whose next entries went', async () => {
+      await s.withHarness({ config: { watch: { retain_secs: 60 } } });
+      const head = await s.q.feed.head();
+      await s.q.enqueue({ kind: 'old' }, acme);
+      const { position: afterOld } = await readAll(head, everything, 1);
+      s.h.clock.advanceSeconds(61);
+      await s.q.enqueue({ kind: 'new' }, acme);
+      await s.q.maintenance.prune();
+      await rejects(s.q.feed.read(head, 10, everything), ErrorCode.FailedPrecondition, (e) => assert.match(e.message, /retention/));
+      assert.deepEqual(transitions((await readAll(afterOld, everything, 1)).entries), ['acme new enqueued']);
+    });
+
+    it('prunes the oldest entries past the count bound', async () => {
+      const head = await s.q.feed.head();
+      await s.q.enqueueBatch(
+        Array.from({ length: 5 }, (_, i) => ({ kind: `n${i}` })),
+        acme,
+      );
+      const { entries } = await readAll(head, everything, 5);
+      const pruned = await s.h.store.pruneLog({ before: s.now() - 3_600 * SECOND, maxEntries: 2, limit: 100 });
+      assert.ok(pruned >= 1 && pruned <= 3, `pruned ${pruned}`);
+      await rejects(s.q.feed.read(head, 10, everything), ErrorCode.FailedPrecondition, (e) => assert.match(e.message, /retention/));
+      const kept = await readAll(entries[2]?.position as string, everything, 2);
+      assert.deepEqual(transitions(kept.entries), ['acme n3 enqueued', 'acme n4 enqueued']);
+    });
+
+    it('keeps its entries and positions across a reopen', async (t) => {
+      if (s.h.store.backend === 'memory') return t.skip('the memory store does not survive a reopen');
+      const head = await s.q.feed.head();
+      await s.q.enqueue({ kind: 'before' }, acme);
+      const { entries } = await readAll(head, everything, 1);
+      const queue = await s.h.reopen();
+      await queue.enqueue({ kind: 'after' }, acme);
+      assert.deepEqual(transitions((await readAll(head, everything, 2)).entries), [
+        'acme before enqueued',
+        'acme after enqueued',
+      ]);
+      assert.deepEqual(transitions((await readAll(entries[0]?.position as string, everything, 1)).entries), [
+        'acme after enqueued',
+      ]);
+    });
+  });
+}
