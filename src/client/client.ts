@@ -22,6 +22,8 @@ import {
   WorkOpenSchema,
   type EnqueueResult as WireEnqueueResult,
   type NewJob,
+  type ProduceRequest,
+  type ProduceResponse,
   type Scope,
   type WatchRequest,
   type WatchResponse,
@@ -35,9 +37,11 @@ import {
   queueServiceDefinition,
   requestOf,
   type MethodName,
+  type ProduceMethod,
   type RequestInitOf,
   type ResponseOf,
 } from '../wire/service.ts';
+import { ProduceChannel } from './produce-channel.ts';
 import { fromWireError, outcomeToError, outcomesToResults, WireError } from './errors.ts';
 import {
   completeToWire,
@@ -77,6 +81,12 @@ export interface ClientOptions {
   readonly ca?: Buffer;
   /** Per-call timeout in ms for calls that do not wait (default 30 s). */
   readonly timeoutMs?: number;
+  /**
+   * Send `enqueue` and `enqueueBatch` as messages on one `Produce` stream, opened with the first
+   * and reconnected as needed (default `true`): one message and one answer each, not a call
+   * each. `false` sends each as a unary call. A server without Produce gets unary calls anyway.
+   */
+  readonly produceStream?: boolean;
 }
 
 export { DEFAULT_ADDRESS } from '../core/defaults.ts';
@@ -150,7 +160,7 @@ export interface LeaseOptions {
 
 interface CallOptions {
   readonly timeoutMs: number;
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
 }
 
 const Stub = grpc.makeGenericClientConstructor(queueServiceDefinition, 'QueueService');
@@ -174,6 +184,8 @@ export class TelhaClient {
   private readonly stub: grpc.Client;
   private readonly metadata: grpc.Metadata;
   private readonly timeoutMs: number;
+  /** Enqueues travel on a Produce stream; `null` when `produceStream` is off. */
+  private readonly producer: ProduceChannel | null;
   /** `enqueue` calls of this event-loop turn, by scope, sent together when the turn ends. */
   private readonly queuedEnqueues = new Map<string, { scope: Scope | undefined; calls: QueuedEnqueue[] }>();
 
@@ -195,6 +207,21 @@ export class TelhaClient {
     this.metadata = new grpc.Metadata();
     if (options.token !== undefined) this.metadata.set('authorization', `Bearer ${options.token}`);
     this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.producer =
+      options.produceStream === false
+        ? null
+        : new ProduceChannel({
+            open: (waitForReady) => {
+              const metadata = this.metadata.clone();
+              metadata.setOptions({ waitForReady });
+              return (
+                this.stub as unknown as {
+                  produce(metadata: grpc.Metadata): grpc.ClientDuplexStream<ProduceRequest, ProduceResponse>;
+                }
+              ).produce(metadata);
+            },
+            unary: (method, request, callOptions) => this.rpc(method, request, callOptions),
+          });
   }
 
   /**
@@ -222,7 +249,14 @@ export class TelhaClient {
 
   /** Close the connection. Calls in flight fail. */
   close(): void {
+    this.producer?.close();
     this.stub.close();
+  }
+
+  /** An enqueue call: on the Produce stream, or unary. */
+  private produce<K extends ProduceMethod>(method: K, request: RequestInitOf<K>): Promise<ResponseOf<K>> {
+    if (this.producer === null) return this.rpc(method, request);
+    return this.producer.call(method, requestOf(method, request), { timeoutMs: this.timeoutMs });
   }
 
   private rpc<K extends MethodName>(
@@ -285,13 +319,13 @@ export class TelhaClient {
         const chunk = calls.slice(start, start + MAX_SETTLE_BATCH);
         const only = chunk.length === 1 ? chunk[0] : undefined;
         if (only !== undefined) {
-          this.rpc('enqueue', { scope, job: only.job }).then(
+          this.produce('enqueue', { scope, job: only.job }).then(
             (res) => answer(only, res.result),
             (error: unknown) => only.reject(error as Error),
           );
           continue;
         }
-        this.rpc('enqueueEach', { scope, jobs: chunk.map((call) => call.job) }).then(
+        this.produce('enqueueEach', { scope, jobs: chunk.map((call) => call.job) }).then(
           (res) =>
             chunk.forEach((call, i) => {
               const reply = res.answers[i]?.answer;
@@ -310,7 +344,7 @@ export class TelhaClient {
 
   /** Enqueue many jobs in one atomic write. */
   async enqueueBatch(jobs: readonly NewJobInit[], scope?: QueueScope): Promise<EnqueueResult<RemoteJob>[]> {
-    const res = await this.rpc('enqueueBatch', { scope: scopeToWire(scope), jobs: jobs.map(newJobToWire) });
+    const res = await this.produce('enqueueBatch', { scope: scopeToWire(scope), jobs: jobs.map(newJobToWire) });
     return res.results.map((r) => ({ job: jobFromWire(requireJob(r.job)), created: r.created }));
   }
 

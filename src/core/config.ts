@@ -221,7 +221,7 @@ const schedulesSchema = z.strictObject({
 export const DEFAULT_MAX_LEASE_WAIT_MS = 30_000;
 /** `server.shutdown_grace_ms`: how long in-flight calls get to finish on SIGTERM. */
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
-/** `server.max_concurrent_calls`: unary calls in flight beyond this get RESOURCE_EXHAUSTED. */
+/** `server.max_concurrent_calls`: unary calls in flight and Produce streams open beyond this get RESOURCE_EXHAUSTED. */
 export const DEFAULT_MAX_CONCURRENT_CALLS = 10_000;
 /**
  * `server.max_parked_calls`: long-poll Lease calls (`wait_ms` > 0) and Work streams held at

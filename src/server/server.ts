@@ -20,6 +20,7 @@ import {
   REASON_HEADER,
   RESUME_TOKEN_HEADER,
   responseOf,
+  UNTAKEN_HEADER,
   WORK_OPEN_HEADER,
   Status,
   type MethodName,
@@ -28,8 +29,11 @@ import { assertLoopbackWhenOpen, splitAddress } from './address.ts';
 import { Authenticator } from './auth.ts';
 import { create } from '@bufbuild/protobuf';
 import {
+  ProduceResponseSchema,
   WatchResponseSchema,
   WorkResponseSchema,
+  type ProduceRequest,
+  type ProduceResponse,
   type WatchRequest,
   type WatchResponse,
   type WorkRequest,
@@ -158,8 +162,11 @@ function cannotListen(address: string, error: Error): TelhaError {
   return new TelhaError(ErrorCode.FailedPrecondition, `cannot listen on ${address}: ${why}`, { cause: error });
 }
 
-function serviceError(status: WireStatus, resumeToken: string | null = null): Partial<grpc.StatusObject> {
-  const metadata = new grpc.Metadata();
+function serviceError(
+  status: WireStatus,
+  resumeToken: string | null = null,
+  metadata = new grpc.Metadata(),
+): Partial<grpc.StatusObject> {
   if (resumeToken !== null) metadata.set(RESUME_TOKEN_HEADER, resumeToken);
   if (status.reason !== null) metadata.set(REASON_HEADER, status.reason);
   if (status.jobId !== null) metadata.set(JOB_HEADER, status.jobId);
@@ -176,6 +183,7 @@ function adaptService(
   const handlers: grpc.UntypedServiceImplementation = {
     work: adaptWork(service, calls),
     watch: adaptWatch(service, calls),
+    produce: adaptProduce(service, calls),
   };
   for (const name of Object.keys(service.unary) as MethodName[]) {
     const impl = service.unary[name] as (req: unknown, ctx: CallContext) => Promise<object>;
@@ -247,6 +255,51 @@ function adaptWork(
       },
     });
     call.on('data', (message: WorkRequest) => session.receive(message));
+    call.on('end', () => session.finish());
+  };
+}
+
+/** Trailers of a Produce stream the server ended itself: every request without an answer was not taken. */
+function untaken(): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  metadata.set(UNTAKEN_HEADER, '1');
+  return metadata;
+}
+
+/** The Produce stream: grpc-js's duplex stream, paused and resumed for back-pressure, feeding a session. */
+function adaptProduce(
+  service: QueueServiceHandlers,
+  calls: CallObserver,
+): grpc.handleBidiStreamingCall<ProduceRequest, ProduceResponse> {
+  return (call) => {
+    const abort = new AbortController();
+    let ended = false;
+    const ending = (code: Status): void => {
+      if (ended) return;
+      ended = true;
+      calls.call('produce', code);
+    };
+    call.once('cancelled', () => {
+      ending(Status.CANCELLED);
+      abort.abort();
+    });
+    const authorization = call.metadata.get('authorization')[0];
+    const session = service.openProduce({
+      authorization: typeof authorization === 'string' ? authorization : null,
+      signal: abort.signal,
+      send: (message) => call.write(create(ProduceResponseSchema, message)),
+      pause: () => call.pause(),
+      resume: () => call.resume(),
+      end: () => {
+        ending(Status.OK);
+        call.end(untaken());
+      },
+      fail: (status) => {
+        ending(status.code);
+        call.emit('error', serviceError(status, null, untaken()));
+      },
+    });
+    call.on('data', (message: ProduceRequest) => session.receive(message));
     call.on('end', () => session.finish());
   };
 }
