@@ -215,29 +215,43 @@ function adaptService(
   return handlers;
 }
 
+/**
+ * What every stream handler starts with: the caller's credentials, a signal for a call that went
+ * away, and `ending`, which counts the stream's status once (`onEnd` first).
+ */
+function streamCall(
+  call: { once(event: 'cancelled', listener: () => void): unknown; readonly metadata: grpc.Metadata },
+  method: string,
+  calls: CallObserver,
+  onEnd: () => void = () => undefined,
+): { authorization: string | null; signal: AbortSignal; ending: (code: Status) => void } {
+  const abort = new AbortController();
+  let ended = false;
+  const ending = (code: Status): void => {
+    if (ended) return;
+    ended = true;
+    onEnd();
+    calls.call(method, code);
+  };
+  call.once('cancelled', () => {
+    ending(Status.CANCELLED);
+    abort.abort();
+  });
+  const authorization = call.metadata.get('authorization')[0];
+  return { authorization: typeof authorization === 'string' ? authorization : null, signal: abort.signal, ending };
+}
+
 /** The Work stream: grpc-js's duplex stream feeding a transport-agnostic session. */
 function adaptWork(
   service: QueueServiceHandlers,
   calls: CallObserver,
 ): grpc.handleBidiStreamingCall<WorkRequest, WorkResponse> {
   return (call) => {
-    const abort = new AbortController();
     calls.workStream(1);
-    let ended = false;
-    const ending = (code: Status): void => {
-      if (ended) return;
-      ended = true;
-      calls.workStream(-1);
-      calls.call('work', code);
-    };
-    call.once('cancelled', () => {
-      ending(Status.CANCELLED);
-      abort.abort();
-    });
-    const authorization = call.metadata.get('authorization')[0];
+    const { authorization, signal, ending } = streamCall(call, 'work', calls, () => calls.workStream(-1));
     const session = service.openWork({
-      authorization: typeof authorization === 'string' ? authorization : null,
-      signal: abort.signal,
+      authorization,
+      signal,
       opened: () => {
         const headers = new grpc.Metadata();
         headers.set(WORK_OPEN_HEADER, '1');
@@ -272,21 +286,10 @@ function adaptProduce(
   calls: CallObserver,
 ): grpc.handleBidiStreamingCall<ProduceRequest, ProduceResponse> {
   return (call) => {
-    const abort = new AbortController();
-    let ended = false;
-    const ending = (code: Status): void => {
-      if (ended) return;
-      ended = true;
-      calls.call('produce', code);
-    };
-    call.once('cancelled', () => {
-      ending(Status.CANCELLED);
-      abort.abort();
-    });
-    const authorization = call.metadata.get('authorization')[0];
+    const { authorization, signal, ending } = streamCall(call, 'produce', calls);
     const session = service.openProduce({
-      authorization: typeof authorization === 'string' ? authorization : null,
-      signal: abort.signal,
+      authorization,
+      signal,
       send: (message) => call.write(create(ProduceResponseSchema, message)),
       pause: () => call.pause(),
       resume: () => call.resume(),
@@ -310,31 +313,20 @@ function adaptWatch(
   calls: CallObserver,
 ): grpc.handleServerStreamingCall<WatchRequest, WatchResponse> {
   return (call) => {
-    const abort = new AbortController();
-    let ended = false;
-    const ending = (code: Status): void => {
-      if (ended) return;
-      ended = true;
-      calls.call('watch', code);
-    };
-    call.once('cancelled', () => {
-      ending(Status.CANCELLED);
-      abort.abort();
-    });
-    const authorization = call.metadata.get('authorization')[0];
+    const { authorization, signal, ending } = streamCall(call, 'watch', calls);
     service.watch(call.request, {
-      authorization: typeof authorization === 'string' ? authorization : null,
-      signal: abort.signal,
+      authorization,
+      signal,
       send: (message) => call.write(create(WatchResponseSchema, message)),
       drained: () =>
         new Promise<void>((resolve) => {
           const done = (): void => {
             call.off('drain', done);
-            abort.signal.removeEventListener('abort', done);
+            signal.removeEventListener('abort', done);
             resolve();
           };
           call.once('drain', done);
-          abort.signal.addEventListener('abort', done, { once: true });
+          signal.addEventListener('abort', done, { once: true });
         }),
       end: () => {
         ending(Status.OK);
