@@ -42,7 +42,7 @@ import {
   type ResponseOf,
 } from '../wire/service.ts';
 import { ProduceChannel } from './produce-channel.ts';
-import { fromWireError, outcomeToError, outcomesToResults, WireError } from './errors.ts';
+import { cancelledError, fromWireError, outcomeToError, outcomesToResults, WireError } from './errors.ts';
 import {
   completeToWire,
   failToWire,
@@ -168,8 +168,19 @@ const Stub = grpc.makeGenericClientConstructor(queueServiceDefinition, 'QueueSer
 /** An `enqueue` call waiting for this turn's flush. */
 interface QueuedEnqueue {
   readonly job: NewJob;
+  readonly signal: AbortSignal | undefined;
   resolve(outcome: EnqueueResult<RemoteJob>): void;
   reject(error: Error): void;
+}
+
+/** Per-call options of `enqueue` and `enqueueBatch`. */
+export interface EnqueueCallOptions {
+  /**
+   * Cancels the call: it rejects at once (`unavailable`, from gRPC `CANCELLED`). A call not yet
+   * sent sends nothing; a job already sent may still be enqueued, as with any call whose answer
+   * is not awaited.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -254,9 +265,14 @@ export class TelhaClient {
   }
 
   /** An enqueue call: on the Produce stream, or unary. */
-  private produce<K extends ProduceMethod>(method: K, request: RequestInitOf<K>): Promise<ResponseOf<K>> {
-    if (this.producer === null) return this.rpc(method, request);
-    return this.producer.call(method, requestOf(method, request), { timeoutMs: this.timeoutMs });
+  private produce<K extends ProduceMethod>(
+    method: K,
+    request: RequestInitOf<K>,
+    signal?: AbortSignal,
+  ): Promise<ResponseOf<K>> {
+    const options = { timeoutMs: this.timeoutMs, signal };
+    if (this.producer === null) return this.rpc(method, request, options);
+    return this.producer.call(method, requestOf(method, request), options);
   }
 
   private rpc<K extends MethodName>(
@@ -268,7 +284,7 @@ export class TelhaClient {
     const signal = options?.signal;
     return new Promise<ResponseOf<K>>((resolve, reject) => {
       if (signal?.aborted) {
-        reject(fromWireError(new WireError(grpc.status.CANCELLED, 'call cancelled', new grpc.Metadata())));
+        reject(cancelledError());
         return;
       }
       const fn = (this.stub as unknown as Record<string, ((...args: unknown[]) => grpc.ClientUnaryCall) | undefined>)[
@@ -298,8 +314,13 @@ export class TelhaClient {
    * un-awaited enqueues) go to the server together as one `EnqueueEach` call per scope: each
    * job is still validated and answered on its own, so one bad job fails only its own call.
    */
-  enqueue(job: NewJobInit, scope?: QueueScope): Promise<EnqueueResult<RemoteJob>> {
+  enqueue(job: NewJobInit, scope?: QueueScope, options: EnqueueCallOptions = {}): Promise<EnqueueResult<RemoteJob>> {
     return new Promise<EnqueueResult<RemoteJob>>((resolve, reject) => {
+      const { signal } = options;
+      if (signal?.aborted) {
+        reject(cancelledError());
+        return;
+      }
       const key = scope === undefined ? '' : scope.type === 'system' ? 'system' : `tenant:${scope.tenant}`;
       let group = this.queuedEnqueues.get(key);
       if (group === undefined) {
@@ -307,19 +328,40 @@ export class TelhaClient {
         group = { scope: scopeToWire(scope), calls: [] };
         this.queuedEnqueues.set(key, group);
       }
-      group.calls.push({ job: newJobToWire(job), resolve, reject });
+      const wire = newJobToWire(job);
+      if (signal === undefined) {
+        group.calls.push({ job: wire, signal, resolve, reject });
+        return;
+      }
+      const onAbort = (): void => reject(cancelledError());
+      signal.addEventListener('abort', onAbort, { once: true });
+      group.calls.push({
+        job: wire,
+        signal,
+        resolve: (outcome) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(outcome);
+        },
+        reject: (error) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      });
     });
   }
 
   private flushEnqueues(): void {
     const groups = [...this.queuedEnqueues.values()];
     this.queuedEnqueues.clear();
-    for (const { scope, calls } of groups) {
+    for (const group of groups) {
+      const { scope } = group;
+      // A call cancelled before its turn ended is not sent.
+      const calls = group.calls.filter((call) => call.signal?.aborted !== true);
       for (let start = 0; start < calls.length; start += MAX_SETTLE_BATCH) {
         const chunk = calls.slice(start, start + MAX_SETTLE_BATCH);
         const only = chunk.length === 1 ? chunk[0] : undefined;
         if (only !== undefined) {
-          this.produce('enqueue', { scope, job: only.job }).then(
+          this.produce('enqueue', { scope, job: only.job }, only.signal).then(
             (res) => answer(only, res.result),
             (error: unknown) => only.reject(error as Error),
           );
@@ -343,8 +385,16 @@ export class TelhaClient {
   }
 
   /** Enqueue many jobs in one atomic write. */
-  async enqueueBatch(jobs: readonly NewJobInit[], scope?: QueueScope): Promise<EnqueueResult<RemoteJob>[]> {
-    const res = await this.produce('enqueueBatch', { scope: scopeToWire(scope), jobs: jobs.map(newJobToWire) });
+  async enqueueBatch(
+    jobs: readonly NewJobInit[],
+    scope?: QueueScope,
+    options: EnqueueCallOptions = {},
+  ): Promise<EnqueueResult<RemoteJob>[]> {
+    const res = await this.produce(
+      'enqueueBatch',
+      { scope: scopeToWire(scope), jobs: jobs.map(newJobToWire) },
+      options.signal,
+    );
     return res.results.map((r) => ({ job: jobFromWire(requireJob(r.job)), created: r.created }));
   }
 

@@ -23,7 +23,7 @@ import { create } from '@bufbuild/protobuf';
 import { MAX_PRODUCE_IN_FLIGHT } from '../core/limits.ts';
 import { ProduceRequestSchema, type ProduceRequest, type ProduceResponse } from '../gen/telha/v1/queue_pb.ts';
 import { Status, UNTAKEN_HEADER, type ProduceMethod, type RequestOf, type ResponseOf } from '../wire/service.ts';
-import { fromWireError, outcomeToError, WireError } from './errors.ts';
+import { cancelledError, fromWireError, outcomeToError, WireError } from './errors.ts';
 
 /** An idle stream (nothing in flight or waiting) half-closes after this long. */
 export const PRODUCE_IDLE_MS = 1_000;
@@ -84,7 +84,7 @@ export class ProduceChannel {
     return new Promise<ResponseOf<K>>((resolve, reject) => {
       const { signal } = options;
       if (signal?.aborted) {
-        reject(wireError(Status.CANCELLED, 'call cancelled'));
+        reject(cancelledError());
         return;
       }
       const id = this.nextId++;
@@ -94,7 +94,7 @@ export class ProduceChannel {
         const at = this.queued.indexOf(pending);
         if (at >= 0) this.queued.splice(at, 1);
       };
-      const onAbort = (): void => giveUp(wireError(Status.CANCELLED, 'call cancelled'));
+      const onAbort = (): void => giveUp(cancelledError());
       const timer = setTimeout(
         () => giveUp(wireError(Status.DEADLINE_EXCEEDED, 'Deadline exceeded')),
         options.timeoutMs,

@@ -55,7 +55,7 @@ export interface ProduceDeps {
   readonly logger: Logger;
   /** Aborts every session when the server shuts down: each answers what it took, then ends UNAVAILABLE. */
   readonly shutdown: AbortSignal;
-  /** Counts the stream as one call in flight (`server.max_concurrent_calls`); throws RESOURCE_EXHAUSTED over it. Returns the release. */
+  /** Counts the stream as one parked call (`server.max_parked_calls`); throws RESOURCE_EXHAUSTED over it. Returns the release. */
   admit(): () => void;
   /** Run one request as its unary call would, for `principal`; throws what the unary call would. */
   run(request: ProduceEnqueue, principal: Principal): Promise<ProduceAnswer>;

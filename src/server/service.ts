@@ -125,14 +125,10 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
   // Calls that wait for work (a long-poll Lease, a Work stream) may be held for as long as
   // there is none, so they have a budget of their own: idle workers filling it leave every
   // unary call, a producer's Enqueue or an operator's Counts, its own.
-  const unaryCalls = new CallBudget(
-    config.max_concurrent_calls,
-    'calls in flight (unary calls and Produce streams)',
-    'server.max_concurrent_calls',
-  );
+  const unaryCalls = new CallBudget(config.max_concurrent_calls, 'calls in flight', 'server.max_concurrent_calls');
   const parkedCalls = new CallBudget(
     config.max_parked_calls,
-    'parked calls (long-poll Leases, Work and Watch streams)',
+    'parked calls (long-poll Leases, Work, Watch and Produce streams)',
     'server.max_parked_calls',
   );
 
@@ -480,9 +476,9 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
         auth,
         logger,
         shutdown: deps.shutdown,
-        // A producer's stream, however idle, is the producers' budget: idle workers filling the
-        // parked budget never lock a producer out.
-        admit: () => unaryCalls.admit(),
+        // Held open while idle, like a Work stream: refused over the parked budget, the SDK sends
+        // its enqueues as unary calls (the producers' own budget) instead.
+        admit: () => parkedCalls.admit(),
         run: produce,
         errorOutcome,
       }),

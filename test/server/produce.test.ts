@@ -363,6 +363,33 @@ describe('the SDK on a Produce stream', () => {
     }
   });
 
+  it('cancels an enqueue by its signal: one not yet sent is never written', async () => {
+    const server = await startTestServer();
+    const client = new TelhaClient({ address: server.address });
+    try {
+      const stop = new AbortController();
+      const cancelled = client.enqueue({ kind: 'cancelled' }, tenantScope('acme'), { signal: stop.signal });
+      const kept = client.enqueue({ kind: 'kept' }, tenantScope('acme'));
+      stop.abort();
+      const isCancelled = (error: unknown): boolean =>
+        error instanceof TelhaError && error.code === ErrorCode.Unavailable && /cancelled/.test(error.message);
+      await assert.rejects(cancelled, isCancelled);
+      await kept;
+      await assert.rejects(
+        client.enqueueBatch([{ kind: 'cancelled' }], tenantScope('acme'), { signal: AbortSignal.abort() }),
+        isCancelled,
+      );
+      const rows = await server.queue.counts(tenantScope('acme'));
+      assert.deepEqual(
+        rows.map((r) => r.kind),
+        ['kept'],
+      );
+    } finally {
+      client.close();
+      await server.close();
+    }
+  });
+
   it('reconnects after the server restarts, creating each job once', async () => {
     const dir = tempDir('telha-produce-');
     const port = await freePort();

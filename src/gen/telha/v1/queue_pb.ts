@@ -2420,8 +2420,8 @@ export const QueueService: GenService<{
    * own scope only: PERMISSION_DENIED for that request otherwise). At most
    * 100 requests of a stream are in flight (read, not yet answered): past
    * that the server stops reading the stream until answers go out, and HTTP/2
-   * flow control holds the client back. Counts as one call against
-   * server.max_concurrent_calls. A client half-closes when done: the server
+   * flow control holds the client back. Counts against server.max_parked_calls
+   * (refused over it: send unary calls instead). A client half-closes when done: the server
    * answers every request it read, then ends the stream with OK.
    * Whenever the server ends the stream itself (half-close, shutdown, a
    * refused open), it has answered every request it took, and the trailers
