@@ -62,7 +62,9 @@ async function parent(): Promise<void> {
       ['--import', 'tsx', fileURLToPath(import.meta.url), 'child', crashed, String(JOBS)],
       { stdio: ['ignore', 'inherit', 'inherit'] },
     );
-    const signal = await new Promise<NodeJS.Signals | null>((resolve) => filler.on('exit', (_code, sig) => resolve(sig)));
+    const signal = await new Promise<NodeJS.Signals | null>((resolve) =>
+      filler.on('exit', (_code, sig) => resolve(sig)),
+    );
     if (signal !== 'SIGKILL') throw new Error(`the filling child ended by ${signal ?? 'exit'}, not SIGKILL`);
     console.log(`${count(JOBS)} jobs completed, then SIGKILL, in ${fmt((performance.now() - started) / 1000, 1)} s`);
     console.log(
@@ -84,7 +86,10 @@ async function parent(): Promise<void> {
       t0 = performance.now();
       const queue = await openQueue({ config: makeConfig({ storage: { path: copy2 } }), services: false });
       whole.push(performance.now() - t0);
-      const completed = (await queue.counts()).reduce((n, row) => n + (row.state === JobState.Completed ? row.count : 0), 0);
+      const completed = (await queue.counts()).reduce(
+        (n, row) => n + (row.state === JobState.Completed ? row.count : 0),
+        0,
+      );
       await queue.close();
       if (completed !== JOBS) throw new Error(`reopened store counts ${completed} Completed jobs, expected ${JOBS}`);
       await rm(copy, { recursive: true, force: true });

@@ -24,6 +24,8 @@ import {
   WorkOpenSchema,
   type EnqueueResult as WireEnqueueResult,
   type NewJob,
+  type ProduceRequest,
+  type ProduceResponse,
   type Scope,
   type WatchRequest,
   type WatchResponse,
@@ -37,10 +39,12 @@ import {
   queueServiceDefinition,
   requestOf,
   type MethodName,
+  type ProduceMethod,
   type RequestInitOf,
   type ResponseOf,
 } from '../wire/service.ts';
-import { fromWireError, outcomeToError, outcomesToResults, WireError } from './errors.ts';
+import { ProduceChannel } from './produce-channel.ts';
+import { cancelledError, fromWireError, outcomeToError, outcomesToResults, WireError } from './errors.ts';
 import {
   completeToWire,
   failToWire,
@@ -80,6 +84,12 @@ export interface ClientOptions {
   readonly ca?: Buffer;
   /** Per-call timeout in ms for calls that do not wait (default 30 s). */
   readonly timeoutMs?: number;
+  /**
+   * Send `enqueue` and `enqueueBatch` as messages on one `Produce` stream, opened with the first
+   * and reconnected as needed (default `true`): one message and one answer each, not a call
+   * each. `false` sends each as a unary call. A server without Produce gets unary calls anyway.
+   */
+  readonly produceStream?: boolean;
 }
 
 export { DEFAULT_ADDRESS } from '../core/defaults.ts';
@@ -153,7 +163,7 @@ export interface LeaseOptions {
 
 interface CallOptions {
   readonly timeoutMs: number;
-  readonly signal?: AbortSignal;
+  readonly signal?: AbortSignal | undefined;
 }
 
 const Stub = grpc.makeGenericClientConstructor(queueServiceDefinition, 'QueueService');
@@ -161,8 +171,19 @@ const Stub = grpc.makeGenericClientConstructor(queueServiceDefinition, 'QueueSer
 /** An `enqueue` call waiting for this turn's flush. */
 interface QueuedEnqueue {
   readonly job: NewJob;
+  readonly signal: AbortSignal | undefined;
   resolve(outcome: EnqueueResult<RemoteJob>): void;
   reject(error: Error): void;
+}
+
+/** Per-call options of `enqueue` and `enqueueBatch`. */
+export interface EnqueueCallOptions {
+  /**
+   * Cancels the call: it rejects at once (`unavailable`, from gRPC `CANCELLED`). A call not yet
+   * sent sends nothing; a job already sent may still be enqueued, as with any call whose answer
+   * is not awaited.
+   */
+  readonly signal?: AbortSignal;
 }
 
 /**
@@ -177,6 +198,8 @@ export class TelhaClient {
   private readonly stub: grpc.Client;
   private readonly metadata: grpc.Metadata;
   private readonly timeoutMs: number;
+  /** Enqueues travel on a Produce stream; `null` when `produceStream` is off. */
+  private readonly producer: ProduceChannel | null;
   /** `enqueue` calls of this event-loop turn, by scope, sent together when the turn ends. */
   private readonly queuedEnqueues = new Map<string, { scope: Scope | undefined; calls: QueuedEnqueue[] }>();
 
@@ -198,6 +221,21 @@ export class TelhaClient {
     this.metadata = new grpc.Metadata();
     if (options.token !== undefined) this.metadata.set('authorization', `Bearer ${options.token}`);
     this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.producer =
+      options.produceStream === false
+        ? null
+        : new ProduceChannel({
+            open: (waitForReady) => {
+              const metadata = this.metadata.clone();
+              metadata.setOptions({ waitForReady });
+              return (
+                this.stub as unknown as {
+                  produce(metadata: grpc.Metadata): grpc.ClientDuplexStream<ProduceRequest, ProduceResponse>;
+                }
+              ).produce(metadata);
+            },
+            unary: (method, request, callOptions) => this.rpc(method, request, callOptions),
+          });
   }
 
   /**
@@ -225,7 +263,19 @@ export class TelhaClient {
 
   /** Close the connection. Calls in flight fail. */
   close(): void {
+    this.producer?.close();
     this.stub.close();
+  }
+
+  /** An enqueue call: on the Produce stream, or unary. */
+  private produce<K extends ProduceMethod>(
+    method: K,
+    request: RequestInitOf<K>,
+    signal?: AbortSignal,
+  ): Promise<ResponseOf<K>> {
+    const options = { timeoutMs: this.timeoutMs, signal };
+    if (this.producer === null) return this.rpc(method, request, options);
+    return this.producer.call(method, requestOf(method, request), options);
   }
 
   private rpc<K extends MethodName>(
@@ -237,7 +287,7 @@ export class TelhaClient {
     const signal = options?.signal;
     return new Promise<ResponseOf<K>>((resolve, reject) => {
       if (signal?.aborted) {
-        reject(fromWireError(new WireError(grpc.status.CANCELLED, 'call cancelled', new grpc.Metadata())));
+        reject(cancelledError());
         return;
       }
       const fn = (this.stub as unknown as Record<string, ((...args: unknown[]) => grpc.ClientUnaryCall) | undefined>)[
@@ -267,8 +317,13 @@ export class TelhaClient {
    * un-awaited enqueues) go to the server together as one `EnqueueEach` call per scope: each
    * job is still validated and answered on its own, so one bad job fails only its own call.
    */
-  enqueue(job: NewJobInit, scope?: QueueScope): Promise<EnqueueResult<RemoteJob>> {
+  enqueue(job: NewJobInit, scope?: QueueScope, options: EnqueueCallOptions = {}): Promise<EnqueueResult<RemoteJob>> {
     return new Promise<EnqueueResult<RemoteJob>>((resolve, reject) => {
+      const { signal } = options;
+      if (signal?.aborted) {
+        reject(cancelledError());
+        return;
+      }
       const key = scope === undefined ? '' : scope.type === 'system' ? 'system' : `tenant:${scope.tenant}`;
       let group = this.queuedEnqueues.get(key);
       if (group === undefined) {
@@ -276,25 +331,46 @@ export class TelhaClient {
         group = { scope: scopeToWire(scope), calls: [] };
         this.queuedEnqueues.set(key, group);
       }
-      group.calls.push({ job: newJobToWire(job), resolve, reject });
+      const wire = newJobToWire(job);
+      if (signal === undefined) {
+        group.calls.push({ job: wire, signal, resolve, reject });
+        return;
+      }
+      const onAbort = (): void => reject(cancelledError());
+      signal.addEventListener('abort', onAbort, { once: true });
+      group.calls.push({
+        job: wire,
+        signal,
+        resolve: (outcome) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(outcome);
+        },
+        reject: (error) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      });
     });
   }
 
   private flushEnqueues(): void {
     const groups = [...this.queuedEnqueues.values()];
     this.queuedEnqueues.clear();
-    for (const { scope, calls } of groups) {
+    for (const group of groups) {
+      const { scope } = group;
+      // A call cancelled before its turn ended is not sent.
+      const calls = group.calls.filter((call) => call.signal?.aborted !== true);
       for (let start = 0; start < calls.length; start += MAX_SETTLE_BATCH) {
         const chunk = calls.slice(start, start + MAX_SETTLE_BATCH);
         const only = chunk.length === 1 ? chunk[0] : undefined;
         if (only !== undefined) {
-          this.rpc('enqueue', { scope, job: only.job }).then(
+          this.produce('enqueue', { scope, job: only.job }, only.signal).then(
             (res) => answer(only, res.result),
             (error: unknown) => only.reject(error as Error),
           );
           continue;
         }
-        this.rpc('enqueueEach', { scope, jobs: chunk.map((call) => call.job) }).then(
+        this.produce('enqueueEach', { scope, jobs: chunk.map((call) => call.job) }).then(
           (res) =>
             chunk.forEach((call, i) => {
               const reply = res.answers[i]?.answer;
@@ -312,8 +388,16 @@ export class TelhaClient {
   }
 
   /** Enqueue many jobs in one atomic write. */
-  async enqueueBatch(jobs: readonly NewJobInit[], scope?: QueueScope): Promise<EnqueueResult<RemoteJob>[]> {
-    const res = await this.rpc('enqueueBatch', { scope: scopeToWire(scope), jobs: jobs.map(newJobToWire) });
+  async enqueueBatch(
+    jobs: readonly NewJobInit[],
+    scope?: QueueScope,
+    options: EnqueueCallOptions = {},
+  ): Promise<EnqueueResult<RemoteJob>[]> {
+    const res = await this.produce(
+      'enqueueBatch',
+      { scope: scopeToWire(scope), jobs: jobs.map(newJobToWire) },
+      options.signal,
+    );
     return res.results.map((r) => ({ job: jobFromWire(requireJob(r.job)), created: r.created }));
   }
 

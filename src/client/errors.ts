@@ -57,6 +57,11 @@ export function fromWireError(error: unknown): Error {
   return new TelhaError(code, error.details, { ...(field === null ? {} : { field }), cause: error });
 }
 
+/** What a call cancelled by its signal rejects with (`unavailable`, gRPC CANCELLED), sent or not. */
+export function cancelledError(): Error {
+  return fromWireError(new WireError(Status.CANCELLED, 'call cancelled', new grpc.Metadata()));
+}
+
 /**
  * Whether a call failed because no server answered: the wire said UNAVAILABLE (nothing listens
  * at the address, the connection dropped, or the server is shutting down).

@@ -7,6 +7,7 @@ export type {
   CancelMatchingOptions,
   CancelOptions,
   ClientOptions,
+  EnqueueCallOptions,
   LeaseOptions,
   ListOptions,
   ScheduleListOptions,

@@ -232,9 +232,10 @@ export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000;
 /** `server.max_concurrent_calls`: unary calls in flight beyond this get RESOURCE_EXHAUSTED. */
 export const DEFAULT_MAX_CONCURRENT_CALLS = 10_000;
 /**
- * `server.max_parked_calls`: long-poll Lease calls (`wait_ms` > 0) and Work streams held at
- * once; beyond this they get RESOURCE_EXHAUSTED. A budget of its own, so a crowd of idle
- * workers can never use up the unary budget that producers and operators need.
+ * `server.max_parked_calls`: long-poll Lease calls (`wait_ms` > 0) and Work, Watch and Produce
+ * streams held at once; beyond this they get RESOURCE_EXHAUSTED. A budget of its own, so a crowd
+ * of idle workers can never use up the unary budget that producers and operators need (the SDK
+ * sends its enqueues as unary calls when its Produce stream is refused).
  */
 export const DEFAULT_MAX_PARKED_CALLS = 10_000;
 

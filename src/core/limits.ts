@@ -28,6 +28,13 @@ export const MAX_LEASE_BATCH = 1_000;
 export const MAX_SETTLE_BATCH = 1_000;
 /** Credit a worker may hold unused on a work session: far above any sane concurrency, low enough to bound a session's pushes. */
 export const MAX_WORK_CREDIT = 10_000;
+/**
+ * Requests of one Produce stream the server holds at once (read, not yet answered). Past it the
+ * server stops reading the stream, so HTTP/2 flow control holds the producer back: a stream
+ * costs the server at most this many requests' memory. The SDK coalesces the enqueues of one
+ * event-loop turn into one request, so even 100 awaited enqueues at once need a few.
+ */
+export const MAX_PRODUCE_IN_FLIGHT = 100;
 /** Rows one list call may return. */
 export const MAX_LIST_LIMIT = 1_000;
 /** The prefix every system-scope kind carries, and no tenant kind may. */

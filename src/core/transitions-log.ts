@@ -117,7 +117,11 @@ export function parsePosition(token: string, format: string, storeId: string, nu
   return parts.slice(2).map((p) => BigInt(p));
 }
 
-export function formatPosition(format: string, storeId: string, numbers: readonly (number | bigint | string)[]): string {
+export function formatPosition(
+  format: string,
+  storeId: string,
+  numbers: readonly (number | bigint | string)[],
+): string {
   return [format, storeId, ...numbers.map(String)].join('.');
 }
 

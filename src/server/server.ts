@@ -19,6 +19,7 @@ import {
   REASON_HEADER,
   RESUME_TOKEN_HEADER,
   responseOf,
+  UNTAKEN_HEADER,
   WORK_OPEN_HEADER,
   Status,
   type MethodName,
@@ -27,8 +28,11 @@ import { assertLoopbackWhenOpen, splitAddress } from './address.ts';
 import { Authenticator } from './auth.ts';
 import { create } from '@bufbuild/protobuf';
 import {
+  ProduceResponseSchema,
   WatchResponseSchema,
   WorkResponseSchema,
+  type ProduceRequest,
+  type ProduceResponse,
   type WatchRequest,
   type WatchResponse,
   type WorkRequest,
@@ -156,8 +160,11 @@ function cannotListen(address: string, error: Error): TelhaError {
   return new TelhaError(ErrorCode.FailedPrecondition, `cannot listen on ${address}: ${why}`, { cause: error });
 }
 
-function serviceError(status: WireStatus, resumeToken: string | null = null): Partial<grpc.StatusObject> {
-  const metadata = new grpc.Metadata();
+function serviceError(
+  status: WireStatus,
+  resumeToken: string | null = null,
+  metadata = new grpc.Metadata(),
+): Partial<grpc.StatusObject> {
   if (resumeToken !== null) metadata.set(RESUME_TOKEN_HEADER, resumeToken);
   if (status.reason !== null) metadata.set(REASON_HEADER, status.reason);
   if (status.jobId !== null) metadata.set(JOB_HEADER, status.jobId);
@@ -174,6 +181,7 @@ function adaptService(
   const handlers: grpc.UntypedServiceImplementation = {
     work: adaptWork(service, calls),
     watch: adaptWatch(service, calls),
+    produce: adaptProduce(service, calls),
   };
   for (const name of Object.keys(service.unary) as MethodName[]) {
     const impl = service.unary[name] as (req: unknown, ctx: CallContext) => Promise<object>;
@@ -205,29 +213,43 @@ function adaptService(
   return handlers;
 }
 
+/**
+ * What every stream handler starts with: the caller's credentials, a signal for a call that went
+ * away, and `ending`, which counts the stream's status once (`onEnd` first).
+ */
+function streamCall(
+  call: { once(event: 'cancelled', listener: () => void): unknown; readonly metadata: grpc.Metadata },
+  method: string,
+  calls: CallObserver,
+  onEnd: () => void = () => undefined,
+): { authorization: string | null; signal: AbortSignal; ending: (code: Status) => void } {
+  const abort = new AbortController();
+  let ended = false;
+  const ending = (code: Status): void => {
+    if (ended) return;
+    ended = true;
+    onEnd();
+    calls.call(method, code);
+  };
+  call.once('cancelled', () => {
+    ending(Status.CANCELLED);
+    abort.abort();
+  });
+  const authorization = call.metadata.get('authorization')[0];
+  return { authorization: typeof authorization === 'string' ? authorization : null, signal: abort.signal, ending };
+}
+
 /** The Work stream: grpc-js's duplex stream feeding a transport-agnostic session. */
 function adaptWork(
   service: QueueServiceHandlers,
   calls: CallObserver,
 ): grpc.handleBidiStreamingCall<WorkRequest, WorkResponse> {
   return (call) => {
-    const abort = new AbortController();
     calls.workStream(1);
-    let ended = false;
-    const ending = (code: Status): void => {
-      if (ended) return;
-      ended = true;
-      calls.workStream(-1);
-      calls.call('work', code);
-    };
-    call.once('cancelled', () => {
-      ending(Status.CANCELLED);
-      abort.abort();
-    });
-    const authorization = call.metadata.get('authorization')[0];
+    const { authorization, signal, ending } = streamCall(call, 'work', calls, () => calls.workStream(-1));
     const session = service.openWork({
-      authorization: typeof authorization === 'string' ? authorization : null,
-      signal: abort.signal,
+      authorization,
+      signal,
       opened: () => {
         const headers = new grpc.Metadata();
         headers.set(WORK_OPEN_HEADER, '1');
@@ -249,37 +271,60 @@ function adaptWork(
   };
 }
 
+/** Trailers of a Produce stream the server ended itself: every request without an answer was not taken. */
+function untaken(): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  metadata.set(UNTAKEN_HEADER, '1');
+  return metadata;
+}
+
+/** The Produce stream: grpc-js's duplex stream, paused and resumed for back-pressure, feeding a session. */
+function adaptProduce(
+  service: QueueServiceHandlers,
+  calls: CallObserver,
+): grpc.handleBidiStreamingCall<ProduceRequest, ProduceResponse> {
+  return (call) => {
+    const { authorization, signal, ending } = streamCall(call, 'produce', calls);
+    const session = service.openProduce({
+      authorization,
+      signal,
+      send: (message) => call.write(create(ProduceResponseSchema, message)),
+      pause: () => call.pause(),
+      resume: () => call.resume(),
+      end: () => {
+        ending(Status.OK);
+        call.end(untaken());
+      },
+      fail: (status) => {
+        ending(status.code);
+        call.emit('error', serviceError(status, null, untaken()));
+      },
+    });
+    call.on('data', (message: ProduceRequest) => session.receive(message));
+    call.on('end', () => session.finish());
+  };
+}
+
 /** A Watch stream: grpc-js's server stream, with its back-pressure, feeding a transport-agnostic watch. */
 function adaptWatch(
   service: QueueServiceHandlers,
   calls: CallObserver,
 ): grpc.handleServerStreamingCall<WatchRequest, WatchResponse> {
   return (call) => {
-    const abort = new AbortController();
-    let ended = false;
-    const ending = (code: Status): void => {
-      if (ended) return;
-      ended = true;
-      calls.call('watch', code);
-    };
-    call.once('cancelled', () => {
-      ending(Status.CANCELLED);
-      abort.abort();
-    });
-    const authorization = call.metadata.get('authorization')[0];
+    const { authorization, signal, ending } = streamCall(call, 'watch', calls);
     service.watch(call.request, {
-      authorization: typeof authorization === 'string' ? authorization : null,
-      signal: abort.signal,
+      authorization,
+      signal,
       send: (message) => call.write(create(WatchResponseSchema, message)),
       drained: () =>
         new Promise<void>((resolve) => {
           const done = (): void => {
             call.off('drain', done);
-            abort.signal.removeEventListener('abort', done);
+            signal.removeEventListener('abort', done);
             resolve();
           };
           call.once('drain', done);
-          abort.signal.addEventListener('abort', done, { once: true });
+          signal.addEventListener('abort', done, { once: true });
         }),
       end: () => {
         ending(Status.OK);

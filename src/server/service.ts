@@ -30,7 +30,7 @@ import {
   type Job,
   type WatchRequest,
 } from '../gen/telha/v1/queue_pb.ts';
-import type { MethodName, RequestOf, ResponseInitOf } from '../wire/service.ts';
+import type { MethodName, ProduceMethod, RequestOf, ResponseInitOf } from '../wire/service.ts';
 import { stateToWire } from '../wire/states.ts';
 import {
   pauseScope,
@@ -57,6 +57,13 @@ import {
   toSafeNumber,
 } from './convert.ts';
 import { describeError, type WireStatus } from './status.ts';
+import {
+  openProduceSession,
+  type ProduceAnswer,
+  type ProduceEnqueue,
+  type ProduceSession,
+  type ProduceStream,
+} from './produce-session.ts';
 import { runWatch, type WatchStream } from './watch.ts';
 import { openWorkSession, type WorkSession, type WorkStream } from './work-session.ts';
 
@@ -103,6 +110,7 @@ function fenceFromWire(fence: Fence | undefined): { jobId: string; fence: LeaseF
 export interface QueueServiceHandlers {
   readonly unary: QueueServiceImpl;
   openWork(stream: WorkStream): WorkSession;
+  openProduce(stream: ProduceStream): ProduceSession;
   watch(request: WatchRequest, stream: WatchStream): void;
 }
 
@@ -118,7 +126,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
   const unaryCalls = new CallBudget(config.max_concurrent_calls, 'calls in flight', 'server.max_concurrent_calls');
   const parkedCalls = new CallBudget(
     config.max_parked_calls,
-    'parked calls (long-poll Leases, Work and Watch streams)',
+    'parked calls (long-poll Leases, Work, Watch and Produce streams)',
     'server.max_parked_calls',
   );
 
@@ -207,24 +215,27 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
   const workScope = (principal: Principal): ScopeFilter =>
     principal.role === 'tenant' ? resolveScope(principal, null, false) : ANY_SCOPE;
 
-  const unary: QueueServiceImpl = {
-    enqueue: handle('enqueue', 'enqueue', async (req, { principal }) => {
+  /** The enqueue calls, once: as unary calls and as the requests of a Produce stream. */
+  const enqueues: {
+    readonly [K in ProduceMethod]: (req: RequestOf<K>, principal: Principal) => Promise<ResponseInitOf<K>>;
+  } = {
+    enqueue: async (req, principal) => {
       const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
       const result = await queue.enqueue(newJobFromWire(req.job, 'job'), scope);
       if (result.created) {
         logger.debug({ jobId: result.job.jobId, kind: result.job.kind, tenant: result.job.tenant }, 'enqueued');
       }
       return { result: resultToWire(result) };
-    }),
+    },
 
-    enqueueBatch: handle('enqueueBatch', 'enqueue', async (req, { principal }) => {
+    enqueueBatch: async (req, principal) => {
       const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
       const jobs = req.jobs.map((job, i) => newJobFromWire(job, `jobs[${i}]`));
       const results = await queue.enqueueBatch(jobs, scope);
       return { results: results.map(resultToWire) };
-    }),
+    },
 
-    enqueueEach: handle('enqueueEach', 'enqueue', async (req, { principal }) => {
+    enqueueEach: async (req, principal) => {
       const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
       const results = await eachOnItsOwn(
         req.jobs,
@@ -239,7 +250,29 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
         }),
       );
       return { answers };
-    }),
+    },
+  };
+
+  /** A Produce stream's request, run as its unary call. */
+  async function produce(request: ProduceEnqueue, principal: Principal): Promise<ProduceAnswer> {
+    switch (request.case) {
+      case 'single':
+        return { case: 'single', value: await enqueues.enqueue(request.value, principal) };
+      case 'batch':
+        return { case: 'batch', value: await enqueues.enqueueBatch(request.value, principal) };
+      case 'each':
+        return { case: 'each', value: await enqueues.enqueueEach(request.value, principal) };
+      default: {
+        const never: never = request;
+        throw invalidArgument('enqueue', `unknown request ${String(never)}`);
+      }
+    }
+  }
+
+  const unary: QueueServiceImpl = {
+    enqueue: handle('enqueue', 'enqueue', (req, { principal }) => enqueues.enqueue(req, principal)),
+    enqueueBatch: handle('enqueueBatch', 'enqueue', (req, { principal }) => enqueues.enqueueBatch(req, principal)),
+    enqueueEach: handle('enqueueEach', 'enqueue', (req, { principal }) => enqueues.enqueueEach(req, principal)),
 
     lease: handle(
       'lease',
@@ -458,6 +491,17 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
         completeEach,
         failEach,
         releaseEach,
+      }),
+    openProduce: (stream) =>
+      openProduceSession(stream, {
+        auth,
+        logger,
+        shutdown: deps.shutdown,
+        // Held open while idle, like a Work stream: refused over the parked budget, the SDK sends
+        // its enqueues as unary calls (the producers' own budget) instead.
+        admit: () => parkedCalls.admit(),
+        run: produce,
+        errorOutcome,
       }),
     watch: (request, stream) =>
       runWatch(request, stream, {

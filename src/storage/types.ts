@@ -252,7 +252,6 @@ export interface JobStore {
    */
   watchLog?(onAppend: () => void): void;
 
-
   /**
    * Store a kind limit, replacing the one of the same prefix; from the next claim on, every claim
    * (on a shared store, every server's) honours it. Refuses `failed_precondition` when the prefix

@@ -18,8 +18,10 @@ import { QueueService } from '../gen/telha/v1/queue_pb.ts';
 export { QueueService };
 
 type Methods = typeof QueueService.method;
-/** The request/response calls (every method but the Work and Watch streams). */
-export type MethodName = Exclude<keyof Methods, 'work' | 'watch'>;
+/** The request/response calls (every method but the Work, Watch and Produce streams). */
+export type MethodName = Exclude<keyof Methods, 'work' | 'watch' | 'produce'>;
+/** The unary calls a Produce stream carries. */
+export type ProduceMethod = 'enqueue' | 'enqueueBatch' | 'enqueueEach';
 export type RequestOf<K extends MethodName> = MessageShape<Methods[K]['input']>;
 export type RequestInitOf<K extends MethodName> = MessageInitShape<Methods[K]['input']>;
 export type ResponseOf<K extends MethodName> = MessageShape<Methods[K]['output']>;
@@ -102,6 +104,11 @@ export const JOB_HEADER = 'telha-job-id';
  * connected even while there is no work to push.
  */
 export const WORK_OPEN_HEADER = 'telha-work-open';
+/**
+ * On a Produce stream's trailers when the server ended the stream itself: it answered every
+ * request it took, so a request without an answer was not written and may be sent again.
+ */
+export const UNTAKEN_HEADER = 'telha-untaken';
 /** On a Watch stream's error status, when the watcher may continue: pass it back as `resume_token`. */
 export const RESUME_TOKEN_HEADER = 'telha-resume-token';
 

@@ -102,7 +102,7 @@ describe('Watch on two servers sharing one PostgreSQL store', () => {
     assert.deepEqual([...first, ...resumed].map(key), events.map(key));
   });
 
-  it("shows a watcher on A the jobs an application enqueued in its own transaction, once it commits", async () => {
+  it('shows a watcher on A the jobs an application enqueued in its own transaction, once it commits', async () => {
     const watch = await watching(onA, { kindPrefix: 'app', until: (seen) => seen.length === 2 });
     const app = new pg.Client({ connectionString: TEST_PG_URL });
     await app.connect();

@@ -691,11 +691,7 @@ export class PostgresJobStore implements JobStore {
     return outcome;
   }
 
-  private async updateOnce(
-    jobId: string,
-    change: (current: JobRecord) => Change,
-    now: Micros,
-  ): Promise<UpdateOutcome> {
+  private async updateOnce(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
     // Most changes (heartbeat, complete, fail, reap) touch one row: read it, apply the change,
     // and write it back only if the row is still what was read (compare-and-set on the
     // record), two round trips instead of a transaction's four. A change that creates jobs,

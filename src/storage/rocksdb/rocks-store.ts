@@ -819,7 +819,8 @@ export class RocksJobStore implements JobStore {
     for await (const [key, value] of this.db.scan(this.cf.log, range, Math.min(limit, 256))) {
       position = readU64(key, 0);
       const job = this.decodeOrSkip(key, value);
-      if (job !== null && logMatches(job, filter)) entries.push({ position: this.position(position), seq: position, job });
+      if (job !== null && logMatches(job, filter))
+        entries.push({ position: this.position(position), seq: position, job });
     }
     // Checked after the read: pruning only moves forward, so entries read before it passed `seen` were all there.
     if (seen < this.logPruned) throw positionPruned();

@@ -86,11 +86,15 @@ export function transitionsLogCases(s: Suite): void {
 
     it('refuses a garbled position, or one another store made, with invalid_argument naming resume_token', async () => {
       for (const token of ['', 'nonsense', 'abc123:7', 'p1.x.1', 'm1.x.y.z']) {
-        await rejects(s.q.feed.read(token, 10, everything), ErrorCode.InvalidArgument, (e) => assert.match(e.message, /resume_token/));
+        await rejects(s.q.feed.read(token, 10, everything), ErrorCode.InvalidArgument, (e) =>
+          assert.match(e.message, /resume_token/),
+        );
       }
       const head = await s.q.feed.head();
       const foreign = head.replace(/^([a-z0-9]+)\.([^.]+)\./, '$1.ffffffffffff.');
-      await rejects(s.q.feed.read(foreign, 10, everything), ErrorCode.InvalidArgument, (e) => assert.match(e.message, /another store/));
+      await rejects(s.q.feed.read(foreign, 10, everything), ErrorCode.InvalidArgument, (e) =>
+        assert.match(e.message, /another store/),
+      );
     });
 
     it('prunes entries past watch.retain_secs and refuses a position whose next entries went', async () => {
@@ -101,7 +105,9 @@ export function transitionsLogCases(s: Suite): void {
       s.h.clock.advanceSeconds(61);
       await s.q.enqueue({ kind: 'new' }, acme);
       await s.q.maintenance.prune();
-      await rejects(s.q.feed.read(head, 10, everything), ErrorCode.FailedPrecondition, (e) => assert.match(e.message, /retention/));
+      await rejects(s.q.feed.read(head, 10, everything), ErrorCode.FailedPrecondition, (e) =>
+        assert.match(e.message, /retention/),
+      );
       assert.deepEqual(transitions((await readAll(afterOld, everything, 1)).entries), ['acme new enqueued']);
     });
 
@@ -114,7 +120,9 @@ export function transitionsLogCases(s: Suite): void {
       const { entries } = await readAll(head, everything, 5);
       const pruned = await s.h.store.pruneLog({ before: s.now() - 3_600 * SECOND, maxEntries: 2, limit: 100 });
       assert.ok(pruned >= 1 && pruned <= 3, `pruned ${pruned}`);
-      await rejects(s.q.feed.read(head, 10, everything), ErrorCode.FailedPrecondition, (e) => assert.match(e.message, /retention/));
+      await rejects(s.q.feed.read(head, 10, everything), ErrorCode.FailedPrecondition, (e) =>
+        assert.match(e.message, /retention/),
+      );
       const kept = await readAll(entries[2]?.position as string, everything, 2);
       assert.deepEqual(transitions(kept.entries), ['acme n3 enqueued', 'acme n4 enqueued']);
     });
