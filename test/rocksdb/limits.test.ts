@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
-import { afterEach, beforeEach, describe, it } from 'node:test';
-import sortedBtree from 'sorted-btree';
+import { describe, it } from 'node:test';
 import { decodeKindLimit, encodeKindLimit, kindLimitRowKey } from '../../src/codec/kind-limits.ts';
-import { scopeBytes } from '../../src/codec/keys.ts';
 import { CorruptRecordError } from '../../src/core/errors.ts';
 import { ANY_SCOPE, tenantScope } from '../../src/core/types.ts';
 import { LiveIndex } from '../../src/storage/rocksdb/live-index.ts';
+import { countSeeks, liveKey } from '../support/live-index-seeks.ts';
 import { rocksHarness } from '../support/backends.ts';
 
 const acme = tenantScope('acme');
@@ -58,38 +57,8 @@ describe('rocksdb kind limits', () => {
   });
 });
 
-const BTree = sortedBtree.default;
-const proto = BTree.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
-const SEEKS = ['nextHigherPair', 'getPairOrNextHigher', 'nextHigherKey', 'minKey', 'entries', 'forRange'] as const;
-
-function scopeOf(tenant: string): string {
-  return scopeBytes(tenantScope(tenant)).toString('latin1');
-}
-
-function key(tenant: string, n: number): string {
-  const tail = Buffer.alloc(24);
-  tail[1] = 128;
-  tail.writeUInt32BE(n, 6);
-  tail.writeUInt32BE(n, 20);
-  return scopeOf(tenant) + tail.toString('latin1');
-}
-
 describe('live index kind limits', () => {
-  let seeks = 0;
-  const originals = new Map<string, (...args: unknown[]) => unknown>();
-  beforeEach(() => {
-    for (const name of SEEKS) {
-      const original = proto[name] as (...args: unknown[]) => unknown;
-      originals.set(name, original);
-      proto[name] = function (this: unknown, ...args: unknown[]) {
-        seeks++;
-        return original.apply(this, args);
-      };
-    }
-  });
-  afterEach(() => {
-    for (const [name, original] of originals) proto[name] = original;
-  });
+  const seeks = countSeeks();
 
   it('claims past a full lane of 20,000 ready jobs at the head with a handful of seeks', () => {
     const index = new LiveIndex();
@@ -98,27 +67,27 @@ describe('live index kind limits', () => {
     // Ten tenants' jobs of the limited lane, ahead of the open work in key order.
     for (let t = 0; t < 10; t++) {
       for (let n = 0; n < 2_000; n++) {
-        index.addPending({ jobId: `t${t}-${n}`, key: key(`t${t}`, n), kind: `bulk.${t % 3}`, notBefore: null }, 0);
+        index.addPending({ jobId: `t${t}-${n}`, key: liveKey(`t${t}`, n), kind: `bulk.${t % 3}`, notBefore: null }, 0);
       }
     }
-    index.addPending({ jobId: 'open-0', key: key('t0', 5_000), kind: 'mail', notBefore: null }, 0);
-    index.addPending({ jobId: 'open-1', key: key('t9', 5_000), kind: 'mail', notBefore: null }, 0);
+    index.addPending({ jobId: 'open-0', key: liveKey('t0', 5_000), kind: 'mail', notBefore: null }, 0);
+    index.addPending({ jobId: 'open-1', key: liveKey('t9', 5_000), kind: 'mail', notBefore: null }, 0);
     const [head] = index.takeReady(null, null, 1, 0);
     assert.ok(head !== undefined && head.kind.startsWith('bulk'));
     index.addLeased({ jobId: head.jobId, key: head.key, kind: head.kind, deadline: 10 });
     index.settleClaim([head], new Set([head.jobId]));
 
-    seeks = 0;
+    seeks.count = 0;
     const open = index.takeReady(null, null, 10, 0);
     assert.deepEqual(open.map((e) => e.jobId).sort(), ['open-0', 'open-1']);
     assert.ok((open[0]?.key ?? '') < (open[1]?.key ?? ''), 'in key order');
-    assert.ok(seeks > 0 && seeks < 30, `${seeks} seeks for one key-order claim`);
+    assert.ok(seeks.count > 0 && seeks.count < 30, `${seeks.count} seeks for one key-order claim`);
 
-    index.addPending({ jobId: 'open-2', key: key('t3', 5_000), kind: 'mail', notBefore: null }, 0);
-    index.addPending({ jobId: 'open-3', key: key('t5', 5_000), kind: 'mail', notBefore: null }, 0);
-    seeks = 0;
+    index.addPending({ jobId: 'open-2', key: liveKey('t3', 5_000), kind: 'mail', notBefore: null }, 0);
+    index.addPending({ jobId: 'open-3', key: liveKey('t5', 5_000), kind: 'mail', notBefore: null }, 0);
+    seeks.count = 0;
     assert.equal(index.takeReadyFair(null, 10, 0, null).taken.length, 2);
-    assert.ok(seeks < 60, `${seeks} seeks for one fair claim`);
+    assert.ok(seeks.count < 60, `${seeks.count} seeks for one fair claim`);
 
     // The lane frees: its jobs are next again, one (its room) per claim.
     index.removeLeased(head.jobId);
