@@ -82,6 +82,8 @@ export interface Backend {
   open(clock: ManualClock): Promise<Opened>;
   /** Close and open the same store again; `undefined` when the backend keeps nothing. */
   readonly reopen: ((opened: Opened, clock: ManualClock) => Promise<Opened>) | undefined;
+  /** Whether rate limits' token buckets survive a reopen (a shared store keeps them in the database). */
+  readonly durableBuckets?: boolean;
   dispose(): Promise<void>;
 }
 
@@ -124,6 +126,7 @@ export function postgresBackend(): Backend {
   });
   return {
     name: 'postgres',
+    durableBuckets: true,
     open: (clock) => openOn(config, clock),
     reopen: async (opened, clock) => {
       await opened.queue.close();
@@ -699,7 +702,7 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         if (backend.reopen !== undefined) {
           opened = await backend.reopen(opened, clock);
           queue = opened.queue;
-          model.restarted();
+          model.restarted({ keepBuckets: backend.durableBuckets === true });
         }
         break;
     }

@@ -113,7 +113,7 @@ export class ReferenceModel {
 
   /** Kind limits by prefix, as `core/kind-limits.ts` defines them, written again. */
   private readonly limits = new Map<string, { concurrency: number | null; rate: ModelRate | null }>();
-  /** Token buckets of rate-limited lanes; absent is full (and a restart empties the map). */
+  /** Token buckets of rate-limited lanes; absent is full (and a restart empties the map where the store keeps them in memory). */
   private readonly buckets = new Map<string, { tokens: number; at: number }>();
 
   setLimit(prefix: string, concurrency: number | null, rate: ModelRate | 'invalid' | null): Expected<undefined> {
@@ -374,10 +374,13 @@ export class ReferenceModel {
     return chosen;
   }
 
-  /** A reopened store forgets whom its fair order served last. */
-  restarted(): void {
+  /**
+   * A reopened store forgets whom its fair order served last, and, unless it keeps them in the
+   * database (PostgreSQL), its token buckets: they start full again.
+   */
+  restarted(options: { readonly keepBuckets: boolean }): void {
     this.fairCursor = null;
-    this.buckets.clear();
+    if (!options.keepBuckets) this.buckets.clear();
   }
 
   /** One lease TTL from now, but never past the attempt's deadline: the job timeout outranks heartbeats. */

@@ -1005,11 +1005,13 @@ export class PostgresJobStore implements JobStore {
     let earliest = gate === null || gate === undefined ? null : Number(gate);
     if (rows[0]?.rated !== true) return earliest;
     // Sooner: the next token of a rate-limited lane, not full, that holds back ready work in scope.
+    // Ready includes a row whose gate is due but not yet opened (claims open due gates lazily).
     const lanes = await this.query<LimitRow & { leased: string }>(
       `SELECT ${LIMIT_COLUMNS}, (SELECT count(*) FROM ${this.t}.jobs j WHERE j.state = 1 AND j.lane = kl.kind_prefix) AS leased
        FROM ${this.t}.kind_limits kl WHERE rate_count IS NOT NULL AND EXISTS (SELECT 1 FROM ${this.t}.jobs j
-         WHERE ${ready('j')} AND j.lane = kl.kind_prefix${scope.type === 'any' ? '' : ' AND j.scope = $1'})`,
-      scope.type === 'any' ? [] : [scopeBytes(scope)],
+         WHERE j.state = 0 AND NOT j.held AND (j.not_before IS NULL OR j.not_before <= $1)
+           AND j.lane = kl.kind_prefix${scope.type === 'any' ? '' : ' AND j.scope = $2'})`,
+      scope.type === 'any' ? [now] : [now, scopeBytes(scope)],
     );
     for (const row of lanes.rows) {
       const limit = limitOfRow(row);
