@@ -179,6 +179,22 @@ export function limitStatus(
   return { ...limit, leased, tokens };
 }
 
+/** A lane's room at the start of a claim: its concurrency less its leased jobs, and its whole tokens. */
+export function laneRoom(limit: KindLimit, leased: number, bucket: TokenBucket | null, now: Micros): number {
+  const room = limit.concurrency === null ? Infinity : Math.max(0, limit.concurrency - leased);
+  return limit.rate === null ? room : Math.min(room, wholeTokens(refillBucket(bucket, limit.rate, now)));
+}
+
+/**
+ * When a lane's ready jobs can next be leased for want of a token: its next token, for a
+ * rate-limited lane that is not full and has no whole token now; otherwise `null` (a waiter
+ * sleeps until the earliest of these and the gates).
+ */
+export function laneTokenDue(limit: KindLimit, leased: number, bucket: TokenBucket | null, now: Micros): Micros | null {
+  if (limit.rate === null || (limit.concurrency !== null && leased >= limit.concurrency)) return null;
+  return nextTokenAt(bucket ?? refillBucket(null, limit.rate, now), limit.rate, now);
+}
+
 /**
  * One claim's room in each lane, taken job by job: the claim rule as code. Built at the start of
  * a claim from the limits, each lane's leased count and its bucket; the lane of each kind is
@@ -198,10 +214,7 @@ export class LaneBudget {
   ) {
     this.limits = new Map([...limits].map((l) => [l.kindPrefix, l]));
     for (const limit of this.limits.values()) {
-      let room = limit.concurrency === null ? Infinity : Math.max(0, limit.concurrency - leased(limit.kindPrefix));
-      if (limit.rate !== null)
-        room = Math.min(room, wholeTokens(refillBucket(buckets(limit.kindPrefix), limit.rate, now)));
-      this.room.set(limit.kindPrefix, room);
+      this.room.set(limit.kindPrefix, laneRoom(limit, leased(limit.kindPrefix), buckets(limit.kindPrefix), now));
     }
   }
 

@@ -23,15 +23,13 @@ import {
   type PauseScope,
 } from '../../core/pauses.ts';
 import {
+  laneTokenDue,
   admitKindLimit,
   compareKindLimits,
   LaneBudget,
   limitLane,
   limitStatus,
-  nextTokenAt,
   pickWithinLimits,
-  refillBucket,
-  wholeTokens,
   type KindLimit,
   type KindLimitStatus,
   type TokenBucket,
@@ -414,10 +412,8 @@ export class MemoryJobStore implements JobStore {
   private tokenDueFor(kind: string, leased: ReadonlyMap<string, number>, now: Micros): Micros | null {
     const lane = limitLane(this.limits.values(), kind);
     const limit = lane === null ? undefined : this.limits.get(lane);
-    if (limit === undefined || limit.rate === null) return null;
-    if (limit.concurrency !== null && (leased.get(limit.kindPrefix) ?? 0) >= limit.concurrency) return null;
-    const bucket = refillBucket(this.buckets.get(limit.kindPrefix) ?? null, limit.rate, now);
-    return wholeTokens(bucket) >= 1 ? null : nextTokenAt(bucket, limit.rate, now);
+    if (limit === undefined) return null;
+    return laneTokenDue(limit, leased.get(limit.kindPrefix) ?? 0, this.buckets.get(limit.kindPrefix) ?? null, now);
   }
 
   // ---- schedules ----

@@ -35,15 +35,14 @@ import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { CorruptRecordError, ErrorCode, notFound, storeClosed, TelhaError } from '../../core/errors.ts';
 import {
+  laneTokenDue,
+  laneRoom,
   admitKindLimit,
   compareKindLimits,
   LaneBudget,
   laneMayServe,
   limitStatus,
-  nextTokenAt,
   pickWithinLimits,
-  refillBucket,
-  wholeTokens,
   type KindLimit,
   type KindLimitStatus,
   type TokenBucket,
@@ -1014,10 +1013,7 @@ export class PostgresJobStore implements JobStore {
       scope.type === 'any' ? [now] : [now, scopeBytes(scope)],
     );
     for (const row of lanes.rows) {
-      const limit = limitOfRow(row);
-      if (limit.rate === null || (limit.concurrency !== null && Number(row.leased) >= limit.concurrency)) continue;
-      const bucket = refillBucket(bucketOfRow(row), limit.rate, now);
-      const at = wholeTokens(bucket) >= 1 ? null : nextTokenAt(bucket, limit.rate, now);
+      const at = laneTokenDue(limitOfRow(row), Number(row.leased), bucketOfRow(row), now);
       if (at !== null && (earliest === null || at < earliest)) earliest = at;
     }
     return earliest;
@@ -1607,13 +1603,6 @@ function bucketOfRow(row: LimitRow): TokenBucket | null {
   return row.tokens === null || row.refilled_at === null
     ? null
     : { tokens: row.tokens, refilledAt: Number(row.refilled_at) };
-}
-
-/** A lane's room at the start of a claim: its concurrency less its leased jobs, and its whole tokens (as `LaneBudget`). */
-function laneRoom(limit: KindLimit, leased: number, bucket: TokenBucket | null, now: Micros): number {
-  let room = limit.concurrency === null ? Infinity : Math.max(0, limit.concurrency - leased);
-  if (limit.rate !== null) room = Math.min(room, wholeTokens(refillBucket(bucket, limit.rate, now)));
-  return room;
 }
 
 /** Key order: (scope, priority, created_at, job_id), as the `jobs_key` index sorts. */

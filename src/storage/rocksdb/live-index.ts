@@ -25,12 +25,10 @@
  */
 import sortedBtree from 'sorted-btree';
 import {
+  laneTokenDue,
   LaneBudget,
   limitLane,
   limitStatus,
-  nextTokenAt,
-  refillBucket,
-  wholeTokens,
   type KindLimit,
   type KindLimitStatus,
   type TokenBucket,
@@ -415,12 +413,11 @@ export class LiveIndex {
       }
     }
     for (const limit of this.limits.values()) {
-      if (limit.rate === null) continue;
-      if (limit.concurrency !== null && (this.leasedByLane.get(limit.kindPrefix) ?? 0) >= limit.concurrency) continue;
-      const bucket = refillBucket(this.buckets.get(limit.kindPrefix) ?? null, limit.rate, now);
-      if (wholeTokens(bucket) >= 1 || !this.laneHasReady(limit.kindPrefix, scope)) continue;
-      const at = nextTokenAt(bucket, limit.rate, now);
-      if (at !== null && (earliest === null || at < earliest)) earliest = at;
+      const leased = this.leasedByLane.get(limit.kindPrefix) ?? 0;
+      const at = laneTokenDue(limit, leased, this.buckets.get(limit.kindPrefix) ?? null, now);
+      // Only a lane with ready work in scope wakes the waiter (checked last: it walks kind trees).
+      if (at === null || (earliest !== null && at >= earliest) || !this.laneHasReady(limit.kindPrefix, scope)) continue;
+      earliest = at;
     }
     return earliest;
   }
