@@ -7,7 +7,7 @@
 import type { WorkSource } from '../worker/source.ts';
 import { WorkerRunner, type RunnerOptions } from '../worker/runner.ts';
 import { TelhaClient, type ClientOptions } from './client.ts';
-import { consoleLogger } from './console-logger.ts';
+import { defaultWorkerLogger } from './default-logger.ts';
 import { Settler } from './settler.ts';
 
 export { AttemptTimeoutError, PermanentError } from '../worker/runner.ts';
@@ -40,7 +40,7 @@ export class Worker extends WorkerRunner {
 
   constructor(options: WorkerOptions) {
     const client = new TelhaClient(options);
-    super(remoteSource(client), { ...options, logger: options.logger ?? consoleLogger });
+    super(remoteSource(client), { ...options, logger: options.logger ?? defaultWorkerLogger() });
     this.client = client;
   }
 }

@@ -9,6 +9,21 @@ export interface Logger {
   error(fields: object, message: string): void;
 }
 
+/**
+ * Log fields that may carry a secret (a token, a connection string with its password), which every
+ * logger Telha makes writes as `[redacted]`: pino redaction paths.
+ */
+export const REDACTED_LOG_FIELDS: readonly string[] = [
+  'token',
+  '*.token',
+  'authorization',
+  '*.authorization',
+  'tokens',
+  '*.tokens',
+  'url',
+  '*.url',
+];
+
 /** Discards everything. */
 export const silentLogger: Logger = {
   debug() {},

@@ -50,6 +50,48 @@ export class ChangeFeed {
     return this.store.readLog(position, limit, filter);
   }
 
+  /**
+   * The log after `from`, page by page (at most `limit` entries that match `filter` each), as it
+   * commits, until `signal` aborts. The first page comes at once, empty or not (its read checks
+   * `from`); after it, a page comes when the position moved (entries, or entries skipped by the
+   * filter). It is pulled: a reader that stops pulling holds its position and nothing else.
+   */
+  async *follow(from: string, limit: number, filter: LogFilter, signal: AbortSignal): AsyncGenerator<LogPage> {
+    let appended = 0;
+    let wake: (() => void) | null = null;
+    const unsubscribe = this.subscribe(() => {
+      appended++;
+      wake?.();
+    });
+    const onAbort = (): void => wake?.();
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      let first = true;
+      while (!signal.aborted) {
+        const mark = appended;
+        const page = await this.read(from, limit, filter);
+        const moved = page.position !== from;
+        if (first || moved) yield page;
+        first = false;
+        from = page.position;
+        if (moved || appended !== mark || signal.aborted) continue;
+        await new Promise<void>((resolve) => {
+          const poll = this.pollIntervalMs;
+          const timer = poll === null ? null : setTimeout(() => done(), poll);
+          const done = (): void => {
+            if (timer !== null) clearTimeout(timer);
+            wake = null;
+            resolve();
+          };
+          wake = done;
+        });
+      }
+    } finally {
+      unsubscribe();
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
   /** Call `listener` whenever the log may have grown, until the returned function is called. */
   subscribe(listener: () => void): () => void {
     this.listeners.add(listener);

@@ -7,12 +7,14 @@
  *     GET  /healthz /readyz /metrics            probes and Prometheus
  *     GET  /login  POST /login  POST /logout    sessions (with tokens configured)
  *     GET  /  /jobs  /jobs/:id  /leases  /schedules  pages
- *     GET  /events                              the overview's live stream (server-sent events)
+ *     GET  /events  /jobs/:id/events            live streams (server-sent events): the overview's,
+ *                                               and a job's transitions from the transitions log
  *     POST /jobs/:id/retry  /jobs/:id/cancel  /jobs/retry-dead
  *                                               actions (CSRF token required)
  */
 import { createServer as createHttpServer, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
+import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
@@ -25,7 +27,8 @@ import type { TelhaConfig } from '../core/config.ts';
 import { ErrorCode, TelhaError } from '../core/errors.ts';
 import { effectiveMaxAttempts } from '../core/transitions.ts';
 import type { Logger } from '../core/logger.ts';
-import { SYSTEM_SCOPE, type ScopeFilter } from '../core/types.ts';
+import { transitionOf } from '../core/transitions-log.ts';
+import { JOB_STATE_NAMES, SYSTEM_SCOPE, type ScopeFilter } from '../core/types.ts';
 import type { Queue } from '../engine/queue.ts';
 import { assertLoopbackWhenOpen, joinAddress, splitAddress } from '../server/address.ts';
 import { MAX_LIST_LIMIT } from '../core/limits.ts';
@@ -81,6 +84,18 @@ export interface HttpOptions {
   readonly telemetry: Telemetry;
 }
 
+/** One server-sent event stream on a hijacked response. */
+interface EventStream {
+  readonly res: ServerResponse;
+  /** Aborts when the browser goes away or the server closes the stream. */
+  readonly gone: AbortSignal;
+  /** Write one event (`id` is what the browser sends back as Last-Event-ID); `false` when the socket is full. */
+  send(this: void, event: string, data: unknown, id?: string): boolean;
+}
+
+/** Transitions a job page's stream reads at a time: one job's come a few at once. */
+const JOB_EVENTS_PER_PAGE = 100;
+
 /** A request the session or CSRF check turned away; the handler wrote nothing. */
 class Refused extends Error {
   constructor(
@@ -100,6 +115,8 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
   const tls = certFile !== undefined && keyFile !== undefined;
   const sessions = new Sessions(() => queue.clock.now() / 1000);
   const streams = new Set<ServerResponse>();
+  /** Aborted as the server closes: ends every stream's reading of the transitions log. */
+  const shutdown = new AbortController();
 
   const app = Fastify({
     logger: false,
@@ -336,6 +353,9 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
     const query = request.query as Record<string, unknown>;
     onlyKnown(query, ['retried', 'cancelled']);
     const jobId = parseJobId(request.params.id);
+    // The log's head before the read: the page follows the job from there, so a transition that
+    // commits between the read and the page's stream opening is shown, not lost.
+    const liveFrom = queue.feed.enabled ? await queue.feed.head() : null;
     const job = await queue.show(jobId, readScope(viewer.principal, null));
     const message =
       query['retried'] !== undefined
@@ -345,7 +365,12 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
           : null;
     return sendHtml(
       reply,
-      jobPage(viewer, job, queue.clock.now(), effectiveMaxAttempts(job, { config: queue.config.jobs }), message),
+      jobPage(viewer, job, {
+        now: queue.clock.now(),
+        effectiveMaxAttempts: effectiveMaxAttempts(job, { config: queue.config.jobs }),
+        message,
+        liveFrom,
+      }),
     );
   });
 
@@ -423,14 +448,10 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
     return sendHtml(reply, bulkDonePage(viewer, filter, result));
   });
 
-  // ---- the overview's live stream ----
+  // ---- live streams (server-sent events) ----
 
-  app.get('/events', async (request, reply) => {
-    onlyKnown(request.query as Record<string, unknown>, []);
-    const viewer = viewerOf(request, reply, false);
-    const scope = readScope(viewer.principal, null);
-    const tenant = scope.type === 'tenant' ? scope.tenant : null;
-    const first = await queue.counts(scope);
+  /** Take over the response as an event stream; it ends with the server. */
+  const eventStream = (reply: FastifyReply): EventStream => {
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, {
@@ -439,9 +460,76 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
       'x-content-type-options': 'nosniff',
       connection: 'keep-alive',
     });
-    const send = (event: string, data: unknown): void => {
-      res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    // Headers now, not with the first event: the browser's stream is open (and says so) before anything happens.
+    res.flushHeaders();
+    streams.add(res);
+    const gone = new AbortController();
+    res.on('close', () => {
+      streams.delete(res);
+      gone.abort();
+    });
+    return {
+      res,
+      gone: gone.signal,
+      send(event, data, id) {
+        return res.write(`event: ${event}\n${id === undefined ? '' : `id: ${id}\n`}data: ${JSON.stringify(data)}\n\n`);
+      },
     };
+  };
+
+  // A job page's stream: its transitions, read from the transitions log as they commit (what Watch
+  // reads), from the position the page was rendered at, or the last one the browser saw when it
+  // reconnects. The page fetches itself again on each; an idle job costs a parked reader, no poll.
+  app.get<{ Params: { id: string } }>('/jobs/:id/events', async (request, reply) => {
+    const query = request.query as Record<string, unknown>;
+    onlyKnown(query, ['from']);
+    const viewer = viewerOf(request, reply, false);
+    const jobId = parseJobId(request.params.id);
+    const scope = readScope(viewer.principal, null);
+    const resumeFrom = request.headers['last-event-id'] ?? query['from'];
+    // Outside the viewer's scope reads as not found, as the page does.
+    await queue.show(jobId, scope);
+    const from = typeof resumeFrom === 'string' && resumeFrom !== '' ? resumeFrom : await queue.feed.head();
+    const stop = new AbortController();
+    const onShutdown = (): void => stop.abort();
+    shutdown.signal.addEventListener('abort', onShutdown, { once: true });
+    const pages = queue.feed.follow(from, JOB_EVENTS_PER_PAGE, { scope, kindPrefix: '', jobId }, stop.signal);
+    try {
+      // The first read checks the position (another store's, malformed, past retention): a bad one
+      // is refused before the stream opens.
+      let next = await pages.next();
+      const stream = eventStream(reply);
+      stream.gone.addEventListener('abort', onShutdown, { once: true });
+      try {
+        while (!next.done && !stream.gone.aborted) {
+          for (const { job, position } of next.value.entries) {
+            const { transition, at } = transitionOf(job);
+            if (!stream.send('transition', { transition, state: JOB_STATE_NAMES[job.state], at }, position)) {
+              await once(stream.res, 'drain', { signal: stream.gone }).catch(() => undefined);
+            }
+          }
+          next = await pages.next();
+        }
+      } catch (error) {
+        // After the stream opened a failure (the store gone) can only end it; the browser reconnects.
+        describeError(error, logger, { http: 'GET /jobs/:id/events' });
+      } finally {
+        stream.res.end();
+      }
+    } finally {
+      shutdown.signal.removeEventListener('abort', onShutdown);
+      stop.abort();
+      await pages.return(undefined);
+    }
+  });
+
+  app.get('/events', async (request, reply) => {
+    onlyKnown(request.query as Record<string, unknown>, []);
+    const viewer = viewerOf(request, reply, false);
+    const scope = readScope(viewer.principal, null);
+    const tenant = scope.type === 'tenant' ? scope.tenant : null;
+    const first = await queue.counts(scope);
+    const { res, send } = eventStream(reply);
     send('snapshot', { history: telemetry.samples.history(tenant), counts: Telemetry.byStateNames(first) });
     const unsubscribe = telemetry.onSample((queueWide) => {
       const sample = tenant === null ? queueWide : telemetry.samples.latest(tenant);
@@ -450,14 +538,11 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
         () => undefined,
       );
     });
-    streams.add(res);
-    res.on('close', () => {
-      unsubscribe();
-      streams.delete(res);
-    });
+    res.on('close', unsubscribe);
   });
 
   app.addHook('preClose', (done) => {
+    shutdown.abort();
     for (const res of streams) res.end();
     done();
   });

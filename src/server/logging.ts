@@ -3,6 +3,7 @@
  * human-readable when it is. Anything that looks like a secret is redacted.
  */
 import { pino, type Logger as PinoLogger } from 'pino';
+import { REDACTED_LOG_FIELDS } from '../core/logger.ts';
 
 export function createLogger(options: { level?: string; pretty?: boolean } = {}): PinoLogger {
   const pretty = options.pretty ?? process.stderr.isTTY;
@@ -11,7 +12,7 @@ export function createLogger(options: { level?: string; pretty?: boolean } = {})
       level: options.level ?? process.env['TELHA_LOG_LEVEL'] ?? 'info',
       base: { service: 'telha' },
       redact: {
-        paths: ['token', '*.token', 'authorization', '*.authorization', 'tokens', '*.tokens', 'url', '*.url'],
+        paths: [...REDACTED_LOG_FIELDS],
         censor: '[redacted]',
       },
       ...(pretty

@@ -63,10 +63,10 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
   const { feed } = deps;
   let principal: Principal | null = null;
   let release: (() => void) | null = null;
-  let unsubscribe: (() => void) | null = null;
   /** Where this watcher resumes: the position after the last entry read for it. */
   let position: string | null = null;
-  let wake: (() => void) | null = null;
+  /** Aborted when the stream ends, for whatever reason: stops following the log. */
+  const stop = new AbortController();
   let ended = false;
   let endedNow: () => void = () => undefined;
   const endedSignal = new Promise<void>((resolve) => {
@@ -83,9 +83,8 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
   function finish(status: WireStatus | null, resumable: boolean): void {
     if (ended) return;
     ended = true;
-    unsubscribe?.();
+    stop.abort();
     release?.();
-    wake?.();
     endedNow();
     if (stream.signal.aborted) return;
     if (status === null) stream.end();
@@ -102,20 +101,6 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
     // A job outside the caller's scope reads as not found, as Show has it.
     if (jobId !== null) await deps.queue.show(jobId, scope);
     return { scope, kindPrefix: request.kindPrefix, jobId };
-  }
-
-  /** Resolves when the log may have grown, the store's poll interval passed, or the stream ended. */
-  function nextAppend(): Promise<void> {
-    return new Promise<void>((resolve) => {
-      const poll = feed.pollIntervalMs;
-      const timer = poll === null ? null : setTimeout(() => done(), poll);
-      const done = (): void => {
-        if (timer !== null) clearTimeout(timer);
-        wake = null;
-        resolve();
-      };
-      wake = done;
-    });
   }
 
   async function drained(): Promise<void> {
@@ -143,31 +128,24 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
   }
 
   async function pump(filter: LogFilter): Promise<void> {
-    let appended = 0;
-    unsubscribe = feed.subscribe(() => {
-      appended++;
-      wake?.();
-    });
-    let from = request.resumeToken === '' ? await feed.head() : request.resumeToken;
+    const from = request.resumeToken === '' ? await feed.head() : request.resumeToken;
+    const pages = feed.follow(from, BATCH_EVENTS, filter, stop.signal);
     // The first read checks the token (another store's, or past retention) before the watch opens.
-    let mark = appended;
-    let page = await feed.read(from, BATCH_EVENTS, filter);
+    let next = await pages.next();
     position = from;
     if (!stream.send({ resumeToken: from })) await drained();
     let skipped = 0;
-    while (!ended) {
-      const moved = page.position !== from;
+    while (!next.done && !ended) {
+      const page = next.value;
       if (page.entries.length > 0) skipped = 0;
-      else if (moved) skipped++;
+      else if (page.position !== position) skipped++;
       await send(page, skipped >= SKIPPED_READS_PER_TOKEN);
       if (skipped >= SKIPPED_READS_PER_TOKEN) skipped = 0;
-      position = from = page.position;
+      position = page.position;
       if (ended) break;
-      if (!moved && appended === mark) await nextAppend();
-      if (ended) break;
-      mark = appended;
-      page = await feed.read(from, BATCH_EVENTS, filter);
+      next = await pages.next();
     }
+    await pages.return(undefined);
   }
 
   const onGone = (): void => finish(null, false);

@@ -140,6 +140,24 @@ describe('the dashboard in a browser', () => {
     assert.equal((await server.queue.show(deadId)).state, JobState.Pending);
   });
 
+  it('follows an open job live: its progress, then its completion and result, with no reload', async () => {
+    // On the page the retry left open, Pending again. A reload would lose this mark.
+    await page.evaluate(() => Object.assign(globalThis, { telhaMark: 'still here' }));
+    await page.locator('#live[data-state="live"]').waitFor();
+    const leased = await server.queue.leaseNext({ workerId: 'worker-7', kinds: ['email.bounce'] });
+    assert.equal(leased?.jobId, deadId);
+    const fence = { workerId: 'worker-7', leaseGeneration: leased.leaseGeneration };
+    await server.queue.heartbeat(deadId, fence, { progress: '{"sent":41,"of":100}' });
+    await page.waitForFunction(() => document.querySelector('h1 .badge')?.textContent === 'leased');
+    await page.locator('text="sent": 41').waitFor();
+    await server.queue.complete(deadId, fence, { result: new TextEncoder().encode('{"delivered":true}') });
+    await page.waitForFunction(() => document.querySelector('h1 .badge')?.textContent === 'completed');
+    assert.ok((await page.locator('.payload').allInnerTexts()).some((text) => text.includes('"delivered": true')));
+    assert.equal((await page.locator('.timeline .event .title').allInnerTexts()).at(-1), 'Completed');
+    assert.equal(await page.locator('#cancel').count(), 0, 'no Cancel on a Completed job');
+    assert.equal(await page.evaluate(() => (globalThis as { telhaMark?: string }).telhaMark), 'still here');
+  });
+
   it('lets no hostile job content run, and breaks no rule of its own policy', async () => {
     for (const path of ['/', '/jobs', `/jobs/${deadId}`, '/leases']) {
       await page.goto(server.http + path);

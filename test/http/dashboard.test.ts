@@ -164,6 +164,48 @@ describe('the HTTP listener with tokens', () => {
     assert.ok(page.text.includes('order-17'));
   });
 
+  it('streams a job page its transitions from where the page was read, and resumes from the last one seen', async () => {
+    const { job } = await server.queue.enqueue({ kind: 'followed' }, acme);
+    const browser = await operator();
+    const page = await browser.get(`/jobs/${job.jobId}`);
+    const events = /data-events="([^"]+)"/.exec(page.text)?.[1]?.replaceAll('&amp;', '&');
+    assert.ok(
+      events !== undefined && events.startsWith(`/jobs/${job.jobId}/events?from=`),
+      'the page says where to follow it from',
+    );
+    // Transitions after the page was read, and another job's among them, which the stream leaves out.
+    const leased = await server.queue.leaseNext({ workerId: 'worker-f', kinds: ['followed'] });
+    assert.equal(leased?.jobId, job.jobId);
+    const fence = { workerId: 'worker-f', leaseGeneration: leased.leaseGeneration };
+    await server.queue.enqueue({ kind: 'not-followed' }, acme);
+    await server.queue.heartbeat(job.jobId, fence, { progress: '{"step":1}' });
+    const first = await serverSentEvents(server.http, events, browser.cookie ?? '', 2);
+    assert.deepEqual(
+      first.map((e) => [e.event, e.data['transition'], e.data['state']]),
+      [
+        ['transition', 'leased', 'leased'],
+        ['transition', 'progress', 'leased'],
+      ],
+    );
+    await server.queue.complete(job.jobId, fence);
+    // What a browser does when its stream drops: reconnect, sending the id of the last event it had.
+    const resumed = await serverSentEvents(server.http, events, browser.cookie ?? '', 1, {
+      'last-event-id': first[0]?.id ?? '',
+    });
+    assert.deepEqual(
+      resumed.map((e) => e.data['transition']),
+      ['progress'],
+      'resumes after the last event seen, none repeated',
+    );
+    const all = await serverSentEvents(server.http, events, browser.cookie ?? '', 3);
+    assert.deepEqual(
+      all.map((e) => e.data['transition']),
+      ['leased', 'progress', 'completed'],
+    );
+    assert.equal((await browser.get(`/jobs/${job.jobId}/events?from=r1.nonsense`)).status, 400);
+    assert.equal((await browser.get(`/jobs/${job.jobId}/events?since=1`)).status, 400);
+  });
+
   it("shows a leased job's timeout and when its attempt times out", async () => {
     const { job } = await server.queue.enqueue({ kind: 'timed', timeoutSecs: 90 }, acme);
     const leased = await server.queue.leaseNext({ workerId: 'worker-8', kinds: ['timed'] });
@@ -438,6 +480,7 @@ describe('the HTTP listener with tokens', () => {
       assert.ok(pages[3]?.text.includes(own.jobId));
       assert.ok(!pages[0]?.text.includes('By tenant'));
       assert.equal((await browser.get(`/jobs/${other.jobId}`)).status, 404);
+      assert.equal((await browser.get(`/jobs/${other.jobId}/events`)).status, 404, 'nor its stream');
       assert.equal((await browser.get('/jobs?tenant=globex')).status, 403);
       assert.equal((await browser.get('/jobs?tenant=acme')).status, 200);
       const counts = await server.queue.counts(acme);
@@ -480,6 +523,43 @@ describe('the HTTP listener with tokens', () => {
     });
   });
 });
+
+interface ServerSentEvent {
+  readonly event: string;
+  readonly id: string | null;
+  readonly data: Record<string, unknown>;
+}
+
+/** The first `count` events of a server-sent event stream, read as a browser reads them. */
+async function serverSentEvents(
+  base: string,
+  path: string,
+  cookie: string,
+  count: number,
+  headers: Record<string, string> = {},
+): Promise<ServerSentEvent[]> {
+  const abort = new AbortController();
+  const response = await fetch(base + path, { headers: { cookie, ...headers }, signal: abort.signal });
+  assert.equal(response.status, 200, await (response.status === 200 ? '' : response.text()));
+  const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+  const events: ServerSentEvent[] = [];
+  let text = '';
+  while (events.length < count) {
+    const { value, done } = await reader.read();
+    assert.ok(!done, `the stream ended after ${events.length} events`);
+    text += Buffer.from(value).toString();
+    let end: number;
+    while ((end = text.indexOf('\n\n')) >= 0 && events.length < count) {
+      const block = text.slice(0, end);
+      text = text.slice(end + 2);
+      const field = (name: string): string | null => new RegExp(`^${name}: (.*)$`, 'm').exec(block)?.[1] ?? null;
+      const data = field('data');
+      if (data !== null) events.push({ event: field('event') ?? 'message', id: field('id'), data: JSON.parse(data) });
+    }
+  }
+  abort.abort();
+  return events;
+}
 
 /** The first server-sent event of /events for this session. */
 async function firstEvent(base: string, cookie: string): Promise<Record<string, unknown>> {

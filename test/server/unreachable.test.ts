@@ -4,7 +4,9 @@
  * both can wait for the server to be ready, failing after a timeout with the address named.
  */
 import assert from 'node:assert/strict';
-import { describe, it, mock } from 'node:test';
+import { spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { describe, it } from 'node:test';
 import { TelhaClient } from '../../src/client/client.ts';
 import { Worker } from '../../src/client/worker.ts';
 import { ErrorCode, isTelhaError } from '../../src/core/errors.ts';
@@ -105,17 +107,38 @@ describe('no server at the address', () => {
     }
   });
 
-  it('Worker: says so on stderr when given no logger', async (t) => {
+  it('Worker: says so on stderr, as a JSON line with the token redacted, when given no logger', async () => {
     const address = `127.0.0.1:${await freePort()}`;
-    let said!: (line: string) => void;
-    const saidIt = new Promise<string>((resolve) => (said = resolve));
-    t.mock.method(console, 'warn', (...args: unknown[]) => said(args.map(String).join(' ')));
-    const worker = new Worker({ address, handler: async () => {} }).start();
+    // Its own process: the default logger writes to the process's stderr, which a test reads there.
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `import { Worker } from ${JSON.stringify(new URL('../../src/client/worker.ts', import.meta.url).href)};
+         new Worker({ address: ${JSON.stringify(address)}, token: 'secret-token-1', handler: async () => {} }).start();`,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, TELHA_LOG_LEVEL: 'info' } },
+    );
     try {
-      assert.match(await saidIt, new RegExp(`cannot reach the Telha server at ${address.replace(/\./g, '\\.')}`));
+      const lines = createInterface({ input: child.stderr });
+      let said: Record<string, unknown> | null = null;
+      for await (const line of lines) {
+        const parsed = JSON.parse(line) as Record<string, unknown>;
+        if (String(parsed['msg']).startsWith('cannot reach')) {
+          said = parsed;
+          break;
+        }
+      }
+      assert.ok(said, 'the worker said nothing about the server it cannot reach');
+      assert.equal(said['msg'], `cannot reach the Telha server at ${address}; retrying until it answers`);
+      assert.equal(said['name'], 'telha-worker');
+      assert.equal(said['level'], 40, 'a warning');
+      assert.ok(!JSON.stringify(said).includes('secret-token-1'));
     } finally {
-      await worker.close();
-      mock.restoreAll();
+      child.kill();
     }
   });
 

@@ -1,7 +1,9 @@
 // The dashboard's own script: the overview's live charts and counts, fed by
-// server-sent events from /events. It writes only text (textContent) and
-// numbers into the page, never markup. Loaded from this origin; the page's
-// Content-Security-Policy allows no inline script.
+// server-sent events from /events, and a job page that follows its job's
+// transitions (/jobs/:id/events) and has htmx fetch the page again on each.
+// It writes only text (textContent) and numbers into the page; markup comes
+// only from this server's own pages, swapped in by htmx. Loaded from this
+// origin; the page's Content-Security-Policy allows no inline script.
 'use strict';
 
 (function () {
@@ -104,6 +106,57 @@
     );
   }
 
-  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', startOverview);
-  else startOverview();
+  // A job page: each transition of the job (a heartbeat, progress, the completion) fetches the page
+  // again and swaps its body in; transitions that come during a fetch cost one more fetch, not one each.
+  function startJobLive() {
+    const root = document.getElementById('job-live');
+    if (root === null || root.dataset.events === undefined) return;
+    if (typeof EventSource === 'undefined' || typeof htmx === 'undefined') return;
+    let status = ['connecting', 'connecting…'];
+    const show = (state, text) => {
+      status = [state, text];
+      setLive(state, text);
+    };
+    let fetching = false;
+    let again = false;
+    const refresh = () => {
+      if (fetching) {
+        again = true;
+        return;
+      }
+      fetching = true;
+      const done = () => {
+        fetching = false;
+        // The swapped-in page carries a fresh indicator; it says what this stream knows.
+        setLive(status[0], status[1]);
+        if (again) {
+          again = false;
+          refresh();
+        }
+      };
+      htmx
+        .ajax('GET', location.pathname + location.search, {
+          target: '#job-live',
+          select: '#job-live',
+          swap: 'outerHTML',
+        })
+        .then(done, done);
+    };
+    const events = new EventSource(root.dataset.events);
+    events.addEventListener('open', () => show('live', 'live'));
+    events.addEventListener('transition', (message) => {
+      const { transition } = JSON.parse(message.data);
+      show('live', 'live · ' + transition + ' at ' + new Date().toLocaleTimeString());
+      refresh();
+    });
+    events.addEventListener('error', () => show('offline', 'reconnecting…'));
+  }
+
+  function start() {
+    startOverview();
+    startJobLive();
+  }
+
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
 })();

@@ -302,13 +302,19 @@ function fact(label: string, value: Html | string | number): Html {
   </div>`;
 }
 
-export function jobPage(
-  viewer: Viewer,
-  job: JobRecord,
-  now: Micros,
-  effectiveMaxAttempts: number,
-  message: Html | null,
-): Html {
+export interface JobPageContext {
+  readonly now: Micros;
+  readonly effectiveMaxAttempts: number;
+  readonly message: Html | null;
+  /**
+   * The transitions log's position the page was read at, from which its script follows the job and
+   * fetches the page again on each transition; `null` when the server keeps no log (`watch.enabled`).
+   */
+  readonly liveFrom: string | null;
+}
+
+export function jobPage(viewer: Viewer, job: JobRecord, context: JobPageContext): Html {
+  const { now, effectiveMaxAttempts, message, liveFrom } = context;
   const retry =
     canRetry(viewer) && (job.state === JobState.Dead || job.state === JobState.Cancelled)
       ? html`<form method="post" action="${href(`/jobs/${job.jobId}/retry`)}" class="inline">
@@ -326,8 +332,19 @@ export function jobPage(
     title: `Job ${job.jobId}`,
     section: 'jobs',
     viewer,
-    body: html`<div class="heading">
+    body: html`<div
+      id="job-live"
+      ${liveFrom === null ? '' : html`data-events="${href(`/jobs/${job.jobId}/events`, { from: liveFrom })}"`}
+    >
+      <div class="heading">
         <h1><span class="mono">${job.kind}</span> ${stateBadge(job.state)}</h1>
+        ${
+          liveFrom === null
+            ? ''
+            : html`<span class="live" id="live" data-state="connecting"
+                ><span class="dot"></span><span id="live-text">connecting…</span></span
+              >`
+        }
         ${retry}${cancel}
       </div>
       ${message ?? ''}
@@ -363,7 +380,8 @@ export function jobPage(
           <h2>Result <span class="hint">what the handler returned</span></h2>
           ${job.result === null ? html`<p class="empty">none</p>` : bytesView(job.result)}
         </section>
-      </div>`,
+      </div>
+    </div>`,
   });
 }
 
