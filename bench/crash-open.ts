@@ -20,7 +20,7 @@ import { makeConfig } from '../src/core/config.ts';
 import { JobState } from '../src/core/types.ts';
 import { openQueue } from '../src/open.ts';
 import { RocksDatabase } from '../src/storage/rocksdb/database.ts';
-import { COLUMNS } from '../src/storage/rocksdb/rocks-store.ts';
+import { COLUMNS, MEMTABLE_BUDGETS } from '../src/storage/rocksdb/rocks-store.ts';
 import { passThrough } from './peers/telha-fill.ts';
 import { count, envNumber, fmt } from './support.ts';
 
@@ -77,7 +77,7 @@ async function parent(): Promise<void> {
       const copy = join(root, `open-db-${i}`);
       await cp(crashed, copy, { recursive: true });
       let t0 = performance.now();
-      const db = await RocksDatabase.open(copy, COLUMNS);
+      const db = await RocksDatabase.open(copy, COLUMNS, MEMTABLE_BUDGETS);
       dbOnly.push(performance.now() - t0);
       await db.close();
 
