@@ -97,7 +97,11 @@ export async function startServer(
   env: Readonly<Record<string, string>> = {},
   startTimeoutMs = 60_000,
 ): Promise<RunningServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'serve', '--data', dir, '--listen', '127.0.0.1:0'], {
+  // BENCH_SERVER_NODE_ARGS: Node options for the server alone, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
+  // (NODE_OPTIONS refuses --cpu-prof, and would profile the benchmark's own process too).
+  const nodeArgs = (process.env['BENCH_SERVER_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== '');
+  const serve = [...nodeArgs, '--import', 'tsx', CLI, 'serve', '--data', dir, '--listen', '127.0.0.1:0'];
+  const child = spawn(process.execPath, serve, {
     stdio: ['ignore', 'pipe', 'inherit'],
     // No HTTP listener unless `env` asks for one, so runs compare with those made before it existed.
     env: {

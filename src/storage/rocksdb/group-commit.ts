@@ -26,7 +26,14 @@ export class GroupCommit {
     private readonly sync: boolean,
     /** Called just before a flush, to add ops that summarize the group (counters, sequences). */
     private readonly beforeFlush: () => WriteOp[],
+    /** Called once a flush is written, before anyone who staged in it is answered; not after a failure. */
+    private readonly afterWrite: (ops: readonly WriteOp[]) => void = () => undefined,
   ) {}
+
+  /** Whether a write failed: the store refuses every write from then on. */
+  get failed(): boolean {
+    return this.failure !== null;
+  }
 
   /** Stage one atomic unit; resolves once it is durable at the configured level. */
   stage(ops: readonly WriteOp[]): Promise<void> {
@@ -59,8 +66,10 @@ export class GroupCommit {
     this.waiters = [];
     this.scheduled = false;
     try {
-      this.db.write([...ops, ...this.beforeFlush()], this.sync);
+      const written = [...ops, ...this.beforeFlush()];
+      this.db.write(written, this.sync);
       this.batches++;
+      this.afterWrite(written);
       for (const waiter of waiters) waiter.resolve();
     } catch (error) {
       // Fail-stop: in-memory state may now be ahead of the disk, so refuse every later write.

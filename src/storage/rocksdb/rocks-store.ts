@@ -125,6 +125,7 @@ import type {
 } from '../types.ts';
 import { RocksDatabase, type ColumnHandle, type WriteOp } from './database.ts';
 import { GroupCommit } from './group-commit.ts';
+import { RecentLog } from './recent-log.ts';
 import { KeyedLock } from './keyed-lock.ts';
 import { LiveIndex, type PendingEntry, type ScopePrefix } from './live-index.ts';
 
@@ -144,6 +145,8 @@ export interface RocksStoreOptions {
 
 /** The column families of a Telha store, besides `default` (the meta rows). */
 export const COLUMNS = ['jobs', 'ids', 'idempotency', 'finished', 'counts', 'transitions'] as const;
+/** Log entries held in memory for live watchers: a few batches of a watch behind the head. */
+const RECENT_LOG_ENTRIES = 8_192;
 const KiB = 1024;
 const MiB = 1024 * KiB;
 /**
@@ -238,6 +241,10 @@ export class RocksJobStore implements JobStore {
   /** The last log seq written to RocksDB: what readers may see. */
   private logWritten: number;
   private logPruned: number;
+  /** Log entries staged since the last write, by seq, for `recentLog` once they are written. */
+  private readonly stagedLog = new Map<number, JobRecord>();
+  /** The newest entries written, which live watchers read instead of the store. */
+  private readonly recentLog = new RecentLog(RECENT_LOG_ENTRIES);
 
   private constructor(
     private readonly db: RocksDatabase,
@@ -248,7 +255,12 @@ export class RocksJobStore implements JobStore {
     private readonly pendingCacheBytes: number,
     private readonly logState: LogState,
   ) {
-    this.committer = new GroupCommit(db, durability === 'fsync', () => this.summaryOps());
+    this.committer = new GroupCommit(
+      db,
+      durability === 'fsync',
+      () => this.summaryOps(),
+      (ops) => this.logWrittenOps(ops),
+    );
     this.logStaged = logState.last;
     this.logWritten = logState.last;
     this.logPruned = logState.pruned;
@@ -722,7 +734,21 @@ export class RocksJobStore implements JobStore {
   private stageLog(ops: WriteOp[], record: JobRecord): void {
     const entry = this.logState.enabled ? logEntryOf(record) : null;
     if (entry === null) return;
-    ops.push({ column: this.cf.log, key: encodeU64(++this.logStaged), value: encodeRecord(entry) });
+    const seq = ++this.logStaged;
+    ops.push({ column: this.cf.log, key: encodeU64(seq), value: encodeRecord(entry) });
+    this.stagedLog.set(seq, entry);
+  }
+
+  /** After a write: its log entries join the recent ones; any other staged entry was never written. */
+  private logWrittenOps(ops: readonly WriteOp[]): void {
+    if (this.stagedLog.size === 0) return;
+    for (const op of ops) {
+      if (op.column !== this.cf.log || op.value === null) continue;
+      const seq = readU64(op.key, 0);
+      const job = this.stagedLog.get(seq);
+      if (job !== undefined) this.recentLog.add(seq, job);
+    }
+    this.stagedLog.clear();
   }
 
   private unindex(record: JobRecord): void {
@@ -834,6 +860,15 @@ export class RocksJobStore implements JobStore {
     if (seen > written) throw invalidArgument('resume_token', 'a position this store has not reached');
     const entries: LogEntry[] = [];
     let position = seen;
+    if (!this.committer.failed && this.recentLog.covers(seen + 1)) {
+      position = Math.min(written, seen + limit);
+      for (let seq = seen + 1; seq <= position; seq++) {
+        const job = this.recentLog.at(seq);
+        if (job !== undefined && logMatches(job, filter)) entries.push({ position: this.position(seq), seq, job });
+      }
+      if (seen < this.logPruned) throw positionPruned();
+      return { entries, position: this.position(position) };
+    }
     const range = { gt: encodeU64(seen), lt: encodeU64(written + 1), limit };
     for await (const [key, value] of this.db.scan(this.cf.log, range, Math.min(limit, 256))) {
       position = readU64(key, 0);
