@@ -38,6 +38,23 @@ export function transitionsLogCases(s: Suite): void {
     entries.map((e) => `${e.job.tenant ?? 'system'} ${e.job.kind} ${transitionOf(e.job).transition}`);
 
   describe('transitions log', () => {
+    it("tells the feed's readers of a completion by the time the call that made it returns", async () => {
+      const job = await s.q.enqueue({ kind: 'log.told' }, acme).then(() => s.lease(acme, 'w1', ['log.told']));
+      const head = await s.q.feed.head();
+      let told = 0;
+      const unsubscribe = s.q.feed.subscribe(() => told++);
+      try {
+        await s.q.complete(job.jobId, fenceOf(job), { result: new TextEncoder().encode('7') });
+        // No timer, no poll: a reader parked on the feed (client.result's Watch) was woken by the commit.
+        assert.ok(told >= 1, 'the feed said nothing of the completion');
+        const { entries } = await readAll(head, only(acme, 'log.told', job.jobId), 1);
+        assert.equal(transitionOf(entries[0]?.job ?? job).transition, 'completed');
+        assert.equal(new TextDecoder().decode(entries[0]?.job.result ?? new Uint8Array()), '7');
+      } finally {
+        unsubscribe();
+      }
+    });
+
     it('appends each transition in the write that makes it, in one order, and no lease extension', async () => {
       const head = await s.q.feed.head();
       await s.q.enqueue({ kind: 'log.a', payload: 'secret' }, acme);
