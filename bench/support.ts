@@ -7,7 +7,7 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { TelhaClient, Worker, tenantScope } from '../src/client/index.ts';
+import { TelhaClient, Worker, tenantScope, type JobContext } from '../src/client/index.ts';
 
 /** The CLI entry point, run through tsx like `npm start` does. */
 export const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
@@ -152,9 +152,15 @@ export async function startServer(
  */
 export async function drainRate(
   address: string,
-  options: { concurrency: number; jobs: number; kind: (index: number) => string },
+  options: {
+    concurrency: number;
+    jobs: number;
+    kind: (index: number) => string;
+    /** What each job's handler does; by default nothing, returning nothing. */
+    handler?: (job: JobContext) => Promise<unknown>;
+  },
 ): Promise<number> {
-  const { concurrency, jobs, kind } = options;
+  const { concurrency, jobs, kind, handler = () => Promise.resolve() } = options;
   const scope = tenantScope('bench');
   const producer = new TelhaClient({ address });
   let completed = 0;
@@ -163,7 +169,7 @@ export async function drainRate(
   const worker = new Worker({
     address,
     concurrency,
-    handler: () => Promise.resolve(),
+    handler,
     onCompleted: () => {
       if (++completed === jobs) finish();
     },

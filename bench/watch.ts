@@ -3,11 +3,14 @@
  * in a child process (RocksDB, or PostgreSQL with BENCH_BACKEND=postgres),
  * an SDK Worker at concurrency 100 draining BENCH_JOBS no-op jobs enqueued in
  * batches of 100, with the log on or off (BENCH_WATCH=on|off: `watch.enabled`)
- * and, with BENCH_WATCHERS=1, a watcher reading every transition meanwhile.
+ * and, with BENCH_WATCHERS=1, a watcher reading every transition meanwhile;
+ * BENCH_RESULT=1 has each handler return a small JSON result and
+ * BENCH_PROGRESS=1 report progress once, to price those.
  * Run the on and off variants in turn, several times, and compare medians:
  * the machine's speed drifts.
  *
  * Env: BENCH_JOBS (default 20000), BENCH_BACKEND (rocksdb), BENCH_WATCH (on), BENCH_WATCHERS (0),
+ * BENCH_RESULT (0), BENCH_PROGRESS (0),
  * TELHA_TEST_PG_URL for PostgreSQL. Prints numbers only; nothing here asserts on time.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -19,6 +22,10 @@ import { drainRate, envNumber, fmt, startServer } from './support.ts';
 
 const JOBS = envNumber('BENCH_JOBS', 20_000);
 const WATCHERS = envNumber('BENCH_WATCHERS', 0);
+/** BENCH_RESULT=1: each handler returns a small JSON object, stored with its completion. */
+const RESULT = process.env['BENCH_RESULT'] === '1';
+/** BENCH_PROGRESS=1: each handler reports progress once (a fenced heartbeat carrying it). */
+const PROGRESS = process.env['BENCH_PROGRESS'] === '1';
 const backend = process.env['BENCH_BACKEND'] ?? 'rocksdb';
 const log = (process.env['BENCH_WATCH'] ?? 'on') !== 'off';
 const url = process.env['TELHA_TEST_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -43,11 +50,19 @@ try {
       client.close();
     }
   });
-  const rate = await drainRate(server.address, { concurrency: 100, jobs: JOBS, kind: () => 'drain' });
+  const rate = await drainRate(server.address, {
+    concurrency: 100,
+    jobs: JOBS,
+    kind: () => 'drain',
+    handler: async (job) => {
+      if (PROGRESS) await job.progress({ step: 1, of: 2 });
+      return RESULT ? { ok: true, rows: 42 } : undefined;
+    },
+  });
   stop.abort();
   await Promise.all(watchers);
   console.log(
-    `${backend} log=${log ? 'on' : 'off'} watchers=${log ? WATCHERS : 0}: ${fmt(rate)} jobs/s` +
+    `${backend} log=${log ? 'on' : 'off'} watchers=${log ? WATCHERS : 0} result=${RESULT} progress=${PROGRESS}: ${fmt(rate)} jobs/s` +
       (WATCHERS > 0 && log ? ` (watched ${fmt(watched)} transitions)` : ''),
   );
 } finally {

@@ -23,8 +23,8 @@ export type {
 
 /**
  * A `Worker`'s options: where the server is (`address`, `token`, ...), and what to run (a
- * `handler`, or `tasks` with a handler each). `logger` defaults to lines on stderr from info up
- * (`silentLogger` silences it).
+ * `handler`, or `tasks` with a handler each). `logger` defaults to pino on stderr from info up,
+ * at `TELHA_LOG_LEVEL` when set (`silentLogger` silences it).
  */
 export interface WorkerOptions extends ClientOptions, RunnerOptions {}
 
