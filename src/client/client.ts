@@ -47,7 +47,9 @@ import { ProduceChannel } from './produce-channel.ts';
 import { cancelledError, fromWireError, outcomeToError, outcomesToResults, WireError } from './errors.ts';
 import {
   completeToWire,
+  checkpointToWire,
   failToWire,
+  heartbeatToWire,
   jobFromWire,
   newJobToWire,
   newScheduleToWire,
@@ -57,7 +59,6 @@ import {
   pauseFromWire,
   scheduleFromWire,
   scopeToWire,
-  wireFence,
   type RemoteJob,
 } from './convert.ts';
 import type { WorkSessionEvents } from '../worker/source.ts';
@@ -536,15 +537,12 @@ export class TelhaClient {
    * characters) the job also shows it as its progress until it is leased again.
    */
   async heartbeat(jobId: string, fence: LeaseFence, options: { readonly progress?: string } = {}): Promise<number> {
-    const res = await this.rpc('heartbeat', {
-      fence: wireFence(jobId, fence),
-      ...(options.progress === undefined ? {} : { progress: options.progress }),
-    });
+    const res = await this.rpc('heartbeat', heartbeatToWire({ jobId, fence, ...options }));
     return Number(res.leaseDeadlineUs);
   }
 
   async checkpoint(jobId: string, fence: LeaseFence, continuation: Uint8Array): Promise<number> {
-    const res = await this.rpc('checkpoint', { fence: wireFence(jobId, fence), continuation });
+    const res = await this.rpc('checkpoint', checkpointToWire({ jobId, fence, continuation }));
     return Number(res.leaseDeadlineUs);
   }
 

@@ -17,14 +17,18 @@ import {
 } from '../core/types.ts';
 import { stateFromWire } from '../wire/states.ts';
 import {
+  CheckpointRequestSchema,
   CompleteRequestSchema,
   FailRequestSchema,
+  HeartbeatRequestSchema,
   NewJobSchema,
   ReleaseRequestSchema,
   ScheduleSchema,
   ScopeSchema,
+  type CheckpointRequest,
   type CompleteRequest,
   type FailRequest,
+  type HeartbeatRequest,
   type ReleaseRequest,
   type Job,
   type NewJob,
@@ -125,6 +129,25 @@ export function failToWire(item: {
 }
 
 /** A job handed back as the wire carries it: the unary Release, a ReleaseEach item, a Work stream release. */
+export function heartbeatToWire(item: {
+  readonly jobId: string;
+  readonly fence: LeaseFence;
+  readonly progress?: string;
+}): HeartbeatRequest {
+  return create(HeartbeatRequestSchema, {
+    fence: wireFence(item.jobId, item.fence),
+    ...(item.progress === undefined ? {} : { progress: item.progress }),
+  });
+}
+
+export function checkpointToWire(item: {
+  readonly jobId: string;
+  readonly fence: LeaseFence;
+  readonly continuation: Uint8Array;
+}): CheckpointRequest {
+  return create(CheckpointRequestSchema, { fence: wireFence(item.jobId, item.fence), continuation: item.continuation });
+}
+
 export function releaseToWire(item: { readonly jobId: string; readonly fence: LeaseFence }): ReleaseRequest {
   return create(ReleaseRequestSchema, { fence: wireFence(item.jobId, item.fence) });
 }

@@ -1,8 +1,9 @@
 /**
  * The worker SDK: the worker loop (`src/worker/runner.ts`) on a gRPC Work
- * stream to `telha serve`. Results (and the jobs `close()` hands back) go on
- * the stream while it is open and in CompleteEach / FailEach / ReleaseEach
- * calls while it is not; heartbeats and checkpoints are unary calls.
+ * stream to `telha serve`. Results (and the jobs `close()` hands back),
+ * heartbeats, progress and checkpoints go on the stream while it is open, and
+ * in CompleteEach / FailEach / ReleaseEach, Heartbeat and Checkpoint calls
+ * while it is not.
  */
 import type { WorkSource } from '../worker/source.ts';
 import { WorkerRunner, type RunnerOptions } from '../worker/runner.ts';

@@ -21,7 +21,11 @@ import { create } from '@bufbuild/protobuf';
 import {
   EnqueueEachAnswerSchema,
   ItemOutcomeSchema,
+  LeaseOutcomeSchema,
+  type CheckpointRequest,
   type CompleteRequest,
+  type HeartbeatRequest,
+  type LeaseOutcome,
   type EnqueueResult as WireEnqueueResult,
   type FailRequest,
   type Fence,
@@ -211,6 +215,38 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
       (releases) => queue.releaseEach(releases, scope),
     );
 
+  /** A heartbeat (progress included) and a checkpoint, once: as unary calls and on a Work stream. */
+  const heartbeatOf = (req: HeartbeatRequest, scope: ScopeFilter): Promise<JobRecord> => {
+    const { jobId, fence } = fenceFromWire(req.fence);
+    return queue.heartbeat(jobId, fence, req.progress === undefined ? {} : { progress: req.progress }, scope);
+  };
+  const checkpointOf = (req: CheckpointRequest, scope: ScopeFilter): Promise<JobRecord> => {
+    const { jobId, fence } = fenceFromWire(req.fence);
+    return queue.checkpoint(jobId, fence, req.continuation, scope);
+  };
+
+  /**
+   * Lease extensions sent on a Work stream, each answered on its own as its unary call would be
+   * (an item's error is its outcome); those of one message reach the store in one turn, so group
+   * commit writes them together.
+   */
+  async function extendEach<T>(items: readonly T[], extend: (item: T) => Promise<JobRecord>): Promise<LeaseOutcome[]> {
+    if (items.length > MAX_SETTLE_BATCH) throw invalidArgument('items', `at most ${MAX_SETTLE_BATCH} items per call`);
+    return Promise.all(
+      items.map(async (item, index) => {
+        try {
+          const job = await extend(item);
+          return create(LeaseOutcomeSchema, {
+            outcome: { code: 0 },
+            leaseDeadlineUs: BigInt(job.leaseDeadline ?? 0),
+          });
+        } catch (error) {
+          return create(LeaseOutcomeSchema, { outcome: errorOutcome(error, `items[${index}]`) });
+        }
+      }),
+    );
+  }
+
   /** Workers and operators submit across scopes; a tenant could only ever reach its own. */
   const workScope = (principal: Principal): ScopeFilter =>
     principal.role === 'tenant' ? resolveScope(principal, null, false) : ANY_SCOPE;
@@ -293,15 +329,12 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
     ),
 
     heartbeat: handle('heartbeat', 'work', async (req, { principal }) => {
-      const { jobId, fence } = fenceFromWire(req.fence);
-      const options = req.progress === undefined ? {} : { progress: req.progress };
-      const job = await queue.heartbeat(jobId, fence, options, workScope(principal));
+      const job = await heartbeatOf(req, workScope(principal));
       return { leaseDeadlineUs: BigInt(job.leaseDeadline ?? 0) };
     }),
 
     checkpoint: handle('checkpoint', 'work', async (req, { principal }) => {
-      const { jobId, fence } = fenceFromWire(req.fence);
-      const job = await queue.checkpoint(jobId, fence, req.continuation, workScope(principal));
+      const job = await checkpointOf(req, workScope(principal));
       return { leaseDeadlineUs: BigInt(job.leaseDeadline ?? 0) };
     }),
 
@@ -491,6 +524,8 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
         completeEach,
         failEach,
         releaseEach,
+        heartbeatEach: (items, scope) => extendEach(items, (req) => heartbeatOf(req, scope)),
+        checkpointEach: (items, scope) => extendEach(items, (req) => checkpointOf(req, scope)),
       }),
     openProduce: (stream) =>
       openProduceSession(stream, {

@@ -4,7 +4,8 @@
  * worker runs. Leasing here is the unary Lease call's long-poll, re-armed by
  * the server itself whenever credit remains, so a job enqueued while the
  * worker waits is pushed at once; results are applied exactly as
- * CompleteEach / FailEach / ReleaseEach apply them.
+ * CompleteEach / FailEach / ReleaseEach apply them, and lease extensions as
+ * Heartbeat / Checkpoint do.
  *
  * A worker that stops sends back the jobs it has not started (releases) and
  * half-closes. Jobs leased for the stream once it is closing (the worker
@@ -23,9 +24,12 @@ import { LeasePump } from '../engine/lease-pump.ts';
 import type { LeaseOptions, Queue } from '../engine/queue.ts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type {
+  CheckpointRequest,
   CompleteRequest,
   FailRequest,
+  HeartbeatRequest,
   ItemOutcome,
+  LeaseOutcome,
   Job,
   ReleaseRequest,
   WorkRequest,
@@ -69,6 +73,8 @@ export interface WorkDeps {
   completeEach(items: readonly CompleteRequest[], scope: ScopeFilter): Promise<ItemOutcome[]>;
   failEach(items: readonly FailRequest[], scope: ScopeFilter): Promise<ItemOutcome[]>;
   releaseEach(items: readonly ReleaseRequest[], scope: ScopeFilter): Promise<ItemOutcome[]>;
+  heartbeatEach(items: readonly HeartbeatRequest[], scope: ScopeFilter): Promise<LeaseOutcome[]>;
+  checkpointEach(items: readonly CheckpointRequest[], scope: ScopeFilter): Promise<LeaseOutcome[]>;
 }
 
 interface Opened {
@@ -171,9 +177,19 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
         deps.completeEach(message.completes, scope),
         deps.failEach(message.fails, scope),
         deps.releaseEach(message.releases, scope),
+        deps.heartbeatEach(message.heartbeats, scope),
+        deps.checkpointEach(message.checkpoints, scope),
       ]).then(
-        ([completeOutcomes, failOutcomes, releaseOutcomes]) => {
-          if (!stream.signal.aborted) stream.send({ settleId, completeOutcomes, failOutcomes, releaseOutcomes });
+        ([completeOutcomes, failOutcomes, releaseOutcomes, heartbeatOutcomes, checkpointOutcomes]) => {
+          if (stream.signal.aborted) return;
+          stream.send({
+            settleId,
+            completeOutcomes,
+            failOutcomes,
+            releaseOutcomes,
+            heartbeatOutcomes,
+            checkpointOutcomes,
+          });
         },
         (error: unknown) => close(describe(error)),
       ),
@@ -193,8 +209,11 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
           }
           opened.pump.grant(message.credit);
         }
-        if (message.completes.length > 0 || message.fails.length > 0 || message.releases.length > 0) {
-          if (message.settleId === 0n) throw invalidArgument('settle_id', 'must be set on a message carrying results');
+        const { completes, fails, releases, heartbeats, checkpoints } = message;
+        if (completes.length + fails.length + releases.length + heartbeats.length + checkpoints.length > 0) {
+          if (message.settleId === 0n) {
+            throw invalidArgument('settle_id', 'must be set on a message carrying results or lease extensions');
+          }
           settle(message.settleId, message);
         }
       } catch (error) {

@@ -26,7 +26,7 @@ import { MAX_TIMER_MS, MAX_WORK_CREDIT } from '../core/limits.ts';
 import { progressText, resultBytes } from '../core/results.ts';
 import type { Logger } from '../core/logger.ts';
 import type { JobRecord, LeaseFence, NewJob } from '../core/types.ts';
-import type { SettleItem, WorkSession, WorkSource } from './source.ts';
+import type { LeaseItem, SettleItem, WorkSession, WorkSource } from './source.ts';
 
 /** Throw this from a handler to dead-letter the job at once, whatever attempts remain. */
 export class PermanentError extends Error {
@@ -606,6 +606,25 @@ export class WorkerRunner {
   }
 
   /**
+   * A heartbeat or checkpoint goes on the work session while it is open and carries them (a
+   * message, where a call each cost far more), else through the source's own call; also when the
+   * session ended before answering it, since extending a lease twice does no harm.
+   */
+  private async extend(item: LeaseItem): Promise<number> {
+    const channel = this.channel;
+    if (channel?.extend !== undefined && channel.writable) {
+      try {
+        return await channel.extend(item);
+      } catch (error) {
+        if (!(error instanceof TelhaError && error.code === ErrorCode.Unavailable)) throw error;
+      }
+    }
+    return item.type === 'heartbeat'
+      ? this.source.heartbeat(item.jobId, item.fence, item.progress)
+      : this.source.checkpoint(item.jobId, item.fence, item.continuation);
+  }
+
+  /**
    * Give a job back to the store unfinished (released: Pending at once, no
    * attempt charged). Never rejects: a job no longer held needs no hand-back,
    * and one the store cannot be told about keeps its lease until it expires.
@@ -692,7 +711,7 @@ export class WorkerRunner {
     const beat = async (): Promise<void> => {
       if (abort.aborted || releasing !== null) return;
       try {
-        deadline = await this.source.heartbeat(job.jobId, fence);
+        deadline = await this.extend({ type: 'heartbeat', jobId: job.jobId, fence });
       } catch (error) {
         if (lost(error)) return;
         // A transient failure: try again soon, well before the deadline.
@@ -734,7 +753,7 @@ export class WorkerRunner {
       record: job,
       checkpoint: async (continuation) => {
         try {
-          deadline = await this.source.checkpoint(job.jobId, fence, continuation);
+          deadline = await this.extend({ type: 'checkpoint', jobId: job.jobId, fence, continuation });
         } catch (error) {
           lost(error);
           throw error;
@@ -743,7 +762,7 @@ export class WorkerRunner {
       progress: async (value) => {
         const progress = progressText(value);
         try {
-          deadline = await this.source.heartbeat(job.jobId, fence, progress);
+          deadline = await this.extend({ type: 'heartbeat', jobId: job.jobId, fence, progress });
         } catch (error) {
           lost(error);
           throw error;

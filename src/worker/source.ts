@@ -30,6 +30,22 @@ export type SettleItem =
       readonly fence: LeaseFence;
     };
 
+/** A lease extension on its way to the store: a heartbeat (carrying progress, if any) or a checkpoint. */
+export type LeaseItem =
+  | {
+      readonly type: 'heartbeat';
+      readonly jobId: string;
+      readonly fence: LeaseFence;
+      /** Progress for people (JSON text). */
+      readonly progress?: string;
+    }
+  | {
+      readonly type: 'checkpoint';
+      readonly jobId: string;
+      readonly fence: LeaseFence;
+      readonly continuation: Uint8Array;
+    };
+
 export type CompleteItem = Extract<SettleItem, { readonly type: 'complete' }>;
 export type FailItem = Extract<SettleItem, { readonly type: 'fail' }>;
 export type ReleaseItem = Extract<SettleItem, { readonly type: 'release' }>;
@@ -51,6 +67,12 @@ export interface WorkSession {
   grant(n: number): void;
   /** Resolves when the store accepted the result; rejects with this item's error. */
   settle(item: SettleItem): Promise<void>;
+  /**
+   * A session that carries lease extensions itself (a Work stream: a message, not a call each)
+   * has this: resolves with the lease's new deadline (µs), rejects with the item's error, or with
+   * `unavailable` when the session ended before answering. Without it they go through the source.
+   */
+  extend?(item: LeaseItem): Promise<number>;
   /**
    * Stop leasing; answer the results already sent; then end (`onEnd(null)`).
    * Results settled before this call go out before the session stops taking them.

@@ -126,15 +126,55 @@ describe('the Work stream', () => {
     await work.ended;
   });
 
-  it('answers each release on its own, and a released job is pushed again at once', async () => {
-    await client.enqueueBatch(
-      Array.from({ length: 2 }, () => ({ kind: 'back' })),
-      acme,
-    );
-    const work = openWork(client, { workerId: 'w1', kinds: ['back'] });
+  /** Two jobs of `kind`, enqueued and pushed to worker w1 on a stream of its own. */
+  async function twoPushed(kind: string) {
+    await client.enqueueBatch([{ kind }, { kind }], acme);
+    const work = openWork(client, { workerId: 'w1', kinds: [kind] });
     work.channel.grant(2);
     const [a, b] = await work.received(2);
     assert.ok(a && b);
+    return { work, a, b };
+  }
+
+  it('extends leases on the stream: each heartbeat and checkpoint answered on its own, with its deadline', async () => {
+    const { work, a, b } = await twoPushed('extend');
+    const fence = (job: typeof a, workerId = 'w1') => ({ workerId, leaseGeneration: job.leaseGeneration });
+    const continuation = new TextEncoder().encode('page=7');
+    const outcomes = await Promise.allSettled([
+      work.channel.extend({ type: 'heartbeat', jobId: a.jobId, fence: fence(a), progress: '{"done":3}' }),
+      work.channel.extend({ type: 'checkpoint', jobId: b.jobId, fence: fence(b), continuation }),
+      work.channel.extend({ type: 'heartbeat', jobId: b.jobId, fence: fence(b, 'someone-else') }),
+      work.channel.extend({ type: 'checkpoint', jobId: UNKNOWN_JOB, fence: fence(b), continuation }),
+      work.channel.extend({ type: 'heartbeat', jobId: a.jobId, fence: fence(a), progress: 'not json' }),
+    ]);
+    const [heartbeat, checkpoint, stranger, unknown, badProgress] = outcomes;
+    assert.equal(heartbeat?.status, 'fulfilled');
+    assert.equal(checkpoint?.status, 'fulfilled');
+    const shownA = await client.show(a.jobId);
+    const shownB = await client.show(b.jobId);
+    assert.equal(heartbeat.value, shownA.leaseDeadline, 'answered with the lease deadline the store wrote');
+    assert.equal(checkpoint.value, shownB.leaseDeadline);
+    assert.equal(shownA.progress, '{"done":3}');
+    assert.equal(new TextDecoder().decode(shownB.continuation ?? new Uint8Array()), 'page=7');
+    assert.equal(stranger?.status, 'rejected');
+    assert.ok(stranger.reason instanceof LeaseConflictError);
+    assert.equal(stranger.reason.reason, 'worker_mismatch');
+    assert.equal(unknown?.status, 'rejected');
+    assert.equal((unknown.reason as TelhaError).code, ErrorCode.NotFound);
+    assert.equal(badProgress?.status, 'rejected');
+    assert.equal((badProgress.reason as TelhaError).code, ErrorCode.InvalidArgument);
+    assert.equal((badProgress.reason as TelhaError).field, 'progress');
+    assert.deepEqual(
+      shownA.events.map((e) => e.transition),
+      ['enqueued', 'leased', 'progress'],
+      'one progress event in the trail, nothing for the refused one',
+    );
+    work.channel.end();
+    await work.ended;
+  });
+
+  it('answers each release on its own, and a released job is pushed again at once', async () => {
+    const { work, a, b } = await twoPushed('back');
     const outcomes = await Promise.allSettled([
       work.channel.settle({ type: 'release', jobId: a.jobId, fence: { workerId: 'w1', leaseGeneration: 1 } }),
       work.channel.settle({ type: 'release', jobId: b.jobId, fence: { workerId: 'w1', leaseGeneration: 2 } }),
