@@ -123,7 +123,15 @@ describe('RecentLog', () => {
       [27, 28, 29, 30].map((seq) => log.at(seq)?.jobId),
       [undefined, undefined, undefined, 'z'],
     );
-    assert.throws(() => log.add(30, entry('again')), /added after 30/);
+    log.add(29, entry('early'));
+    assert.equal(log.covers(29), false, 'an entry out of order: it covers nothing it has seen');
+    assert.equal(log.covers(31), false);
+    log.add(30, entry('late'));
+    assert.equal(log.covers(30), false, 'nor anything below the newest it had');
+    log.add(32, entry('y'));
+    assert.equal(log.covers(31), false);
+    assert.equal(log.covers(32), true, 'and covers again from the next one in order');
+    assert.equal(log.at(32)?.jobId, 'y');
     log.clear();
     assert.equal(log.covers(30), false);
   });

@@ -14,6 +14,8 @@ export class RecentLog {
   /** The sequence numbers this covers: `oldest > newest` when it covers none. */
   private oldest = 1;
   private newest = 0;
+  /** Entries below this are not taken (see `add`). */
+  private floor = 0;
 
   constructor(private readonly capacity: number) {
     this.jobs = new Array<JobRecord | undefined>(capacity);
@@ -21,10 +23,19 @@ export class RecentLog {
 
   /** Entry `seq`, written after every entry held. */
   add(seq: number, job: JobRecord): void {
+    // Out of order cannot happen (numbers are taken as entries are staged, and staged units are
+    // written in order); were it to, covering nothing up to the newest number seen keeps every
+    // read right: those go to the store.
+    if (seq < this.floor) return;
+    if (this.oldest <= this.newest && seq <= this.newest) {
+      const floor = this.newest + 1;
+      this.clear();
+      this.floor = floor;
+      return;
+    }
     if (this.oldest > this.newest) {
       this.oldest = seq;
     } else {
-      if (seq <= this.newest) throw new Error(`log entry ${seq} added after ${this.newest}`);
       // Numbers skipped since the newest were never written: holes.
       for (let hole = Math.max(this.newest + 1, seq - this.capacity + 1); hole < seq; hole++) {
         this.jobs[hole % this.capacity] = undefined;
