@@ -9,7 +9,8 @@
 import { Packr } from 'msgpackr';
 import { CorruptRecordError, ErrorCode, TelhaError } from '../core/errors.ts';
 import { isJobState, type JobEvent, type JobRecord } from '../core/types.ts';
-import { jobIdFromBytes, jobIdToBytes } from './keys.ts';
+import { JOB_ID_BYTES, jobIdFromBytes, writeJobId } from './keys.ts';
+import { MsgpackWriter, msgpackKey } from './msgpack-writer.ts';
 
 /** Version 1: the layout documented above. Bump it, and keep a decoder for every older version, when it changes. */
 export const VALUE_VERSION = 1;
@@ -29,19 +30,18 @@ function unwritable(record: JobRecord, field: string, what: string): TelhaError 
 }
 
 /**
- * An unsigned integer field as msgpackr should write it. Past 2^53 a double is no longer exact
- * and decodes rounded; msgpackr writes numbers above 2^32 as float64, so a BigInt makes it
- * write a 64-bit integer.
+ * An unsigned integer field, checked: past 2^53 a double is no longer exact and would decode
+ * rounded. The writer stores one above 2^32 as a 64-bit integer, never as a float.
  */
-function u64(record: JobRecord, field: string, value: number): number | bigint {
+function u64(record: JobRecord, field: string, value: number): number {
   // What the decoder's isUint accepts, and nothing else.
   if (!Number.isSafeInteger(value) || value < 0 || Object.is(value, -0)) {
     throw unwritable(record, field, `is ${value}, not an integer from 0 to 2^53 - 1`);
   }
-  return value > 0xffff_ffff ? BigInt(value) : value;
+  return value;
 }
 
-function optionalU64(record: JobRecord, field: string, value: number | null): number | bigint | null {
+function optionalU64(record: JobRecord, field: string, value: number | null): number | null {
   return value === null ? null : u64(record, field, value);
 }
 
@@ -51,40 +51,112 @@ function text<T extends string | null>(record: JobRecord, field: string, value: 
   return value;
 }
 
+/** The record's map keys (the events' too), ready to copy. */
+const KEY_NAMES = [
+  'job_id',
+  'tenant',
+  'kind',
+  'payload',
+  'priority',
+  'created_at',
+  'state',
+  'attempts',
+  'lease_generation',
+  'worker_id',
+  'lease_deadline',
+  'not_before',
+  'idempotency_key',
+  'max_attempts',
+  'continuation',
+  'events',
+  'at',
+  'transition',
+  'detail',
+  'attempt_deadline',
+  'timeout_secs',
+  'result',
+  'progress',
+] as const;
+const KEYS = Object.fromEntries(KEY_NAMES.map((name) => [name, msgpackKey(name)])) as Readonly<
+  Record<(typeof KEY_NAMES)[number], Buffer>
+>;
+
+const writer = new MsgpackWriter();
+
+/**
+ * The stored value of `record`. Field by field, in a fixed order, with the bytes msgpackr writes
+ * for the same map (the codec tests compare the two): every transition encodes the whole record,
+ * and a generic packer pays for finding out its shape each time.
+ */
 export function encodeRecord(record: JobRecord): Buffer {
-  const body = packr.pack({
-    job_id: jobIdToBytes(record.jobId),
-    tenant: text(record, 'tenant', record.tenant),
-    kind: text(record, 'kind', record.kind),
-    payload: record.payload,
-    priority: u64(record, 'priority', record.priority),
-    created_at: u64(record, 'created_at', record.createdAt),
-    state: record.state,
-    attempts: u64(record, 'attempts', record.attempts),
-    lease_generation: u64(record, 'lease_generation', record.leaseGeneration),
-    worker_id: text(record, 'worker_id', record.workerId),
-    lease_deadline: optionalU64(record, 'lease_deadline', record.leaseDeadline),
-    not_before: optionalU64(record, 'not_before', record.notBefore),
-    idempotency_key: text(record, 'idempotency_key', record.idempotencyKey),
-    max_attempts: optionalU64(record, 'max_attempts', record.maxAttempts),
-    continuation: record.continuation,
-    events: record.events.map((e) => ({
-      at: u64(record, 'events.at', e.at),
-      transition: text(record, 'events.transition', e.transition),
-      detail: text(record, 'events.detail', e.detail),
-    })),
-    // Written only when set, so a record without them is byte for byte what version 1 always wrote.
-    ...(record.attemptDeadline === null
-      ? {}
-      : { attempt_deadline: u64(record, 'attempt_deadline', record.attemptDeadline) }),
-    ...(record.timeoutSecs === null ? {} : { timeout_secs: u64(record, 'timeout_secs', record.timeoutSecs) }),
-    ...(record.result === null ? {} : { result: record.result }),
-    ...(record.progress === null ? {} : { progress: text(record, 'progress', record.progress) }),
-  });
-  const out = Buffer.allocUnsafe(1 + body.length);
-  out[0] = VALUE_VERSION;
-  body.copy(out, 1);
-  return out;
+  const w = writer;
+  w.reset();
+  w.byte(VALUE_VERSION);
+  const optional =
+    (record.attemptDeadline === null ? 0 : 1) +
+    (record.timeoutSecs === null ? 0 : 1) +
+    (record.result === null ? 0 : 1) +
+    (record.progress === null ? 0 : 1);
+  w.mapHeader(16 + optional);
+  w.key(KEYS.job_id);
+  w.binWith(JOB_ID_BYTES, (target, offset) => writeJobId(target, record.jobId, offset));
+  w.key(KEYS.tenant);
+  w.str(text(record, 'tenant', record.tenant));
+  w.key(KEYS.kind);
+  w.str(text(record, 'kind', record.kind));
+  w.key(KEYS.payload);
+  w.bin(record.payload);
+  w.key(KEYS.priority);
+  w.uint(u64(record, 'priority', record.priority));
+  w.key(KEYS.created_at);
+  w.uint(u64(record, 'created_at', record.createdAt));
+  w.key(KEYS.state);
+  w.uint(u64(record, 'state', record.state));
+  w.key(KEYS.attempts);
+  w.uint(u64(record, 'attempts', record.attempts));
+  w.key(KEYS.lease_generation);
+  w.uint(u64(record, 'lease_generation', record.leaseGeneration));
+  w.key(KEYS.worker_id);
+  w.str(text(record, 'worker_id', record.workerId));
+  w.key(KEYS.lease_deadline);
+  w.uint(optionalU64(record, 'lease_deadline', record.leaseDeadline));
+  w.key(KEYS.not_before);
+  w.uint(optionalU64(record, 'not_before', record.notBefore));
+  w.key(KEYS.idempotency_key);
+  w.str(text(record, 'idempotency_key', record.idempotencyKey));
+  w.key(KEYS.max_attempts);
+  w.uint(optionalU64(record, 'max_attempts', record.maxAttempts));
+  w.key(KEYS.continuation);
+  w.bin(record.continuation);
+  w.key(KEYS.events);
+  w.arrayHeader(record.events.length);
+  for (const e of record.events) {
+    w.mapHeader(3);
+    w.key(KEYS.at);
+    w.uint(u64(record, 'events.at', e.at));
+    w.key(KEYS.transition);
+    w.str(text(record, 'events.transition', e.transition));
+    w.key(KEYS.detail);
+    w.str(text(record, 'events.detail', e.detail));
+  }
+  // Written only when set, so a record without them is byte for byte what version 1 always wrote.
+  if (record.attemptDeadline !== null) {
+    w.key(KEYS.attempt_deadline);
+    w.uint(u64(record, 'attempt_deadline', record.attemptDeadline));
+  }
+  if (record.timeoutSecs !== null) {
+    w.key(KEYS.timeout_secs);
+    w.uint(u64(record, 'timeout_secs', record.timeoutSecs));
+  }
+  if (record.result !== null) {
+    w.key(KEYS.result);
+    w.bin(record.result);
+  }
+  if (record.progress !== null) {
+    w.key(KEYS.progress);
+    w.str(text(record, 'progress', record.progress));
+  }
+  return w.take();
 }
 
 /**

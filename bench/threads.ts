@@ -1,0 +1,152 @@
+/**
+ * Where `telha serve`'s CPU goes, thread by thread, in a drain: the server in a
+ * child process (RocksDB, or PostgreSQL with BENCH_BACKEND=postgres), BENCH_JOBS
+ * no-op jobs enqueued in bulk first, then one SDK Worker at BENCH_CONCURRENCY
+ * drains them. Before and after the drain it reads every server thread's
+ * user+system time from /proc (Linux), and prints each thread's CPU per job,
+ * the main thread's (the JavaScript event loop: what limits a drain) first,
+ * beside the drain's rate and this process's CPU per job (the worker side).
+ *
+ * Env: BENCH_JOBS (20000), BENCH_CONCURRENCY (100), BENCH_BACKEND (rocksdb), BENCH_ROUNDS (3),
+ * TELHA_TEST_PG_URL for PostgreSQL; server options through TELHA_* as usual.
+ * Prints numbers only; nothing here asserts on time.
+ */
+import { readdirSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { TelhaClient, Worker, tenantScope } from '../src/client/index.ts';
+import { envNumber, fmt, formatTable, startServer } from './support.ts';
+
+const JOBS = envNumber('BENCH_JOBS', 20_000);
+const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 100);
+const ROUNDS = envNumber('BENCH_ROUNDS', 3);
+const backend = process.env['BENCH_BACKEND'] ?? 'rocksdb';
+const url = process.env['TELHA_TEST_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+const schema = `telha_bench_threads_${process.pid}`;
+/** Clock ticks per second of /proc's utime and stime (USER_HZ: 100 on every Linux Node runs on). */
+const TICKS_PER_SECOND = 100;
+
+/** Each thread's name and CPU ticks (user + system) by thread id. */
+function threadTicks(pid: number): Map<string, { name: string; ticks: number }> {
+  const threads = new Map<string, { name: string; ticks: number }>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'latin1');
+      // The name is in parentheses and may hold spaces; the fields after it are space-separated.
+      const close = stat.lastIndexOf(')');
+      const name = stat.slice(stat.indexOf('(') + 1, close);
+      const fields = stat.slice(close + 2).split(' ');
+      // Fields 14 and 15 of stat(5) (utime, stime) are 11 and 12 after the name.
+      threads.set(tid, {
+        name: tid === String(pid) ? 'main (event loop)' : name,
+        ticks: Number(fields[11]) + Number(fields[12]),
+      });
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return threads;
+}
+
+function selfTicks(): number {
+  const usage = process.cpuUsage();
+  return ((usage.user + usage.system) / 1e6) * TICKS_PER_SECOND;
+}
+
+interface Round {
+  rate: number;
+  /** CPU µs per job by thread name (threads of one name summed), main thread first. */
+  server: Map<string, number>;
+  worker: number;
+}
+
+async function round(address: string, pid: number): Promise<Round> {
+  const scope = tenantScope('bench');
+  const producer = new TelhaClient({ address });
+  for (let i = 0; i < JOBS; i += 1_000) {
+    await producer.enqueueBatch(
+      Array.from({ length: Math.min(1_000, JOBS - i) }, () => ({ kind: 'drain' })),
+      scope,
+    );
+  }
+  let completed = 0;
+  let finish!: () => void;
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  const before = threadTicks(pid);
+  const selfBefore = selfTicks();
+  const started = performance.now();
+  const worker = new Worker({
+    address,
+    concurrency: CONCURRENCY,
+    kinds: ['drain'],
+    handler: () => Promise.resolve(),
+    onCompleted: () => {
+      if (++completed === JOBS) finish();
+    },
+  }).start();
+  await done;
+  const seconds = (performance.now() - started) / 1000;
+  const after = threadTicks(pid);
+  const selfAfter = selfTicks();
+  await worker.close();
+  producer.close();
+  const server = new Map<string, number>();
+  for (const [tid, { name, ticks }] of after) {
+    const spent = ticks - (before.get(tid)?.ticks ?? 0);
+    if (spent <= 0) continue;
+    server.set(name, (server.get(name) ?? 0) + ((spent / TICKS_PER_SECOND) * 1e6) / JOBS);
+  }
+  return { rate: JOBS / seconds, server, worker: (((selfAfter - selfBefore) / TICKS_PER_SECOND) * 1e6) / JOBS };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? NaN;
+}
+
+const dir = mkdtempSync(join(tmpdir(), 'telha-bench-threads-'));
+const env: Record<string, string> = {};
+if (backend === 'postgres') {
+  Object.assign(env, { TELHA_STORAGE__KIND: 'postgres', TELHA_STORAGE__URL: url, TELHA_STORAGE__SCHEMA: schema });
+}
+const server = await startServer(dir, env);
+const rounds: Round[] = [];
+try {
+  // One round unmeasured, to get the hot paths compiled.
+  await round(server.address, server.pid);
+  for (let i = 0; i < ROUNDS; i++) rounds.push(await round(server.address, server.pid));
+} finally {
+  await server.stop();
+  rmSync(dir, { recursive: true, force: true });
+  if (backend === 'postgres') {
+    const { default: pg } = await import('pg');
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await client.end();
+  }
+}
+
+const names = [...new Set(rounds.flatMap((r) => [...r.server.keys()]))].sort((a, b) =>
+  a.startsWith('main') ? -1 : b.startsWith('main') ? 1 : a.localeCompare(b),
+);
+console.log(
+  `drain of ${fmt(JOBS)} pre-enqueued no-op jobs at concurrency ${CONCURRENCY}, ${backend}, Node ${process.version}; ` +
+    `${ROUNDS} rounds after one warm-up; CPU is user+system from /proc at ${TICKS_PER_SECOND} ticks/s`,
+);
+console.log(
+  `jobs/s by round: ${rounds.map((r) => fmt(r.rate)).join(', ')} (median ${fmt(median(rounds.map((r) => r.rate)))})`,
+);
+const rows = names.map((name) => [
+  name,
+  ...rounds.map((r) => fmt(r.server.get(name) ?? 0, 1)),
+  fmt(median(rounds.map((r) => r.server.get(name) ?? 0)), 1),
+]);
+const total = (r: Round): number => [...r.server.values()].reduce((a, b) => a + b, 0);
+rows.push(['server, all threads', ...rounds.map((r) => fmt(total(r), 1)), fmt(median(rounds.map(total)), 1)]);
+rows.push([
+  'this process (SDK worker)',
+  ...rounds.map((r) => fmt(r.worker, 1)),
+  fmt(median(rounds.map((r) => r.worker)), 1),
+]);
+console.log(formatTable(['CPU µs per job', ...rounds.map((_, i) => `round ${i + 1}`), 'median'], rows));
