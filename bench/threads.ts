@@ -7,7 +7,11 @@
  * the main thread's (the JavaScript event loop: what limits a drain) first,
  * beside the drain's rate and this process's CPU per job (the worker side).
  *
+ * On RocksDB it runs two servers, the write thread on and off (`storage.write_thread`), a round
+ * of each in turn.
+ *
  * Env: BENCH_JOBS (20000), BENCH_CONCURRENCY (100), BENCH_BACKEND (rocksdb), BENCH_ROUNDS (3),
+ * BENCH_WRITE_THREAD (both | on | off),
  * TELHA_TEST_PG_URL for PostgreSQL; server options through TELHA_* as usual.
  * Prints numbers only; nothing here asserts on time.
  */
@@ -15,11 +19,13 @@ import { readdirSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TelhaClient, Worker, tenantScope } from '../src/client/index.ts';
-import { envNumber, fmt, formatTable, startServer } from './support.ts';
+import { envNumber, fmt, formatTable, startServer, type RunningServer } from './support.ts';
 
 const JOBS = envNumber('BENCH_JOBS', 20_000);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 100);
 const ROUNDS = envNumber('BENCH_ROUNDS', 3);
+/** BENCH_WRITE_THREAD: `both` (default) runs the server with its write thread on and off, `on` or `off` one of them. */
+const WRITE_THREAD = process.env['BENCH_WRITE_THREAD'] ?? 'both';
 const backend = process.env['BENCH_BACKEND'] ?? 'rocksdb';
 const url = process.env['TELHA_TEST_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 const schema = `telha_bench_threads_${process.pid}`;
@@ -104,49 +110,74 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? NaN;
 }
 
-const dir = mkdtempSync(join(tmpdir(), 'telha-bench-threads-'));
-const env: Record<string, string> = {};
-if (backend === 'postgres') {
-  Object.assign(env, { TELHA_STORAGE__KIND: 'postgres', TELHA_STORAGE__URL: url, TELHA_STORAGE__SCHEMA: schema });
-}
-const server = await startServer(dir, env);
-const rounds: Round[] = [];
+/** The server configurations compared, their rounds taken in turn so drift hits both alike. */
+const variants: { label: string; env: Record<string, string> }[] =
+  backend === 'postgres'
+    ? [{ label: 'postgres', env: {} }]
+    : [
+        { label: 'write thread on', env: { TELHA_STORAGE__WRITE_THREAD: 'true' } },
+        { label: 'write thread off', env: { TELHA_STORAGE__WRITE_THREAD: 'false' } },
+      ].filter((v) => WRITE_THREAD === 'both' || v.label.includes(WRITE_THREAD));
+const servers: { label: string; dir: string; server: RunningServer; rounds: Round[] }[] = [];
 try {
-  // One round unmeasured, to get the hot paths compiled.
-  await round(server.address, server.pid);
-  for (let i = 0; i < ROUNDS; i++) rounds.push(await round(server.address, server.pid));
+  for (const [i, variant] of variants.entries()) {
+    const dir = mkdtempSync(join(tmpdir(), 'telha-bench-threads-'));
+    const env: Record<string, string> = { ...variant.env };
+    if (backend === 'postgres') {
+      Object.assign(env, {
+        TELHA_STORAGE__KIND: 'postgres',
+        TELHA_STORAGE__URL: url,
+        TELHA_STORAGE__SCHEMA: `${schema}_${i}`,
+      });
+    }
+    const server = await startServer(dir, env);
+    servers.push({ label: variant.label, dir, server, rounds: [] });
+    // One round unmeasured, to get the hot paths compiled.
+    await round(server.address, server.pid);
+  }
+  for (let i = 0; i < ROUNDS; i++) {
+    for (const s of servers) s.rounds.push(await round(s.server.address, s.server.pid));
+  }
 } finally {
-  await server.stop();
-  rmSync(dir, { recursive: true, force: true });
+  for (const s of servers) {
+    await s.server.stop();
+    rmSync(s.dir, { recursive: true, force: true });
+  }
   if (backend === 'postgres') {
     const { default: pg } = await import('pg');
     const client = new pg.Client({ connectionString: url });
     await client.connect();
-    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    for (const i of variants.keys()) await client.query(`DROP SCHEMA IF EXISTS ${schema}_${i} CASCADE`);
     await client.end();
   }
 }
 
-const names = [...new Set(rounds.flatMap((r) => [...r.server.keys()]))].sort((a, b) =>
-  a.startsWith('main') ? -1 : b.startsWith('main') ? 1 : a.localeCompare(b),
-);
 console.log(
   `drain of ${fmt(JOBS)} pre-enqueued no-op jobs at concurrency ${CONCURRENCY}, ${backend}, Node ${process.version}; ` +
-    `${ROUNDS} rounds after one warm-up; CPU is user+system from /proc at ${TICKS_PER_SECOND} ticks/s`,
+    `${ROUNDS} rounds each after one warm-up, the configurations in turn; CPU is user+system from /proc at ${TICKS_PER_SECOND} ticks/s; ` +
+    `"node" threads are libuv's pool, V8's helpers and, when on, the write thread`,
 );
-console.log(
-  `jobs/s by round: ${rounds.map((r) => fmt(r.rate)).join(', ')} (median ${fmt(median(rounds.map((r) => r.rate)))})`,
-);
-const rows = names.map((name) => [
-  name,
-  ...rounds.map((r) => fmt(r.server.get(name) ?? 0, 1)),
-  fmt(median(rounds.map((r) => r.server.get(name) ?? 0)), 1),
-]);
-const total = (r: Round): number => [...r.server.values()].reduce((a, b) => a + b, 0);
-rows.push(['server, all threads', ...rounds.map((r) => fmt(total(r), 1)), fmt(median(rounds.map(total)), 1)]);
-rows.push([
-  'this process (SDK worker)',
-  ...rounds.map((r) => fmt(r.worker, 1)),
-  fmt(median(rounds.map((r) => r.worker)), 1),
-]);
-console.log(formatTable(['CPU µs per job', ...rounds.map((_, i) => `round ${i + 1}`), 'median'], rows));
+for (const { label, rounds } of servers) report(label, rounds);
+
+function report(label: string, rounds: readonly Round[]): void {
+  const names = [...new Set(rounds.flatMap((r) => [...r.server.keys()]))].sort((a, b) =>
+    a.startsWith('main') ? -1 : b.startsWith('main') ? 1 : a.localeCompare(b),
+  );
+  console.log(`\n${label}`);
+  console.log(
+    `  jobs/s by round: ${rounds.map((r) => fmt(r.rate)).join(', ')} (median ${fmt(median(rounds.map((r) => r.rate)))})`,
+  );
+  const rows = names.map((name) => [
+    name,
+    ...rounds.map((r) => fmt(r.server.get(name) ?? 0, 1)),
+    fmt(median(rounds.map((r) => r.server.get(name) ?? 0)), 1),
+  ]);
+  const total = (r: Round): number => [...r.server.values()].reduce((a, b) => a + b, 0);
+  rows.push(['server, all threads', ...rounds.map((r) => fmt(total(r), 1)), fmt(median(rounds.map(total)), 1)]);
+  rows.push([
+    'this process (SDK worker)',
+    ...rounds.map((r) => fmt(r.worker, 1)),
+    fmt(median(rounds.map((r) => r.worker)), 1),
+  ]);
+  console.log(formatTable(['CPU µs per job', ...rounds.map((_, i) => `round ${i + 1}`), 'median'], rows));
+}

@@ -5,6 +5,7 @@
  * never loads `pg`, and one on PostgreSQL never loads the native RocksDB
  * binding.
  */
+import { availableParallelism } from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { parse as parseToml } from 'smol-toml';
 import type { Clock } from './core/clock.ts';
@@ -54,6 +55,7 @@ export async function openStore(
         path: config.storage.path,
         durability: config.storage.durability,
         transitionsLog: config.watch.enabled,
+        writeThread: writeThreadWanted(config.storage.write_thread),
         ...logger,
         ...(options.clock ? { clock: options.clock } : {}),
       });
@@ -108,4 +110,9 @@ export async function loadConfig(
   layers.push({ source: 'environment', values: configFromEnv(env) });
   if (options.overrides) layers.push({ source: 'command line', values: options.overrides });
   return resolveConfig(layers);
+}
+
+/** `storage.write_thread`, with `auto` decided by the cores this process may use. */
+function writeThreadWanted(setting: boolean | 'auto'): boolean {
+  return setting === 'auto' ? availableParallelism() > 2 : setting;
 }

@@ -107,6 +107,13 @@ const storageSchema = z.strictObject({
    */
   durability: z.enum(['process', 'fsync']).default('process'),
   /**
+   * For `rocksdb`: write big groups of transitions on a thread of their own while the main thread
+   * goes on serving. `auto` (default) turns it on when the process may use more than two cores:
+   * on two, the server, its worker clients and RocksDB's compactions already keep both busy, and
+   * the hop costs more than it frees (bench/RESULTS.md measures it on and off).
+   */
+  write_thread: z.union([z.boolean(), z.literal('auto')]).default('auto'),
+  /**
    * For `postgres`: servers wake each other's lease waiters with LISTEN/NOTIFY; a waiter also
    * looks again after this long, so a notification lost while the listener reconnects costs at
    * most this much latency.

@@ -53,13 +53,25 @@ describe('rocksdb durability', () => {
     }
   });
 
-  for (const durability of ['process', 'fsync'] as const) {
-    it(`keeps every write a SIGKILLed process had acknowledged (durability ${durability})`, async () => {
+  for (const [durability, writes] of [
+    ['process', 'inline'],
+    ['fsync', 'inline'],
+    ['process', 'thread'],
+    ['fsync', 'thread'],
+  ] as const) {
+    it(`keeps every write a SIGKILLed process had acknowledged (durability ${durability}, batches written ${writes === 'thread' ? 'on the write thread' : 'inline'})`, async () => {
       const dir = tempDir();
       try {
         const child = spawn(
           process.execPath,
-          ['--import', 'tsx', fileURLToPath(new URL('../support/writer-child.ts', import.meta.url)), dir, durability],
+          [
+            '--import',
+            'tsx',
+            fileURLToPath(new URL('../support/writer-child.ts', import.meta.url)),
+            dir,
+            durability,
+            writes,
+          ],
           { stdio: ['ignore', 'pipe', 'inherit'] },
         );
         const enqueued: string[] = [];

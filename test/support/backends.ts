@@ -7,7 +7,7 @@ import pg from 'pg';
 import { Queue } from '../../src/engine/queue.ts';
 import { PostgresJobStore } from '../../src/storage/postgres/postgres-store.ts';
 import { MemoryJobStore } from '../../src/storage/memory/memory-store.ts';
-import { RocksJobStore } from '../../src/storage/rocksdb/rocks-store.ts';
+import { RocksJobStore, type RocksStoreOptions } from '../../src/storage/rocksdb/rocks-store.ts';
 import type { JobStore } from '../../src/storage/types.ts';
 import type { TelhaConfig } from '../../src/core/config.ts';
 import { TEST_PG_URL } from './postgres-url.ts';
@@ -42,14 +42,25 @@ function queueOn(store: JobStore, config: TelhaConfig, clock: ManualClock): { qu
   return { queue, store };
 }
 
-export const rocksHarness: HarnessFactory = async (options: HarnessOptions = {}): Promise<Harness> => {
+/** RocksDB writing every batch on the calling thread (a server on two cores). */
+export const rocksHarness: HarnessFactory = (options: HarnessOptions = {}): Promise<Harness> =>
+  rocksHarnessWith({}, options);
+
+/** RocksDB with every batch written on the write thread. */
+export const rocksWriteThreadHarness: HarnessFactory = (options: HarnessOptions = {}): Promise<Harness> =>
+  rocksHarnessWith({ writeThread: true, writeThreadMinOps: 0 }, options);
+
+async function rocksHarnessWith(
+  storeOptions: Omit<RocksStoreOptions, 'path' | 'clock'>,
+  options: HarnessOptions,
+): Promise<Harness> {
   const clock = new ManualClock();
   const dir = tempDir();
   const config = testConfig(options.config, dir);
   const open = async (): Promise<{ queue: Queue; store: JobStore }> =>
-    queueOn(await RocksJobStore.open({ path: dir, clock }), config, clock);
+    queueOn(await RocksJobStore.open({ ...storeOptions, path: dir, clock }), config, clock);
   return reopenable(open, clock, config, () => rmSync(dir, { recursive: true, force: true }));
-};
+}
 
 export { TEST_PG_URL };
 let schemaCount = 0;

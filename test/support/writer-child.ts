@@ -1,18 +1,26 @@
 /**
  * A child process for the crash test: writes jobs to a RocksDB store and
  * prints a line for every write the queue acknowledged, until it is killed.
- * Usage: writer-child.ts <store path> <process|fsync>
+ * Usage: writer-child.ts <store path> <process|fsync> [inline|thread]
+ * (`thread`: every batch written on the store's write thread; by default the small ones are inline).
  */
 import { makeConfig } from '../../src/core/config.ts';
 import { tenantScope } from '../../src/core/types.ts';
-import { openQueue } from '../../src/open.ts';
+import { Queue } from '../../src/engine/queue.ts';
+import { RocksJobStore } from '../../src/storage/rocksdb/rocks-store.ts';
 
-const [path, durability] = process.argv.slice(2);
+const [path, durability, writes = 'inline'] = process.argv.slice(2);
 if (path === undefined || (durability !== 'process' && durability !== 'fsync')) {
-  throw new Error('usage: writer-child.ts <path> <process|fsync>');
+  throw new Error('usage: writer-child.ts <path> <process|fsync> [inline|thread]');
 }
-const queue = await openQueue({
-  config: makeConfig({ storage: { path, durability }, retention: { enabled: false } }),
+const config = makeConfig({ storage: { path, durability }, retention: { enabled: false } });
+const queue = new Queue({
+  store: await RocksJobStore.open({
+    path,
+    durability,
+    ...(writes === 'thread' ? { writeThread: true, writeThreadMinOps: 0 } : {}),
+  }),
+  config,
   services: false,
 });
 const scope = tenantScope('crash');

@@ -3,6 +3,11 @@
  * RocksDB as one atomic write batch (and, with `fsync` durability, one WAL
  * sync), then every stager is answered. Each staged unit is itself atomic,
  * since a batch is all-or-nothing, so coalescing never splits a transition.
+ *
+ * When the store writes on its own thread, a batch is in flight while this
+ * thread goes on staging: one batch at a time, so they land in order and the
+ * summary ops (absolute counter values) of a later batch never land first.
+ * What is staged meanwhile goes in the next batch, started as the last lands.
  */
 import type { RocksDatabase, WriteOp } from './database.ts';
 
@@ -16,13 +21,14 @@ export class GroupCommit {
   private waiters: Waiter[] = [];
   private scheduled = false;
   private failure: Error | null = null;
-  private flushing: Promise<void> = Promise.resolve();
+  /** The batch on the write thread, if one is; settles (never rejects) once it landed or failed. */
+  private writing: Promise<void> | null = null;
   /** Batches written and transitions carried, for benchmarks and metrics. */
   batches = 0;
   units = 0;
 
   constructor(
-    private readonly db: RocksDatabase,
+    private readonly db: Pick<RocksDatabase, 'writeBatch'>,
     private readonly sync: boolean,
     /** Called just before a flush, to add ops that summarize the group (counters, sequences). */
     private readonly beforeFlush: () => WriteOp[],
@@ -44,39 +50,71 @@ export class GroupCommit {
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => {
-        this.flushing = this.flush();
+        this.scheduled = false;
+        this.flush();
       });
     }
     return done;
   }
 
-  /** Resolves once everything staged so far is written. */
+  /** Resolves once everything staged so far is written (or failed). */
   async drain(): Promise<void> {
-    while (this.scheduled || this.ops.length > 0) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-      await this.flushing;
+    while (this.scheduled || this.writing !== null || this.waiters.length > 0) {
+      if (this.writing !== null) await this.writing;
+      else await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    await this.flushing;
   }
 
-  private flush(): Promise<void> {
+  private flush(): void {
+    // A batch in flight starts the next when it lands. A unit may have no ops (an enqueue that
+    // found its idempotency key taken): it is answered with the batch it was staged in.
+    if (this.writing !== null || this.waiters.length === 0) return;
     const ops = this.ops;
     const waiters = this.waiters;
     this.ops = [];
     this.waiters = [];
-    this.scheduled = false;
-    try {
-      const written = [...ops, ...this.beforeFlush()];
-      this.db.write(written, this.sync);
-      this.batches++;
-      this.afterWrite(written);
-      for (const waiter of waiters) waiter.resolve();
-    } catch (error) {
-      // Fail-stop: in-memory state may now be ahead of the disk, so refuse every later write.
-      // Reopening the store rebuilds memory from what RocksDB holds.
-      this.failure = error instanceof Error ? error : new Error(String(error));
+    if (this.failure !== null) {
       for (const waiter of waiters) waiter.reject(this.failure);
+      return;
     }
-    return Promise.resolve();
+    let written: WriteOp[];
+    let pending: Promise<void> | void;
+    try {
+      written = [...ops, ...this.beforeFlush()];
+      pending = this.db.writeBatch(written, this.sync);
+    } catch (error) {
+      this.fail(error, waiters);
+      return;
+    }
+    if (pending === undefined) {
+      this.landed(written, waiters);
+      return;
+    }
+    this.writing = pending.then(
+      () => this.landed(written, waiters),
+      (error: unknown) => this.fail(error, waiters),
+    );
+    void this.writing.then(() => {
+      this.writing = null;
+      this.flush();
+    });
+  }
+
+  private landed(written: readonly WriteOp[], waiters: readonly Waiter[]): void {
+    this.batches++;
+    try {
+      this.afterWrite(written);
+    } catch (error) {
+      this.fail(error, waiters);
+      return;
+    }
+    for (const waiter of waiters) waiter.resolve();
+  }
+
+  private fail(error: unknown, waiters: readonly Waiter[]): void {
+    // Fail-stop: in-memory state may now be ahead of the disk, so refuse every later write.
+    // Reopening the store rebuilds memory from what RocksDB holds.
+    this.failure = error instanceof Error ? error : new Error(String(error));
+    for (const waiter of waiters) waiter.reject(this.failure);
   }
 }

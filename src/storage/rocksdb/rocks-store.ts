@@ -141,6 +141,10 @@ export interface RocksStoreOptions {
   readonly pendingCacheBytes?: number;
   /** Append to the transitions log (Watch reads it). Default `true`; `watch.enabled`. */
   readonly transitionsLog?: boolean;
+  /** Write big batches on a thread of their own (`storage.write_thread`); default `false`. */
+  readonly writeThread?: boolean;
+  /** The smallest batch the write thread takes (default `WRITE_THREAD_MIN_OPS`); tests pass 0. */
+  readonly writeThreadMinOps?: number;
 }
 
 /** The column families of a Telha store, besides `default` (the meta rows). */
@@ -240,6 +244,8 @@ export class RocksJobStore implements JobStore {
   private logStaged: number;
   /** The last log seq written to RocksDB: what readers may see. */
   private logWritten: number;
+  /** The last log seq in the batch being written. */
+  private logFlushing: number;
   private logPruned: number;
   /** Log entries staged since the last write, by seq, for `recentLog` once they are written. */
   private readonly stagedLog = new Map<number, JobRecord>();
@@ -259,10 +265,11 @@ export class RocksJobStore implements JobStore {
       db,
       durability === 'fsync',
       () => this.summaryOps(),
-      (ops) => this.logWrittenOps(ops),
+      (ops) => this.logLanded(ops),
     );
     this.logStaged = logState.last;
     this.logWritten = logState.last;
+    this.logFlushing = logState.last;
     this.logPruned = logState.pruned;
   }
 
@@ -300,6 +307,7 @@ export class RocksJobStore implements JobStore {
         enabled: options.transitionsLog ?? true,
       },
     );
+    if (options.writeThread === true) await db.startWriteThread(options.writeThreadMinOps);
     await store.loadPauses();
     await store.loadKindLimits();
     await store.rebuild((options.clock ?? systemClock).now());
@@ -739,16 +747,23 @@ export class RocksJobStore implements JobStore {
     this.stagedLog.set(seq, entry);
   }
 
-  /** After a write: its log entries join the recent ones; any other staged entry was never written. */
-  private logWrittenOps(ops: readonly WriteOp[]): void {
-    if (this.stagedLog.size === 0) return;
-    for (const op of ops) {
-      if (op.column !== this.cf.log || op.value === null) continue;
-      const seq = readU64(op.key, 0);
-      const job = this.stagedLog.get(seq);
-      if (job !== undefined) this.recentLog.add(seq, job);
+  /**
+   * After a write landed: readers may now see its entries, which join the recent ones. A seq staged
+   * before the batch was made but not in it was never written (its write failed before staging);
+   * one staged after belongs to the next batch.
+   */
+  private logLanded(ops: readonly WriteOp[]): void {
+    const flushed = this.logFlushing;
+    if (this.stagedLog.size > 0) {
+      for (const op of ops) {
+        if (op.column !== this.cf.log || op.value === null) continue;
+        const seq = readU64(op.key, 0);
+        const job = this.stagedLog.get(seq);
+        if (job !== undefined) this.recentLog.add(seq, job);
+      }
+      for (const seq of this.stagedLog.keys()) if (seq <= flushed) this.stagedLog.delete(seq);
     }
-    this.stagedLog.clear();
+    this.logWritten = flushed;
   }
 
   private unindex(record: JobRecord): void {
@@ -770,8 +785,9 @@ export class RocksJobStore implements JobStore {
 
   /** Ops that summarize everything staged since the last flush: counters and the created_at mark. */
   private summaryOps(): WriteOp[] {
-    // Called just before the batch is written, synchronously: every entry staged so far is in it.
-    this.logWritten = this.logStaged;
+    // Called as the batch is made: every entry staged so far is in it, and readers see them once it
+    // lands (on the write thread, later than this).
+    this.logFlushing = this.logStaged;
     const ops: WriteOp[] = [];
     for (const slot of this.dirtyCounters) {
       const count = this.counters.get(slot) ?? 0;
