@@ -42,12 +42,30 @@ export function logsTransition(record: JobRecord): boolean {
 /** The entry a write of `record` appends to the log: the job trimmed, or `null` when the write is no transition a watcher sees. */
 export function logEntryOf(record: JobRecord): JobRecord | null {
   if (!logsTransition(record)) return null;
+  // Field by field, not a spread: records reach here in several shapes (decoded, enqueued, moved
+  // by a transition), and spreading an object of a shape V8 has seen many of took ~1 µs in a
+  // server's drain against ~0.02 µs for this.
   return {
-    ...record,
+    jobId: record.jobId,
+    tenant: record.tenant,
+    kind: record.kind,
     payload: EMPTY,
+    priority: record.priority,
+    createdAt: record.createdAt,
+    state: record.state,
+    attempts: record.attempts,
+    leaseGeneration: record.leaseGeneration,
+    workerId: record.workerId,
+    leaseDeadline: record.leaseDeadline,
+    notBefore: record.notBefore,
+    idempotencyKey: record.idempotencyKey,
+    maxAttempts: record.maxAttempts,
     continuation: null,
-    result: (record.result?.byteLength ?? 0) > LOG_RESULT_BYTES ? null : record.result,
     events: record.events.slice(-LOG_JOB_EVENTS),
+    attemptDeadline: record.attemptDeadline,
+    timeoutSecs: record.timeoutSecs,
+    result: (record.result?.byteLength ?? 0) > LOG_RESULT_BYTES ? null : record.result,
+    progress: record.progress,
   };
 }
 
