@@ -5,8 +5,11 @@
  * it has.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { rmSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { draftJob } from '../../src/core/drafts.ts';
 import { newJobId } from '../../src/codec/job-ids.ts';
 import { ANY_SCOPE, tenantScope } from '../../src/core/types.ts';
@@ -52,6 +55,24 @@ describe('rocksdb write thread', () => {
       } finally {
         await store.close();
       }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('lets a process that never closed its store exit once nothing is in flight', { timeout: 60_000 }, async () => {
+    const dir = tempDir();
+    try {
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', fileURLToPath(new URL('../support/unclosed-store-child.ts', import.meta.url)), dir],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      const [code] = (await once(child, 'exit')) as [number | null];
+      assert.equal(output, 'written\n');
+      assert.equal(code, 0);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

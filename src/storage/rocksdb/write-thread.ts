@@ -79,6 +79,7 @@ export class WriteThread {
       if (reply.id === undefined) return;
       const waiter = this.waiting.get(reply.id);
       this.waiting.delete(reply.id);
+      if (this.waiting.size === 0) worker.unref();
       if (reply.error === undefined) waiter?.resolve();
       else waiter?.reject(new Error(`RocksDB write failed: ${reply.error}`));
     });
@@ -86,9 +87,14 @@ export class WriteThread {
       this.broken ??= error;
       for (const waiter of this.waiting.values()) waiter.reject(this.broken);
       this.waiting.clear();
+      worker.unref();
     };
     worker.on('error', breakDown);
     worker.on('exit', (code) => breakDown(new Error(`the RocksDB write thread exited (code ${code})`)));
+    // The thread keeps the process alive only while a write is in flight: a store never closed
+    // (an open that failed half-way) must not hold the process up. After the listeners: adding a
+    // 'message' listener refs the worker's port again.
+    worker.unref();
   }
 
   /**
@@ -119,6 +125,7 @@ export class WriteThread {
     const bytes = this.pack(ops);
     const id = this.next++;
     const done = new Promise<void>((resolve, reject) => this.waiting.set(id, { resolve, reject }));
+    this.worker.ref();
     this.worker.postMessage({ id, bytes, sync }, [bytes]);
     return done;
   }
