@@ -22,7 +22,7 @@ import { openQueue } from '../src/open.ts';
 import { RocksDatabase } from '../src/storage/rocksdb/database.ts';
 import { COLUMNS, MEMTABLE_BUDGETS } from '../src/storage/rocksdb/rocks-store.ts';
 import { passThrough } from './peers/telha-fill.ts';
-import { count, envNumber, fmt } from './support.ts';
+import { count, envNumber, fmt, median } from './support.ts';
 
 const JOBS = envNumber('BENCH_CRASH_JOBS', 1_000_000);
 const OPENS = Math.max(1, envNumber('BENCH_CRASH_OPENS', 3));
@@ -45,11 +45,6 @@ async function bytesOf(dir: string, suffix: string): Promise<number> {
   let total = 0;
   for (const name of await readdir(dir)) if (name.endsWith(suffix)) total += (await stat(join(dir, name))).size;
   return total;
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? NaN;
 }
 
 async function parent(): Promise<void> {

@@ -15,22 +15,26 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { TelhaClient, Worker, tenantScope } from '../src/client/index.ts';
-import { envNumber, fmt, formatTable, startServer, type RunningServer } from './support.ts';
+import {
+  envNumber,
+  fmt,
+  formatTable,
+  median,
+  PROC_TICKS_PER_SECOND,
+  procStat,
+  startServer,
+  type RunningServer,
+} from './support.ts';
 
 const JOBS = envNumber('BENCH_JOBS', 20_000);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 100);
 const ROUNDS = Math.max(1, envNumber('BENCH_ROUNDS', 2));
 const COUNTS = (process.env['BENCH_SERVERS'] ?? '1,2,3').split(',').map(Number);
 const url = process.env['TELHA_TEST_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
-/** Clock ticks per second of /proc's CPU times (USER_HZ). */
-const TICKS_PER_SECOND = 100;
-
 /** CPU ticks (user + system) of one process, all its threads; 0 once it is gone. */
 function processTicks(pid: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[11]) + Number(fields[12]);
+    return procStat(`/proc/${pid}/stat`).ticks;
   } catch {
     return 0;
   }
@@ -42,8 +46,8 @@ function postgresTicks(): Map<number, number> {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      if (readFileSync(`/proc/${entry}/comm`, 'latin1').trim() !== 'postgres') continue;
-      ticks.set(Number(entry), processTicks(Number(entry)));
+      const stat = procStat(`/proc/${entry}/stat`);
+      if (stat.name === 'postgres') ticks.set(Number(entry), stat.ticks);
     } catch {
       // Gone between the listing and the read.
     }
@@ -106,7 +110,7 @@ async function round(servers: readonly RunningServer[]): Promise<Round> {
   const self = process.cpuUsage(selfBefore);
   const machine = machineTicks();
   await Promise.all(workers.map((w) => w.close()));
-  const perJob = (ticks: number): number => ((ticks / TICKS_PER_SECOND) * 1e6) / JOBS;
+  const perJob = (ticks: number): number => ((ticks / PROC_TICKS_PER_SECOND) * 1e6) / JOBS;
   return {
     rate: JOBS / seconds,
     servers: perJob(serverTicks),
@@ -114,11 +118,6 @@ async function round(servers: readonly RunningServer[]): Promise<Round> {
     workers: (self.user + self.system) / JOBS,
     machineBusy: (machine.busy - machineBefore.busy) / Math.max(1, machine.total - machineBefore.total),
   };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? NaN;
 }
 
 const results: { servers: number; rounds: Round[] }[] = [];

@@ -5,6 +5,7 @@
  * `telha serve` as a child process.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { TelhaClient, Worker, tenantScope, type JobContext } from '../src/client/index.ts';
@@ -39,6 +40,28 @@ export function percentile(sorted: readonly number[], q: number): number {
   if (sorted.length === 0) return NaN;
   const index = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
   return sorted[index] ?? NaN;
+}
+
+/** The middle value (the upper of the two middle ones for an even count); NaN when empty. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? NaN;
+}
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ: 100 on every Linux Node runs on). */
+export const PROC_TICKS_PER_SECOND = 100;
+
+/**
+ * A process's or thread's name and CPU ticks (user + system) from its /proc `stat` file
+ * (`/proc/<pid>/stat`, `/proc/<pid>/task/<tid>/stat`); throws if it is gone.
+ */
+export function procStat(path: string): { name: string; ticks: number } {
+  const stat = readFileSync(path, 'latin1');
+  // The name is in parentheses and may hold spaces; the fields after it are space-separated.
+  const close = stat.lastIndexOf(')');
+  const fields = stat.slice(close + 2).split(' ');
+  // Fields 14 and 15 of stat(5) (utime, stime) are 11 and 12 after the name.
+  return { name: stat.slice(stat.indexOf('(') + 1, close), ticks: Number(fields[11]) + Number(fields[12]) };
 }
 
 export function sleep(ms: number): Promise<void> {

@@ -15,11 +15,20 @@
  * TELHA_TEST_PG_URL for PostgreSQL; server options through TELHA_* as usual.
  * Prints numbers only; nothing here asserts on time.
  */
-import { readdirSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { readdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TelhaClient, Worker, tenantScope } from '../src/client/index.ts';
-import { envNumber, fmt, formatTable, startServer, type RunningServer } from './support.ts';
+import {
+  envNumber,
+  fmt,
+  formatTable,
+  median,
+  PROC_TICKS_PER_SECOND,
+  procStat,
+  startServer,
+  type RunningServer,
+} from './support.ts';
 
 const JOBS = envNumber('BENCH_JOBS', 20_000);
 const CONCURRENCY = envNumber('BENCH_CONCURRENCY', 100);
@@ -29,24 +38,14 @@ const WRITE_THREAD = process.env['BENCH_WRITE_THREAD'] ?? 'both';
 const backend = process.env['BENCH_BACKEND'] ?? 'rocksdb';
 const url = process.env['TELHA_TEST_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 const schema = `telha_bench_threads_${process.pid}`;
-/** Clock ticks per second of /proc's utime and stime (USER_HZ: 100 on every Linux Node runs on). */
-const TICKS_PER_SECOND = 100;
 
 /** Each thread's name and CPU ticks (user + system) by thread id. */
 function threadTicks(pid: number): Map<string, { name: string; ticks: number }> {
   const threads = new Map<string, { name: string; ticks: number }>();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'latin1');
-      // The name is in parentheses and may hold spaces; the fields after it are space-separated.
-      const close = stat.lastIndexOf(')');
-      const name = stat.slice(stat.indexOf('(') + 1, close);
-      const fields = stat.slice(close + 2).split(' ');
-      // Fields 14 and 15 of stat(5) (utime, stime) are 11 and 12 after the name.
-      threads.set(tid, {
-        name: tid === String(pid) ? 'main (event loop)' : name,
-        ticks: Number(fields[11]) + Number(fields[12]),
-      });
+      const { name, ticks } = procStat(`/proc/${pid}/task/${tid}/stat`);
+      threads.set(tid, { name: tid === String(pid) ? 'main (event loop)' : name, ticks });
     } catch {
       // The thread ended between the listing and the read.
     }
@@ -56,7 +55,7 @@ function threadTicks(pid: number): Map<string, { name: string; ticks: number }> 
 
 function selfTicks(): number {
   const usage = process.cpuUsage();
-  return ((usage.user + usage.system) / 1e6) * TICKS_PER_SECOND;
+  return ((usage.user + usage.system) / 1e6) * PROC_TICKS_PER_SECOND;
 }
 
 interface Round {
@@ -100,14 +99,9 @@ async function round(address: string, pid: number): Promise<Round> {
   for (const [tid, { name, ticks }] of after) {
     const spent = ticks - (before.get(tid)?.ticks ?? 0);
     if (spent <= 0) continue;
-    server.set(name, (server.get(name) ?? 0) + ((spent / TICKS_PER_SECOND) * 1e6) / JOBS);
+    server.set(name, (server.get(name) ?? 0) + ((spent / PROC_TICKS_PER_SECOND) * 1e6) / JOBS);
   }
-  return { rate: JOBS / seconds, server, worker: (((selfAfter - selfBefore) / TICKS_PER_SECOND) * 1e6) / JOBS };
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? NaN;
+  return { rate: JOBS / seconds, server, worker: (((selfAfter - selfBefore) / PROC_TICKS_PER_SECOND) * 1e6) / JOBS };
 }
 
 /** The server configurations compared, their rounds taken in turn so drift hits both alike. */
@@ -154,7 +148,7 @@ try {
 
 console.log(
   `drain of ${fmt(JOBS)} pre-enqueued no-op jobs at concurrency ${CONCURRENCY}, ${backend}, Node ${process.version}; ` +
-    `${ROUNDS} rounds each after one warm-up, the configurations in turn; CPU is user+system from /proc at ${TICKS_PER_SECOND} ticks/s; ` +
+    `${ROUNDS} rounds each after one warm-up, the configurations in turn; CPU is user+system from /proc at ${PROC_TICKS_PER_SECOND} ticks/s; ` +
     `"node" threads are libuv's pool, V8's helpers and, when on, the write thread`,
 );
 for (const { label, rounds } of servers) report(label, rounds);
