@@ -128,7 +128,7 @@ export function failToWire(item: {
   });
 }
 
-/** A job handed back as the wire carries it: the unary Release, a ReleaseEach item, a Work stream release. */
+/** A heartbeat as the wire carries it: the unary Heartbeat, a Work stream heartbeat. */
 export function heartbeatToWire(item: {
   readonly jobId: string;
   readonly fence: LeaseFence;
@@ -140,6 +140,7 @@ export function heartbeatToWire(item: {
   });
 }
 
+/** A checkpoint as the wire carries it: the unary Checkpoint, a Work stream checkpoint. */
 export function checkpointToWire(item: {
   readonly jobId: string;
   readonly fence: LeaseFence;
@@ -148,6 +149,7 @@ export function checkpointToWire(item: {
   return create(CheckpointRequestSchema, { fence: wireFence(item.jobId, item.fence), continuation: item.continuation });
 }
 
+/** A job handed back as the wire carries it: the unary Release, a ReleaseEach item, a Work stream release. */
 export function releaseToWire(item: { readonly jobId: string; readonly fence: LeaseFence }): ReleaseRequest {
   return create(ReleaseRequestSchema, { fence: wireFence(item.jobId, item.fence) });
 }

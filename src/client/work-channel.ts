@@ -21,10 +21,11 @@ import {
   type RemoteJob,
 } from './convert.ts';
 import { fromWireError, outcomesToResults, outcomeToError, WireError } from './errors.ts';
-
-type LeaseItemOf<T extends LeaseItem['type']> = Extract<LeaseItem, { readonly type: T }>;
+import { itemFailed, itemOk } from '../core/types.ts';
 import { WORK_OPEN_HEADER } from '../wire/service.ts';
 import { answerEach, splitByType, type PendingResult, type ResultsByType } from '../worker/pending.ts';
+
+type LeaseItemOf<T extends LeaseItem['type']> = Extract<LeaseItem, { readonly type: T }>;
 
 /** A lease extension waiting for the server's answer: the lease's new deadline (µs). */
 interface PendingExtension<Item extends LeaseItem = LeaseItem> {
@@ -181,16 +182,13 @@ export class WorkChannel implements WorkSession {
     answer(batch.fails, message.failOutcomes);
     answer(batch.releases, message.releaseOutcomes);
     const extended = (entries: readonly PendingExtension[], outcomes: WorkResponse['heartbeatOutcomes']): void =>
-      entries.forEach((entry, i) => {
-        const outcome = outcomes[i];
-        if (outcome === undefined) {
-          entry.reject(new TelhaError(ErrorCode.Internal, 'the server answered fewer lease extensions than were sent'));
-          return;
-        }
-        const error = outcome.outcome === undefined ? null : outcomeToError(outcome.outcome, entry.item.jobId);
-        if (error === null) entry.resolve(Number(outcome.leaseDeadlineUs));
-        else entry.reject(error);
-      });
+      answerEach(
+        entries,
+        outcomes.map(({ outcome, leaseDeadlineUs }, i) => {
+          const error = outcome === undefined ? null : outcomeToError(outcome, entries[i]?.item.jobId ?? '');
+          return error === null ? itemOk(Number(leaseDeadlineUs)) : itemFailed(error);
+        }),
+      );
     extended(batch.heartbeats, message.heartbeatOutcomes);
     extended(batch.checkpoints, message.checkpointOutcomes);
   }

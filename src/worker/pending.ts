@@ -3,6 +3,7 @@
  * SDK's batch calls and Work stream, or `LocalWorker`'s calls on a `Queue`.
  * Each job gets its own answer from a batch.
  */
+import { ErrorCode, TelhaError } from '../core/errors.ts';
 import type { ItemResult } from '../core/types.ts';
 import type { CompleteItem, FailItem, ReleaseItem, SettleItem } from './source.ts';
 
@@ -39,12 +40,19 @@ export function splitByType(entries: readonly PendingResult[]): ResultsByType {
   return split;
 }
 
-/** Give each result the store's answer for it, in order. */
-export function answerEach(entries: readonly PendingResult[], results: readonly ItemResult<unknown>[]): void {
+/** Anything sent that waits for its own answer from a batch: a result, a lease extension. */
+export interface Answerable<T> {
+  resolve(value: T): void;
+  reject(error: Error): void;
+}
+
+/** Give each entry the store's answer for it, in order. */
+export function answerEach<T>(entries: readonly Answerable<T>[], results: readonly ItemResult<T>[]): void {
   entries.forEach((entry, i) => {
     const result = results[i];
-    if (result === undefined) entry.reject(new Error('server answered fewer items than were sent'));
-    else if (result.ok) entry.resolve();
+    if (result === undefined)
+      entry.reject(new TelhaError(ErrorCode.Internal, 'the server answered fewer items than were sent'));
+    else if (result.ok) entry.resolve(result.value);
     else entry.reject(result.error);
   });
 }
