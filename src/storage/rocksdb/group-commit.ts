@@ -21,7 +21,7 @@ export class GroupCommit {
   private waiters: Waiter[] = [];
   private scheduled = false;
   private failure: Error | null = null;
-  /** The batch on the write thread, if one is; settles (never rejects) once it landed or failed. */
+  /** The batch on the write thread, if one is; settles (never rejects) once it landed or failed and the next began. */
   private writing: Promise<void> | null = null;
   /** Batches written and transitions carried, for benchmarks and metrics. */
   batches = 0;
@@ -77,27 +77,28 @@ export class GroupCommit {
       for (const waiter of waiters) waiter.reject(this.failure);
       return;
     }
-    let written: WriteOp[];
     let pending: Promise<void> | void;
     try {
-      written = [...ops, ...this.beforeFlush()];
-      pending = this.db.writeBatch(written, this.sync);
+      // The summary joins the batch (its array is this flush's own now), rather than a copy of both.
+      for (const op of this.beforeFlush()) ops.push(op);
+      pending = this.db.writeBatch(ops, this.sync);
     } catch (error) {
       this.fail(error, waiters);
       return;
     }
     if (pending === undefined) {
-      this.landed(written, waiters);
+      this.landed(ops, waiters);
       return;
     }
-    this.writing = pending.then(
-      () => this.landed(written, waiters),
-      (error: unknown) => this.fail(error, waiters),
-    );
-    void this.writing.then(() => {
-      this.writing = null;
-      this.flush();
-    });
+    this.writing = pending
+      .then(
+        () => this.landed(ops, waiters),
+        (error: unknown) => this.fail(error, waiters),
+      )
+      .then(() => {
+        this.writing = null;
+        this.flush();
+      });
   }
 
   private landed(written: readonly WriteOp[], waiters: readonly Waiter[]): void {
