@@ -576,9 +576,10 @@ export class RocksJobStore implements JobStore {
         staged.set(latin1(idemKey), record);
       }
       this.stageLog(ops, record);
-      this.bumpCounter(record, +1);
       outcomes.push({ record, created: true });
     }
+    // Counted once every draft is staged: a draft the encoder refuses fails the whole write.
+    for (const { record, created } of outcomes) if (created) this.bumpCounter(record, +1);
     return outcomes;
   }
 
@@ -708,13 +709,21 @@ export class RocksJobStore implements JobStore {
     }
   }
 
-  /** The ops of one job's move from `before` (stored at `key`) to `after`, index entries included. */
+  /**
+   * The ops of one job's move from `before` (stored at `key`) to `after`, index entries included.
+   * All or nothing: both encodings come first, so a record the encoder refuses stages no op and
+   * moves no counter (a delete of the old key staged alone would lose the job when a batch of
+   * several items writes the others).
+   */
   private stageTransition(ops: WriteOp[], key: Buffer, before: JobRecord, nextKey: Buffer, after: JobRecord): void {
+    const value = encodeRecord(after);
+    const entry = this.logState.enabled ? logEntryOf(after) : null;
+    const entryValue = entry === null ? null : encodeRecord(entry);
     if (!key.equals(nextKey)) {
       ops.push({ column: this.cf.jobs, key, value: null });
       ops.push({ column: this.cf.ids, key: idIndexKey(after.jobId), value: nextKey });
     }
-    ops.push({ column: this.cf.jobs, key: nextKey, value: encodeRecord(after) });
+    ops.push({ column: this.cf.jobs, key: nextKey, value });
     const wasFinished = finishedAt(before);
     if (wasFinished !== null) {
       ops.push({
@@ -735,15 +744,18 @@ export class RocksJobStore implements JobStore {
       this.bumpCounter(before, -1);
       this.bumpCounter(after, +1);
     }
-    this.stageLog(ops, after);
+    if (entry !== null && entryValue !== null) this.stageLogEntry(ops, entry, entryValue);
   }
 
   /** Append `record`'s log entry, if its write is a transition a watcher sees, to the ops of its write. */
   private stageLog(ops: WriteOp[], record: JobRecord): void {
     const entry = this.logState.enabled ? logEntryOf(record) : null;
-    if (entry === null) return;
+    if (entry !== null) this.stageLogEntry(ops, entry, encodeRecord(entry));
+  }
+
+  private stageLogEntry(ops: WriteOp[], entry: JobRecord, value: Buffer): void {
     const seq = ++this.logStaged;
-    ops.push({ column: this.cf.log, key: encodeU64(seq), value: encodeRecord(entry) });
+    ops.push({ column: this.cf.log, key: encodeU64(seq), value });
     this.stagedLog.set(seq, entry);
   }
 
