@@ -20,7 +20,7 @@ import { makeConfig } from '../src/core/config.ts';
 import { JobState } from '../src/core/types.ts';
 import { openQueue } from '../src/open.ts';
 import { RocksDatabase } from '../src/storage/rocksdb/database.ts';
-import { COLUMNS, MEMTABLE_BUDGETS } from '../src/storage/rocksdb/rocks-store.ts';
+import { COLUMNS, COLUMN_TUNING } from '../src/storage/rocksdb/rocks-store.ts';
 import { passThrough } from './peers/telha-fill.ts';
 import { count, envNumber, fmt, median } from './support.ts';
 
@@ -72,7 +72,7 @@ async function parent(): Promise<void> {
       const copy = join(root, `open-db-${i}`);
       await cp(crashed, copy, { recursive: true });
       let t0 = performance.now();
-      const db = await RocksDatabase.open(copy, COLUMNS, MEMTABLE_BUDGETS);
+      const db = await RocksDatabase.open(copy, COLUMNS, COLUMN_TUNING);
       dbOnly.push(performance.now() - t0);
       await db.close();
 

@@ -73,13 +73,23 @@ export interface WriteOp {
 }
 
 /**
- * Memtable budgets by column (`default` included), in bytes. They bound what a crash leaves to
- * replay: RocksDB keeps a write-ahead log file until every column with data in it has flushed, and
- * forces those flushes only once the logs pass `max_total_wal_size`, which the binding never sets
- * (it reads the option into the wrong variable), so RocksDB derives it as 4 x the columns' write
- * buffers (size x count) summed. Small budgets keep that sum, and so the log a reopen replays, small.
+ * How a column is tuned (every column of a store, `default` included).
+ *
+ * `memtableBudget` (bytes) bounds what a crash leaves to replay: RocksDB keeps a write-ahead log
+ * file until every column with data in it has flushed, and forces those flushes only once the logs
+ * pass `max_total_wal_size`, which the binding never sets (it reads the option into the wrong
+ * variable), so RocksDB derives it as 4 x the columns' write buffers (size x count) summed. Small
+ * budgets keep that sum, and so the log a reopen replays, small.
+ *
+ * `zstdDictionary`: whether compactions train a ZSTD dictionary for each file they write. The
+ * binding compresses every column with ZSTD from the third level down; a dictionary trained on the
+ * file's own keys and values shrinks small, similar records far more, for CPU on every compaction.
  */
-export type MemtableBudgets = Readonly<Record<string, number>>;
+export interface ColumnTuning {
+  readonly memtableBudget: number;
+  readonly zstdDictionary: boolean;
+}
+export type ColumnTunings = Readonly<Record<string, ColumnTuning>>;
 
 export interface ScanRange {
   readonly gte?: Buffer;
@@ -101,21 +111,23 @@ export class RocksDatabase {
   ) {}
 
   /**
-   * Open (creating it if missing) with `columnNames` beside the default column. `memtableBudgets`
-   * sizes a column's memtables (bytes; see `MemtableBudgets`); a column without one keeps RocksDB's
-   * defaults.
+   * Open (creating it if missing) with `columnNames` beside the default column, each tuned by
+   * `tunings` (see `ColumnTuning`); a column without one keeps the binding's defaults.
    */
   static async open(
     location: string,
     columnNames: readonly string[],
-    memtableBudgets: MemtableBudgets = {},
+    tunings: ColumnTunings = {},
   ): Promise<RocksDatabase> {
     const db = new RocksLevel(location, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
     const tuning = (name: string): object => {
-      const budget = memtableBudgets[name];
+      const column = tunings[name];
       // The binding sizes memtables only under a compaction style: 'level' takes write_buffer_size =
-      // budget / 4, up to 6 of them, merged two at a time, and leaves L0 and L1 uncompressed.
-      return budget === undefined ? {} : { compaction: 'level', memtableMemoryBudget: budget };
+      // budget / 4, up to 6 of them, merged two at a time, and leaves L0 and L1 uncompressed. Its
+      // `compression` option adds the dictionary (the levels' ZSTD stays either way).
+      return column === undefined
+        ? {}
+        : { compaction: 'level', memtableMemoryBudget: column.memtableBudget, compression: column.zstdDictionary };
     };
     const columns: Record<string, object> = { default: tuning('default') };
     for (const name of columnNames) columns[name] = tuning(name);

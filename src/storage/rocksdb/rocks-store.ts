@@ -123,7 +123,7 @@ import type {
   UpdateItem,
   UpdateOutcome,
 } from '../types.ts';
-import { RocksDatabase, type ColumnHandle, type WriteOp } from './database.ts';
+import { RocksDatabase, type ColumnHandle, type ColumnTuning, type WriteOp } from './database.ts';
 import { GroupCommit } from './group-commit.ts';
 import { RecentLog } from './recent-log.ts';
 import { KeyedLock } from './keyed-lock.ts';
@@ -154,21 +154,28 @@ const RECENT_LOG_ENTRIES = 8_192;
 const KiB = 1024;
 const MiB = 1024 * KiB;
 /**
+ * Each column's tuning (see `ColumnTuning`).
+ *
  * Memtables sized by how much each column is written, so that RocksDB's derived write-ahead log cap
- * (4 x the write buffers summed, ≈180 MiB here; see `MemtableBudgets`) forces the rarely written
- * columns (meta, counters) to flush and the logs to go. Against RocksDB's defaults (64 MiB a
- * memtable, two a column: a log of up to 3.5 GiB), a store killed after 1M jobs reopens in 0.7 s
- * instead of 8.9 s (`npm run bench:crash-open`, bench/RESULTS.md). Halving every budget again
- * shaved little more off the open and cost 9% of the write rate.
+ * (4 x the write buffers summed, ≈180 MiB here) forces the rarely written columns (meta, counters)
+ * to flush and the logs to go. Against RocksDB's defaults (64 MiB a memtable, two a column: a log
+ * of up to 3.5 GiB), a store killed after 1M jobs reopens in 0.7 s instead of 8.9 s (`npm run
+ * bench:crash-open`, bench/RESULTS.md). Halving every budget again shaved little more off the open
+ * and cost 9% of the write rate; doubling the jobs column's (fewer versions of a job reach its
+ * files) made a reopen after 300k jobs 2.3x slower.
+ *
+ * No ZSTD dictionary for two columns, saving a third of the compactions' CPU in a drain (bench/
+ * RESULTS.md): `ids` holds random job ids, which no dictionary shrinks, and `transitions` is pruned
+ * by `watch.retain_*`, so its files stay bounded (about twice the bytes without one).
  */
-export const MEMTABLE_BUDGETS: Readonly<Record<(typeof COLUMNS)[number] | 'default', number>> = {
-  jobs: 16 * MiB,
-  transitions: 8 * MiB,
-  ids: 2 * MiB,
-  finished: 2 * MiB,
-  idempotency: 512 * KiB,
-  counts: 512 * KiB,
-  default: 512 * KiB,
+export const COLUMN_TUNING: Readonly<Record<(typeof COLUMNS)[number] | 'default', ColumnTuning>> = {
+  jobs: { memtableBudget: 16 * MiB, zstdDictionary: true },
+  transitions: { memtableBudget: 8 * MiB, zstdDictionary: false },
+  ids: { memtableBudget: 2 * MiB, zstdDictionary: false },
+  finished: { memtableBudget: 2 * MiB, zstdDictionary: true },
+  idempotency: { memtableBudget: 512 * KiB, zstdDictionary: true },
+  counts: { memtableBudget: 512 * KiB, zstdDictionary: true },
+  default: { memtableBudget: 512 * KiB, zstdDictionary: true },
 };
 const META_LAST_CREATED_AT = Buffer.from('meta/last_created_at');
 /** The store's random id, which its log positions carry. */
@@ -274,7 +281,7 @@ export class RocksJobStore implements JobStore {
   }
 
   static async open(options: RocksStoreOptions): Promise<RocksJobStore> {
-    const db = await RocksDatabase.open(options.path, COLUMNS, MEMTABLE_BUDGETS);
+    const db = await RocksDatabase.open(options.path, COLUMNS, COLUMN_TUNING);
     const cf: Columns = {
       jobs: db.column('jobs'),
       ids: db.column('ids'),
