@@ -17,7 +17,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { tenantScope } from '../src/client/index.ts';
+import { tenantScope } from 'telha/client';
 import { makeConfig } from '../src/core/config.ts';
 import { JobState, type JobRecord } from '../src/core/types.ts';
 import { silentLogger } from '../src/core/logger.ts';

@@ -17,7 +17,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TelhaClient, Worker, tenantScope } from '../src/client/index.ts';
+import { TelhaClient, Worker, tenantScope } from 'telha/client';
 import { makeConfig } from '../src/core/config.ts';
 import { openQueue } from '../src/open.ts';
 import { drainRate, envNumber, fmt, percentile, startServer } from './support.ts';

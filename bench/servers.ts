@@ -14,7 +14,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { TelhaClient, Worker, tenantScope } from '../src/client/index.ts';
+import { TelhaClient, Worker, tenantScope } from 'telha/client';
 import {
   envNumber,
   fmt,

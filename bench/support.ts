@@ -8,10 +8,15 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { TelhaClient, Worker, tenantScope, type JobContext } from '../src/client/index.ts';
+import { TelhaClient, Worker, tenantScope, type JobContext } from 'telha/client';
 
-/** The CLI entry point, run through tsx like `npm start` does. */
-export const CLI = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));
+/**
+ * The CLI as users run it (`npm start`, `npx telha serve`): the compiled package. The benchmarks
+ * that start a server compile it first (`npm run compile` in their npm scripts), and use the SDK
+ * the same way, by the package's own name: measured through tsx, which names every closure it
+ * creates, the server spent ~10% and the SDK worker ~25% more CPU a job (bench/RESULTS.md).
+ */
+export const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 
 /** A non-negative number from the environment, or the fallback when unset or empty. */
 export function envNumber(name: string, fallback: number): number {
@@ -123,7 +128,7 @@ export async function startServer(
   // BENCH_SERVER_NODE_ARGS: Node options for the server alone, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
   // (NODE_OPTIONS refuses --cpu-prof, and would profile the benchmark's own process too).
   const nodeArgs = (process.env['BENCH_SERVER_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== '');
-  const serve = [...nodeArgs, '--import', 'tsx', CLI, 'serve', '--data', dir, '--listen', '127.0.0.1:0'];
+  const serve = [...nodeArgs, CLI, 'serve', '--data', dir, '--listen', '127.0.0.1:0'];
   const child = spawn(process.execPath, serve, {
     stdio: ['ignore', 'pipe', 'inherit'],
     // No HTTP listener unless `env` asks for one, so runs compare with those made before it existed.

@@ -18,7 +18,7 @@
 import { readdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TelhaClient, Worker, tenantScope } from '../src/client/index.ts';
+import { TelhaClient, Worker, tenantScope } from 'telha/client';
 import {
   envNumber,
   fmt,

@@ -17,7 +17,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { TelhaClient } from '../src/client/index.ts';
+import { TelhaClient } from 'telha/client';
 import { drainRate, envNumber, fmt, startServer } from './support.ts';
 
 const JOBS = envNumber('BENCH_JOBS', 20_000);

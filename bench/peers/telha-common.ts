@@ -1,6 +1,5 @@
 /** What the Telha adapters share: the scope and kinds of the benchmark's jobs, and their configuration. */
-import { tenantScope, type QueueScope } from '../../src/core/types.ts';
-import type { NewJob } from '../../src/core/types.ts';
+import { tenantScope, type NewJob, type QueueScope } from 'telha';
 import type { OpenOptions } from './types.ts';
 
 export const SCOPE: QueueScope = tenantScope('bench');

@@ -7,10 +7,7 @@
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { makeConfig } from '../../src/core/config.ts';
-import { openQueue } from '../../src/open.ts';
-import type { Queue } from '../../src/engine/queue.ts';
-import { LocalWorker } from '../../src/engine/worker.ts';
+import { loadConfig, LocalWorker, openQueue, type Queue } from 'telha';
 import { KIND, recoveryJobsConfig, SCOPE, telhaJob } from './telha-common.ts';
 import { settlesWithin } from '../support.ts';
 import { loadRocksRetained } from './telha-fill.ts';
@@ -57,12 +54,12 @@ class TelhaEmbedded implements System {
 
   private async openStore(): Promise<Queue> {
     if (this.dir === null) throw new Error('telha-embedded: no store directory');
-    return openQueue({
-      config: makeConfig({
-        storage: { path: this.dir, durability: this.durability },
-        jobs: recoveryJobsConfig(this.options),
-      }),
+    // As the package runs for its users; the environment's TELHA_* variables are not this run's.
+    const config = await loadConfig({
+      env: {},
+      overrides: { storage: { path: this.dir, durability: this.durability }, jobs: recoveryJobsConfig(this.options) },
     });
+    return openQueue({ config });
   }
 
   private get open_(): Queue {

@@ -5,7 +5,7 @@
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { JobState, TelhaClient, tenantScope, Worker } from '../../src/client/index.ts';
+import { JobState, TelhaClient, tenantScope, Worker } from 'telha/client';
 import { settlesWithin, startServer, type RunningServer } from '../support.ts';
 import { dropSchema } from './services.ts';
 import { KIND, recoveryJobsConfig, RETAINED_KIND, SCOPE } from './telha-common.ts';
