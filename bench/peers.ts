@@ -110,10 +110,14 @@ const WORKLOADS: readonly WorkloadSpec[] = [
     about: [
       `${count(JOBS)} jobs (${count(JOBS_C1)} at c=1), loaded in bulk, then N concurrent handlers start; clock: first handler start → last completion as the system reports it`,
       `(Telha: complete() acknowledged; BullMQ: worker "completed" event; pg-boss / graphile-worker: their job table shows no handled job still taken)`,
+      `no prefetch: c=1 with the worker holding no job beyond its one slot (Telha prefetch: 0), so every next job waits for the last one's round trip; the peers fetch for free slots only, so theirs is their c=1`,
       `cap ${fmt(CAP_MS / 1000)} s per drain: a capped rate is over the jobs completed by then`,
     ],
-    columns: CONCURRENCY.map((c) => jobsPerSecond(`drain${c}`, `c=${c}`)),
-    checks: CONCURRENCY.map((c) => `drain-c${c}`),
+    columns: [
+      ...CONCURRENCY.map((c) => jobsPerSecond(`drain${c}`, `c=${c}`)),
+      jobsPerSecond('drain1NoPrefetch', 'c=1, no prefetch'),
+    ],
+    checks: [...CONCURRENCY.map((c) => `drain-c${c}`), 'drain-c1-no-prefetch'],
   },
   {
     title: '3. enqueue → handler start latency, ms',
@@ -243,6 +247,22 @@ async function runSystem(system: System, tier: Tier, env: Environment): Promise<
       run.checks.push(r.check);
       log(
         `${system.id}: drain c=${c}: ${fmt(r.completed)} jobs in ${fmt(r.seconds, 2)} s = ${fmt(r.rate)} jobs/s${r.capped ? ' (CAPPED)' : ''}; bulk load ${fmt(r.enqueueRate)} jobs/s`,
+      );
+    });
+  }
+  const c1 = run.cells['drain1'];
+  if (system.notApplicable.noPrefetch !== undefined) {
+    // Nothing to turn off: its c=1 drain is the same measurement, and Telha's is compared with it.
+    const note = system.notApplicable.noPrefetch;
+    run.cells['drain1NoPrefetch'] = c1 === undefined || Number.isNaN(c1.value) ? because(note) : { ...c1, note };
+  } else {
+    await attempt(run, 'drain c=1, no prefetch', ['drain1NoPrefetch'], async () => {
+      const name = 'drain-c1-no-prefetch';
+      const r = await drain(system, { name, concurrency: 1, jobs: JOBS_C1, capMs: CAP_MS, prefetch: false });
+      run.cells['drain1NoPrefetch'] = drainCell(r, JOBS_C1);
+      run.checks.push(r.check);
+      log(
+        `${system.id}: drain c=1, no prefetch: ${fmt(r.completed)} jobs in ${fmt(r.seconds, 2)} s = ${fmt(r.rate)} jobs/s`,
       );
     });
   }

@@ -8,6 +8,7 @@ import type { Redis } from 'ioredis';
 import { deleteKeys, redisClient } from './services.ts';
 import {
   CompletionCounter,
+  NO_PREFETCH_OF_ITS_OWN,
   type JobHandler,
   type OpenOptions,
   type RunningWorkers,
@@ -32,7 +33,7 @@ class BullMq implements System {
   readonly label = 'BullMQ';
   readonly isTelha = false;
   readonly settings: string[];
-  readonly notApplicable = {};
+  readonly notApplicable = { noPrefetch: NO_PREFETCH_OF_ITS_OWN };
   readonly fillMethod =
     'addBulk + a BullMQ Worker (concurrency 100, no-op) processing them: completed jobs are kept by default (removeOnComplete unset)';
   private connection: Redis | null = null;

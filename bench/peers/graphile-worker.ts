@@ -21,6 +21,7 @@ import { newestRunnable } from './releases.ts';
 import { dropSchema, withPg } from './services.ts';
 import {
   CompletionCounter,
+  NO_PREFETCH_OF_ITS_OWN,
   handledThenSettled,
   type JobHandler,
   type RunningWorkers,
@@ -67,6 +68,8 @@ class GraphileWorker implements System {
   readonly isTelha = false;
   readonly settings: string[];
   readonly notApplicable = {
+    // Tuned, its local queue holds one job beyond its concurrency: its own setting, kept.
+    noPrefetch: `${NO_PREFETCH_OF_ITS_OWN} (tuned: its local queue holds one more)`,
     retainedCompleted: 'n/a: deletes jobs on completion',
     recovery: 'n/a (fixed 4 h lock)',
   };

@@ -29,6 +29,7 @@ import { newestRunnable } from './releases.ts';
 import { dropSchema, PG_URL, withPg } from './services.ts';
 import {
   CompletionCounter,
+  NO_PREFETCH_OF_ITS_OWN,
   handledThenSettled,
   type JobHandler,
   type OpenOptions,
@@ -94,7 +95,7 @@ class PgBossSystem implements System {
   readonly label: string;
   readonly isTelha = false;
   readonly settings: string[];
-  readonly notApplicable = {};
+  readonly notApplicable = { noPrefetch: NO_PREFETCH_OF_ITS_OWN };
   readonly fillMethod: string;
   private boss: Boss | null = null;
 

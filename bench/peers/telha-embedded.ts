@@ -17,6 +17,7 @@ import {
   type JobHandler,
   type OpenOptions,
   type RunningWorkers,
+  type WorkerOptions,
   type System,
   type SystemFactory,
   type Tier,
@@ -102,13 +103,14 @@ class TelhaEmbedded implements System {
    * queue directly), at its defaults apart from concurrency: leases pushed as
    * slots free up, prefetch 'auto', results settled as handlers finish.
    */
-  startWorkers(concurrency: number, handler: JobHandler): Promise<RunningWorkers> {
+  startWorkers(concurrency: number, handler: JobHandler, options: WorkerOptions = {}): Promise<RunningWorkers> {
     const completed = new CompletionCounter();
     const worker = new LocalWorker(this.open_, {
       workerId: 'bench-worker',
       scope: SCOPE,
       kinds: [KIND],
       concurrency,
+      ...(options.prefetch === false ? { prefetch: 0 } : {}),
       handler: (job) => handler(Buffer.from(job.payload).toString()),
       onCompleted: () => completed.add(),
     }).start();

@@ -16,6 +16,7 @@ import {
   type JobHandler,
   type OpenOptions,
   type RunningWorkers,
+  type WorkerOptions,
   type System,
   type SystemFactory,
   type Tier,
@@ -170,11 +171,12 @@ class TelhaServer implements System {
     await this.producer.enqueue({ kind: KIND, payload: tag }, SCOPE);
   }
 
-  startWorkers(concurrency: number, handler: JobHandler): Promise<RunningWorkers> {
+  startWorkers(concurrency: number, handler: JobHandler, options: WorkerOptions = {}): Promise<RunningWorkers> {
     const completed = new CompletionCounter();
     const worker = new Worker({
       address: this.address,
       concurrency,
+      ...(options.prefetch === false ? { prefetch: 0 } : {}),
       kinds: [KIND],
       handler: (job) => handler(Buffer.from(job.payload).toString()),
       onCompleted: () => completed.add(),

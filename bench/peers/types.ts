@@ -61,6 +61,13 @@ export interface RunningWorkers {
   close(): Promise<void>;
 }
 
+/** A peer's note for the no-prefetch column: a free slot fetches its next job itself, so c=1 already is that. */
+export const NO_PREFETCH_OF_ITS_OWN = 'fetches for a free slot only: same run as c=1';
+
+export interface WorkerOptions {
+  readonly prefetch?: false;
+}
+
 /** One system under test, in one tier, with one set of settings. */
 export interface System {
   /** Stable id, e.g. `pg-boss-tuned`; used in JSON and to rebuild the system in a child process. */
@@ -71,7 +78,12 @@ export interface System {
   /** Every setting that differs from the system's defaults, and why (printed under the tables). */
   readonly settings: readonly string[];
   /** Why a workload cannot run on this system, by workload; absent means it runs. */
-  readonly notApplicable: { readonly retainedCompleted?: string; readonly recovery?: string };
+  readonly notApplicable: {
+    readonly retainedCompleted?: string;
+    readonly recovery?: string;
+    /** Why `startWorkers(…, { prefetch: false })` would measure nothing its c=1 drain does not. */
+    readonly noPrefetch?: string;
+  };
   /** How {@link fillCompleted} loads its rows (printed with the results). */
   readonly fillMethod: string;
 
@@ -84,8 +96,11 @@ export interface System {
   enqueueBulk(tags: readonly string[], delayMs?: number): Promise<void>;
   /** Enqueue one job with the system's single-job API. */
   enqueueOne(tag: string): Promise<void>;
-  /** Start `concurrency` concurrent handlers. */
-  startWorkers(concurrency: number, handler: JobHandler): Promise<RunningWorkers>;
+  /**
+   * Start `concurrency` concurrent handlers; `prefetch: false` holds no job beyond them, so each
+   * next job waits for a free slot's round trip (a system with no prefetch of its own ignores it).
+   */
+  startWorkers(concurrency: number, handler: JobHandler, options?: WorkerOptions): Promise<RunningWorkers>;
   /** Leave `n` completed jobs retained in the store (the fastest honest way, see {@link fillMethod}). */
   fillCompleted(n: number, progress: (done: number) => void): Promise<void>;
 

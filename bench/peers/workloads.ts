@@ -126,6 +126,8 @@ export interface DrainOptions {
   readonly capMs: number;
   /** Runs on the opened system before the measured jobs are loaded (fill retained or delayed rows). */
   readonly prepare?: () => Promise<void>;
+  /** `false`: the workers hold no job beyond their concurrency (see `System.startWorkers`). */
+  readonly prefetch?: false;
 }
 
 /**
@@ -141,7 +143,11 @@ export async function drain(system: System, options: DrainOptions): Promise<Drai
     await enqueueChunks(system, tags);
     const enqueueRate = tags.length / ((performance.now() - loadStart) / 1000);
     const ledger = new Ledger();
-    const workers = await system.startWorkers(options.concurrency, ledger.handler);
+    const workers = await system.startWorkers(
+      options.concurrency,
+      ledger.handler,
+      options.prefetch === false ? { prefetch: false } : {},
+    );
     let completed: number;
     let end: number;
     try {
