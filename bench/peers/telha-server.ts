@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { JobState, TelhaClient, tenantScope, Worker } from 'telha/client';
-import { settlesWithin, startServer, type RunningServer } from '../support.ts';
+import { count, settlesWithin, startServer, type RunningServer } from '../support.ts';
 import { dropSchema } from './services.ts';
 import { KIND, recoveryJobsConfig, RETAINED_KIND, SCOPE } from './telha-common.ts';
 import { loadPostgresRetained, loadRocksRetained } from './telha-fill.ts';
@@ -60,7 +60,7 @@ class TelhaServer implements System {
             ? 'synchronous_commit=off on its connections (libpq options in storage.url)'
             : 'PostgreSQL defaults (synchronous_commit=on)');
     this.settings = [
-      `telha serve in a child process, a fresh one per measurement, first warmed with up to 2,000 jobs in another tenant scope; ${store}; SDK Worker defaults (one Work stream, prefetch 'auto')`,
+      `telha serve in a child process, a fresh one per measurement, first warmed with ${count(env.warmUpJobs)} jobs in another tenant scope (bulk, one at a time, 20 in flight, drained by a Worker); ${store}; SDK Worker defaults (one Work stream, prefetch 'auto')`,
     ];
     this.fillMethod =
       backend === 'rocksdb'
@@ -101,22 +101,26 @@ class TelhaServer implements System {
 
   /**
    * Every measurement starts a fresh server process, where the peers' servers
-   * (Redis, PostgreSQL) have long been warm: run some jobs through it first,
-   * in another tenant scope and kind so the measured scope stays empty.
+   * (Redis, PostgreSQL) have long been warm: run jobs through it first, in
+   * another tenant scope and kind so the measured scope stays empty, until
+   * its hot paths are compiled. On Node 20 an awaited enqueue costs the server
+   * 2-3x its steady CPU for the first ~3,000 calls (bench/RESULTS.md), so the
+   * warm-up makes that many of each call the workloads make: bulk, one at a
+   * time, several in flight, and a Work stream draining them.
    */
   private async warmUp(): Promise<void> {
-    // A couple of thousand jobs gets the hot paths compiled; more would cost every measurement time.
-    const jobs = Math.min(this.env.warmUpJobs, 2_000);
+    const jobs = this.env.warmUpJobs;
     if (jobs <= 0) return;
     const scope = tenantScope('warm-up');
     const producer = this.producer;
-    const half = Math.ceil(jobs / 2);
-    for (let i = 0; i < half; i += 1_000)
+    const third = Math.ceil(jobs / 3);
+    for (let i = 0; i < third; i += 1_000)
       await producer.enqueueBatch(
-        Array.from({ length: Math.min(1_000, half - i) }, () => ({ kind: WARM_UP_KIND })),
+        Array.from({ length: Math.min(1_000, third - i) }, () => ({ kind: WARM_UP_KIND })),
         scope,
       );
-    let next = half;
+    for (let i = 0; i < third; i++) await producer.enqueue({ kind: WARM_UP_KIND }, scope);
+    let next = 2 * third;
     await Promise.all(
       Array.from({ length: 20 }, async () => {
         while (next++ < jobs) await producer.enqueue({ kind: WARM_UP_KIND }, scope);
