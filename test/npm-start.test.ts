@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -36,16 +37,21 @@ describe('npm start', () => {
         TELHA_LOG_LEVEL: 'warn',
       },
     });
-    const exited = new Promise<number | null>((resolve) => npm.once('exit', (code) => resolve(code)));
+    // The server writes to the same stdout pipe as npm: it closes once every process of the group
+    // has exited, npm (which does not wait for its child on SIGTERM) and the server alike.
+    const gone = once(npm.stdout, 'close');
+    const lines = createInterface({ input: npm.stdout });
+    const listening = new Promise<string | null>((resolve) => {
+      lines.on('line', (line) => {
+        const address = /^telha listening on (\S+)$/.exec(line)?.[1];
+        if (address !== undefined) resolve(address);
+      });
+      lines.once('close', () => resolve(null));
+    });
     let client: TelhaClient | null = null;
     try {
-      let address: string | null = null;
-      for await (const line of createInterface({ input: npm.stdout })) {
-        address = /^telha listening on (\S+)$/.exec(line)?.[1] ?? null;
-        if (address !== null) break;
-      }
+      const address = await listening;
       assert.ok(address !== null, 'npm start printed the address it listens on');
-      npm.stdout.resume();
       assert.ok(existsSync(join(ROOT, 'dist/.tsbuildinfo')), 'prestart compiled incrementally');
 
       client = new TelhaClient({ address });
@@ -53,8 +59,8 @@ describe('npm start', () => {
       assert.equal((await client.show(job.jobId)).state, JobState.Pending);
     } finally {
       client?.close();
-      if (npm.pid !== undefined && npm.exitCode === null) process.kill(-npm.pid, 'SIGTERM');
-      await exited;
+      if (npm.pid !== undefined) process.kill(-npm.pid, 'SIGTERM');
+      await gone;
       rmSync(storage, { recursive: true, force: true });
     }
   });

@@ -55,7 +55,7 @@ class TelhaEmbedded implements System {
 
   private async openStore(): Promise<Queue> {
     if (this.dir === null) throw new Error('telha-embedded: no store directory');
-    // As the package runs for its users; the environment's TELHA_* variables are not this run's.
+    // The package's own loader, as a user calls it; `env: {}` keeps this shell's TELHA_* variables out.
     const config = await loadConfig({
       env: {},
       overrides: { storage: { path: this.dir, durability: this.durability }, jobs: recoveryJobsConfig(this.options) },
