@@ -15,7 +15,8 @@ import {
 } from '../src/codec/keys.ts';
 import { parse as parseUuid } from 'uuid';
 import { MsgpackWriter, msgpackKey } from '../src/codec/msgpack-writer.ts';
-import { decodeRecord, encodeRecord, VALUE_VERSION } from '../src/codec/value.ts';
+import { decodeRecord, encodeRecord, encodeRecordAndEntry, VALUE_VERSION } from '../src/codec/value.ts';
+import { LOG_JOB_EVENTS, LOG_RESULT_BYTES, logEntryOf } from '../src/core/transitions-log.ts';
 import { CorruptRecordError } from '../src/core/errors.ts';
 import { EVENT_TRANSITIONS, JobState, type JobRecord } from '../src/core/types.ts';
 
@@ -287,6 +288,45 @@ describe('value codec', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('cuts a log entry from its record with the bytes the entry encodes to on its own', () => {
+    const bytes = (max: number) => fc.uint8Array({ maxLength: max }).map((a) => Buffer.from(a));
+    const changes = fc.record({
+      tenant: fc.option(fc.string({ unit: 'grapheme', maxLength: 20 })),
+      kind: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }),
+      payload: fc.oneof(
+        bytes(40),
+        fc.constantFrom(300, 70_000).map((n) => Buffer.alloc(n, 5)),
+      ),
+      continuation: fc.option(bytes(300)),
+      // Either side of LOG_RESULT_BYTES, where the entry drops the result.
+      result: fc.option(fc.constantFrom(0, 16, LOG_RESULT_BYTES, LOG_RESULT_BYTES + 1).map((n) => Buffer.alloc(n, 9))),
+      progress: fc.option(fc.string({ maxLength: 20 })),
+      // Up to twice LOG_JOB_EVENTS, where the entry keeps the last ones; an unlogged last event has no entry.
+      events: fc.array(
+        fc.record({
+          at: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+          transition: fc.constantFrom(...EVENT_TRANSITIONS),
+          detail: fc.option(fc.string({ maxLength: 20 })),
+        }),
+        { minLength: 1, maxLength: 2 * LOG_JOB_EVENTS },
+      ),
+    });
+    let cut = 0;
+    fc.assert(
+      fc.property(changes, (change) => {
+        const record: JobRecord = { ...GOLDEN_RECORD, ...change };
+        const entry = logEntryOf(record);
+        if (entry === null) return;
+        const { value, entryValue } = encodeRecordAndEntry(record, entry);
+        assert.ok(value.equals(encodeRecord(record)));
+        assert.equal(entryValue.toString('hex'), encodeRecord(entry).toString('hex'));
+        if (entry.events.length === record.events.length && entry.result === record.result) cut++;
+      }),
+      { numRuns: 500 },
+    );
+    assert.ok(cut > 100, `${cut} entries took the cut`);
   });
 
   it('writes every header size msgpackr writes, at each boundary', () => {

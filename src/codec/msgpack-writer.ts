@@ -27,6 +27,11 @@ export class MsgpackWriter {
     this.pos = 0;
   }
 
+  /** How many bytes were written since `reset`: where the next one goes. */
+  get position(): number {
+    return this.pos;
+  }
+
   /** The bytes written since `reset`, copied out. */
   take(): Buffer {
     const out = Buffer.allocUnsafe(this.pos);

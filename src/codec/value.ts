@@ -82,6 +82,11 @@ const KEYS = Object.fromEntries(KEY_NAMES.map((name) => [name, msgpackKey(name)]
 >;
 
 const writer = new MsgpackWriter();
+/** Where the last record written put its payload's and its continuation's values (see `encodeRecordAndEntry`). */
+let payloadAt = 0;
+let payloadEnd = 0;
+let continuationAt = 0;
+let continuationEnd = 0;
 
 /**
  * The stored value of `record`. Field by field, in a fixed order, with the bytes msgpackr writes
@@ -105,7 +110,9 @@ export function encodeRecord(record: JobRecord): Buffer {
   w.key(KEYS.kind);
   w.str(text(record, 'kind', record.kind));
   w.key(KEYS.payload);
+  payloadAt = w.position;
   w.bin(record.payload);
+  payloadEnd = w.position;
   w.key(KEYS.priority);
   w.uint(u64(record, 'priority', record.priority));
   w.key(KEYS.created_at);
@@ -127,7 +134,9 @@ export function encodeRecord(record: JobRecord): Buffer {
   w.key(KEYS.max_attempts);
   w.uint(optionalU64(record, 'max_attempts', record.maxAttempts));
   w.key(KEYS.continuation);
+  continuationAt = w.position;
   w.bin(record.continuation);
+  continuationEnd = w.position;
   w.key(KEYS.events);
   w.arrayHeader(record.events.length);
   for (const e of record.events) {
@@ -157,6 +166,31 @@ export function encodeRecord(record: JobRecord): Buffer {
     w.str(text(record, 'progress', record.progress));
   }
   return w.take();
+}
+
+/**
+ * The stored values of `record` and of `entry`, its transitions-log entry (`logEntryOf(record)`).
+ * An entry is the record with the payload emptied and the continuation dropped, and, for a job of
+ * many events or a large result, those trimmed too: when they are not, the entry's bytes are the
+ * record's with two values replaced, cut from them rather than encoded again (every transition
+ * writes both; the codec tests compare the cut with the entry encoded on its own).
+ */
+export function encodeRecordAndEntry(record: JobRecord, entry: JobRecord): { value: Buffer; entryValue: Buffer } {
+  const value = encodeRecord(record);
+  if (entry.events.length !== record.events.length || entry.result !== record.result) {
+    return { value, entryValue: encodeRecord(entry) };
+  }
+  const middle = continuationAt - payloadEnd;
+  const entryValue = Buffer.allocUnsafe(payloadAt + 2 + middle + 1 + (value.length - continuationEnd));
+  value.copy(entryValue, 0, 0, payloadAt);
+  let at = payloadAt;
+  entryValue[at++] = 0xc4; // an empty bin: the payload
+  entryValue[at++] = 0x00;
+  value.copy(entryValue, at, payloadEnd, continuationAt);
+  at += middle;
+  entryValue[at++] = 0xc0; // nil: the continuation
+  value.copy(entryValue, at, continuationEnd);
+  return { value, entryValue };
 }
 
 /**

@@ -102,7 +102,7 @@ import {
   SCHEDULE_PREFIX,
   scheduleScopePrefix,
 } from '../../codec/schedules.ts';
-import { decodeRecord, encodeRecord } from '../../codec/value.ts';
+import { decodeRecord, encodeRecord, encodeRecordAndEntry } from '../../codec/value.ts';
 import { idempotencySlot, inScope } from '../../core/scope.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import type {
@@ -188,6 +188,12 @@ const LOG_FORMAT = 'r1';
 const PENDING_CACHE_BYTES = 64 * 1024 * 1024;
 /** A record's size beside its payload, roughly: fields, events, key, map entry. */
 const PENDING_RECORD_OVERHEAD = 600;
+
+/** A transitions-log entry (`logEntryOf`) and its stored value. */
+interface LoggedEntry {
+  readonly record: JobRecord;
+  readonly value: Buffer;
+}
 
 interface Columns {
   readonly jobs: ColumnHandle;
@@ -574,15 +580,16 @@ export class RocksJobStore implements JobStore {
       const record = enqueue({ ...draft, createdAt: this.createdAt.next(now) }, now);
       this.createdAtDirty = true;
       const key = jobKeyOf(record);
+      const { value, entry } = this.encode(record);
       ops.push(
-        { column: this.cf.jobs, key, value: encodeRecord(record) },
+        { column: this.cf.jobs, key, value },
         { column: this.cf.ids, key: idIndexKey(record.jobId), value: key },
       );
       if (idemKey !== null) {
         ops.push({ column: this.cf.idempotency, key: idemKey, value: idIndexKey(record.jobId) });
         staged.set(latin1(idemKey), record);
       }
-      this.stageLog(ops, record);
+      if (entry !== null) this.stageLogEntry(ops, entry);
       outcomes.push({ record, created: true });
     }
     // Counted once every draft is staged: a draft the encoder refuses fails the whole write.
@@ -723,9 +730,7 @@ export class RocksJobStore implements JobStore {
    * several items writes the others).
    */
   private stageTransition(ops: WriteOp[], key: Buffer, before: JobRecord, nextKey: Buffer, after: JobRecord): void {
-    const value = encodeRecord(after);
-    const entry = this.logState.enabled ? logEntryOf(after) : null;
-    const entryValue = entry === null ? null : encodeRecord(entry);
+    const { value, entry } = this.encode(after);
     if (!key.equals(nextKey)) {
       ops.push({ column: this.cf.jobs, key, value: null });
       ops.push({ column: this.cf.ids, key: idIndexKey(after.jobId), value: nextKey });
@@ -751,19 +756,25 @@ export class RocksJobStore implements JobStore {
       this.bumpCounter(before, -1);
       this.bumpCounter(after, +1);
     }
-    if (entry !== null && entryValue !== null) this.stageLogEntry(ops, entry, entryValue);
+    if (entry !== null) this.stageLogEntry(ops, entry);
   }
 
-  /** Append `record`'s log entry, if its write is a transition a watcher sees, to the ops of its write. */
-  private stageLog(ops: WriteOp[], record: JobRecord): void {
+  /**
+   * `record`'s stored value, and its log entry with the entry's value if its write is a transition
+   * a watcher sees. Encoding throws for a record that would not read back; nothing is staged yet.
+   */
+  private encode(record: JobRecord): { value: Buffer; entry: LoggedEntry | null } {
     const entry = this.logState.enabled ? logEntryOf(record) : null;
-    if (entry !== null) this.stageLogEntry(ops, entry, encodeRecord(entry));
+    if (entry === null) return { value: encodeRecord(record), entry: null };
+    const { value, entryValue } = encodeRecordAndEntry(record, entry);
+    return { value, entry: { record: entry, value: entryValue } };
   }
 
-  private stageLogEntry(ops: WriteOp[], entry: JobRecord, value: Buffer): void {
+  /** Append a log entry to the ops of its job's write. */
+  private stageLogEntry(ops: WriteOp[], entry: LoggedEntry): void {
     const seq = ++this.logStaged;
-    ops.push({ column: this.cf.log, key: encodeU64(seq), value });
-    this.stagedLog.set(seq, entry);
+    ops.push({ column: this.cf.log, key: encodeU64(seq), value: entry.value });
+    this.stagedLog.set(seq, entry.record);
   }
 
   /**
