@@ -1,8 +1,9 @@
 /**
- * `updateMany` writes its items in one batch, each item succeeding or failing alone. An item whose
- * next record the encoder refuses (its last check, which validation normally keeps unreachable)
- * must stage nothing: had the delete of its old key gone into the batch without the new row, the
- * job would be lost when the other items are written.
+ * A record the encoder refuses (its last check, which validation normally keeps unreachable) must
+ * change nothing. `updateMany` writes its items in one batch, each succeeding or failing alone: had
+ * the refused item's delete of its old key gone into the batch without the new row, the job would
+ * be lost when the other items are written. A claim fails whole: the records staged before the
+ * refused one must not move the counters, which the next batch would write.
  */
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
@@ -19,19 +20,55 @@ import { tempDir } from '../support/backends.ts';
 const acme = tenantScope('acme');
 const NOW = 1_767_225_600_000_000;
 const policy: RetryPolicy = { config: makeConfig({}).jobs };
+const draft = (tag: string) =>
+  draftJob(
+    acme,
+    { kind: 'k', payload: Buffer.from(tag) },
+    { now: NOW, fieldPrefix: '', maxPayloadBytes: 1024, jobId: newJobId() },
+  );
 
-describe('rocksdb updateMany', () => {
+describe('rocksdb writes of a record the encoder refuses', () => {
+  it('a claim that meets one fails whole and moves no counter', async () => {
+    const dir = tempDir();
+    try {
+      let store = await RocksJobStore.open({ path: dir });
+      await store.insert([draft('a'), draft('b')], NOW);
+      let leasing = 0;
+      // The second job's lease carries a worker id that would not read back.
+      const refusing = (record: JobRecord): JobRecord => lease(record, leasing++ === 1 ? 'w\uD800' : 'w1', NOW, policy);
+      await assert.rejects(
+        store.claim({ scope: ANY_SCOPE, kinds: null, now: NOW, limit: 10, lease: refusing }),
+        (error: unknown) => error instanceof TelhaError && error.code === ErrorCode.Internal,
+      );
+      // Another write flushes whatever counters are dirty.
+      await store.insert([draft('c')], NOW);
+      const counted = async (): Promise<Map<JobState, number>> =>
+        new Map((await store.counts(ANY_SCOPE)).map((row) => [row.state, row.count]));
+      assert.deepEqual(await counted(), new Map([[JobState.Pending, 3]]));
+      // The jobs the failed claim took are claimable again, each once.
+      const claimed = await store.claim({
+        scope: ANY_SCOPE,
+        kinds: null,
+        now: NOW,
+        limit: 10,
+        lease: (record) => lease(record, 'w2', NOW, policy),
+      });
+      assert.equal(new Set(claimed.map((r) => r.jobId)).size, 3);
+      assert.deepEqual(await counted(), new Map([[JobState.Leased, 3]]));
+      await store.close();
+      store = await RocksJobStore.open({ path: dir });
+      assert.deepEqual(await counted(), new Map([[JobState.Leased, 3]]), 'after a reopen');
+      await store.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('an item the encoder refuses changes nothing while the items around it are written', async () => {
     const dir = tempDir();
     try {
       let store = await RocksJobStore.open({ path: dir });
-      const drafts = ['a', 'b', 'c'].map((tag) =>
-        draftJob(
-          acme,
-          { kind: 'k', payload: Buffer.from(tag) },
-          { now: NOW, fieldPrefix: '', maxPayloadBytes: 1024, jobId: newJobId() },
-        ),
-      );
+      const drafts = ['a', 'b', 'c'].map(draft);
       const [a, b, c] = (await store.insert(drafts, NOW)).map((o) => o.record.jobId) as [string, string, string];
       const leaseBy = (workerId: string) => (current: JobRecord) => ({
         record: lease(current, workerId, NOW, policy),

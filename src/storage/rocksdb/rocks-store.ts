@@ -189,6 +189,9 @@ const PENDING_CACHE_BYTES = 64 * 1024 * 1024;
 /** A record's size beside its payload, roughly: fields, events, key, map entry. */
 const PENDING_RECORD_OVERHEAD = 600;
 
+/** A change to a (scope, state, kind) counter: `record`'s slot moves by `delta`. */
+type CountChange = readonly [record: JobRecord, delta: number];
+
 /** A transitions-log entry (`logEntryOf`) and its stored value. */
 interface LoggedEntry {
   readonly record: JobRecord;
@@ -529,8 +532,9 @@ export class RocksJobStore implements JobStore {
     const release = await this.locks.acquire(idempotencyLocks(drafts));
     try {
       const ops: WriteOp[] = [];
-      const outcomes = this.planInsert(drafts, now, ops);
-      await this.committer.stage(ops);
+      const counts: CountChange[] = [];
+      const outcomes = this.planInsert(drafts, now, ops, counts);
+      await this.stageUnit(ops, counts);
       this.indexCreated(outcomes, now);
       return outcomes;
     } finally {
@@ -543,7 +547,13 @@ export class RocksJobStore implements JobStore {
    * `updated` is a job changed in the same write (chained enqueue): a draft whose
    * key names it must see it as changed, not as stored.
    */
-  private planInsert(drafts: readonly JobDraft[], now: Micros, ops: WriteOp[], updated?: JobRecord): InsertOutcome[] {
+  private planInsert(
+    drafts: readonly JobDraft[],
+    now: Micros,
+    ops: WriteOp[],
+    counts: CountChange[],
+    updated?: JobRecord,
+  ): InsertOutcome[] {
     const idemKeys = drafts.map((d) =>
       d.idempotencyKey === null ? null : idempotencyIndexKey(scopeOfTenant(d.tenant), d.idempotencyKey),
     );
@@ -592,8 +602,7 @@ export class RocksJobStore implements JobStore {
       if (entry !== null) this.stageLogEntry(ops, entry);
       outcomes.push({ record, created: true });
     }
-    // Counted once every draft is staged: a draft the encoder refuses fails the whole write.
-    for (const { record, created } of outcomes) if (created) this.bumpCounter(record, +1);
+    for (const { record, created } of outcomes) if (created) counts.push([record, +1]);
     return outcomes;
   }
 
@@ -617,6 +626,10 @@ export class RocksJobStore implements JobStore {
     }
     if (entries.length === 0) return [];
     const leasedIds = new Set<string>();
+    /** Per entry: whether this claim put its job back in the index itself, or found no row for it. */
+    const settled = entries.map(() => false);
+    /** Whether the claim's write went to group commit. */
+    let submitted = false;
     const release = await this.locks.acquire(entries.map((e) => e.jobId));
     try {
       const rows = entries.map((e): Buffer | Loaded => {
@@ -628,8 +641,9 @@ export class RocksJobStore implements JobStore {
       const values = misses.length > 0 ? this.db.getManySync(this.cf.jobs, misses) : [];
       let miss = 0;
       const ops: WriteOp[] = [];
+      const counts: CountChange[] = [];
       const leased: Loaded[] = [];
-      for (const row of rows) {
+      for (const [i, row] of rows.entries()) {
         let key: Buffer;
         let record: JobRecord | null;
         if (Buffer.isBuffer(row)) {
@@ -639,23 +653,33 @@ export class RocksJobStore implements JobStore {
         } else {
           ({ key, record } = row);
         }
-        if (record === null) continue;
+        if (record === null) {
+          settled[i] = true;
+          continue;
+        }
         if (!isLeasable(record, params.now, params.kinds) || !inScope(record, params.scope)) {
           this.indexWritten(key, record, params.now);
+          settled[i] = true;
           continue;
         }
         const next = params.lease(record);
         const nextKey = jobKeyOf(next);
-        this.stageTransition(ops, key, record, nextKey, next);
+        this.stageTransition(ops, counts, key, record, nextKey, next);
         leased.push({ key: nextKey, record: next });
       }
-      await this.committer.stage(ops);
+      submitted = true;
+      await this.stageUnit(ops, counts);
       for (const { key, record } of leased) {
         this.indexLive(key, record, params.now);
         leasedIds.add(record.jobId);
       }
       return leased.map((l) => l.record);
     } finally {
+      // A claim that failed before its write (a read error, a record the encoder refused) leased
+      // nothing: the jobs it took go back to the index, else they would wait for a restart.
+      if (!submitted) {
+        for (const [i, entry] of entries.entries()) if (!settled[i]) this.index.addPending(entry, params.now);
+      }
       // The entries counted in their lanes since they were taken; the leased ones count as leased now.
       this.index.settleClaim(entries, leasedIds);
       release();
@@ -673,10 +697,11 @@ export class RocksJobStore implements JobStore {
       const releaseIdem = await this.locks.acquire(idempotencyLocks(drafts));
       try {
         const ops: WriteOp[] = [];
-        const successors = drafts.length > 0 ? this.planInsert(drafts, now, ops, next.record) : [];
+        const counts: CountChange[] = [];
+        const successors = drafts.length > 0 ? this.planInsert(drafts, now, ops, counts, next.record) : [];
         const nextKey = jobKeyOf(next.record);
-        this.stageTransition(ops, current.key, current.record, nextKey, next.record);
-        await this.committer.stage(ops);
+        this.stageTransition(ops, counts, current.key, current.record, nextKey, next.record);
+        await this.stageUnit(ops, counts);
         this.unindex(current.record);
         this.indexWritten(nextKey, next.record, now);
         this.indexCreated(successors, now);
@@ -694,6 +719,8 @@ export class RocksJobStore implements JobStore {
     const release = await this.locks.acquire(items.map((item) => item.jobId));
     try {
       const ops: WriteOp[] = [];
+      // Each item stages whole or not at all (see stageTransition), so the items share these.
+      const counts: CountChange[] = [];
       const results: ItemResult<JobRecord>[] = [];
       /** Each changed job as it was before this call and as it is after the items so far. */
       const changed = new Map<string, { readonly before: JobRecord; after: Loaded }>();
@@ -704,7 +731,7 @@ export class RocksJobStore implements JobStore {
           if (current === null) throw notFound(`job ${item.jobId}`);
           const { record } = item.change(current.record);
           const key = jobKeyOf(record);
-          this.stageTransition(ops, current.key, current.record, key, record);
+          this.stageTransition(ops, counts, current.key, current.record, key, record);
           if (seen === undefined) changed.set(item.jobId, { before: current.record, after: { key, record } });
           else seen.after = { key, record };
           results.push(itemOk(record));
@@ -712,7 +739,7 @@ export class RocksJobStore implements JobStore {
           results.push(itemFailed(error));
         }
       }
-      if (ops.length > 0) await this.committer.stage(ops);
+      if (ops.length > 0) await this.stageUnit(ops, counts);
       for (const { before, after } of changed.values()) {
         this.unindex(before);
         this.indexWritten(after.key, after.record, now);
@@ -725,11 +752,18 @@ export class RocksJobStore implements JobStore {
 
   /**
    * The ops of one job's move from `before` (stored at `key`) to `after`, index entries included.
-   * All or nothing: both encodings come first, so a record the encoder refuses stages no op and
-   * moves no counter (a delete of the old key staged alone would lose the job when a batch of
-   * several items writes the others).
+   * All or nothing: both encodings come first, so a record the encoder refuses stages no op (a
+   * delete of the old key staged alone would lose the job when a batch of several items writes the
+   * others). Its counter changes go to `counts`, for `stageUnit`.
    */
-  private stageTransition(ops: WriteOp[], key: Buffer, before: JobRecord, nextKey: Buffer, after: JobRecord): void {
+  private stageTransition(
+    ops: WriteOp[],
+    counts: CountChange[],
+    key: Buffer,
+    before: JobRecord,
+    nextKey: Buffer,
+    after: JobRecord,
+  ): void {
     const { value, entry } = this.encode(after);
     if (!key.equals(nextKey)) {
       ops.push({ column: this.cf.jobs, key, value: null });
@@ -752,11 +786,18 @@ export class RocksJobStore implements JobStore {
         value: nextKey,
       });
     }
-    if (before.state !== after.state) {
-      this.bumpCounter(before, -1);
-      this.bumpCounter(after, +1);
-    }
+    if (before.state !== after.state) counts.push([before, -1], [after, +1]);
     if (entry !== null) this.stageLogEntry(ops, entry);
+  }
+
+  /**
+   * Hand one atomic write to group commit, and only then count what it changes: a unit that
+   * failed while it was staged (its caller threw) moves no counter, which the next batch would
+   * otherwise write with the rest.
+   */
+  private stageUnit(ops: readonly WriteOp[], counts: readonly CountChange[]): Promise<void> {
+    for (const [record, delta] of counts) this.bumpCounter(record, delta);
+    return this.committer.stage(ops);
   }
 
   /**
@@ -1064,9 +1105,10 @@ export class RocksJobStore implements JobStore {
       const releaseIdem = await this.locks.acquire(idempotencyLocks([firing.draft]));
       try {
         const ops: WriteOp[] = [];
-        const [job] = this.planInsert([firing.draft], now, ops);
+        const counts: CountChange[] = [];
+        const [job] = this.planInsert([firing.draft], now, ops, counts);
         this.stageSchedule(ops, key, current, firing.next);
-        await this.committer.stage(ops);
+        await this.stageUnit(ops, counts);
         if (job === undefined) return null;
         this.indexCreated([job], now);
         return { schedule: firing.next, job };
