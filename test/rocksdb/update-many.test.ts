@@ -20,6 +20,9 @@ import { tempDir } from '../support/backends.ts';
 const acme = tenantScope('acme');
 const NOW = 1_767_225_600_000_000;
 const policy: RetryPolicy = { config: makeConfig({}).jobs };
+/** Every ready job, leased to another worker. */
+const claimAll = (store: RocksJobStore): Promise<JobRecord[]> =>
+  store.claim({ scope: ANY_SCOPE, kinds: null, now: NOW, limit: 10, lease: (r) => lease(r, 'w2', NOW, policy) });
 const draft = (tag: string) =>
   draftJob(
     acme,
@@ -46,13 +49,7 @@ describe('rocksdb writes of a record the encoder refuses', () => {
         new Map((await store.counts(ANY_SCOPE)).map((row) => [row.state, row.count]));
       assert.deepEqual(await counted(), new Map([[JobState.Pending, 3]]));
       // The jobs the failed claim took are claimable again, each once.
-      const claimed = await store.claim({
-        scope: ANY_SCOPE,
-        kinds: null,
-        now: NOW,
-        limit: 10,
-        lease: (record) => lease(record, 'w2', NOW, policy),
-      });
+      const claimed = await claimAll(store);
       assert.equal(new Set(claimed.map((r) => r.jobId)).size, 3);
       assert.deepEqual(await counted(), new Map([[JobState.Leased, 3]]));
       await store.close();
@@ -109,13 +106,7 @@ describe('rocksdb writes of a record the encoder refuses', () => {
       await store.close();
       store = await RocksJobStore.open({ path: dir });
       await check('after a reopen');
-      const claimed = await store.claim({
-        scope: ANY_SCOPE,
-        kinds: null,
-        now: NOW,
-        limit: 10,
-        lease: (record) => lease(record, 'w2', NOW, policy),
-      });
+      const claimed = await claimAll(store);
       assert.deepEqual(
         claimed.map((r) => r.jobId),
         [b],
