@@ -7,11 +7,11 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { JobState, TelhaClient, tenantScope } from '../src/client/index.ts';
 import { tempDir } from './support/backends.ts';
+import { listenAddress } from './support/server.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 
@@ -40,14 +40,7 @@ describe('npm start', () => {
     // The server writes to the same stdout pipe as npm: it closes once every process of the group
     // has exited, npm (which does not wait for its child on SIGTERM) and the server alike.
     const gone = once(npm.stdout, 'close');
-    const lines = createInterface({ input: npm.stdout });
-    const listening = new Promise<string | null>((resolve) => {
-      lines.on('line', (line) => {
-        const address = /^telha listening on (\S+)$/.exec(line)?.[1];
-        if (address !== undefined) resolve(address);
-      });
-      lines.once('close', () => resolve(null));
-    });
+    const listening = listenAddress(npm.stdout);
     let client: TelhaClient | null = null;
     try {
       const address = await listening;

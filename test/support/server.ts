@@ -107,15 +107,21 @@ export async function spawnServer(dir: string, port: number, env: Record<string,
   );
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-  const address = await new Promise<string>((resolve, reject) => {
+  const address = await listenAddress(child.stdout as NodeJS.ReadableStream);
+  if (address === null) throw new Error(`telha serve exited (${String(await exited)}) before listening: ${stderr}`);
+  return { address, child, exited };
+}
+
+/** The address `telha serve` prints on `stdout` once it listens; `null` if the stream ends first. */
+export function listenAddress(stdout: NodeJS.ReadableStream): Promise<string | null> {
+  const lines = createInterface({ input: stdout });
+  return new Promise((resolve) => {
     lines.on('line', (line) => {
       const match = /^telha listening on (\S+)$/.exec(line);
       if (match?.[1]) resolve(match[1]);
     });
-    void exited.then((how) => reject(new Error(`telha serve exited (${String(how)}) before listening: ${stderr}`)));
+    lines.once('close', () => resolve(null));
   });
-  return { address, child, exited };
 }
 
 /**
