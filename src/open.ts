@@ -69,6 +69,7 @@ export async function openStore(
         schema: config.storage.schema,
         pollIntervalMs: config.storage.poll_interval_ms,
         durability: config.storage.durability,
+        preparedStatements: config.storage.prepared_statements,
         transitionsLog: config.watch.enabled,
         ...logger,
       });

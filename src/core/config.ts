@@ -119,6 +119,12 @@ const storageSchema = z.strictObject({
    * most this much latency.
    */
   poll_interval_ms: timerMs(1).default(1_000),
+  /**
+   * For `postgres`: run the hot statements as named prepared statements, parsed and planned once
+   * per connection. `false` for a connection pooler that cannot keep them (PgBouncer in
+   * transaction mode before 1.21).
+   */
+  prepared_statements: z.boolean().default(true),
 });
 
 const maxAttempts = wholeNumber(1, MAX_ATTEMPTS_LIMIT, 'the ceiling a job may set for itself');

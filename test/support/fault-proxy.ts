@@ -3,8 +3,9 @@
  * moment of a chosen statement, for the one fault `pg_terminate_backend`
  * cannot stage: a write that PostgreSQL committed whose answer never reached
  * the store. It reads the wire protocol's message frames (a type byte and a
- * length) just far enough to see which statement a connection runs and when
- * PostgreSQL reports itself idle again.
+ * length) just far enough to see which statement a connection runs (by its
+ * text, or by the name it was prepared under) and when PostgreSQL reports
+ * itself idle again.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 
@@ -52,12 +53,26 @@ class Frames {
   }
 }
 
-/** The SQL text of a simple Query ('Q') or a Parse ('P': statement name, then the text). */
-function statementText(type: string, frame: Buffer): string | null {
+/**
+ * The SQL text a frame runs: a simple Query ('Q'), an unnamed Parse ('P': statement name, then
+ * the text), or a Bind ('B': portal name, then statement name) of a statement prepared by name on
+ * this connection, whose Parse `prepared` recorded. A named Parse only prepares: its statement
+ * runs, and is matched, at each Bind, so a statement run again by name meets the faults too.
+ */
+function statementText(type: string, frame: Buffer, prepared: Map<string, string>): string | null {
   if (type === 'Q') return frame.toString('utf8', 5, frame.indexOf(0, 5));
   if (type === 'P') {
+    const name = frame.toString('utf8', 5, frame.indexOf(0, 5));
     const afterName = frame.indexOf(0, 5) + 1;
-    return frame.toString('utf8', afterName, frame.indexOf(0, afterName));
+    const text = frame.toString('utf8', afterName, frame.indexOf(0, afterName));
+    if (name === '') return text;
+    prepared.set(name, text);
+    return null;
+  }
+  if (type === 'B') {
+    const afterPortal = frame.indexOf(0, 5) + 1;
+    const name = frame.toString('utf8', afterPortal, frame.indexOf(0, afterPortal));
+    return name === '' ? null : (prepared.get(name) ?? null);
   }
   return null;
 }
@@ -133,11 +148,13 @@ export class FaultProxy {
     let pending: Armed | null = null;
     // Frames held on their way to PostgreSQL, while a hold lasts.
     let held: Buffer[] | null = null;
+    // Statements this connection prepared by name, by name.
+    const prepared = new Map<string, string>();
     const fromClient = new Frames(true);
     const fromServer = new Frames(false);
     client.on('data', (chunk) => {
       for (const { type, frame } of fromClient.push(chunk)) {
-        const text = statementText(type, frame);
+        const text = statementText(type, frame, prepared);
         const at = text === null ? -1 : this.armed.findIndex((a) => a.match.test(text));
         const armed = at < 0 ? null : this.armed.splice(at, 1)[0];
         if (armed !== undefined && armed !== null) {

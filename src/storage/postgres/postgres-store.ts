@@ -146,6 +146,12 @@ export interface PostgresStoreOptions {
   readonly durability?: 'process' | 'fsync';
   /** Append to the transitions log (Watch reads it). Default `true`; `watch.enabled`. */
   readonly transitionsLog?: boolean;
+  /**
+   * `storage.prepared_statements`: run the hot statements (claims, writes, reads by id) as named
+   * prepared statements, parsed and planned once per connection. Default `true`; `false` for a
+   * connection pooler that cannot keep them (PgBouncer in transaction mode before 1.21).
+   */
+  readonly preparedStatements?: boolean;
 }
 
 type Db = pg.PoolClient;
@@ -272,6 +278,8 @@ export class PostgresJobStore implements JobStore {
     /** Names this store in log positions (`job_transitions_meta.store_id`). */
     private readonly logId: string,
     logging: boolean,
+    /** `storage.prepared_statements` (see `named`). */
+    private readonly prepare: boolean,
   ) {
     this.logging = logging;
     this.t = schema.table;
@@ -339,6 +347,7 @@ export class PostgresJobStore implements JobStore {
       lastCreatedAt,
       logId,
       options.transitionsLog ?? true,
+      options.preparedStatements ?? true,
     );
     try {
       await store.listen();
@@ -480,8 +489,7 @@ export class PostgresJobStore implements JobStore {
   private async storedRecords(ids: readonly string[]): Promise<Map<string, Buffer>> {
     if (ids.length === 0) return new Map();
     const { rows } = await this.pool.query<{ job_id: string; record: Buffer }>(
-      `SELECT job_id, record FROM ${this.t}.jobs WHERE job_id = ANY($1::uuid[])`,
-      [ids],
+      named(this.prepare, `SELECT job_id, record FROM ${this.t}.jobs WHERE job_id = ANY($1::uuid[])`, [ids]),
     );
     return new Map(rows.map((row) => [row.job_id, row.record]));
   }
@@ -506,6 +514,7 @@ export class PostgresJobStore implements JobStore {
         origin: this.origin,
         createdAt: this.createdAt,
         log: this.logging,
+        prepare: this.prepare,
       }),
     );
   }
@@ -595,7 +604,9 @@ export class PostgresJobStore implements JobStore {
     const laneArgs = [limits.map((l) => l.kindPrefix), rooms];
     const candidates = async (scope: ScopeFilter): Promise<JobRecord[]> => {
       const query = laneClaimQuery(this.t, scope, params.kinds);
-      const { rows } = await db.query<ClaimRow>(query.text, [params.limit, ...laneArgs, ...query.values]);
+      const { rows } = await db.query<ClaimRow>(
+        named(this.prepare, query.text, [params.limit, ...laneArgs, ...query.values]),
+      );
       return rows.map((row) => this.decode(row)).filter((r): r is JobRecord => r !== null);
     };
     let chosen: JobRecord[];
@@ -605,11 +616,9 @@ export class PostgresJobStore implements JobStore {
         chosen = pickWithinLimits(await candidates(SYSTEM_SCOPE), params.limit, budget);
       }
       const query = fairLaneClaimQuery(this.t, params.kinds);
-      const { rows } = await db.query<ClaimRow & { scope: Buffer }>(query.text, [
-        params.limit,
-        ...laneArgs,
-        ...query.values,
-      ]);
+      const { rows } = await db.query<ClaimRow & { scope: Buffer }>(
+        named(this.prepare, query.text, [params.limit, ...laneArgs, ...query.values]),
+      );
       const tenantJobs = rows
         .map((row) => ({ record: this.decode(row), scope: row.scope.toString('hex'), system: false }))
         .filter((c): c is { record: JobRecord; scope: string; system: false } => c.record !== null)
@@ -644,7 +653,7 @@ export class PostgresJobStore implements JobStore {
     limit: number,
   ): Promise<ClaimRow[]> {
     const query = claimQuery(this.t, scope, kinds);
-    return (await db.query<ClaimRow>(query.text, [limit, ...query.values])).rows;
+    return (await db.query<ClaimRow>(named(this.prepare, query.text, [limit, ...query.values]))).rows;
   }
 
   /**
@@ -663,7 +672,9 @@ export class PostgresJobStore implements JobStore {
       const remaining = limit - rows.length;
       const taken = rows.map((row) => row.job_id);
       const query = fairClaimQuery(this.t, kinds, this.fairCursor, remaining, taken);
-      const locked = (await db.query<ClaimRow & { ord: string; scope: Buffer }>(query.text, query.values)).rows;
+      const locked = (
+        await db.query<ClaimRow & { ord: string; scope: Buffer }>(named(this.prepare, query.text, query.values))
+      ).rows;
       if (locked.length === 0) break;
       // Rows come in tenant order (from the cursor on), each tenant's in key order: number
       // each tenant's turns, and take the jobs turn by turn.
@@ -698,7 +709,9 @@ export class PostgresJobStore implements JobStore {
     // reads the row afresh: only a write whose fate is known lets a failure through to here.
     return this.retrying(async () => {
       const [row] = (
-        await this.pool.query<{ record: Buffer }>(`SELECT record FROM ${this.t}.jobs WHERE job_id = $1`, [jobId])
+        await this.pool.query<{ record: Buffer }>(
+          named(this.prepare, `SELECT record FROM ${this.t}.jobs WHERE job_id = $1`, [jobId]),
+        )
       ).rows;
       if (row === undefined) throw notFound(`job ${jobId}`);
       const next = change(decodeRecord(row.record, `job ${jobId}`));
@@ -768,8 +781,7 @@ export class PostgresJobStore implements JobStore {
       return (
         await this.tx(async (db) => {
           const { rows } = await db.query<{ record: Buffer }>(
-            `SELECT record FROM ${this.t}.jobs WHERE job_id = $1 FOR UPDATE`,
-            [jobId],
+            named(this.prepare, `SELECT record FROM ${this.t}.jobs WHERE job_id = $1 FOR UPDATE`, [jobId]),
           );
           const row = rows[0];
           if (row === undefined) throw notFound(`job ${jobId}`);
@@ -879,7 +891,7 @@ export class PostgresJobStore implements JobStore {
       ],
       this.logging ? records : [],
     );
-    const { rows: written } = await db.query<{ job_id: string }>(statement.text, statement.values);
+    const { rows: written } = await db.query<{ job_id: string }>(named(this.prepare, statement.text, statement.values));
     return new Set(written.map((row) => row.job_id));
   }
 
@@ -1853,6 +1865,29 @@ export function fairClaimQuery(
   };
 }
 
+/** Names given to statement texts, for `named`; bounded, since every text is made by the code here. */
+const statementNames = new Map<string, string>();
+const MAX_STATEMENT_NAMES = 1_000;
+
+/**
+ * `text` as a named (prepared) statement when `prepare` is on. PostgreSQL parses and plans an
+ * unnamed statement with parameters on every run, which for the fair claim's recursive query took
+ * 2-3 ms of its CPU each time; a named one is parsed once per connection, and after five runs its
+ * plan is kept when the generic plan costs no more than the custom ones did. The name is a hash
+ * of the text: node-postgres prepares each name once per connection and refuses a name reused
+ * for another text.
+ */
+function named(prepare: boolean, text: string, values: unknown[]): pg.QueryConfig {
+  if (!prepare) return { text, values };
+  let name = statementNames.get(text);
+  if (name === undefined) {
+    if (statementNames.size >= MAX_STATEMENT_NAMES) statementNames.clear();
+    name = `telha_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
+    statementNames.set(text, name);
+  }
+  return { name, text, values };
+}
+
 /** What a claim reads of each row it locks. */
 interface ClaimRow {
   readonly job_id: string;
@@ -1928,6 +1963,8 @@ export async function insertJobs(
     readonly createdAt: CreatedAtSequence;
     /** Append the jobs' `enqueued` entries to the transitions log. Default `true`. */
     readonly log?: boolean;
+    /** Run the INSERT as a named statement (`named`): the store's own connections only, never an application's. */
+    readonly prepare?: boolean;
   },
 ): Promise<InsertOutcome[]> {
   if (drafts.length === 0) return [];
@@ -1974,7 +2011,9 @@ export async function insertJobs(
     ],
     context.log === false ? [] : records,
   );
-  const inserted = await db.query<{ job_id: string }>(statement.text, statement.values);
+  const inserted = await db.query<{ job_id: string }>(
+    named(context.prepare ?? false, statement.text, statement.values),
+  );
   const created = new Set(inserted.rows.map((r) => r.job_id));
   // Rows not inserted: keys another job already holds (possibly committed by another server a
   // moment ago), or jobs an earlier try of this same insert created. Job ids are fresh UUIDs,

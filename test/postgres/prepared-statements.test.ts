@@ -1,0 +1,80 @@
+/**
+ * The hot statements as named prepared statements (`storage.prepared_statements`): the claims
+ * (key order and fair), the writes and the reads by id are prepared once on each connection and
+ * run again by name; with the option off, no statement is prepared, for a pooler that cannot keep
+ * them. Either way the queue does the same work.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type pg from 'pg';
+import { ManualClock } from '../../src/core/clock.ts';
+import { ANY_SCOPE, JobState, tenantScope } from '../../src/core/types.ts';
+import { Queue } from '../../src/engine/queue.ts';
+import { PostgresJobStore } from '../../src/storage/postgres/postgres-store.ts';
+import { fenceOf, testConfig } from '../../src/testing/conformance/harness.ts';
+import { dropTestSchema, TEST_PG_URL, uniqueSchema } from '../support/backends.ts';
+
+const acme = tenantScope('acme');
+
+/** Enqueue three jobs, lease them in key order and fairly, complete them; return the statements prepared on the store's one connection. */
+async function preparedAfterWork(preparedStatements: boolean): Promise<{ name: string; statement: string }[]> {
+  const schema = uniqueSchema('prepared');
+  const store = await PostgresJobStore.open({
+    url: TEST_PG_URL,
+    schema,
+    poolSize: 1,
+    pollIntervalMs: 60_000,
+    preparedStatements,
+  });
+  const queue = new Queue({ store, config: testConfig(), clock: new ManualClock(), services: false });
+  try {
+    for (const tag of ['a', 'b', 'c']) await queue.enqueue({ kind: 'k', payload: Buffer.from(tag) }, acme);
+    // The key-order claim twice (prepared on the first run, run by name on the second), then the
+    // fair one (`jobs.fair_tenants`, on by default, over every scope).
+    const leased = [
+      ...(await queue.lease({ workerId: 'w', scope: acme, limit: 1 })),
+      ...(await queue.lease({ workerId: 'w', scope: acme, limit: 1 })),
+      ...(await queue.lease({ workerId: 'w', scope: ANY_SCOPE, limit: 1 })),
+    ];
+    assert.equal(leased.length, 3);
+    const outcomes = await queue.completeEach(leased.map((job) => ({ jobId: job.jobId, fence: fenceOf(job) })));
+    assert.ok(outcomes.every((outcome) => outcome.ok));
+    const counts = await queue.counts(acme);
+    assert.deepEqual(
+      counts.filter((row) => row.count > 0).map((row) => [row.state, row.count]),
+      [[JobState.Completed, 3]],
+    );
+    // The pool's one connection is the one every statement above ran on.
+    const pool = (store as unknown as { pool: pg.Pool }).pool;
+    const { rows } = await pool.query<{ name: string; statement: string }>(
+      'SELECT name, statement FROM pg_prepared_statements ORDER BY name',
+    );
+    return rows;
+  } finally {
+    await queue.close();
+    await dropTestSchema(schema);
+  }
+}
+
+describe('prepared statements (PostgreSQL)', () => {
+  it('prepares the claims, the writes and the reads by id once on a connection', async () => {
+    const prepared = await preparedAfterWork(true);
+    const having = (fragment: string): { name: string; statement: string }[] =>
+      prepared.filter((row) => row.statement.includes(fragment));
+    assert.equal(having('FOR UPDATE SKIP LOCKED').filter((row) => !row.statement.includes('RECURSIVE')).length, 1);
+    assert.equal(having('WITH RECURSIVE').length, 1, 'the fair claim');
+    assert.ok(having('INSERT INTO').length >= 1, 'the enqueue');
+    assert.ok(
+      having('UPDATE').some((row) => row.statement.includes('j.record = u.expected')),
+      'the writes',
+    );
+    assert.equal(having('WHERE job_id = ANY($1::uuid[])').length, 1, 'the read of the completed jobs');
+    // Each text once: a statement run again is run by its name, not prepared twice.
+    assert.equal(new Set(prepared.map((row) => row.statement)).size, prepared.length);
+    for (const row of prepared) assert.match(row.name, /^telha_[0-9a-f]{32}$/);
+  });
+
+  it('prepares nothing with prepared_statements off, and does the same work', async () => {
+    assert.deepEqual(await preparedAfterWork(false), []);
+  });
+});
