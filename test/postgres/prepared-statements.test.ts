@@ -1,8 +1,8 @@
 /**
  * The hot statements as named prepared statements (`storage.prepared_statements`): the claims
- * (key order and fair), the writes and the reads by id are prepared once on each connection and
- * run again by name; with the option off, no statement is prepared, for a pooler that cannot keep
- * them. Either way the queue does the same work.
+ * (key order and fair), the claim's gate opening, the writes and the reads by id are prepared
+ * once on each connection and run again by name; with the option off, no statement is prepared,
+ * for a pooler that cannot keep them. Either way the queue does the same work.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -16,7 +16,10 @@ import { dropTestSchema, TEST_PG_URL, uniqueSchema } from '../support/backends.t
 
 const acme = tenantScope('acme');
 
-/** Enqueue three jobs, lease them in key order and fairly, complete them; return the statements prepared on the store's one connection. */
+/**
+ * Enqueue three jobs (one delayed), lease them in key order and fairly, complete them; return
+ * the statements prepared on the store's one connection.
+ */
 async function preparedAfterWork(preparedStatements: boolean): Promise<{ name: string; statement: string }[]> {
   const schema = uniqueSchema('prepared');
   const store = await PostgresJobStore.open({
@@ -26,17 +29,25 @@ async function preparedAfterWork(preparedStatements: boolean): Promise<{ name: s
     pollIntervalMs: 60_000,
     preparedStatements,
   });
-  const queue = new Queue({ store, config: testConfig(), clock: new ManualClock(), services: false });
+  const clock = new ManualClock();
+  const queue = new Queue({ store, config: testConfig(), clock, services: false });
   try {
-    for (const tag of ['a', 'b', 'c']) await queue.enqueue({ kind: 'k', payload: Buffer.from(tag) }, acme);
+    for (const tag of ['a', 'b']) await queue.enqueue({ kind: 'k', payload: Buffer.from(tag) }, acme);
+    // Its gate opens at the last claim, which EXECUTEs the gate opening the first one prepared.
+    await queue.enqueue({ kind: 'k', payload: Buffer.from('c'), delayMs: 60_000 }, acme);
     // The key-order claim twice (prepared on the first run, run by name on the second), then the
     // fair one (`jobs.fair_tenants`, on by default, over every scope).
     const leased = [
       ...(await queue.lease({ workerId: 'w', scope: acme, limit: 1 })),
       ...(await queue.lease({ workerId: 'w', scope: acme, limit: 1 })),
-      ...(await queue.lease({ workerId: 'w', scope: ANY_SCOPE, limit: 1 })),
     ];
-    assert.equal(leased.length, 3);
+    assert.deepEqual(await queue.lease({ workerId: 'w', scope: ANY_SCOPE, limit: 1 }), [], 'the gate is closed');
+    clock.advanceSeconds(60);
+    leased.push(...(await queue.lease({ workerId: 'w', scope: ANY_SCOPE, limit: 1 })));
+    assert.deepEqual(
+      leased.map((job) => Buffer.from(job.payload).toString()),
+      ['a', 'b', 'c'],
+    );
     const outcomes = await queue.completeEach(leased.map((job) => ({ jobId: job.jobId, fence: fenceOf(job) })));
     assert.ok(outcomes.every((outcome) => outcome.ok));
     const counts = await queue.counts(acme);
@@ -61,8 +72,13 @@ describe('prepared statements (PostgreSQL)', () => {
     const prepared = await preparedAfterWork(true);
     const having = (fragment: string): { name: string; statement: string }[] =>
       prepared.filter((row) => row.statement.includes(fragment));
-    assert.equal(having('FOR UPDATE SKIP LOCKED').filter((row) => !row.statement.includes('RECURSIVE')).length, 1);
+    assert.equal(
+      having('SELECT job_id, record FROM').filter((row) => row.statement.includes('SKIP LOCKED')).length,
+      1,
+      'the key-order claim',
+    );
     assert.equal(having('WITH RECURSIVE').length, 1, 'the fair claim');
+    assert.equal(having('WITH opened AS').length, 1, "the claim's gate opening");
     assert.ok(having('INSERT INTO').length >= 1, 'the enqueue');
     assert.ok(
       having('UPDATE').some((row) => row.statement.includes('j.record = u.expected')),

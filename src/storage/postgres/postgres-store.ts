@@ -263,6 +263,13 @@ export class PostgresJobStore implements JobStore {
   private readonly createdAt: CreatedAtSequence;
   /** The fair order's cursor: the scope of the tenant this store's fair claims served last. */
   private fairCursor: Buffer | null = null;
+  /**
+   * The claim's gate opening and its read of the limits, in one statement (`$1` is now): a
+   * data-modifying WITH runs to completion whether or not the query reads it.
+   */
+  private readonly claimGates: string;
+  /** Connections on which `claimGates` is prepared, to EXECUTE by name. */
+  private readonly gatesPrepared = new WeakSet<pg.PoolClient>();
   private savedCreatedAt: Micros;
   private readonly saveTimer: NodeJS.Timeout;
 
@@ -283,6 +290,10 @@ export class PostgresJobStore implements JobStore {
   ) {
     this.logging = logging;
     this.t = schema.table;
+    this.claimGates = `WITH opened AS (UPDATE ${this.t}.jobs SET not_before = NULL WHERE job_id IN (
+        SELECT job_id FROM ${this.t}.jobs WHERE state = 0 AND not_before <= $1::bigint
+        ORDER BY not_before LIMIT ${OPEN_GATES_BATCH} FOR UPDATE SKIP LOCKED))
+      SELECT kind_prefix FROM ${this.t}.kind_limits`;
     this.pollIntervalMs = pollIntervalMs;
     this.createdAt = new CreatedAtSequence(lastCreatedAt);
     this.savedCreatedAt = lastCreatedAt;
@@ -435,14 +446,18 @@ export class PostgresJobStore implements JobStore {
    * whose answer is lost may have committed or not: that throws `InDoubt` with the
    * work's result, for the caller to look for in the rows.
    */
-  private async tx<T>(work: (db: Db, begun: pg.QueryResult[]) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+  private async tx<T>(
+    work: (db: Db, begun: pg.QueryResult[]) => Promise<T>,
+    begin: string | ((db: Db) => string) = 'BEGIN',
+  ): Promise<T> {
     const db = await this.pool.connect();
     let broken = false;
     try {
       let result: T;
       try {
         // Several statements in `begin` answer with one result each.
-        const answer = (await db.query(begin)) as unknown as pg.QueryResult | pg.QueryResult[];
+        const text = typeof begin === 'string' ? begin : begin(db);
+        const answer = (await db.query(text)) as unknown as pg.QueryResult | pg.QueryResult[];
         result = await work(db, Array.isArray(answer) ? answer : [answer]);
       } catch (error) {
         if (isConnectionFailure(error)) broken = true;
@@ -541,16 +556,28 @@ export class PostgresJobStore implements JobStore {
 
   private async claimOnce(params: ClaimParams): Promise<JobRecord[]> {
     if (!Number.isSafeInteger(params.now)) throw new Error(`claim: now ${params.now} is not an integer`);
-    // Open the gates that are due, so the ready index holds every eligible job. Sent with BEGIN
-    // as one simple-protocol round trip, which takes no parameters: `now` is a checked integer.
-    // The same round trip reads which limits exist: none (the usual case) leaves the claim as it
-    // was, one statement over `jobs_ready`, whose rows are all unlimited.
-    const begin = `BEGIN; UPDATE ${this.t}.jobs SET not_before = NULL WHERE job_id IN (
-      SELECT job_id FROM ${this.t}.jobs WHERE state = 0 AND not_before <= ${params.now}
-      ORDER BY not_before LIMIT ${OPEN_GATES_BATCH} FOR UPDATE SKIP LOCKED);
-      SELECT kind_prefix FROM ${this.t}.kind_limits`;
+    // The first round trip begins the transaction, opens the gates that are due (so the ready
+    // index holds every eligible job) and reads which limits exist: none (the usual case) leaves
+    // the claim one statement over `jobs_ready`, whose rows are all unlimited. BEGIN and the rest
+    // travel as one simple-protocol query, which takes no parameters (`now` is a checked
+    // integer). Prepared, the rest is EXECUTEd there by name, planned once; a connection runs it
+    // by name once first, after a BEGIN of its own, to prepare it.
+    const gates = this.claimGates;
+    let prepareGates = false;
+    const begin = (db: Db): string => {
+      if (!this.prepare) return `BEGIN; ${gates.replace('$1', String(params.now))}`;
+      if (this.gatesPrepared.has(db)) return `BEGIN; EXECUTE ${statementName(gates)}(${params.now})`;
+      prepareGates = true;
+      return 'BEGIN';
+    };
     return this.tx(async (db, begun) => {
-      const limited = (begun[2]?.rows ?? []) as { kind_prefix: string }[];
+      let limited: { kind_prefix: string }[];
+      if (prepareGates) {
+        limited = (await db.query<{ kind_prefix: string }>(named(true, gates, [params.now]))).rows;
+        this.gatesPrepared.add(db);
+      } else {
+        limited = (begun[begun.length - 1]?.rows ?? []) as { kind_prefix: string }[];
+      }
       const lanes = limited.map((row) => row.kind_prefix).filter((lane) => laneMayServe(lane, params.kinds));
       let records: JobRecord[];
       if (lanes.length > 0) {
@@ -1878,14 +1905,17 @@ const MAX_STATEMENT_NAMES = 1_000;
  * for another text.
  */
 function named(prepare: boolean, text: string, values: unknown[]): pg.QueryConfig {
-  if (!prepare) return { text, values };
+  return prepare ? { name: statementName(text), text, values } : { text, values };
+}
+
+function statementName(text: string): string {
   let name = statementNames.get(text);
   if (name === undefined) {
     if (statementNames.size >= MAX_STATEMENT_NAMES) statementNames.clear();
     name = `telha_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
     statementNames.set(text, name);
   }
-  return { name, text, values };
+  return name;
 }
 
 /** What a claim reads of each row it locks. */
