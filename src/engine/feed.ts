@@ -99,20 +99,26 @@ export class ChangeFeed {
       const onTransition = (): void => this.tell();
       this.events.on('transition', onTransition);
       this.unobserve = () => this.events.off('transition', onTransition);
+      this.store.logFollowed?.(true);
     }
     return () => {
       this.listeners.delete(listener);
       if (this.listeners.size > 0) return;
-      this.unobserve?.();
-      this.unobserve = null;
+      this.stopObserving();
     };
   }
 
   /** Drop every listener. */
   close(): void {
     this.listeners.clear();
-    this.unobserve?.();
+    this.stopObserving();
+  }
+
+  private stopObserving(): void {
+    if (this.unobserve === null) return;
+    this.unobserve();
     this.unobserve = null;
+    this.store.logFollowed?.(false);
   }
 
   private tell(): void {

@@ -253,6 +253,13 @@ export interface JobStore {
   watchLog?(onAppend: () => void): void;
 
   /**
+   * For a store shared by several processes: whether readers in this process follow the log now
+   * (`ChangeFeed` says so as its first reader comes and its last goes), so the others tell of
+   * their appends only while someone reads.
+   */
+  logFollowed?(following: boolean): void;
+
+  /**
    * Store a kind limit, replacing the one of the same prefix; from the next claim on, every claim
    * (on a shared store, every server's) honours it. Refuses `failed_precondition` when the prefix
    * is new and `maxTotal` limits are held; then nothing is written. Durable. Returns it as stored.

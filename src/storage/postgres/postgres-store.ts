@@ -160,6 +160,11 @@ type Db = pg.PoolClient;
 const OPEN_GATES_BATCH = 1_000;
 /** The least time between two log notifications of one server: what it may add to a watcher's latency elsewhere. */
 const LOG_NOTICE_GAP_MS = 5;
+/**
+ * How long another server's word that its readers follow the log holds (`logFollowed`): it says
+ * so again every third of this while they do, and when a server that starts listening asks.
+ */
+const FOLLOWERS_NOTICE_TTL_MS = 30_000;
 /** A PostgreSQL store's log position: `p1.<store id>.<xid>.<seq>`. */
 const LOG_FORMAT = 'p1';
 /** NOTIFY payloads must stay under 8,000 bytes; past this, say "look again" instead of what. */
@@ -211,11 +216,23 @@ function logNoticePayload(origin: string): string {
   return JSON.stringify({ o: origin, l: 1 });
 }
 
-/** A notification: who sent it, and what work appeared (`null`: none, only log entries). */
-function parseNotice(payload: string): { origin: string; work: WorkNotice[] | 'all' | null } | null {
+/** The message of a server whose readers follow the log: tell me of your transitions (`f`); or who does (`q`)? */
+function followersPayload(origin: string, ask: boolean): string {
+  return JSON.stringify(ask ? { o: origin, q: 1 } : { o: origin, f: 1 });
+}
+
+/**
+ * A notification: who sent it, and what work appeared (`null`: none, only log entries), or that
+ * its readers follow the log (`followers`) or it asks who has such readers (`ask`).
+ */
+function parseNotice(
+  payload: string,
+): { origin: string; work: WorkNotice[] | 'all' | null; followers?: true; ask?: true } | null {
   try {
-    const parsed = JSON.parse(payload) as { o?: unknown; w?: unknown; l?: unknown };
+    const parsed = JSON.parse(payload) as { o?: unknown; w?: unknown; l?: unknown; f?: unknown; q?: unknown };
     if (typeof parsed.o !== 'string') return null;
+    if (parsed.f === 1) return { origin: parsed.o, work: null, followers: true };
+    if (parsed.q === 1) return { origin: parsed.o, work: null, ask: true };
     if (parsed.l === 1) return { origin: parsed.o, work: null };
     if (!Array.isArray(parsed.w)) return { origin: parsed.o, work: 'all' };
     const work = (parsed.w as unknown[][]).map(([tenant, kind, ready, count]) => ({
@@ -249,6 +266,12 @@ export class PostgresJobStore implements JobStore {
   private readonly logging: boolean;
   /** A log notification is on its way; `announceAgain`: send one more when it is done. */
   private announcing = false;
+  /** Readers in this process follow the log (`logFollowed`); while they do, a timer repeats the word. */
+  private followedHere = false;
+  private followersTimer: NodeJS.Timeout | null = null;
+  /** Until when (`performance.now()`) another server's readers follow the log: log notices go out only before it. */
+  private followedElsewhereUntil = 0;
+  private logNotices = 0;
   private announceAgain = false;
   private listener: pg.Client | null = null;
   private listenerBackendPid: number | null = null;
@@ -378,6 +401,16 @@ export class PostgresJobStore implements JobStore {
     return this.listener !== null;
   }
 
+  /** Log notifications this store sent (`announced`), for operators and tests. */
+  get logNoticesSent(): number {
+    return this.logNotices;
+  }
+
+  /** Whether another server said its readers follow the log, recently enough that it still holds. */
+  get followedElsewhere(): boolean {
+    return performance.now() < this.followedElsewhereUntil;
+  }
+
   /** The backend process id of the LISTEN connection, for operators and tests. */
   get listenerPid(): number | null {
     return this.listener === null ? null : this.listenerBackendPid;
@@ -403,6 +436,14 @@ export class PostgresJobStore implements JobStore {
     client.on('notification', (message) => {
       const notice = message.payload === undefined ? null : parseNotice(message.payload);
       if (notice === null || notice.origin === this.origin) return;
+      if (notice.followers === true) {
+        this.followedElsewhereUntil = performance.now() + FOLLOWERS_NOTICE_TTL_MS;
+        return;
+      }
+      if (notice.ask === true) {
+        if (this.followedHere) this.noticeFollowers(false);
+        return;
+      }
       if (notice.work !== null) this.onWork?.(notice.work);
       // Any write of another process (a server, an application's transaction) may have appended.
       this.onLog?.();
@@ -410,6 +451,8 @@ export class PostgresJobStore implements JobStore {
     try {
       await client.connect();
       await client.query(`LISTEN ${this.schema.channel}`);
+      // Servers whose readers follow the log say so at once, rather than at their next repeat.
+      await client.query('SELECT pg_notify($1, $2)', [this.schema.channel, followersPayload(this.origin, true)]);
       const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
       this.listenerBackendPid = rows[0]?.pid ?? null;
     } catch (error) {
@@ -1433,20 +1476,47 @@ export class PostgresJobStore implements JobStore {
   }
 
   /**
+   * Readers here follow the log (`following`), or no longer do. The word goes to the other
+   * servers, which send log notifications (`announced`) only while some server's readers follow:
+   * each NOTIFY costs PostgreSQL a transaction and its notification queue lock, which took a
+   * drain at c=100 from 6,230 to 5,385 jobs/s when nobody read them (bench/RESULTS.md).
+   */
+  logFollowed(following: boolean): void {
+    if (following === this.followedHere) return;
+    this.followedHere = following;
+    if (this.followersTimer !== null) clearInterval(this.followersTimer);
+    this.followersTimer = null;
+    if (!following || this.closing) return;
+    this.noticeFollowers(false);
+    this.followersTimer = setInterval(() => this.noticeFollowers(false), FOLLOWERS_NOTICE_TTL_MS / 3);
+    this.followersTimer.unref();
+  }
+
+  private noticeFollowers(ask: boolean): void {
+    this.pool
+      .query('SELECT pg_notify($1, $2)', [this.schema.channel, followersPayload(this.origin, ask)])
+      .catch((error: unknown) => this.logger.debug({ err: (error as Error).message }, 'followers notification failed'));
+  }
+
+  /**
    * Tell the other servers that `records` (committed) appended to the log, so their watchers look
-   * again; returns `records`. One notification at a time, and the next no sooner than
+   * again, while some server's readers follow it (`logFollowed`); returns `records`. One
+   * notification at a time, and the next no sooner than
    * `LOG_NOTICE_GAP_MS` after it: writes committed meanwhile share it. Each NOTIFY is a
    * transaction that takes PostgreSQL's notification queue lock at commit; one per round trip
    * cost the drain about 5-8% (bench/RESULTS.md). Enqueues need none: their statement's work
    * notification wakes the watchers too.
    */
   private announced<T extends readonly JobRecord[]>(records: T): T {
-    if (!this.logging || !records.some(logsTransition)) return records;
+    if (!this.logging || performance.now() >= this.followedElsewhereUntil || !records.some(logsTransition)) {
+      return records;
+    }
     if (this.announcing) {
       this.announceAgain = true;
       return records;
     }
     this.announcing = true;
+    this.logNotices++;
     this.pool
       .query('SELECT pg_notify($1, $2)', [this.schema.channel, logNoticePayload(this.origin)])
       .catch((error: unknown) => this.logger.debug({ err: (error as Error).message }, 'log notification failed'))
@@ -1589,6 +1659,7 @@ export class PostgresJobStore implements JobStore {
     if (this.closing) return;
     this.closing = true;
     clearInterval(this.saveTimer);
+    if (this.followersTimer !== null) clearInterval(this.followersTimer);
     if (this.reconnectTimer !== null) clearTimeout(this.reconnectTimer);
     const listener = this.listener;
     this.listener = null;
