@@ -441,7 +441,7 @@ export class PostgresJobStore implements JobStore {
         return;
       }
       if (notice.ask === true) {
-        if (this.followedHere) this.noticeFollowers(false);
+        if (this.followedHere) this.noticeFollowers();
         return;
       }
       if (notice.work !== null) this.onWork?.(notice.work);
@@ -1487,14 +1487,15 @@ export class PostgresJobStore implements JobStore {
     if (this.followersTimer !== null) clearInterval(this.followersTimer);
     this.followersTimer = null;
     if (!following || this.closing) return;
-    this.noticeFollowers(false);
-    this.followersTimer = setInterval(() => this.noticeFollowers(false), FOLLOWERS_NOTICE_TTL_MS / 3);
+    this.noticeFollowers();
+    this.followersTimer = setInterval(() => this.noticeFollowers(), FOLLOWERS_NOTICE_TTL_MS / 3);
     this.followersTimer.unref();
   }
 
-  private noticeFollowers(ask: boolean): void {
+  /** Say that readers here follow the log. */
+  private noticeFollowers(): void {
     this.pool
-      .query('SELECT pg_notify($1, $2)', [this.schema.channel, followersPayload(this.origin, ask)])
+      .query('SELECT pg_notify($1, $2)', [this.schema.channel, followersPayload(this.origin, false)])
       .catch((error: unknown) => this.logger.debug({ err: (error as Error).message }, 'followers notification failed'));
   }
 
