@@ -94,3 +94,46 @@ describe('prepared statements (PostgreSQL)', () => {
     assert.deepEqual(await preparedAfterWork(false), []);
   });
 });
+
+describe('the claim EXECUTEd in its first round trip (PostgreSQL)', () => {
+  it('writes kinds with quotes and backslashes, scopes and cursors as literals that claim the right jobs', async () => {
+    const schema = uniqueSchema('literal');
+    const store = await PostgresJobStore.open({ url: TEST_PG_URL, schema, poolSize: 1, pollIntervalMs: 60_000 });
+    const queue = new Queue({ store, config: testConfig(), clock: new ManualClock(), services: false });
+    const odd = "it's_a_\\kind');DROP_TABLE_jobs;--";
+    const other = tenantScope("o'ther");
+    try {
+      for (const tag of ['1', '2', '3']) {
+        await queue.enqueue({ kind: odd, payload: tag }, acme);
+        await queue.enqueue({ kind: odd, payload: tag }, other);
+        await queue.enqueue({ kind: 'plain', payload: tag }, acme);
+      }
+      // The first claim of each statement prepares it; the later ones ride in the BEGIN round trip.
+      const taken: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        for (const job of await queue.lease({ workerId: 'w', scope: acme, kinds: [odd], limit: 1 }))
+          taken.push(`${job.tenant} ${job.kind === odd ? 'odd' : job.kind} ${Buffer.from(job.payload).toString()}`);
+      }
+      for (let i = 0; i < 3; i++) {
+        for (const job of await queue.lease({ workerId: 'w', scope: ANY_SCOPE, kinds: [odd], limit: 1 }))
+          taken.push(`${job.tenant} ${job.kind === odd ? 'odd' : job.kind} ${Buffer.from(job.payload).toString()}`);
+      }
+      assert.deepEqual(taken, [
+        'acme odd 1',
+        'acme odd 2',
+        'acme odd 3',
+        "o'ther odd 1",
+        "o'ther odd 2",
+        "o'ther odd 3",
+      ]);
+      const plain = await queue.lease({ workerId: 'w', scope: ANY_SCOPE, limit: 10 });
+      assert.deepEqual(
+        plain.map((job) => Buffer.from(job.payload).toString()),
+        ['1', '2', '3'],
+      );
+    } finally {
+      await queue.close();
+      await dropTestSchema(schema);
+    }
+  });
+});

@@ -291,6 +291,8 @@ export class PostgresJobStore implements JobStore {
    * data-modifying WITH runs to completion whether or not the query reads it.
    */
   private readonly claimGates: string;
+  /** The claim statements prepared on each connection (`claimRows`), to EXECUTE by name. */
+  private readonly preparedOn = new WeakMap<pg.PoolClient, Set<string>>();
   /** Connections on which `claimGates` is prepared, to EXECUTE by name. */
   private readonly gatesPrepared = new WeakSet<pg.PoolClient>();
   private savedCreatedAt: Micros;
@@ -605,13 +607,24 @@ export class PostgresJobStore implements JobStore {
     // travel as one simple-protocol query, which takes no parameters (`now` is a checked
     // integer). Prepared, the rest is EXECUTEd there by name, planned once; a connection runs it
     // by name once first, after a BEGIN of its own, to prepare it.
+    // The claim's first statement (the key-order scan, or the fair claim's first round) rides in
+    // the same round trip once this connection has it prepared: EXECUTEd with its values written
+    // as literals (`sqlLiteral`). When limits exist, its rows (locked, unlimited) go unused.
     const gates = this.claimGates;
+    const fair = params.fair === true && params.scope.type === 'any';
+    const first = fair ? this.fairFirstRound(params.kinds, params.limit) : this.keyOrderQuery(params);
     let prepareGates = false;
+    let firstRode = false;
     const begin = (db: Db): string => {
       if (!this.prepare) return `BEGIN; ${gates.replace('$1', String(params.now))}`;
-      if (this.gatesPrepared.has(db)) return `BEGIN; EXECUTE ${statementName(gates)}(${params.now})`;
-      prepareGates = true;
-      return 'BEGIN';
+      if (!this.gatesPrepared.has(db)) {
+        prepareGates = true;
+        return 'BEGIN';
+      }
+      const head = `BEGIN; EXECUTE ${statementName(gates)}(${params.now})`;
+      if (first === null || this.preparedOn.get(db)?.has(statementName(first.text)) !== true) return head;
+      firstRode = true;
+      return `${head}; EXECUTE ${statementName(first.text)}(${first.values.map(sqlLiteral).join(', ')})`;
     };
     return this.tx(async (db, begun) => {
       let limited: { kind_prefix: string }[];
@@ -619,17 +632,17 @@ export class PostgresJobStore implements JobStore {
         limited = (await db.query<{ kind_prefix: string }>(named(true, gates, [params.now]))).rows;
         this.gatesPrepared.add(db);
       } else {
-        limited = (begun[begun.length - 1]?.rows ?? []) as { kind_prefix: string }[];
+        limited = (begun[begun.length - (firstRode ? 2 : 1)]?.rows ?? []) as { kind_prefix: string }[];
       }
+      const firstRows = firstRode ? ((begun[begun.length - 1]?.rows ?? []) as FairRow[]) : null;
       const lanes = limited.map((row) => row.kind_prefix).filter((lane) => laneMayServe(lane, params.kinds));
       let records: JobRecord[];
       if (lanes.length > 0) {
         records = await this.limitedRecords(db, params, lanes);
       } else {
-        const rows =
-          params.fair === true && params.scope.type === 'any'
-            ? await this.fairRows(db, params.kinds, params.limit)
-            : await this.keyOrderRows(db, params.scope, params.kinds, params.limit);
+        const rows = fair
+          ? await this.fairRows(db, params.kinds, params.limit, firstRows)
+          : (firstRows ?? (await this.keyOrderRows(db, params.scope, params.kinds, params.limit)));
         records = rows.map((row) => this.decode(row)).filter((r): r is JobRecord => r !== null);
       }
       const leased = records.map((record) => params.lease(record));
@@ -723,7 +736,30 @@ export class PostgresJobStore implements JobStore {
     limit: number,
   ): Promise<ClaimRow[]> {
     const query = claimQuery(this.t, scope, kinds);
-    return (await db.query<ClaimRow>(named(this.prepare, query.text, [limit, ...query.values]))).rows;
+    return this.claimRows<ClaimRow>(db, query.text, [limit, ...query.values]);
+  }
+
+  /** The key-order claim of `params` as `keyOrderRows` runs it. */
+  private keyOrderQuery(params: ClaimParams): { text: string; values: unknown[] } {
+    const query = claimQuery(this.t, params.scope, params.kinds);
+    return { text: query.text, values: [params.limit, ...query.values] };
+  }
+
+  /** The fair claim's first round (`fairRows`), or `null` when system jobs come first (another statement). */
+  private fairFirstRound(kinds: readonly string[] | null, limit: number): { text: string; values: unknown[] } | null {
+    if (kinds !== null && kinds.some((prefix) => prefix.startsWith(SYSTEM_KIND_PREFIX))) return null;
+    return fairClaimQuery(this.t, kinds, this.fairCursor, limit, []);
+  }
+
+  /** Run a claim statement by name, and remember it is prepared on `db`, so the next claim there may EXECUTE it. */
+  private async claimRows<R extends pg.QueryResultRow>(db: Db, text: string, values: unknown[]): Promise<R[]> {
+    const { rows } = await db.query<R>(named(this.prepare, text, values));
+    if (this.prepare) {
+      const prepared = this.preparedOn.get(db) ?? new Set<string>();
+      prepared.add(statementName(text));
+      this.preparedOn.set(db, prepared);
+    }
+    return rows;
   }
 
   /**
@@ -733,8 +769,14 @@ export class PostgresJobStore implements JobStore {
    * one job per tenant per turn. A round that stops short because tenants ran out of work is
    * followed by another, so a single busy tenant costs a few statements, not one per job.
    */
-  private async fairRows(db: Db, kinds: readonly string[] | null, limit: number): Promise<ClaimRow[]> {
+  private async fairRows(
+    db: Db,
+    kinds: readonly string[] | null,
+    limit: number,
+    firstRound: readonly FairRow[] | null = null,
+  ): Promise<ClaimRow[]> {
     const rows: ClaimRow[] = [];
+    let given = firstRound;
     if (kinds !== null && kinds.some((prefix) => prefix.startsWith(SYSTEM_KIND_PREFIX))) {
       rows.push(...(await this.keyOrderRows(db, SYSTEM_SCOPE, kinds, limit)));
     }
@@ -742,9 +784,8 @@ export class PostgresJobStore implements JobStore {
       const remaining = limit - rows.length;
       const taken = rows.map((row) => row.job_id);
       const query = fairClaimQuery(this.t, kinds, this.fairCursor, remaining, taken);
-      const locked = (
-        await db.query<ClaimRow & { ord: string; scope: Buffer }>(named(this.prepare, query.text, query.values))
-      ).rows;
+      const locked = given ?? (await this.claimRows<FairRow>(db, query.text, query.values));
+      given = null;
       if (locked.length === 0) break;
       // Rows come in tenant order (from the cursor on), each tenant's in key order: number
       // each tenant's turns, and take the jobs turn by turn.
@@ -1994,6 +2035,24 @@ function statementName(text: string): string {
 interface ClaimRow {
   readonly job_id: string;
   readonly record: Buffer;
+}
+
+/** A row of the fair claim: its tenant's turn order (`ord`) and scope too. */
+type FairRow = ClaimRow & { readonly ord: string; readonly scope: Buffer };
+
+/**
+ * A claim statement's parameter written as an SQL literal, for an EXECUTE in a simple-protocol
+ * query (which takes no parameters): integers as digits, text through node-postgres's
+ * `escapeLiteral`, bytes through `decode(hex)` (right whatever `standard_conforming_strings` is),
+ * lists as ARRAY (an empty one as '{}', typed by the prepared statement). Anything else throws.
+ */
+function sqlLiteral(value: unknown): string {
+  if (value === null) return 'NULL';
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
+  if (typeof value === 'string') return pg.escapeLiteral(value);
+  if (Buffer.isBuffer(value)) return `decode('${value.toString('hex')}', 'hex')`;
+  if (Array.isArray(value)) return value.length === 0 ? `'{}'` : `ARRAY[${value.map(sqlLiteral).join(', ')}]`;
+  throw new Error(`no SQL literal for ${typeof value}`);
 }
 
 /**
