@@ -293,8 +293,6 @@ export class PostgresJobStore implements JobStore {
   private readonly claimGates: string;
   /** The claim statements prepared on each connection (`claimRows`), to EXECUTE by name. */
   private readonly preparedOn = new WeakMap<pg.PoolClient, Set<string>>();
-  /** Connections on which `claimGates` is prepared, to EXECUTE by name. */
-  private readonly gatesPrepared = new WeakSet<pg.PoolClient>();
   private savedCreatedAt: Micros;
   private readonly saveTimer: NodeJS.Timeout;
 
@@ -612,25 +610,27 @@ export class PostgresJobStore implements JobStore {
     // as literals (`sqlLiteral`). When limits exist, its rows (locked, unlimited) go unused.
     const gates = this.claimGates;
     const fair = params.fair === true && params.scope.type === 'any';
-    const first = fair ? this.fairFirstRound(params.kinds, params.limit) : this.keyOrderQuery(params);
+    const first = fair
+      ? this.fairFirstRound(params.kinds, params.limit)
+      : this.keyOrderQuery(params.scope, params.kinds, params.limit);
     let prepareGates = false;
     let firstRode = false;
     const begin = (db: Db): string => {
       if (!this.prepare) return `BEGIN; ${gates.replace('$1', String(params.now))}`;
-      if (!this.gatesPrepared.has(db)) {
+      const prepared = this.preparedOn.get(db);
+      if (prepared?.has(statementName(gates)) !== true) {
         prepareGates = true;
         return 'BEGIN';
       }
       const head = `BEGIN; EXECUTE ${statementName(gates)}(${params.now})`;
-      if (first === null || this.preparedOn.get(db)?.has(statementName(first.text)) !== true) return head;
+      if (first === null || !prepared.has(statementName(first.text))) return head;
       firstRode = true;
       return `${head}; EXECUTE ${statementName(first.text)}(${first.values.map(sqlLiteral).join(', ')})`;
     };
     return this.tx(async (db, begun) => {
       let limited: { kind_prefix: string }[];
       if (prepareGates) {
-        limited = (await db.query<{ kind_prefix: string }>(named(true, gates, [params.now]))).rows;
-        this.gatesPrepared.add(db);
+        limited = await this.claimRows<{ kind_prefix: string }>(db, gates, [params.now]);
       } else {
         limited = (begun[begun.length - (firstRode ? 2 : 1)]?.rows ?? []) as { kind_prefix: string }[];
       }
@@ -735,14 +735,18 @@ export class PostgresJobStore implements JobStore {
     kinds: readonly string[] | null,
     limit: number,
   ): Promise<ClaimRow[]> {
-    const query = claimQuery(this.t, scope, kinds);
-    return this.claimRows<ClaimRow>(db, query.text, [limit, ...query.values]);
+    const query = this.keyOrderQuery(scope, kinds, limit);
+    return this.claimRows<ClaimRow>(db, query.text, query.values);
   }
 
-  /** The key-order claim of `params` as `keyOrderRows` runs it. */
-  private keyOrderQuery(params: ClaimParams): { text: string; values: unknown[] } {
-    const query = claimQuery(this.t, params.scope, params.kinds);
-    return { text: query.text, values: [params.limit, ...query.values] };
+  /** The key-order claim, as `keyOrderRows` runs it. */
+  private keyOrderQuery(
+    scope: ScopeFilter,
+    kinds: readonly string[] | null,
+    limit: number,
+  ): { text: string; values: unknown[] } {
+    const query = claimQuery(this.t, scope, kinds);
+    return { text: query.text, values: [limit, ...query.values] };
   }
 
   /** The fair claim's first round (`fairRows`), or `null` when system jobs come first (another statement). */
@@ -751,7 +755,10 @@ export class PostgresJobStore implements JobStore {
     return fairClaimQuery(this.t, kinds, this.fairCursor, limit, []);
   }
 
-  /** Run a claim statement by name, and remember it is prepared on `db`, so the next claim there may EXECUTE it. */
+  /**
+   * Run a claim statement (the gates, a scan) by name, and remember it is prepared on `db`, so
+   * the next claim there may EXECUTE it in its BEGIN round trip.
+   */
   private async claimRows<R extends pg.QueryResultRow>(db: Db, text: string, values: unknown[]): Promise<R[]> {
     const { rows } = await db.query<R>(named(this.prepare, text, values));
     if (this.prepare) {
