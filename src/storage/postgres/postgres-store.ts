@@ -119,6 +119,7 @@ import type {
   UpdateItem,
   UpdateOutcome,
 } from '../types.ts';
+import { type ArrayParameters, BINARY_ARRAYS, TEXT_ARRAYS } from './binary-arrays.ts';
 import { isConnectionFailure, pgFailure } from './failures.ts';
 import { migrate, schemaTable } from './migrations.ts';
 
@@ -573,6 +574,7 @@ export class PostgresJobStore implements JobStore {
         createdAt: this.createdAt,
         log: this.logging,
         prepare: this.prepare,
+        binaryArrays: true,
       }),
     );
   }
@@ -911,6 +913,7 @@ export class PostgresJobStore implements JobStore {
             createdAt: this.createdAt,
             updated: next.record,
             log: this.logging,
+            binaryArrays: true,
           });
           return { outcome: { record: next.record, successors }, read: row.record };
           // The write locks' share (`writeLocks`) before the row lock: taken after it, a pause or
@@ -997,17 +1000,18 @@ export class PostgresJobStore implements JobStore {
        WHERE j.job_id = u.job_id AND (u.expected IS NULL OR j.record = u.expected)${pending.length > 0 ? ` AND ${writeLocks(this.t)}` : ''}
        RETURNING j.job_id, j.scope, j.kind${notify}`,
       [
-        records.map((r) => r.jobId),
-        rows.map((r) => r.expected),
-        records.map((r) => r.state),
-        records.map((r) => closedGate(r, now)),
-        records.map((r) => r.leaseDeadline),
-        records.map((r) => r.workerId),
-        records.map((r) => finishedAt(r)),
-        records.map((r) => encodeRecord(r)),
+        BINARY_ARRAYS.uuid(records.map((r) => r.jobId)),
+        BINARY_ARRAYS.bytea(rows.map((r) => r.expected)),
+        BINARY_ARRAYS.int2(records.map((r) => r.state)),
+        BINARY_ARRAYS.int8(records.map((r) => closedGate(r, now))),
+        BINARY_ARRAYS.int8(records.map((r) => r.leaseDeadline)),
+        BINARY_ARRAYS.text(records.map((r) => r.workerId)),
+        BINARY_ARRAYS.int8(records.map((r) => finishedAt(r))),
+        BINARY_ARRAYS.bytea(records.map((r) => encodeRecord(r))),
         ...(pending.length > 0 ? [this.schema.channel, noticePayload(this.origin, workNotices(pending, now))] : []),
       ],
       this.logging ? records : [],
+      BINARY_ARRAYS,
     );
     const { rows: written } = await db.query<{ job_id: string }>(named(this.prepare, statement.text, statement.values));
     return new Set(written.map((row) => row.job_id));
@@ -1482,7 +1486,7 @@ export class PostgresJobStore implements JobStore {
           this.schema,
           firings.map((f) => f.draft),
           now,
-          { origin: this.origin, createdAt: this.createdAt, log: this.logging },
+          { origin: this.origin, createdAt: this.createdAt, log: this.logging, binaryArrays: true },
         );
         await this.writeSchedules(
           db,
@@ -2073,6 +2077,7 @@ function withLog(
   statement: string,
   values: unknown[],
   records: readonly JobRecord[],
+  arrays: ArrayParameters,
 ): { text: string; values: unknown[] } {
   const entries = records.map(logEntryOf).filter((entry): entry is JobRecord => entry !== null);
   if (entries.length === 0) return { text: statement, values };
@@ -2086,29 +2091,29 @@ function withLog(
       SELECT job_id FROM w`,
     values: [
       ...values,
-      entries.map((e) => e.jobId),
-      entries.map((e) => transitionOf(e).at),
-      entries.map((e) => encodeRecord(e)),
+      arrays.uuid(entries.map((e) => e.jobId)),
+      arrays.int8(entries.map((e) => transitionOf(e).at)),
+      arrays.bytea(entries.map((e) => encodeRecord(e))),
     ],
   };
 }
 
-/** A job row's column values, in the order of the INSERT below. */
-function columns(record: JobRecord, now: Micros): unknown[] {
+/** The INSERT's column parameters below ($1 to $13), one array each. */
+function columns(records: readonly JobRecord[], now: Micros, arrays: ArrayParameters): unknown[] {
   return [
-    record.jobId,
-    scopeOfTenant(record.tenant),
-    record.tenant,
-    record.state,
-    record.priority,
-    record.createdAt,
-    record.kind,
-    closedGate(record, now),
-    record.leaseDeadline,
-    record.workerId,
-    record.idempotencyKey,
-    finishedAt(record),
-    encodeRecord(record),
+    arrays.uuid(records.map((r) => r.jobId)),
+    arrays.bytea(records.map((r) => scopeOfTenant(r.tenant))),
+    arrays.text(records.map((r) => r.tenant)),
+    arrays.int2(records.map((r) => r.state)),
+    arrays.int2(records.map((r) => r.priority)),
+    arrays.int8(records.map((r) => r.createdAt)),
+    arrays.text(records.map((r) => r.kind)),
+    arrays.int8(records.map((r) => closedGate(r, now))),
+    arrays.int8(records.map((r) => r.leaseDeadline)),
+    arrays.text(records.map((r) => r.workerId)),
+    arrays.text(records.map((r) => r.idempotencyKey)),
+    arrays.int8(records.map((r) => finishedAt(r))),
+    arrays.bytea(records.map((r) => encodeRecord(r))),
   ];
 }
 
@@ -2133,11 +2138,17 @@ export async function insertJobs(
     readonly log?: boolean;
     /** Run the INSERT as a named statement (`named`): the store's own connections only, never an application's. */
     readonly prepare?: boolean;
+    /**
+     * Send its arrays in binary (`BINARY_ARRAYS`): the store's own connections only; an
+     * application's client may be one that cannot. Default `false`.
+     */
+    readonly binaryArrays?: boolean;
   },
 ): Promise<InsertOutcome[]> {
   if (drafts.length === 0) return [];
   const table = schema.table;
   const updated = context.updated;
+  const arrays = context.binaryArrays === true ? BINARY_ARRAYS : TEXT_ARRAYS;
   // A draft repeating an earlier draft's key in this batch shares that draft's outcome.
   const firstBySlot = new Map<string, number>();
   const sameAs: (number | null)[] = [];
@@ -2153,8 +2164,6 @@ export async function insertJobs(
     sameAs.push(null);
     records.push(enqueue({ ...draft, createdAt: context.createdAt.next(now) }, now));
   }
-  const rowsOf = records.map((record) => columns(record, now));
-  const column = (c: number): unknown[] => rowsOf.map((row) => row[c]);
   // The notification rides on the same statement (PostgreSQL delivers one per transaction for
   // identical payloads) and only when it commits; it names the drafts, so an idempotent repeat
   // costs a waiter one look. Any unique conflict skips the row: an idempotency key held, or
@@ -2172,12 +2181,9 @@ export async function insertJobs(
      WHERE ${writeLocks(table)}
      ON CONFLICT DO NOTHING
      RETURNING job_id, scope, kind, pg_notify($14, $15) AS notified`,
-    [
-      ...Array.from({ length: 13 }, (_, c) => column(c)),
-      schema.channel,
-      noticePayload(context.origin ?? '', workNotices(drafts, now)),
-    ],
+    [...columns(records, now, arrays), schema.channel, noticePayload(context.origin ?? '', workNotices(drafts, now))],
     context.log === false ? [] : records,
+    arrays,
   );
   const inserted = await db.query<{ job_id: string }>(
     named(context.prepare ?? false, statement.text, statement.values),
