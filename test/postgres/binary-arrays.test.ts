@@ -5,6 +5,7 @@
  * are refused before anything is sent.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { byteaArray, int2Array, int8Array, textArray, uuidArray } from '../../src/storage/postgres/binary-arrays.ts';
@@ -53,7 +54,12 @@ describe('binary array parameters', () => {
   });
 
   it('uuid: lower and upper case text, in order', async () => {
-    const values = ['00000000-0000-0000-0000-000000000000', '0192F3A4-B5C6-7D8E-9F01-23456789ABCD'];
+    const values = [
+      '00000000-0000-0000-0000-000000000000',
+      '0192F3A4-B5C6-7D8E-9F01-23456789ABCD',
+      'ffffffff-ffff-ffff-ffff-ffffffffffff',
+      ...Array.from({ length: 200 }, () => randomUUID()),
+    ];
     assert.deepEqual(
       await elements('uuid', uuidArray(values)),
       values.map((v) => v.toLowerCase()),
@@ -70,7 +76,17 @@ describe('binary array parameters', () => {
 
   it('refuses what the type cannot carry, before sending anything', () => {
     assert.throws(() => uuidArray(['not-a-uuid']), /is not a UUID/);
-    assert.throws(() => uuidArray(['0192f3a4-b5c6-7d8e-9f01-23456789abcz']), /is not a UUID/);
+    for (const notUuid of [
+      '0192f3a4-b5c6-7d8e-9f01-23456789abcz',
+      '0192f3a-4b5c6-7d8e-9f01-23456789abcd',
+      '0192f3a4-b5c6-7d8e-9f01-23456789abc',
+      '0192f3a4-b5c6-7d8e-9f01-23456789abcdd',
+      '0192f3a4b5c67d8e9f0123456789abcd',
+      '0192f3a4-b5c6-7d8e-9f01-23456789abcé',
+      '',
+    ]) {
+      assert.throws(() => uuidArray([notUuid]), /is not a UUID/, notUuid);
+    }
     assert.throws(() => int8Array([2 ** 53]), /not a safe integer/);
     assert.throws(() => int8Array([1.5]), /not a safe integer/);
     assert.throws(() => int2Array([32_768]), /not a smallint/);

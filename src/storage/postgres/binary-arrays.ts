@@ -125,26 +125,47 @@ export function int2Array(values: readonly number[]): Buffer {
   });
 }
 
-const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Each ASCII character's value as a hex digit, -1 for any other character. */
+const HEX_DIGIT = new Int8Array(128).fill(-1);
+for (let digit = 0; digit < 16; digit++) {
+  HEX_DIGIT[digit.toString(16).charCodeAt(0)] = digit;
+  HEX_DIGIT[digit.toString(16).toUpperCase().charCodeAt(0)] = digit;
+}
+const DASH = 0x2d;
 
-/** uuid[] from their text form; anything else throws (hex decoding would stop short silently). */
+/**
+ * uuid[] from their text form (`8-4-4-4-12` hex digits, either case); anything else throws,
+ * where hex decoding by `Buffer.write` would stop short silently. Decoded digit by digit: a
+ * regular expression and `Buffer.write` per group took 5% of a server's busy time in a drain.
+ */
 export function uuidArray(values: readonly string[]): Buffer {
-  for (const value of values) {
-    if (!UUID_TEXT.test(value)) throw new Error(`binary array: ${JSON.stringify(value)} is not a UUID`);
-  }
   return arrayOf(UUID, values.length, false, values.length * 20, (buffer, start) => {
     let offset = start;
     for (const value of values) {
       offset = buffer.writeInt32BE(16, offset);
-      buffer.write(value.slice(0, 8), offset, 'hex');
-      buffer.write(value.slice(9, 13), offset + 4, 'hex');
-      buffer.write(value.slice(14, 18), offset + 6, 'hex');
-      buffer.write(value.slice(19, 23), offset + 8, 'hex');
-      buffer.write(value.slice(24, 36), offset + 10, 'hex');
+      if (!writeUuid(value, buffer, offset)) throw new Error(`binary array: ${JSON.stringify(value)} is not a UUID`);
       offset += 16;
     }
     return offset;
   });
+}
+
+/** The 16 bytes of `value` at `offset`; `false` if it is not a UUID's text. */
+function writeUuid(value: string, buffer: Buffer, offset: number): boolean {
+  if (value.length !== 36) return false;
+  let at = offset;
+  for (let i = 0; i < 36; i += 2) {
+    if (i === 8 || i === 13 || i === 18 || i === 23) {
+      if (value.charCodeAt(i) !== DASH) return false;
+      i -= 1; // the dash takes one character, not two
+      continue;
+    }
+    const high = HEX_DIGIT[value.charCodeAt(i)] ?? -1;
+    const low = HEX_DIGIT[value.charCodeAt(i + 1)] ?? -1;
+    if (high < 0 || low < 0) return false;
+    buffer[at++] = (high << 4) | low;
+  }
+  return at === offset + 16;
 }
 
 /** How a statement's array parameters travel: built here in binary, or as node-postgres sends arrays. */

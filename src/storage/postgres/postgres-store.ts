@@ -98,7 +98,7 @@ import {
   SYSTEM_SCOPE_BYTES,
 } from '../../codec/keys.ts';
 import { decodeSchedule, encodeSchedule, schedulePageKey, schedulePageToken } from '../../codec/schedules.ts';
-import { decodeRecord, encodeRecord } from '../../codec/value.ts';
+import { decodeRecord, encodeRecord, encodeRecordAndEntry } from '../../codec/value.ts';
 import { idempotencySlot } from '../../core/scope.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import type {
@@ -990,6 +990,7 @@ export class PostgresJobStore implements JobStore {
     // Its lane too; a leased row keeps the lane it was claimed in, for the lane's count.
     const lane =
       pending.length > 0 ? `, lane = CASE WHEN u.state = 0 THEN ${laneSql(this.t, 'j.kind')} ELSE j.lane END` : '';
+    const encoded = encodeWrites(records, this.logging);
     const statement = withLog(
       this.t,
       `UPDATE ${this.t}.jobs AS j SET state = u.state,
@@ -1007,10 +1008,10 @@ export class PostgresJobStore implements JobStore {
         BINARY_ARRAYS.int8(records.map((r) => r.leaseDeadline)),
         BINARY_ARRAYS.text(records.map((r) => r.workerId)),
         BINARY_ARRAYS.int8(records.map((r) => finishedAt(r))),
-        BINARY_ARRAYS.bytea(records.map((r) => encodeRecord(r))),
+        BINARY_ARRAYS.bytea(encoded.values),
         ...(pending.length > 0 ? [this.schema.channel, noticePayload(this.origin, workNotices(pending, now))] : []),
       ],
-      this.logging ? records : [],
+      encoded.entries,
       BINARY_ARRAYS,
     );
     const { rows: written } = await db.query<{ job_id: string }>(named(this.prepare, statement.text, statement.values));
@@ -2068,7 +2069,7 @@ function sqlLiteral(value: unknown): string {
 
 /**
  * `statement`, a data-modifying statement `RETURNING job_id, scope, kind` (numbered parameters
- * `values`), with the transitions log rows of `records` appended in the same statement, for the
+ * `values`), with the transitions log rows `entries` appended in the same statement, for the
  * rows it wrote only: one multi-row INSERT whatever their number. Only the entries and their
  * times travel again; the rest comes from the rows written. Unchanged when no write is logged.
  */
@@ -2076,10 +2077,9 @@ function withLog(
   table: string,
   statement: string,
   values: unknown[],
-  records: readonly JobRecord[],
+  entries: readonly LogRow[],
   arrays: ArrayParameters,
 ): { text: string; values: unknown[] } {
-  const entries = records.map(logEntryOf).filter((entry): entry is JobRecord => entry !== null);
   if (entries.length === 0) return { text: statement, values };
   const n = values.length;
   return {
@@ -2092,14 +2092,47 @@ function withLog(
     values: [
       ...values,
       arrays.uuid(entries.map((e) => e.jobId)),
-      arrays.int8(entries.map((e) => transitionOf(e).at)),
-      arrays.bytea(entries.map((e) => encodeRecord(e))),
+      arrays.int8(entries.map((e) => e.at)),
+      arrays.bytea(entries.map((e) => e.entry)),
     ],
   };
 }
 
-/** The INSERT's column parameters below ($1 to $13), one array each. */
-function columns(records: readonly JobRecord[], now: Micros, arrays: ArrayParameters): unknown[] {
+/** A transitions log row a write appends (`withLog`). */
+interface LogRow {
+  readonly jobId: string;
+  readonly at: Micros;
+  readonly entry: Buffer;
+}
+
+/**
+ * The stored value of each of `records`, and the log rows of those whose write appends one
+ * (`log`: the store keeps the log). A logged record's entry is cut from its value's bytes
+ * (`encodeRecordAndEntry`) rather than encoded again.
+ */
+function encodeWrites(records: readonly JobRecord[], log: boolean): { values: Buffer[]; entries: LogRow[] } {
+  const values: Buffer[] = [];
+  const entries: LogRow[] = [];
+  for (const record of records) {
+    const entry = log ? logEntryOf(record) : null;
+    if (entry === null) {
+      values.push(encodeRecord(record));
+      continue;
+    }
+    const encoded = encodeRecordAndEntry(record, entry);
+    values.push(encoded.value);
+    entries.push({ jobId: record.jobId, at: transitionOf(entry).at, entry: encoded.entryValue });
+  }
+  return { values, entries };
+}
+
+/** The INSERT's column parameters below ($1 to $13), one array each; `values` are the records' encoded. */
+function columns(
+  records: readonly JobRecord[],
+  values: readonly Buffer[],
+  now: Micros,
+  arrays: ArrayParameters,
+): unknown[] {
   return [
     arrays.uuid(records.map((r) => r.jobId)),
     arrays.bytea(records.map((r) => scopeOfTenant(r.tenant))),
@@ -2113,7 +2146,7 @@ function columns(records: readonly JobRecord[], now: Micros, arrays: ArrayParame
     arrays.text(records.map((r) => r.workerId)),
     arrays.text(records.map((r) => r.idempotencyKey)),
     arrays.int8(records.map((r) => finishedAt(r))),
-    arrays.bytea(records.map((r) => encodeRecord(r))),
+    arrays.bytea(values),
   ];
 }
 
@@ -2169,6 +2202,7 @@ export async function insertJobs(
   // costs a waiter one look. Any unique conflict skips the row: an idempotency key held, or
   // the job id itself, which exists only when this insert runs again after its answer was lost.
   // The log rows ride on it too, for the rows it inserted (`withLog`).
+  const encoded = encodeWrites(records, context.log !== false);
   const statement = withLog(
     table,
     `INSERT INTO ${table}.jobs (job_id, scope, tenant, state, priority, created_at, kind, not_before,
@@ -2181,8 +2215,12 @@ export async function insertJobs(
      WHERE ${writeLocks(table)}
      ON CONFLICT DO NOTHING
      RETURNING job_id, scope, kind, pg_notify($14, $15) AS notified`,
-    [...columns(records, now, arrays), schema.channel, noticePayload(context.origin ?? '', workNotices(drafts, now))],
-    context.log === false ? [] : records,
+    [
+      ...columns(records, encoded.values, now, arrays),
+      schema.channel,
+      noticePayload(context.origin ?? '', workNotices(drafts, now)),
+    ],
+    encoded.entries,
     arrays,
   );
   const inserted = await db.query<{ job_id: string }>(
