@@ -15,6 +15,25 @@ import {
 /** A job to create; the store assigns `createdAt` (strictly increasing per store). */
 export type JobDraft = Omit<NewJobFields, 'createdAt'>;
 
+/**
+ * `draft` with the `createdAt` its store assigned, for `enqueue`. Field by field, not
+ * `{ ...draft, createdAt }`: see `withChanges` in `transitions.ts` for what a spread costs.
+ */
+export function withCreatedAt(draft: JobDraft, createdAt: Micros): NewJobFields {
+  return {
+    jobId: draft.jobId,
+    tenant: draft.tenant,
+    kind: draft.kind,
+    payload: draft.payload,
+    priority: draft.priority,
+    createdAt,
+    notBefore: draft.notBefore,
+    idempotencyKey: draft.idempotencyKey,
+    maxAttempts: draft.maxAttempts,
+    timeoutSecs: draft.timeoutSecs,
+  };
+}
+
 export const DEFAULT_PRIORITY = 128;
 const EMPTY = Buffer.alloc(0);
 /** Ten years: from any clock before 2200, `now + delay` still fits a record (`MAX_DURATION_SECS`). */

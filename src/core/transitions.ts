@@ -101,7 +101,16 @@ export function enqueue(fields: NewJobFields, now: Micros): JobRecord {
   if (fields.timeoutSecs !== null) details.push(`timeout_secs=${fields.timeoutSecs}`);
   if (fields.idempotencyKey !== null) details.push(`idempotency_key=${fields.idempotencyKey}`);
   return taking('enqueue', 'start', {
-    ...fields,
+    jobId: fields.jobId,
+    tenant: fields.tenant,
+    kind: fields.kind,
+    payload: fields.payload,
+    priority: fields.priority,
+    createdAt: fields.createdAt,
+    notBefore: fields.notBefore,
+    idempotencyKey: fields.idempotencyKey,
+    maxAttempts: fields.maxAttempts,
+    timeoutSecs: fields.timeoutSecs,
     state: JobState.Pending,
     attempts: 0,
     leaseGeneration: 0,
@@ -165,17 +174,20 @@ export function lease(record: JobRecord, workerId: string, now: Micros, policy: 
   const leaseGeneration = record.leaseGeneration + 1;
   const timeoutSecs = effectiveTimeoutSecs(record, policy);
   const attemptDeadline = timeoutSecs === null ? null : now + secondsToMicros(timeoutSecs);
-  return taking('lease', record.state, {
-    ...record,
-    state: JobState.Leased,
-    leaseGeneration,
-    workerId,
-    leaseDeadline: nextLeaseDeadline(attemptDeadline, now, policy),
-    attemptDeadline,
-    continuation: null,
-    progress: null,
-    events: appendEvent(record.events, event(now, 'leased', `worker=${workerId} generation=${leaseGeneration}`)),
-  });
+  return taking(
+    'lease',
+    record.state,
+    withChanges(record, {
+      state: JobState.Leased,
+      leaseGeneration,
+      workerId,
+      leaseDeadline: nextLeaseDeadline(attemptDeadline, now, policy),
+      attemptDeadline,
+      continuation: null,
+      progress: null,
+      events: appendEvent(record.events, event(now, 'leased', `worker=${workerId} generation=${leaseGeneration}`)),
+    }),
+  );
 }
 
 /**
@@ -218,15 +230,18 @@ export function heartbeat(
   progress: string | null = null,
 ): JobRecord {
   checkFence(record, fence);
-  return taking('heartbeat', record.state, {
-    ...record,
-    leaseDeadline: nextLeaseDeadline(record.attemptDeadline, now, policy),
-    ...(progress === null ? {} : { progress }),
-    events: appendEvent(
-      record.events,
-      event(now, progress === null ? 'extended' : 'progress', `generation=${record.leaseGeneration}`),
-    ),
-  });
+  return taking(
+    'heartbeat',
+    record.state,
+    withChanges(record, {
+      leaseDeadline: nextLeaseDeadline(record.attemptDeadline, now, policy),
+      progress: progress ?? record.progress,
+      events: appendEvent(
+        record.events,
+        event(now, progress === null ? 'extended' : 'progress', `generation=${record.leaseGeneration}`),
+      ),
+    }),
+  );
 }
 
 /** checkpoint: store the continuation and extend the lease, in the same write. */
@@ -238,15 +253,18 @@ export function checkpoint(
   policy: RetryPolicy,
 ): JobRecord {
   checkFence(record, fence);
-  return taking('checkpoint', record.state, {
-    ...record,
-    continuation,
-    leaseDeadline: nextLeaseDeadline(record.attemptDeadline, now, policy),
-    events: appendEvent(
-      record.events,
-      event(now, 'checkpoint', `generation=${record.leaseGeneration} bytes=${continuation.byteLength}`),
-    ),
-  });
+  return taking(
+    'checkpoint',
+    record.state,
+    withChanges(record, {
+      continuation,
+      leaseDeadline: nextLeaseDeadline(record.attemptDeadline, now, policy),
+      events: appendEvent(
+        record.events,
+        event(now, 'checkpoint', `generation=${record.leaseGeneration} bytes=${continuation.byteLength}`),
+      ),
+    }),
+  );
 }
 
 /**
@@ -260,15 +278,18 @@ export function complete(
   result: Uint8Array | null = null,
 ): JobRecord {
   checkFence(record, fence);
-  return taking('complete', record.state, {
-    ...leaveLease(record),
-    state: JobState.Completed,
-    result,
-    events: appendEvent(
-      record.events,
-      event(now, 'completed', `worker=${fence.workerId} generation=${record.leaseGeneration}`),
-    ),
-  });
+  return taking(
+    'complete',
+    record.state,
+    leaveLease(record, {
+      state: JobState.Completed,
+      result,
+      events: appendEvent(
+        record.events,
+        event(now, 'completed', `worker=${fence.workerId} generation=${record.leaseGeneration}`),
+      ),
+    }),
+  );
 }
 
 export interface FailRequest {
@@ -294,15 +315,22 @@ export function fail(
     `worker=${fence.workerId} generation=${record.leaseGeneration} attempt=${attempts}${request.permanent ? ' permanent' : ''}: ${request.error}`,
   );
   const events = appendEvent(record.events, failed);
-  const base = { ...leaveLease(record), attempts };
   if (request.permanent) {
-    return taking('fail', record.state, {
-      ...base,
-      state: JobState.Dead,
-      events: appendEvent(events, event(now, 'dead', 'failed permanently')),
-    });
+    return taking(
+      'fail',
+      record.state,
+      leaveLease(record, {
+        attempts,
+        state: JobState.Dead,
+        events: appendEvent(events, event(now, 'dead', 'failed permanently')),
+      }),
+    );
   }
-  return taking('fail', record.state, retryOrDeadLetter(base, events, now, policy, `attempts exhausted (${attempts})`));
+  return taking(
+    'fail',
+    record.state,
+    retryOrDeadLetter(leaveLease(record, { attempts }), events, now, policy, `attempts exhausted (${attempts})`),
+  );
 }
 
 /**
@@ -313,15 +341,18 @@ export function fail(
  */
 export function release(record: JobRecord, fence: LeaseFence, now: Micros): JobRecord {
   checkFence(record, fence);
-  return taking('release', record.state, {
-    ...leaveLease(record),
-    state: JobState.Pending,
-    notBefore: null,
-    events: appendEvent(
-      record.events,
-      event(now, 'released', `worker=${fence.workerId} generation=${record.leaseGeneration}`),
-    ),
-  });
+  return taking(
+    'release',
+    record.state,
+    leaveLease(record, {
+      state: JobState.Pending,
+      notBefore: null,
+      events: appendEvent(
+        record.events,
+        event(now, 'released', `worker=${fence.workerId} generation=${record.leaseGeneration}`),
+      ),
+    }),
+  );
 }
 
 /** Whether the reaper should reclaim this job now. */
@@ -350,7 +381,7 @@ export function reap(record: JobRecord, now: Micros, policy: RetryPolicy): JobRe
     'reap',
     record.state,
     retryOrDeadLetter(
-      { ...leaveLease(record), attempts },
+      leaveLease(record, { attempts }),
       events,
       now,
       policy,
@@ -371,14 +402,17 @@ export function retry(record: JobRecord, now: Micros): JobRecord {
       `job ${record.jobId}: cannot retry a ${JOB_STATE_NAMES[record.state]} job (must be dead or cancelled)`,
     );
   }
-  return taking('retry', record.state, {
-    ...record,
-    state: JobState.Pending,
-    result: null,
-    attempts: 0,
-    notBefore: null,
-    events: appendEvent(record.events, event(now, 'retried', `after ${record.attempts} attempts`)),
-  });
+  return taking(
+    'retry',
+    record.state,
+    withChanges(record, {
+      state: JobState.Pending,
+      result: null,
+      attempts: 0,
+      notBefore: null,
+      events: appendEvent(record.events, event(now, 'retried', `after ${record.attempts} attempts`)),
+    }),
+  );
 }
 
 /** Who asked for a cancel and why, kept in the `cancelled` event. */
@@ -406,11 +440,14 @@ export function cancel(record: JobRecord, request: CancelRequest, now: Micros): 
   }
   if (request.by !== null) details.push(`by=${request.by}`);
   if (request.reason !== null && request.reason !== '') details.push(`reason=${request.reason}`);
-  return taking('cancel', record.state, {
-    ...leaveLease(record),
-    state: JobState.Cancelled,
-    events: appendEvent(record.events, event(now, 'cancelled', details.length > 0 ? details.join(' ') : null)),
-  });
+  return taking(
+    'cancel',
+    record.state,
+    leaveLease(record, {
+      state: JobState.Cancelled,
+      events: appendEvent(record.events, event(now, 'cancelled', details.length > 0 ? details.join(' ') : null)),
+    }),
+  );
 }
 
 /** The job's own ceiling, else its kind's (`jobs.kinds`), else `jobs.max_attempts`. */
@@ -426,15 +463,52 @@ function retryOrDeadLetter(
   deadReason: string,
 ): JobRecord {
   if (record.attempts >= effectiveMaxAttempts(record, policy)) {
-    return { ...record, state: JobState.Dead, events: appendEvent(events, event(now, 'dead', deadReason)) };
+    return withChanges(record, { state: JobState.Dead, events: appendEvent(events, event(now, 'dead', deadReason)) });
   }
   const notBefore = now + backoffMicros(policy.config, record.kind, record.attempts);
-  return { ...record, state: JobState.Pending, notBefore, events };
+  return withChanges(record, { state: JobState.Pending, notBefore, events });
 }
 
-/** Leaving Leased clears the holder, the deadlines and the lease-scoped checkpoint. */
-function leaveLease(record: JobRecord): JobRecord {
-  return { ...record, workerId: null, leaseDeadline: null, attemptDeadline: null, continuation: null };
+/** Leaving Leased clears the holder, the deadlines and the lease-scoped checkpoint; `changes` go on top. */
+function leaveLease(record: JobRecord, changes: Partial<JobRecord>): JobRecord {
+  return withChanges(record, {
+    workerId: null,
+    leaseDeadline: null,
+    attemptDeadline: null,
+    continuation: null,
+    ...changes,
+  });
+}
+
+/**
+ * `record` with `changes` (a field left out, or `undefined`, keeps its value), built field by
+ * field. Not a spread: on Node 20 (V8 11.3) a spread with fields added after it
+ * (`{ ...record, state, events }`) took ~20 µs an object in a microbenchmark, against ~130 ns
+ * on Node 22 and 24 and tens of nanoseconds for this, and every transition makes one.
+ */
+function withChanges(record: JobRecord, changes: Partial<JobRecord>): JobRecord {
+  return {
+    jobId: changes.jobId ?? record.jobId,
+    tenant: changes.tenant === undefined ? record.tenant : changes.tenant,
+    kind: changes.kind ?? record.kind,
+    payload: changes.payload ?? record.payload,
+    priority: changes.priority ?? record.priority,
+    createdAt: changes.createdAt ?? record.createdAt,
+    state: changes.state ?? record.state,
+    attempts: changes.attempts ?? record.attempts,
+    leaseGeneration: changes.leaseGeneration ?? record.leaseGeneration,
+    workerId: changes.workerId === undefined ? record.workerId : changes.workerId,
+    leaseDeadline: changes.leaseDeadline === undefined ? record.leaseDeadline : changes.leaseDeadline,
+    notBefore: changes.notBefore === undefined ? record.notBefore : changes.notBefore,
+    idempotencyKey: changes.idempotencyKey === undefined ? record.idempotencyKey : changes.idempotencyKey,
+    maxAttempts: changes.maxAttempts === undefined ? record.maxAttempts : changes.maxAttempts,
+    continuation: changes.continuation === undefined ? record.continuation : changes.continuation,
+    events: changes.events ?? record.events,
+    attemptDeadline: changes.attemptDeadline === undefined ? record.attemptDeadline : changes.attemptDeadline,
+    timeoutSecs: changes.timeoutSecs === undefined ? record.timeoutSecs : changes.timeoutSecs,
+    result: changes.result === undefined ? record.result : changes.result,
+    progress: changes.progress === undefined ? record.progress : changes.progress,
+  };
 }
 
 function expectState(record: JobRecord, transition: string, expected: JobState): void {

@@ -35,6 +35,7 @@ import {
   type TokenBucket,
 } from '../../core/kind-limits.ts';
 import { enqueue, isLeasable, isLeaseExpired, kindMatches } from '../../core/transitions.ts';
+import { withCreatedAt } from '../../core/drafts.ts';
 import {
   formatPosition,
   logEntryExpired,
@@ -143,7 +144,7 @@ export class MemoryJobStore implements JobStore {
         outcomes.push({ record: existing, created: false });
         continue;
       }
-      const record = enqueue({ ...draft, createdAt: this.createdAt.next(now) }, now);
+      const record = enqueue(withCreatedAt(draft, this.createdAt.next(now)), now);
       if (slot !== null) staged.set(slot, record);
       outcomes.push({ record, created: true });
     }

@@ -61,6 +61,7 @@ import { decodePause, encodePause, pauseScopeBytes } from '../../codec/pauses.ts
 import { scheduleExists, tooManySchedules, type Schedule, type ScheduleFiring } from '../../core/schedules.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import { enqueue } from '../../core/transitions.ts';
+import { withCreatedAt } from '../../core/drafts.ts';
 import {
   formatPosition,
   logEntryExpired,
@@ -2195,7 +2196,7 @@ export async function insertJobs(
     }
     if (slot !== null) firstBySlot.set(slot, i);
     sameAs.push(null);
-    records.push(enqueue({ ...draft, createdAt: context.createdAt.next(now) }, now));
+    records.push(enqueue(withCreatedAt(draft, context.createdAt.next(now)), now));
   }
   // The notification rides on the same statement (PostgreSQL delivers one per transaction for
   // identical payloads) and only when it commits; it names the drafts, so an idempotent repeat

@@ -56,6 +56,7 @@ import {
 } from '../../core/schedules.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import { enqueue, isLeasable, kindMatches } from '../../core/transitions.ts';
+import { withCreatedAt } from '../../core/drafts.ts';
 import {
   finishedAt,
   itemFailed,
@@ -587,7 +588,7 @@ export class RocksJobStore implements JobStore {
           continue;
         }
       }
-      const record = enqueue({ ...draft, createdAt: this.createdAt.next(now) }, now);
+      const record = enqueue(withCreatedAt(draft, this.createdAt.next(now)), now);
       this.createdAtDirty = true;
       const key = jobKeyOf(record);
       const { value, entry } = this.encode(record);
