@@ -191,20 +191,27 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
   const completeEach = (items: readonly CompleteRequest[], scope: ScopeFilter): Promise<ItemOutcome[]> =>
     settleEach(
       items,
-      (item): Completion => ({
-        ...fenceFromWire(item.fence),
-        ...completeOptionsFromWire(
+      (item): Completion => {
+        // Named fields, not spreads of the two: on Node 20 `{ ...a, ...b }` took ~2 µs a completion.
+        const { jobId, fence } = fenceFromWire(item.fence);
+        const options = completeOptionsFromWire(
           item.successors.map((job, j) => newJobFromWire(job, `successors[${j}]`)),
           item,
-        ),
-      }),
+        );
+        return options.result === undefined
+          ? { jobId, fence, successors: options.successors }
+          : { jobId, fence, successors: options.successors, result: options.result };
+      },
       (completions) => queue.completeEach(completions, scope),
     );
 
   const failEach = (items: readonly FailRequest[], scope: ScopeFilter): Promise<ItemOutcome[]> =>
     settleEach(
       items,
-      (item): Failure => ({ ...fenceFromWire(item.fence), error: item.error, permanent: item.permanent }),
+      (item): Failure => {
+        const { jobId, fence } = fenceFromWire(item.fence);
+        return { jobId, fence, error: item.error, permanent: item.permanent };
+      },
       (failures) => queue.failEach(failures, scope),
     );
 
