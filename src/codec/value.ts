@@ -8,6 +8,7 @@
  */
 import { Packr } from 'msgpackr';
 import { CorruptRecordError, ErrorCode, TelhaError } from '../core/errors.ts';
+import { logEntryOf } from '../core/transitions-log.ts';
 import { isJobState, type JobEvent, type JobRecord } from '../core/types.ts';
 import { JOB_ID_BYTES, jobIdFromBytes, writeJobId } from './keys.ts';
 import { MsgpackWriter, msgpackKey } from './msgpack-writer.ts';
@@ -191,6 +192,24 @@ export function encodeRecordAndEntry(record: JobRecord, entry: JobRecord): { val
   entryValue[at++] = 0xc0; // nil: the continuation
   value.copy(entryValue, at, continuationEnd);
   return { value, entryValue };
+}
+
+/** A transitions-log entry (`logEntryOf`) and its stored value. */
+export interface EncodedEntry {
+  readonly record: JobRecord;
+  readonly value: Buffer;
+}
+
+/**
+ * What a write of `record` stores: its value, and, when the store keeps the transitions log
+ * (`log`) and the write is a transition a watcher sees, its log entry with the entry's value
+ * (cut from the record's bytes, `encodeRecordAndEntry`). Throws for a record that would not read back.
+ */
+export function encodeWrite(record: JobRecord, log: boolean): { value: Buffer; entry: EncodedEntry | null } {
+  const entry = log ? logEntryOf(record) : null;
+  if (entry === null) return { value: encodeRecord(record), entry: null };
+  const { value, entryValue } = encodeRecordAndEntry(record, entry);
+  return { value, entry: { record: entry, value: entryValue } };
 }
 
 /**

@@ -65,7 +65,6 @@ import { withCreatedAt } from '../../core/drafts.ts';
 import {
   formatPosition,
   logEntryExpired,
-  logEntryOf,
   logMatches,
   logsTransition,
   parsePosition,
@@ -99,7 +98,7 @@ import {
   SYSTEM_SCOPE_BYTES,
 } from '../../codec/keys.ts';
 import { decodeSchedule, encodeSchedule, schedulePageKey, schedulePageToken } from '../../codec/schedules.ts';
-import { decodeRecord, encodeRecord, encodeRecordAndEntry } from '../../codec/value.ts';
+import { decodeRecord, encodeRecord, encodeWrite } from '../../codec/value.ts';
 import { idempotencySlot } from '../../core/scope.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import type {
@@ -2108,21 +2107,15 @@ interface LogRow {
 
 /**
  * The stored value of each of `records`, and the log rows of those whose write appends one
- * (`log`: the store keeps the log). A logged record's entry is cut from its value's bytes
- * (`encodeRecordAndEntry`) rather than encoded again.
+ * (`log`: the store keeps the log), through `encodeWrite`.
  */
 function encodeWrites(records: readonly JobRecord[], log: boolean): { values: Buffer[]; entries: LogRow[] } {
   const values: Buffer[] = [];
   const entries: LogRow[] = [];
   for (const record of records) {
-    const entry = log ? logEntryOf(record) : null;
-    if (entry === null) {
-      values.push(encodeRecord(record));
-      continue;
-    }
-    const encoded = encodeRecordAndEntry(record, entry);
-    values.push(encoded.value);
-    entries.push({ jobId: record.jobId, at: transitionOf(entry).at, entry: encoded.entryValue });
+    const { value, entry } = encodeWrite(record, log);
+    values.push(value);
+    if (entry !== null) entries.push({ jobId: record.jobId, at: transitionOf(entry.record).at, entry: entry.value });
   }
   return { values, entries };
 }

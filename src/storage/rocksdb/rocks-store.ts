@@ -25,7 +25,6 @@ import { CorruptRecordError, invalidArgument, notFound, storeClosed } from '../.
 import {
   formatPosition,
   logEntryExpired,
-  logEntryOf,
   logMatches,
   parsePosition,
   positionPruned,
@@ -103,7 +102,7 @@ import {
   SCHEDULE_PREFIX,
   scheduleScopePrefix,
 } from '../../codec/schedules.ts';
-import { decodeRecord, encodeRecord, encodeRecordAndEntry } from '../../codec/value.ts';
+import { decodeRecord, encodeWrite, type EncodedEntry } from '../../codec/value.ts';
 import { idempotencySlot, inScope } from '../../core/scope.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import type {
@@ -192,12 +191,6 @@ const PENDING_RECORD_OVERHEAD = 600;
 
 /** A change to a (scope, state, kind) counter: `record`'s slot moves by `delta`. */
 type CountChange = readonly [record: JobRecord, delta: number];
-
-/** A transitions-log entry (`logEntryOf`) and its stored value. */
-interface LoggedEntry {
-  readonly record: JobRecord;
-  readonly value: Buffer;
-}
 
 interface Columns {
   readonly jobs: ColumnHandle;
@@ -591,7 +584,7 @@ export class RocksJobStore implements JobStore {
       const record = enqueue(withCreatedAt(draft, this.createdAt.next(now)), now);
       this.createdAtDirty = true;
       const key = jobKeyOf(record);
-      const { value, entry } = this.encode(record);
+      const { value, entry } = encodeWrite(record, this.logState.enabled);
       ops.push(
         { column: this.cf.jobs, key, value },
         { column: this.cf.ids, key: idIndexKey(record.jobId), value: key },
@@ -765,7 +758,7 @@ export class RocksJobStore implements JobStore {
     nextKey: Buffer,
     after: JobRecord,
   ): void {
-    const { value, entry } = this.encode(after);
+    const { value, entry } = encodeWrite(after, this.logState.enabled);
     if (!key.equals(nextKey)) {
       ops.push({ column: this.cf.jobs, key, value: null });
       ops.push({ column: this.cf.ids, key: idIndexKey(after.jobId), value: nextKey });
@@ -801,19 +794,8 @@ export class RocksJobStore implements JobStore {
     return this.committer.stage(ops);
   }
 
-  /**
-   * `record`'s stored value, and its log entry with the entry's value if its write is a transition
-   * a watcher sees. Encoding throws for a record that would not read back; nothing is staged yet.
-   */
-  private encode(record: JobRecord): { value: Buffer; entry: LoggedEntry | null } {
-    const entry = this.logState.enabled ? logEntryOf(record) : null;
-    if (entry === null) return { value: encodeRecord(record), entry: null };
-    const { value, entryValue } = encodeRecordAndEntry(record, entry);
-    return { value, entry: { record: entry, value: entryValue } };
-  }
-
   /** Append a log entry to the ops of its job's write. */
-  private stageLogEntry(ops: WriteOp[], entry: LoggedEntry): void {
+  private stageLogEntry(ops: WriteOp[], entry: EncodedEntry): void {
     const seq = ++this.logStaged;
     ops.push({ column: this.cf.log, key: encodeU64(seq), value: entry.value });
     this.stagedLog.set(seq, entry.record);
