@@ -149,6 +149,11 @@ export function leaseKindMatches(kind: string, kinds: readonly string[] | null):
   return kinds !== null && kinds.some((prefix) => prefix.startsWith(SYSTEM_KIND_PREFIX) && kind.startsWith(prefix));
 }
 
+/** Whether a lease's kind prefixes reach the server's own `system:` kinds (see `leaseKindMatches`). */
+export function leasesSystemKinds(kinds: readonly string[] | null): boolean {
+  return kinds !== null && kinds.some((prefix) => prefix.startsWith(SYSTEM_KIND_PREFIX));
+}
+
 /** The job's own attempt timeout, else its kind's (`jobs.kinds`), in seconds; `null` for none. */
 export function effectiveTimeoutSecs(record: JobRecord, policy: RetryPolicy): number | null {
   return record.timeoutSecs ?? kindPolicy(policy.config, record.kind).timeoutSecs;

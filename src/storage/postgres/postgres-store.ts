@@ -60,7 +60,7 @@ import {
 import { decodePause, encodePause, pauseScopeBytes } from '../../codec/pauses.ts';
 import { scheduleExists, tooManySchedules, type Schedule, type ScheduleFiring } from '../../core/schedules.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
-import { enqueue } from '../../core/transitions.ts';
+import { enqueue, leasesSystemKinds } from '../../core/transitions.ts';
 import { withCreatedAt } from '../../core/drafts.ts';
 import {
   formatPosition,
@@ -697,7 +697,7 @@ export class PostgresJobStore implements JobStore {
     let chosen: JobRecord[];
     if (params.fair === true && params.scope.type === 'any') {
       chosen = [];
-      if (params.kinds !== null && params.kinds.some((prefix) => prefix.startsWith(SYSTEM_KIND_PREFIX))) {
+      if (leasesSystemKinds(params.kinds)) {
         chosen = pickWithinLimits(await candidates(SYSTEM_SCOPE), params.limit, budget);
       }
       const query = fairLaneClaimQuery(this.t, params.kinds);
@@ -753,7 +753,7 @@ export class PostgresJobStore implements JobStore {
 
   /** The fair claim's first round (`fairRows`), or `null` when system jobs come first (another statement). */
   private fairFirstRound(kinds: readonly string[] | null, limit: number): { text: string; values: unknown[] } | null {
-    if (kinds !== null && kinds.some((prefix) => prefix.startsWith(SYSTEM_KIND_PREFIX))) return null;
+    if (leasesSystemKinds(kinds)) return null;
     return fairClaimQuery(this.t, kinds, this.fairCursor, limit, []);
   }
 
@@ -786,7 +786,7 @@ export class PostgresJobStore implements JobStore {
   ): Promise<ClaimRow[]> {
     const rows: ClaimRow[] = [];
     let given = firstRound;
-    if (kinds !== null && kinds.some((prefix) => prefix.startsWith(SYSTEM_KIND_PREFIX))) {
+    if (leasesSystemKinds(kinds)) {
       rows.push(...(await this.keyOrderRows(db, SYSTEM_SCOPE, kinds, limit)));
     }
     while (rows.length < limit) {
@@ -1828,7 +1828,7 @@ function claimFilter(
   let where = 'true';
   if (scope.type !== 'any') where += ` AND scope = ${param(scopeBytes(scope))}`;
   const system = param(SYSTEM_KIND_PREFIX);
-  if (kinds === null || !kinds.some((prefix) => prefix.startsWith(SYSTEM_KIND_PREFIX))) {
+  if (!leasesSystemKinds(kinds)) {
     where += ` AND scope > ${param(SYSTEM_SCOPE_BYTES)} AND NOT starts_with(kind, ${system})`;
   }
   if (kinds !== null) {
