@@ -523,6 +523,8 @@ export class TelhaClient {
       workerId: params.workerId,
       kinds: [...(params.kinds ?? [])],
       scope: scopeToWire(params.scope),
+      // WorkChannel.receive reads a message's jobs and its answer alike.
+      jobsWithAnswers: true,
     });
     const call = (
       this.stub as unknown as {

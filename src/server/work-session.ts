@@ -77,6 +77,81 @@ export interface WorkDeps {
   checkpointEach(items: readonly CheckpointRequest[], scope: ScopeFilter): Promise<LeaseOutcome[]>;
 }
 
+/** The outcomes of one message's results and lease extensions, under its settle_id. */
+interface WorkAnswer {
+  readonly settleId: bigint;
+  readonly completeOutcomes: ItemOutcome[];
+  readonly failOutcomes: ItemOutcome[];
+  readonly releaseOutcomes: ItemOutcome[];
+  readonly heartbeatOutcomes: LeaseOutcome[];
+  readonly checkpointOutcomes: LeaseOutcome[];
+}
+
+/**
+ * What the session sends. For a worker that opened with `jobs_with_answers`, everything that
+ * becomes ready in one turn leaves together: newly leased jobs and the first answer in one
+ * message (a worker without prefetch sends a result and its freed slot together, and the
+ * completion and the next lease land in one write), each further answer in its own (one
+ * settle_id a message). Otherwise each goes at once, as it is ready.
+ */
+class Outbox {
+  private jobs: Job[] = [];
+  private answers: WorkAnswer[] = [];
+  private scheduled = false;
+
+  constructor(
+    private readonly stream: WorkStream,
+    private readonly combine: boolean,
+  ) {}
+
+  sendJobs(jobs: Job[]): void {
+    if (!this.combine) return this.stream.send({ jobs });
+    for (const job of jobs) this.jobs.push(job);
+    this.schedule();
+  }
+
+  sendAnswer(answer: WorkAnswer): void {
+    if (!this.combine) return this.stream.send(responseOf([], answer));
+    this.answers.push(answer);
+    this.schedule();
+  }
+
+  /** Send what waits. */
+  flush(): void {
+    const jobs = this.jobs;
+    const answers = this.answers;
+    if (jobs.length === 0 && answers.length === 0) return;
+    this.jobs = [];
+    this.answers = [];
+    this.stream.send(responseOf(jobs, answers[0]));
+    for (let at = 1; at < answers.length; at++) this.stream.send(responseOf([], answers[at]));
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    // A tick runs once the promise continuations queued so far have run: those of every unit a
+    // group-commit write resolved, so the lease and the settle it carried both get here first.
+    process.nextTick(() => {
+      this.scheduled = false;
+      if (!this.stream.signal.aborted) this.flush();
+    });
+  }
+}
+
+function responseOf(jobs: Job[], answer: WorkAnswer | undefined): MessageInitShape<typeof WorkResponseSchema> {
+  if (answer === undefined) return { jobs };
+  return {
+    jobs,
+    settleId: answer.settleId,
+    completeOutcomes: answer.completeOutcomes,
+    failOutcomes: answer.failOutcomes,
+    releaseOutcomes: answer.releaseOutcomes,
+    heartbeatOutcomes: answer.heartbeatOutcomes,
+    checkpointOutcomes: answer.checkpointOutcomes,
+  };
+}
+
 interface Opened {
   readonly principal: Principal;
   readonly leaseScope: ScopeFilter;
@@ -84,6 +159,7 @@ interface Opened {
   readonly settleScope: ScopeFilter;
   readonly lease: LeaseOptions;
   readonly pump: LeasePump;
+  readonly outbox: Outbox;
 }
 
 export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession {
@@ -122,6 +198,7 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
       .then(() => {
         admitted?.();
         if (stream.signal.aborted) return;
+        opened?.outbox.flush();
         if (status === null) stream.end();
         else stream.fail(status);
       });
@@ -157,21 +234,22 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
     };
     const settleScope = principal.role === 'tenant' ? leaseScope : ANY_SCOPE;
     stream.opened();
+    const outbox = new Outbox(stream, message.open.jobsWithAnswers);
     // A lease call that was in flight when the stream began to close still returns its jobs.
     const pump = new LeasePump(deps.queue, lease, deps.maxLeaseWaitMs, signal, (jobs) => {
       if (signal.aborted) releaseUnsent(jobs, lease.workerId, settleScope);
-      else stream.send({ jobs: jobs.map((job) => deps.toWire(job)) });
+      else outbox.sendJobs(jobs.map((job) => deps.toWire(job)));
     });
     pump.done.then(
       () => close(null),
       (error: unknown) => close(describe(error)),
     );
     deps.logger.debug({ workerId: lease.workerId, caller: principal.name }, 'work stream opened');
-    return { principal, leaseScope, settleScope, lease, pump };
+    return { principal, leaseScope, settleScope, lease, pump, outbox };
   }
 
   function settle(settleId: bigint, message: WorkRequest): void {
-    const scope = (opened as Opened).settleScope;
+    const { settleScope: scope, outbox } = opened as Opened;
     track(
       Promise.all([
         deps.completeEach(message.completes, scope),
@@ -182,7 +260,7 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
       ]).then(
         ([completeOutcomes, failOutcomes, releaseOutcomes, heartbeatOutcomes, checkpointOutcomes]) => {
           if (stream.signal.aborted) return;
-          stream.send({
+          outbox.sendAnswer({
             settleId,
             completeOutcomes,
             failOutcomes,

@@ -93,6 +93,54 @@ describe('the Work stream', () => {
     await work.ended;
   });
 
+  for (const jobsWithAnswers of [true, false]) {
+    it(`sends the next job and a result's answer ${jobsWithAnswers ? 'in one message to a worker that reads both' : 'apart to a worker that did not say it reads both'}`, async () => {
+      await client.enqueueBatch([{ kind: 'pair' }, { kind: 'pair' }], acme);
+      const stub = new Stub(server.address, grpc.credentials.createInsecure());
+      const call = (
+        stub as unknown as { work(metadata: grpc.Metadata): grpc.ClientDuplexStream<WorkRequest, WorkResponse> }
+      ).work(new grpc.Metadata());
+      const ended = new Promise<grpc.StatusObject>((resolve) => call.on('status', resolve));
+      call.on('error', () => {});
+      const messages: WorkResponse[] = [];
+      let arrived: (() => void) | null = null;
+      call.on('data', (message: WorkResponse) => {
+        messages.push(message);
+        arrived?.();
+      });
+      const until = async (done: () => boolean): Promise<void> => {
+        while (!done()) await new Promise<void>((resolve) => (arrived = resolve));
+      };
+      const jobsIn = (): number => messages.reduce((n, m) => n + m.jobs.length, 0);
+      try {
+        call.write(
+          create(WorkRequestSchema, { open: { workerId: 'w1', kinds: ['pair'], jobsWithAnswers }, credit: 1 }),
+        );
+        await until(() => jobsIn() === 1);
+        const first = messages[0]?.jobs[0];
+        assert.ok(first);
+        const fence = { jobId: first.jobId, workerId: 'w1', leaseGeneration: first.leaseGeneration };
+        // A worker without prefetch: the result and the slot it freed, in one message.
+        call.write(create(WorkRequestSchema, { credit: 1, settleId: 1n, completes: [{ fence }] }));
+        await until(() => jobsIn() === 2 && messages.some((m) => m.settleId === 1n));
+        const after = messages.slice(1);
+        const answer = after.find((m) => m.settleId === 1n);
+        assert.equal(answer?.completeOutcomes.length, 1);
+        assert.equal(answer?.completeOutcomes[0]?.code, 0);
+        // The completion and the next lease land in one write: both are ready in one turn.
+        const shapes = after.map((m) => `${m.jobs.length} job(s), settle ${m.settleId}`).sort();
+        assert.deepEqual(
+          shapes,
+          jobsWithAnswers ? ['1 job(s), settle 1'] : ['0 job(s), settle 1', '1 job(s), settle 0'],
+        );
+      } finally {
+        call.end();
+        assert.equal((await ended).code, grpc.status.OK);
+        stub.close();
+      }
+    });
+  }
+
   it('answers each result on its own: accepted, stale fence, unknown job, failure', async () => {
     await client.enqueueBatch(
       Array.from({ length: 3 }, () => ({ kind: 'settle' })),
