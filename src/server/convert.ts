@@ -8,8 +8,6 @@ import type { NewSchedule, Schedule as CoreSchedule, ScheduleChanges } from '../
 import type { JobState as CoreState, EnqueueResult, JobRecord, NewJob as CoreNewJob } from '../core/types.ts';
 import {
   EnqueueResultSchema,
-  JobEventSchema,
-  JobSchema,
   JobState,
   KindLimitSchema,
   KindPauseSchema,
@@ -17,6 +15,7 @@ import {
   ScheduleSchema,
   type EnqueueResult as WireEnqueueResult,
   type Job,
+  type JobEvent,
   type KindLimit,
   type KindPause,
   type NewJob,
@@ -35,10 +34,17 @@ export function stateFilterFromWire(state: JobState, field: string): CoreState |
   return core;
 }
 
-/** `effectiveMaxAttempts`: the ceiling the job runs under (`effectiveMaxAttempts` of `core/transitions.ts`). */
+/**
+ * `effectiveMaxAttempts`: the ceiling the job runs under (`effectiveMaxAttempts` of `core/transitions.ts`).
+ *
+ * Built as the message itself (`$typeName` and every field; an optional field `undefined` is
+ * unset, as protobuf-es encodes it), which `create` returns as it is: `create` from an init
+ * object walks every field again, and the init's conditional spreads cost Node 20 more. A job
+ * is converted for every push and every answer that carries one; this took 0.9-1.2 µs a job.
+ */
 export function jobToWire(record: JobRecord, effectiveMaxAttempts: number): Job {
-  return create(JobSchema, {
-    effectiveMaxAttempts,
+  return {
+    $typeName: 'telha.v1.Job',
     jobId: record.jobId,
     tenant: record.tenant ?? '',
     kind: record.kind,
@@ -48,24 +54,24 @@ export function jobToWire(record: JobRecord, effectiveMaxAttempts: number): Job 
     state: stateToWire(record.state),
     attempts: record.attempts,
     leaseGeneration: BigInt(record.leaseGeneration),
-    ...(record.workerId === null ? {} : { workerId: record.workerId }),
-    ...(record.leaseDeadline === null ? {} : { leaseDeadlineUs: BigInt(record.leaseDeadline) }),
-    ...(record.notBefore === null ? {} : { notBeforeUs: BigInt(record.notBefore) }),
-    ...(record.idempotencyKey === null ? {} : { idempotencyKey: record.idempotencyKey }),
-    ...(record.maxAttempts === null ? {} : { maxAttempts: record.maxAttempts }),
-    ...(record.continuation === null ? {} : { continuation: record.continuation }),
-    ...(record.attemptDeadline === null ? {} : { attemptDeadlineUs: BigInt(record.attemptDeadline) }),
-    ...(record.timeoutSecs === null ? {} : { timeoutSecs: record.timeoutSecs }),
-    ...(record.result === null ? {} : { result: record.result }),
-    ...(record.progress === null ? {} : { progress: record.progress }),
-    events: record.events.map((e) =>
-      create(JobEventSchema, {
-        atUs: BigInt(e.at),
-        transition: e.transition,
-        ...(e.detail === null ? {} : { detail: e.detail }),
-      }),
-    ),
-  });
+    workerId: record.workerId ?? undefined,
+    leaseDeadlineUs: record.leaseDeadline === null ? undefined : BigInt(record.leaseDeadline),
+    notBeforeUs: record.notBefore === null ? undefined : BigInt(record.notBefore),
+    idempotencyKey: record.idempotencyKey ?? undefined,
+    maxAttempts: record.maxAttempts ?? undefined,
+    continuation: record.continuation ?? undefined,
+    events: record.events.map((e): JobEvent => ({
+      $typeName: 'telha.v1.JobEvent',
+      atUs: BigInt(e.at),
+      transition: e.transition,
+      detail: e.detail ?? undefined,
+    })),
+    effectiveMaxAttempts,
+    attemptDeadlineUs: record.attemptDeadline === null ? undefined : BigInt(record.attemptDeadline),
+    timeoutSecs: record.timeoutSecs ?? undefined,
+    result: record.result ?? undefined,
+    progress: record.progress ?? undefined,
+  };
 }
 
 export function enqueueResultToWire(result: EnqueueResult, effectiveMaxAttempts: number): WireEnqueueResult {

@@ -102,6 +102,9 @@ interface Call {
   readonly ctx: CallContext;
 }
 
+/** Every accepted item's outcome: one message shared by all (nothing writes to a message once made). */
+const OK_OUTCOME: ItemOutcome = Object.freeze(create(ItemOutcomeSchema, { code: 0 }));
+
 function fenceFromWire(fence: Fence | undefined): { jobId: string; fence: LeaseFence } {
   if (fence === undefined) throw invalidArgument('fence', 'is required');
   return {
@@ -183,9 +186,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
   ): Promise<ItemOutcome[]> {
     if (items.length > MAX_SETTLE_BATCH) throw invalidArgument('items', `at most ${MAX_SETTLE_BATCH} items per call`);
     const results = await eachOnItsOwn(items, convert, apply);
-    return results.map((result, index) =>
-      result.ok ? create(ItemOutcomeSchema, { code: 0 }) : errorOutcome(result.error, `items[${index}]`),
-    );
+    return results.map((result, index) => (result.ok ? OK_OUTCOME : errorOutcome(result.error, `items[${index}]`)));
   }
 
   const completeEach = (items: readonly CompleteRequest[], scope: ScopeFilter): Promise<ItemOutcome[]> =>
@@ -244,7 +245,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
         try {
           const job = await extend(item);
           return create(LeaseOutcomeSchema, {
-            outcome: { code: 0 },
+            outcome: OK_OUTCOME,
             leaseDeadlineUs: BigInt(job.leaseDeadline ?? 0),
           });
         } catch (error) {
