@@ -5,7 +5,7 @@
  * cannot differ between stores.
  */
 import { ErrorCode, invalidArgument, TelhaError } from './errors.ts';
-import { MAX_KIND_BYTES } from './limits.ts';
+import { MAX_KIND_BYTES, SYSTEM_KIND_PREFIX } from './limits.ts';
 import { leaseKindMatches } from './transitions.ts';
 import type { JobRecord, Micros, QueueScope, ScopeFilter } from './types.ts';
 import { checkToken } from './validate.ts';
@@ -129,7 +129,7 @@ export function admitPause(held: readonly Pause[], pause: Pause, bounds: PauseBo
 /** Check a pause's fields; `invalid_argument` naming the field. */
 export function checkPause(pause: Pause): Pause {
   const kindPrefix = checkPausePrefix(pause.kindPrefix);
-  if (pause.scope !== 'everywhere' && pause.scope.type === 'tenant' && kindPrefix.startsWith('system:')) {
+  if (pause.scope !== 'everywhere' && pause.scope.type === 'tenant' && kindPrefix.startsWith(SYSTEM_KIND_PREFIX)) {
     throw invalidArgument('kind_prefix', 'the "system:" prefix is reserved for the system scope');
   }
   return { ...pause, kindPrefix };
