@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { rmSync } from 'node:fs';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import { readdirSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
 import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -8,10 +10,28 @@ import { ManualClock } from '../../src/core/clock.ts';
 import { makeConfig } from '../../src/core/config.ts';
 import { JobState, tenantScope } from '../../src/core/types.ts';
 import { openQueue } from '../../src/open.ts';
+import { RocksDatabase } from '../../src/storage/rocksdb/database.ts';
 import { fenceOf } from '../../src/testing/conformance/harness.ts';
 import { rocksHarness, tempDir } from '../support/backends.ts';
 
 const acme = tenantScope('acme');
+
+/** A child process running `test/support/<script>` with `args`, its stdout piped; `exited` resolves with its signal. */
+function startChild(
+  script: string,
+  args: readonly string[],
+): {
+  child: ChildProcessByStdio<null, Readable, null>;
+  exited: Promise<NodeJS.Signals | null>;
+} {
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', fileURLToPath(new URL(`../support/${script}`, import.meta.url)), ...args],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+  return { child, exited };
+}
 
 describe('rocksdb durability', () => {
   it('finds every acknowledged job, lease, index and counter after a reopen', async () => {
@@ -53,6 +73,37 @@ describe('rocksdb durability', () => {
     }
   });
 
+  it('replays a write-ahead log written compressed, as releases before the uncompressed log wrote it', async () => {
+    const dir = tempDir();
+    const keys = 2_000;
+    try {
+      const { child, exited } = startChild('compressed-wal-child.ts', [dir, 'jobs', String(keys)]);
+      for await (const line of createInterface({ input: child.stdout })) {
+        if (line === 'written') child.kill('SIGKILL');
+      }
+      assert.equal(await exited, 'SIGKILL');
+      assert.ok(
+        readdirSync(dir).some((name) => name.endsWith('.log') && statSync(join(dir, name)).size > 0),
+        'the keys are in the log',
+      );
+
+      const db = await RocksDatabase.open(dir, ['jobs']);
+      try {
+        const jobs = db.column('jobs');
+        for (const i of [0, keys / 2, keys - 1]) {
+          assert.equal((await db.get(jobs, Buffer.from(`key-${i}`)))?.toString(), `value-${i}`.repeat(10));
+        }
+        const found = new Set<string>();
+        for await (const [key] of db.scan(jobs, {})) found.add(key.toString());
+        assert.equal(found.size, keys);
+      } finally {
+        await db.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   for (const [durability, writes] of [
     ['process', 'inline'],
     ['fsync', 'inline'],
@@ -62,23 +113,9 @@ describe('rocksdb durability', () => {
     it(`keeps every write a SIGKILLed process had acknowledged (durability ${durability}, batches written ${writes === 'thread' ? 'on the write thread' : 'inline'})`, async () => {
       const dir = tempDir();
       try {
-        const child = spawn(
-          process.execPath,
-          [
-            '--import',
-            'tsx',
-            fileURLToPath(new URL('../support/writer-child.ts', import.meta.url)),
-            dir,
-            durability,
-            writes,
-          ],
-          { stdio: ['ignore', 'pipe', 'inherit'] },
-        );
+        const { child, exited } = startChild('writer-child.ts', [dir, durability, writes]);
         const enqueued: string[] = [];
         const completed: string[] = [];
-        const exited = new Promise<NodeJS.Signals | null>((resolve) =>
-          child.on('exit', (_code, signal) => resolve(signal)),
-        );
         for await (const line of createInterface({ input: child.stdout })) {
           const [what, id] = line.split(' ');
           if (what === 'enqueued' && id) enqueued.push(id);
