@@ -1,6 +1,7 @@
 /**
- * A batch of results on PostgreSQL is one SELECT and one compare-and-set
- * UPDATE. When another server writes one of the rows in between, that row's
+ * A batch of results on PostgreSQL is one compare-and-set UPDATE, worked out
+ * from the leases the store wrote (or from one SELECT for jobs it did not
+ * lease). When another server writes one of the rows in between, that row's
  * compare fails and its item is redone against the row as it is now: the
  * other write is kept, never overwritten with a change computed from the old row.
  */
@@ -39,7 +40,7 @@ describe('PostgreSQL batch completion', () => {
     await dropTestSchema(schema);
   });
 
-  it('redoes an item whose row another server wrote after the batch read it, on top of that write', async () => {
+  it('redoes an item whose row another server wrote after this store leased it, on top of that write', async () => {
     await queue.enqueueBatch([{ kind: 'a' }, { kind: 'b' }], acme);
     const [first, second] = await queue.lease({ workerId: 'w', scope: acme, limit: 2 });
     assert.ok(first && second);
@@ -56,7 +57,8 @@ describe('PostgreSQL batch completion', () => {
       { jobId: first.jobId, fence: fenceOf(first) },
       { jobId: second.jobId, fence: fenceOf(second) },
     ]);
-    // The batch read the rows before the heartbeat commits; its UPDATE now waits for that transaction.
+    // The batch starts from the leases as this store wrote them, from before the heartbeat; its
+    // UPDATE now waits for the heartbeat's transaction.
     // Only PostgreSQL knows when it does: poll its lock table.
     await eventually(async () => {
       const { rows } = await other.query<{ n: number }>(

@@ -17,8 +17,9 @@ import { dropTestSchema, TEST_PG_URL, uniqueSchema } from '../support/backends.t
 const acme = tenantScope('acme');
 
 /**
- * Enqueue three jobs (one delayed), lease them in key order and fairly, complete them; return
- * the statements prepared on the store's one connection.
+ * Enqueue three jobs (one delayed), lease them in key order and fairly, complete them, and try to
+ * complete a fourth that was never leased (the one result whose row is read first: the store
+ * remembers the leases it wrote); return the statements prepared on the store's one connection.
  */
 async function preparedAfterWork(preparedStatements: boolean): Promise<{ name: string; statement: string }[]> {
   const schema = uniqueSchema('prepared');
@@ -48,12 +49,22 @@ async function preparedAfterWork(preparedStatements: boolean): Promise<{ name: s
       leased.map((job) => Buffer.from(job.payload).toString()),
       ['a', 'b', 'c'],
     );
-    const outcomes = await queue.completeEach(leased.map((job) => ({ jobId: job.jobId, fence: fenceOf(job) })));
-    assert.ok(outcomes.every((outcome) => outcome.ok));
+    const { job: waiting } = await queue.enqueue({ kind: 'k', payload: Buffer.from('d') }, acme);
+    const outcomes = await queue.completeEach([
+      ...leased.map((job) => ({ jobId: job.jobId, fence: fenceOf(job) })),
+      { jobId: waiting.jobId, fence: { workerId: 'w', leaseGeneration: 1 } },
+    ]);
+    assert.deepEqual(
+      outcomes.map((outcome) => outcome.ok),
+      [true, true, true, false],
+    );
     const counts = await queue.counts(acme);
     assert.deepEqual(
       counts.filter((row) => row.count > 0).map((row) => [row.state, row.count]),
-      [[JobState.Completed, 3]],
+      [
+        [JobState.Pending, 1],
+        [JobState.Completed, 3],
+      ],
     );
     // The pool's one connection is the one every statement above ran on.
     const pool = (store as unknown as { pool: pg.Pool }).pool;
@@ -84,7 +95,7 @@ describe('prepared statements (PostgreSQL)', () => {
       having('UPDATE').some((row) => row.statement.includes('j.record = u.expected')),
       'the writes',
     );
-    assert.equal(having('WHERE job_id = ANY($1::uuid[])').length, 1, 'the read of the completed jobs');
+    assert.equal(having('WHERE job_id = ANY($1::uuid[])').length, 1, "the read of the results' jobs");
     // Each text once: a statement run again is run by its name, not prepared twice.
     assert.equal(new Set(prepared.map((row) => row.statement)).size, prepared.length);
     for (const row of prepared) assert.match(row.name, /^telha_[0-9a-f]{32}$/);

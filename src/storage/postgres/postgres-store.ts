@@ -122,6 +122,7 @@ import type {
 import { type ArrayParameters, BINARY_ARRAYS, TEXT_ARRAYS } from './binary-arrays.ts';
 import { isConnectionFailure, pgFailure } from './failures.ts';
 import { migrate, schemaTable } from './migrations.ts';
+import { WrittenRecords, type WrittenRecord } from './written-records.ts';
 
 export interface PostgresStoreOptions {
   /**
@@ -178,6 +179,12 @@ const PG_APPLICATION_NAME = 'telha';
  * when those fail too the database is away, and the caller hears `unavailable` and backs off.
  */
 const CONNECTION_TRIES = 3;
+
+/**
+ * Stored bytes of the leases a store remembers (`WrittenRecords`): a few thousand jobs in flight
+ * with payloads of a few KiB, and a bound on the memory however large the payloads.
+ */
+const WRITTEN_LEASES_BYTES = 64 * 1024 * 1024;
 
 /**
  * A COMMIT sent whose answer never came: the transaction may or may not have committed.
@@ -296,6 +303,8 @@ export class PostgresJobStore implements JobStore {
   private readonly preparedOn = new WeakMap<pg.PoolClient, Set<string>>();
   private savedCreatedAt: Micros;
   private readonly saveTimer: NodeJS.Timeout;
+  /** The leases this store wrote last, which a worker's result starts from instead of reading the row. */
+  private readonly leases = new WrittenRecords(WRITTEN_LEASES_BYTES);
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -828,6 +837,11 @@ export class PostgresJobStore implements JobStore {
     // or a lost race, takes the locked transaction. Run again after a failed connection, it
     // reads the row afresh: only a write whose fate is known lets a failure through to here.
     return this.retrying(async () => {
+      const lease = this.leases.get(jobId);
+      if (lease !== undefined) {
+        const outcome = await this.updateLease(lease, change, now);
+        if (outcome !== null) return outcome;
+      }
       const [row] = (
         await this.pool.query<{ record: Buffer }>(
           named(this.prepare, `SELECT record FROM ${this.t}.jobs WHERE job_id = $1`, [jobId]),
@@ -844,33 +858,78 @@ export class PostgresJobStore implements JobStore {
   }
 
   /**
-   * One SELECT for every job, the changes applied here, then one UPDATE that writes each
-   * job whose row is still as read (compare-and-set per row, as in `update`): two round
-   * trips for the whole batch. A job whose row changed in between has its items redone
-   * one by one through `update`, which reads it again.
+   * A change to a job this store leased, worked out from the lease as this store wrote it and
+   * written if the row still holds exactly that: one round trip. `null` when the row must be
+   * read instead: it changed since (the compare failed), or the change refused the lease as
+   * remembered, which only the row can confirm, or the change creates jobs.
+   */
+  private async updateLease(
+    lease: WrittenRecord,
+    change: (current: JobRecord) => Change,
+    now: Micros,
+  ): Promise<UpdateOutcome | null> {
+    const jobId = lease.record.jobId;
+    let next: Change;
+    try {
+      next = change(lease.record);
+    } catch {
+      this.leases.forget(jobId);
+      return null;
+    }
+    if ((next.successors ?? []).length > 0) return null;
+    const { written, inDoubt } = await this.casWrite([{ record: next.record, expected: lease.value }], now);
+    if (inDoubt.has(jobId)) throw writeInDoubt(jobId);
+    return written.has(jobId) ? { record: next.record, successors: [] } : null;
+  }
+
+  /**
+   * One SELECT for the jobs this store did not lease itself (`leases`), the changes applied
+   * here, then one UPDATE that writes each job whose row is still as read or as leased
+   * (compare-and-set per row, as in `update`): one or two round trips for the whole batch. A
+   * job whose row changed in between, or whose remembered lease refused an item, has its
+   * items redone one by one through `update`, which reads it again.
    */
   async updateMany(items: readonly UpdateItem[], now: Micros): Promise<ItemResult<JobRecord>[]> {
     if (items.length === 0) return [];
-    const stored = await this.retrying(() => this.storedRecords([...new Set(items.map((item) => item.jobId))]));
+    const stored = new Map<string, { record: JobRecord | null; value: Buffer }>();
+    const unknown: string[] = [];
+    for (const { jobId } of items) {
+      const lease = this.leases.get(jobId);
+      if (lease !== undefined) stored.set(jobId, lease);
+      else if (!stored.has(jobId)) unknown.push(jobId);
+    }
+    const remembered = new Set(stored.keys());
+    if (unknown.length > 0) {
+      for (const [jobId, value] of await this.retrying(() => this.storedRecords([...new Set(unknown)]))) {
+        stored.set(jobId, { record: null, value });
+      }
+    }
     const latest = new Map<string, JobRecord>();
+    /** Jobs whose items run again against the row: their write missed, or a remembered lease refused one. */
+    const redo = new Set<string>();
     const results = items.map((item): ItemResult<JobRecord> => {
       try {
-        const raw = stored.get(item.jobId);
-        if (raw === undefined) throw notFound(`job ${item.jobId}`);
-        const { record } = item.change(latest.get(item.jobId) ?? decodeRecord(raw, `job ${item.jobId}`));
+        const row = stored.get(item.jobId);
+        if (row === undefined) throw notFound(`job ${item.jobId}`);
+        const current = latest.get(item.jobId) ?? row.record ?? decodeRecord(row.value, `job ${item.jobId}`);
+        const { record } = item.change(current);
         latest.set(item.jobId, record);
         return itemOk(record);
       } catch (error) {
+        if (remembered.has(item.jobId)) redo.add(item.jobId);
         return itemFailed(error);
       }
     });
+    for (const jobId of redo) this.leases.forget(jobId);
+    const writes = [...latest.values()].filter((record) => !redo.has(record.jobId));
     const { written, inDoubt } = await this.casWrite(
-      [...latest.values()].map((record) => ({ record, expected: stored.get(record.jobId) as Buffer })),
+      writes.map((record) => ({ record, expected: stored.get(record.jobId)?.value as Buffer })),
       now,
     );
-    this.announced([...latest.values()].filter((record) => written.has(record.jobId)));
+    this.announced(writes.filter((record) => written.has(record.jobId)));
+    for (const record of writes) if (!written.has(record.jobId)) redo.add(record.jobId);
     for (const [i, item] of items.entries()) {
-      if (!latest.has(item.jobId) || written.has(item.jobId)) continue;
+      if (!redo.has(item.jobId)) continue;
       if (inDoubt.has(item.jobId)) {
         results[i] = itemFailed(writeInDoubt(item.jobId));
         continue;
@@ -1015,7 +1074,12 @@ export class PostgresJobStore implements JobStore {
       BINARY_ARRAYS,
     );
     const { rows: written } = await db.query<{ job_id: string }>(named(this.prepare, statement.text, statement.values));
-    return new Set(written.map((row) => row.job_id));
+    const ids = new Set(written.map((row) => row.job_id));
+    for (const [i, record] of records.entries()) {
+      if (ids.has(record.jobId)) this.leases.remember(record, encoded.values[i] as Buffer);
+      else this.leases.forget(record.jobId);
+    }
+    return ids;
   }
 
   /**

@@ -1,0 +1,75 @@
+/**
+ * The leases a PostgreSQL store remembers (`WrittenRecords`): only Leased jobs, within a byte
+ * budget, the ones written longest ago dropped first, a job written again counted once.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { makeConfig } from '../../src/core/config.ts';
+import * as transitions from '../../src/core/transitions.ts';
+import type { JobRecord } from '../../src/core/types.ts';
+import { WrittenRecords } from '../../src/storage/postgres/written-records.ts';
+
+const NOW = Date.UTC(2026, 0, 1) * 1000;
+const policy: transitions.RetryPolicy = { config: makeConfig({}).jobs };
+
+function job(n: number): JobRecord {
+  return transitions.enqueue(
+    {
+      jobId: `01a22b9c-0b3f-75cf-b38e-${n.toString(16).padStart(12, '0')}`,
+      tenant: 'acme',
+      kind: 'k',
+      payload: Buffer.alloc(0),
+      priority: 128,
+      createdAt: NOW + n,
+      notBefore: null,
+      idempotencyKey: null,
+      maxAttempts: null,
+      timeoutSecs: null,
+    },
+    NOW,
+  );
+}
+
+const leased = (n: number): JobRecord => transitions.lease(job(n), 'w', NOW, policy);
+/** Stored bytes of `size`: a record counts twice its bytes against the budget. */
+const bytes = (size: number): Buffer => Buffer.alloc(size);
+
+describe('the leases a PostgreSQL store remembers', () => {
+  it('keeps a Leased job, and drops it when the job is written in another state', () => {
+    const leases = new WrittenRecords(1_000);
+    const lease = leased(1);
+    leases.remember(lease, bytes(10));
+    assert.equal(leases.get(lease.jobId)?.record, lease);
+    const done = transitions.complete(lease, { workerId: 'w', leaseGeneration: lease.leaseGeneration }, NOW, null);
+    leases.remember(done, bytes(10));
+    assert.equal(leases.get(lease.jobId), undefined);
+    leases.remember(job(2), bytes(10));
+    assert.equal(leases.size, 0, 'a Pending job is not kept');
+  });
+
+  it('drops the leases written longest ago to stay within its bytes, counting a job written again once', () => {
+    // 1,600 bytes hold sixteen records of 50 stored bytes (each counts 2 x 50), not seventeen.
+    const leases = new WrittenRecords(1_600);
+    const jobs = Array.from({ length: 17 }, (_, i) => leased(i + 1));
+    for (const record of jobs.slice(0, 16)) leases.remember(record, bytes(50));
+    const [first, second] = jobs as [JobRecord, JobRecord];
+    leases.remember(first, bytes(50));
+    assert.equal(leases.size, 16);
+    leases.remember(jobs[16] as JobRecord, bytes(50));
+    assert.equal(leases.size, 16);
+    assert.equal(leases.get(second.jobId), undefined, 'the second, written before the first was written again, went');
+    assert.ok(leases.get(first.jobId));
+    assert.ok(leases.get((jobs[16] as JobRecord).jobId));
+    leases.forget(first.jobId);
+    leases.remember(second, bytes(50));
+    assert.equal(leases.size, 16, 'forgetting gave its bytes back');
+  });
+
+  it('does not keep a record larger than a sixteenth of its bytes', () => {
+    const leases = new WrittenRecords(1_600);
+    leases.remember(leased(1), bytes(51));
+    leases.remember(leased(2), bytes(50));
+    assert.equal(leases.size, 1);
+    assert.ok(leases.get(leased(2).jobId));
+  });
+});
