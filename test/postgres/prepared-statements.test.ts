@@ -148,3 +148,38 @@ describe('the claim EXECUTEd in its first round trip (PostgreSQL)', () => {
     }
   });
 });
+
+describe('plans kept across runs (PostgreSQL)', () => {
+  it('runs the single enqueue and the fair claim with a kind limit on a kept plan after five runs', async () => {
+    // PostgreSQL plans a prepared statement afresh for its first five runs, then keeps a generic
+    // plan only if that costs no more than the fresh ones did. Parameter arrays of one element
+    // made the fresh plans look cheaper every time, so these two were planned on every run.
+    const schema = uniqueSchema('kept');
+    const store = await PostgresJobStore.open({ url: TEST_PG_URL, schema, poolSize: 1, pollIntervalMs: 60_000 });
+    const queue = new Queue({ store, config: testConfig(), clock: new ManualClock(), services: false });
+    try {
+      await queue.setKindLimit({ kindPrefix: 'mail', concurrency: 100 });
+      const runs = 8;
+      for (let i = 0; i < runs; i++) {
+        await queue.enqueue({ kind: 'mail:welcome' }, tenantScope(`t${i % 2}`));
+        const [job] = await queue.lease({ workerId: 'w', scope: ANY_SCOPE, limit: 1 });
+        assert.equal(job?.kind, 'mail:welcome');
+      }
+      const pool = (store as unknown as { pool: pg.Pool }).pool;
+      const { rows } = await pool.query<{ statement: string; generic: string; custom: string }>(
+        `SELECT statement, generic_plans AS generic, custom_plans AS custom FROM pg_prepared_statements`,
+      );
+      const plans = (fragment: string): { generic: number; custom: number } => {
+        const row = rows.find((r) => r.statement.includes(fragment));
+        assert.ok(row, `a prepared statement with ${fragment}`);
+        return { generic: Number(row.generic), custom: Number(row.custom) };
+      };
+      for (const statement of ['INSERT INTO', 'WITH RECURSIVE lanes']) {
+        assert.deepEqual(plans(statement), { generic: runs - 5, custom: 5 }, statement);
+      }
+    } finally {
+      await queue.close();
+      await dropTestSchema(schema);
+    }
+  });
+});
