@@ -833,7 +833,8 @@ export class PostgresJobStore implements JobStore {
   private async updateOnce(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
     // Most changes (heartbeat, complete, fail, reap) touch one row: read it, apply the change,
     // and write it back only if the row is still what was read (compare-and-set on the
-    // record), two round trips instead of a transaction's four. A change that creates jobs,
+    // record), two round trips instead of a transaction's four; one when this store leased
+    // the job and the row still holds that lease (`updateLease`). A change that creates jobs,
     // or a lost race, takes the locked transaction. Run again after a failed connection, it
     // reads the row afresh: only a write whose fate is known lets a failure through to here.
     return this.retrying(async () => {
