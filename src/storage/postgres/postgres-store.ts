@@ -122,7 +122,7 @@ import type {
 import { type ArrayParameters, BINARY_ARRAYS, TEXT_ARRAYS } from './binary-arrays.ts';
 import { isConnectionFailure, pgFailure } from './failures.ts';
 import { migrate, schemaTable } from './migrations.ts';
-import { WrittenRecords, type WrittenRecord } from './written-records.ts';
+import { WrittenRecords } from './written-records.ts';
 
 export interface PostgresStoreOptions {
   /**
@@ -840,7 +840,7 @@ export class PostgresJobStore implements JobStore {
     return this.retrying(async () => {
       const lease = this.leases.get(jobId);
       if (lease !== undefined) {
-        const outcome = await this.updateLease(lease, change, now);
+        const outcome = await this.updateLease(jobId, lease, change, now);
         if (outcome !== null) return outcome;
       }
       const [row] = (
@@ -865,20 +865,20 @@ export class PostgresJobStore implements JobStore {
    * remembered, which only the row can confirm, or the change creates jobs.
    */
   private async updateLease(
-    lease: WrittenRecord,
+    jobId: string,
+    lease: Buffer,
     change: (current: JobRecord) => Change,
     now: Micros,
   ): Promise<UpdateOutcome | null> {
-    const jobId = lease.record.jobId;
     let next: Change;
     try {
-      next = change(lease.record);
+      next = change(decodeRecord(lease, `job ${jobId}`));
     } catch {
       this.leases.forget(jobId);
       return null;
     }
     if ((next.successors ?? []).length > 0) return null;
-    const { written, inDoubt } = await this.casWrite([{ record: next.record, expected: lease.value }], now);
+    const { written, inDoubt } = await this.casWrite([{ record: next.record, expected: lease }], now);
     if (inDoubt.has(jobId)) throw writeInDoubt(jobId);
     return written.has(jobId) ? { record: next.record, successors: [] } : null;
   }
@@ -892,7 +892,7 @@ export class PostgresJobStore implements JobStore {
    */
   async updateMany(items: readonly UpdateItem[], now: Micros): Promise<ItemResult<JobRecord>[]> {
     if (items.length === 0) return [];
-    const stored = new Map<string, { record: JobRecord | null; value: Buffer }>();
+    const stored = new Map<string, Buffer>();
     const unknown: string[] = [];
     for (const { jobId } of items) {
       const lease = this.leases.get(jobId);
@@ -902,7 +902,7 @@ export class PostgresJobStore implements JobStore {
     const remembered = new Set(stored.keys());
     if (unknown.length > 0) {
       for (const [jobId, value] of await this.retrying(() => this.storedRecords([...new Set(unknown)]))) {
-        stored.set(jobId, { record: null, value });
+        stored.set(jobId, value);
       }
     }
     const latest = new Map<string, JobRecord>();
@@ -910,10 +910,9 @@ export class PostgresJobStore implements JobStore {
     const redo = new Set<string>();
     const results = items.map((item): ItemResult<JobRecord> => {
       try {
-        const row = stored.get(item.jobId);
-        if (row === undefined) throw notFound(`job ${item.jobId}`);
-        const current = latest.get(item.jobId) ?? row.record ?? decodeRecord(row.value, `job ${item.jobId}`);
-        const { record } = item.change(current);
+        const raw = stored.get(item.jobId);
+        if (raw === undefined) throw notFound(`job ${item.jobId}`);
+        const { record } = item.change(latest.get(item.jobId) ?? decodeRecord(raw, `job ${item.jobId}`));
         latest.set(item.jobId, record);
         return itemOk(record);
       } catch (error) {
@@ -924,7 +923,7 @@ export class PostgresJobStore implements JobStore {
     for (const jobId of redo) this.leases.forget(jobId);
     const writes = [...latest.values()].filter((record) => !redo.has(record.jobId));
     const { written, inDoubt } = await this.casWrite(
-      writes.map((record) => ({ record, expected: stored.get(record.jobId)?.value as Buffer })),
+      writes.map((record) => ({ record, expected: stored.get(record.jobId) as Buffer })),
       now,
     );
     this.announced(writes.filter((record) => written.has(record.jobId)));
