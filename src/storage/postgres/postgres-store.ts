@@ -122,7 +122,7 @@ import type {
 import { type ArrayParameters, BINARY_ARRAYS, TEXT_ARRAYS } from './binary-arrays.ts';
 import { isConnectionFailure, pgFailure } from './failures.ts';
 import { migrate, schemaTable } from './migrations.ts';
-import { WrittenRecords } from './written-records.ts';
+import { WrittenLeases } from './written-leases.ts';
 
 export interface PostgresStoreOptions {
   /**
@@ -181,7 +181,7 @@ const PG_APPLICATION_NAME = 'telha';
 const CONNECTION_TRIES = 3;
 
 /**
- * Stored bytes of the leases a store remembers (`WrittenRecords`): a few thousand jobs in flight
+ * The memory for the leases a store remembers (`WrittenLeases`): a few thousand jobs in flight
  * with payloads of a few KiB, and a bound on the memory however large the payloads.
  */
 const WRITTEN_LEASES_BYTES = 64 * 1024 * 1024;
@@ -304,7 +304,7 @@ export class PostgresJobStore implements JobStore {
   private savedCreatedAt: Micros;
   private readonly saveTimer: NodeJS.Timeout;
   /** The leases this store wrote last, which a worker's result starts from instead of reading the row. */
-  private readonly leases = new WrittenRecords(WRITTEN_LEASES_BYTES);
+  private readonly leases = new WrittenLeases(WRITTEN_LEASES_BYTES);
 
   private constructor(
     private readonly pool: pg.Pool,
@@ -893,15 +893,15 @@ export class PostgresJobStore implements JobStore {
   async updateMany(items: readonly UpdateItem[], now: Micros): Promise<ItemResult<JobRecord>[]> {
     if (items.length === 0) return [];
     const stored = new Map<string, Buffer>();
-    const unknown: string[] = [];
+    const unknown = new Set<string>();
     for (const { jobId } of items) {
       const lease = this.leases.get(jobId);
       if (lease !== undefined) stored.set(jobId, lease);
-      else if (!stored.has(jobId)) unknown.push(jobId);
+      else unknown.add(jobId);
     }
     const remembered = new Set(stored.keys());
-    if (unknown.length > 0) {
-      for (const [jobId, value] of await this.retrying(() => this.storedRecords([...new Set(unknown)]))) {
+    if (unknown.size > 0) {
+      for (const [jobId, value] of await this.retrying(() => this.storedRecords([...unknown]))) {
         stored.set(jobId, value);
       }
     }

@@ -1,5 +1,5 @@
 /**
- * The leases a PostgreSQL store remembers (`WrittenRecords`): only Leased jobs, their bytes in a
+ * The leases a PostgreSQL store remembers (`WrittenLeases`): only Leased jobs, their bytes in a
  * buffer of their own, within a byte budget, the ones written longest ago dropped first, a job
  * written again counted once.
  */
@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import { makeConfig } from '../../src/core/config.ts';
 import * as transitions from '../../src/core/transitions.ts';
 import type { JobRecord } from '../../src/core/types.ts';
-import { WrittenRecords } from '../../src/storage/postgres/written-records.ts';
+import { WrittenLeases } from '../../src/storage/postgres/written-leases.ts';
 
 const NOW = Date.UTC(2026, 0, 1) * 1000;
 const policy: transitions.RetryPolicy = { config: makeConfig({}).jobs };
@@ -38,7 +38,7 @@ const bytes = (fill: number): Buffer => Buffer.alloc(50, fill);
 
 describe('the leases a PostgreSQL store remembers', () => {
   it('keeps a Leased job, and drops it when the job is written in another state', () => {
-    const leases = new WrittenRecords(16 * ENTRY);
+    const leases = new WrittenLeases(16 * ENTRY);
     const lease = leased(1);
     leases.remember(lease, bytes(1));
     assert.deepEqual(leases.get(lease.jobId), bytes(1));
@@ -50,7 +50,7 @@ describe('the leases a PostgreSQL store remembers', () => {
   });
 
   it('keeps a copy of its own, not a view of the buffer it was given', () => {
-    const leases = new WrittenRecords(16 * ENTRY);
+    const leases = new WrittenLeases(16 * ENTRY);
     const lease = leased(1);
     // A slice of a larger buffer, as Node's pool hands out small buffers.
     const shared = Buffer.alloc(8_192, 7);
@@ -63,7 +63,7 @@ describe('the leases a PostgreSQL store remembers', () => {
   });
 
   it('drops the leases written longest ago to stay within its bytes, counting a job written again once', () => {
-    const leases = new WrittenRecords(16 * ENTRY);
+    const leases = new WrittenLeases(16 * ENTRY);
     const jobs = Array.from({ length: 17 }, (_, i) => leased(i + 1));
     for (const record of jobs.slice(0, 16)) leases.remember(record, bytes(1));
     const [first, second] = jobs as [JobRecord, JobRecord];
@@ -80,7 +80,7 @@ describe('the leases a PostgreSQL store remembers', () => {
   });
 
   it('does not keep a record larger than a sixteenth of its bytes', () => {
-    const leases = new WrittenRecords(16 * ENTRY);
+    const leases = new WrittenLeases(16 * ENTRY);
     leases.remember(leased(1), Buffer.alloc(51));
     leases.remember(leased(2), Buffer.alloc(50));
     assert.equal(leases.size, 1);

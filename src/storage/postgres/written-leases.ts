@@ -10,7 +10,7 @@ import { JobState, type JobRecord } from '../../core/types.ts';
 
 /**
  * What an entry costs beyond its bytes: the map's slot, the job id's string, the `Buffer` object
- * and the allocation (~380 measured with 100k entries of ~380-byte records on Node 20). With it
+ * and the allocation (~380 measured with ~90k entries of ~380-byte records on Node 20). With it
  * the budget bounds the memory however small the records are.
  */
 const ENTRY_OVERHEAD_BYTES = 384;
@@ -22,7 +22,7 @@ const ENTRY_OVERHEAD_BYTES = 384;
  * copied into a buffer of their own: a slice of a shared one (Node's pool for small buffers, a
  * row's decoded payload) would keep the whole of it alive for as long as the entry lives.
  */
-export class WrittenRecords {
+export class WrittenLeases {
   private readonly entries = new Map<string, Buffer>();
   private bytes = 0;
 
