@@ -2,7 +2,7 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-/** Imports a layer may not make; keeps the architecture of STYLE.md true. */
+/** Imports a layer may not make; keeps the layering of docs/architecture.md true. */
 const layer = (files, forbidden, message) => ({
   files,
   rules: {

@@ -4,7 +4,8 @@
  * dead-letter?) are the pure functions of `core/`, passed in or called by the
  * backend, so the embedded RocksDB store, the in-memory reference and a SQL
  * backend cannot drift apart on semantics. The conformance suite in
- * `test/conformance/` runs against every implementation.
+ * `src/testing/conformance/` (exported as `telha/testing`) runs against every
+ * implementation; `test/conformance/` holds the four-line file per backend.
  */
 import type { JobDraft } from '../core/drafts.ts';
 import type { KindLimit, KindLimitStatus } from '../core/kind-limits.ts';
