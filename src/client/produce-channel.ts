@@ -1,9 +1,9 @@
 /**
  * The producer's end of a Produce stream: the client's Enqueue, EnqueueBatch
  * and EnqueueEach calls as messages on one long-lived stream, each answered
- * by id, instead of a call each. A message on an open grpc-js stream
- * round-trips in ≈70 µs on a 2-core machine where a unary call takes
- * ≈165-300 µs and ≈200 µs of client CPU.
+ * by id, instead of a call each: a message on an open grpc-js stream
+ * round-trips in a fraction of a unary call's time and client CPU
+ * (bench/RESULTS.md, "Produce stream").
  *
  * The stream opens with the first request and half-closes after
  * {@link PRODUCE_IDLE_MS} without one (so a program that forgets `close()`

@@ -1,7 +1,8 @@
 /**
  * Job ids: UUIDv7 (time-ordered, so the `ids` index is appended to, not
  * written at random places), with randomness drawn from a pooled buffer:
- * `crypto.getRandomValues` per id was 3-5% of enqueue CPU in the benchmark.
+ * `crypto.getRandomValues` per id was a visible share of enqueue CPU (the figure is in
+ * bench/RESULTS.md, "The measurements behind the code's choices").
  */
 import { randomFillSync } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';

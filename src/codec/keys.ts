@@ -58,7 +58,8 @@ export function scopeOfTenant(tenant: string | null): Buffer {
 /**
  * 16 bytes of a canonical UUID. Ids reaching the codec were validated at the
  * API boundary or minted here, so a hex decode is enough (uuid's `parse`
- * re-validated on every key: ~2% of enqueue CPU).
+ * re-validated on every key, a visible share of enqueue CPU: bench/RESULTS.md,
+ * "The measurements behind the code's choices").
  */
 export function jobIdToBytes(jobId: string): Buffer {
   const bytes = Buffer.allocUnsafe(JOB_ID_BYTES);
@@ -77,7 +78,8 @@ for (let c = 0; c < 6; c++) {
 /**
  * Write a job id's 16 bytes into `target` at `offset`, straight from its text:
  * every key of every transition carries one, and going through an
- * intermediate hex string and buffer cost ~8% of a lease and complete.
+ * intermediate hex string and buffer showed in a lease and complete's profile (bench/RESULTS.md,
+ * "The measurements behind the code's choices").
  * Anything not a 36-character hyphenated UUID falls back to uuid's parser.
  */
 export function writeJobId(target: Uint8Array, jobId: string, offset: number): void {

@@ -5,8 +5,8 @@
  * length and integer, integers past 2^32 as int64), which the codec tests
  * check byte for byte. It exists because the job record is encoded on every
  * transition, and the generic packer spends most of its time discovering a
- * shape we already know (a drain profile put msgpackr at ~15% of the server's
- * main thread).
+ * shape we already know (a drain's profile of the server's main thread, in
+ * bench/RESULTS.md, "The measurements behind the code's choices").
  */
 
 /** The scratch buffer kept between writes; a bigger one (a large payload) is dropped after use. */

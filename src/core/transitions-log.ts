@@ -43,8 +43,8 @@ export function logsTransition(record: JobRecord): boolean {
 export function logEntryOf(record: JobRecord): JobRecord | null {
   if (!logsTransition(record)) return null;
   // Field by field, not a spread: records reach here in several shapes (decoded, enqueued, moved
-  // by a transition), and spreading an object of a shape V8 has seen many of took ~1 µs in a
-  // server's drain against ~0.02 µs for this.
+  // by a transition), and spreading an object of a shape V8 has seen many of is far slower than
+  // this (bench/RESULTS.md, "Transitions without object spreads").
   return {
     jobId: record.jobId,
     tenant: record.tenant,

@@ -488,8 +488,8 @@ function leaveLease(record: JobRecord, changes: Partial<JobRecord>): JobRecord {
 /**
  * `record` with `changes` (a field left out, or `undefined`, keeps its value), built field by
  * field. Not a spread: on Node 20 (V8 11.3) a spread with fields added after it
- * (`{ ...record, state, events }`) took ~20 µs an object in a microbenchmark, against ~130 ns
- * on Node 22 and 24 and tens of nanoseconds for this, and every transition makes one.
+ * (`{ ...record, state, events }`) falls off a cliff that Node 22 and 24 do not have, and every
+ * transition makes one (bench/RESULTS.md, "Transitions without object spreads").
  */
 function withChanges(record: JobRecord, changes: Partial<JobRecord>): JobRecord {
   return {

@@ -136,7 +136,8 @@ const DASH = 0x2d;
 /**
  * uuid[] from their text form (`8-4-4-4-12` hex digits, either case); anything else throws,
  * where hex decoding by `Buffer.write` would stop short silently. Decoded digit by digit: a
- * regular expression and `Buffer.write` per group took 5% of a server's busy time in a drain.
+ * regular expression and `Buffer.write` per group showed in a drain's profile of the server
+ * (bench/RESULTS.md, "The measurements behind the code's choices").
  */
 export function uuidArray(values: readonly string[]): Buffer {
   return arrayOf(UUID, values.length, false, values.length * 20, (buffer, start) => {

@@ -16,8 +16,8 @@ export type ColumnHandle = object & { readonly __column: unique symbol };
 /**
  * The binding's own batch methods (what its `_batch()` uses), below
  * abstract-level's public wrappers: those validate, encode and copy every op
- * for a 'batch' event we never listen to, which cost ~5 µs per op (measured:
- * a 5-op transition 52 µs through `put`/`del`, 21 µs through these).
+ * for a 'batch' event we never listen to, which more than doubled a transition's
+ * write (bench/RESULTS.md, "The measurements behind the code's choices").
  */
 interface RawBatch {
   _put(key: Buffer, value: Buffer, options: { column: ColumnHandle }): void;
@@ -58,8 +58,8 @@ const { RocksLevel } = require('@nxtedition/rocksdb') as {
 };
 
 /**
- * The smallest batch sent to the write thread. A hop there and back costs ~50-100 µs of latency
- * and some CPU on both threads; a small batch (one awaited enqueue is ~5 ops) is cheaper to write
+ * The smallest batch sent to the write thread. A hop there and back costs latency and some CPU
+ * on both threads (bench/RESULTS.md, "The server's threads"); a small batch (one awaited enqueue is ~5 ops) is cheaper to write
  * here, and an awaited call would wait for the hop. A busy server's batches carry tens of
  * transitions, hundreds of ops.
  */
@@ -134,8 +134,8 @@ export class RocksDatabase {
     try {
       // No ZSTD on the write-ahead log (the binding's default compresses it): a group commit's
       // record is written once and read only by a crash's replay, and compressing it cost the
-      // writing thread 6 µs of a single job's 33 µs write and 2.8 of 17.7 µs a job in batches of
-      // 150 (bench/RESULTS.md), more than the halved bytes saved, even under `fsync`.
+      // writing thread more than the halved bytes saved, even under `fsync` (bench/RESULTS.md,
+      // "The write-ahead log without ZSTD").
       await db.open({ columns, createIfMissing: true, walCompression: false });
     } catch (error) {
       throw lockedStore(location, error) ?? error;
@@ -195,9 +195,10 @@ export class RocksDatabase {
 
   /**
    * Point reads on the calling thread. The async form hops through libuv's
-   * thread pool: 35-40 µs median with millisecond tails under load, against
-   * ~5 µs here for rows in the memtable or block cache (the live rows a lease
-   * reads were written moments ago). A read that misses the cache blocks the
+   * thread pool, several times slower with millisecond tails under load, where
+   * rows in the memtable or block cache (the live rows a lease reads were
+   * written moments ago) come back at once here (bench/RESULTS.md, "The
+   * measurements behind the code's choices"). A read that misses the cache blocks the
    * event loop for one disk read.
    */
   getManySync(column: ColumnHandle, keys: Buffer[]): (Buffer | undefined)[] {

@@ -123,7 +123,7 @@ export class LiveIndex {
 
   /**
    * The earliest `created_at` among Pending jobs, ready or gated; `null` when none.
-   * A walk of every Pending entry (about 20 ms per million, measured), so metrics call it
+   * A walk of every Pending entry, whose cost grows with the backlog, so metrics call it
    * once per refresh, never per scrape.
    */
   oldestPendingCreatedAt(): Micros | null {

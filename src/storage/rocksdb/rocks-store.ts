@@ -159,10 +159,10 @@ const MiB = 1024 * KiB;
  * Memtables sized by how much each column is written, so that RocksDB's derived write-ahead log cap
  * (4 x the write buffers summed, ≈180 MiB here) forces the rarely written columns (meta, counters)
  * to flush and the logs to go. Against RocksDB's defaults (64 MiB a memtable, two a column: a log
- * of up to 3.5 GiB), a store killed after 1M jobs reopens in 0.7 s instead of 8.9 s (`npm run
+ * of up to 3.5 GiB), a store killed after 1M jobs reopens an order of magnitude faster (`npm run
  * bench:crash-open`, bench/RESULTS.md). Halving every budget again shaved little more off the open
- * and cost 9% of the write rate; doubling the jobs column's (fewer versions of a job reach its
- * files) made a reopen after 300k jobs 2.3x slower.
+ * and cost write rate; doubling the jobs column's (fewer versions of a job reach its files) made a
+ * reopen slower (bench/RESULTS.md, "The measurements behind the code's choices").
  *
  * No ZSTD dictionary for two columns, saving a third of the compactions' CPU in a drain (bench/
  * RESULTS.md): `ids` holds random job ids, which no dictionary shrinks, and `transitions` is pruned
@@ -236,7 +236,8 @@ export class RocksJobStore implements JobStore {
   private readonly leasedRecords = new Map<string, Loaded>();
   /**
    * Records of Pending jobs written by this process, so a claim of recent work
-   * neither reads nor decodes its rows (a lease cost ~6 µs less per job).
+   * neither reads nor decodes its rows (measured in bench/RESULTS.md, "The measurements behind
+   * the code's choices").
    * Bounded by an estimate of their bytes; when full, newer records are not
    * cached (claims take the oldest first, and those are here). A miss reads the row.
    */

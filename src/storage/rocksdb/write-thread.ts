@@ -1,8 +1,8 @@
 /**
  * RocksDB's write on a thread of its own. The binding writes a batch only
- * synchronously, on the calling thread; a drain through the server spent
- * ~14% of its one JavaScript thread there (building the native batch, the
- * memtable inserts, the WAL append). This thread opens the same native store
+ * synchronously, on the calling thread, and a drain through the server spent
+ * a large share of its one JavaScript thread there (building the native batch,
+ * the memtable inserts, the WAL append: bench/RESULTS.md, "The server's threads"). This thread opens the same native store
  * by its handle (the binding shares one RocksDB between threads that way),
  * takes each batch as one transferred buffer, and writes it, while the main
  * thread goes on serving. Group commit keeps one batch in flight at a time,
