@@ -6,10 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { ManualClock } from '../src/core/clock.ts';
 import { makeConfig } from '../src/core/config.ts';
 import * as transitions from '../src/core/transitions.ts';
 import type { JobRecord } from '../src/core/types.ts';
-import { WorkerRunner, type RunnerOptions } from '../src/worker/runner.ts';
+import { AttemptTimeoutError, WorkerRunner, type RunnerOptions } from '../src/worker/runner.ts';
 import type { SettleItem, WorkSession, WorkSessionEvents, WorkSource } from '../src/worker/source.ts';
 
 const NOW = Date.now() * 1000;
@@ -151,5 +152,39 @@ describe('the worker loop at close()', () => {
     await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(log, ['end', `source release ${job.jobId}`, 'close'], 'the late result is not submitted');
     assert.deepEqual(worker.stats, { completed: 0, failed: 0, released: 1, leaseLost: 0 });
+  });
+});
+
+describe('the worker loop and its clock', () => {
+  it("holds a job's attempt deadline against its own clock: past it, the handler is stopped at once", async () => {
+    const { source, log, remote } = scriptedSource();
+    const hour = 3_600_000_000;
+    // The server gave the attempt an hour; the worker's clock reads two hours on.
+    const clock = new ManualClock(NOW + 2 * hour);
+    const stopped = deferred<unknown>();
+    const worker = runner(source, {
+      clock,
+      handler: (ctx) =>
+        new Promise((_resolve, reject) =>
+          ctx.signal.addEventListener(
+            'abort',
+            () => {
+              stopped.resolve(ctx.signal.reason);
+              reject(ctx.signal.reason as Error);
+            },
+            { once: true },
+          ),
+        ),
+    });
+    const job = { ...leasedJob('w1'), attemptDeadline: NOW + hour };
+    remote.push([job]);
+    assert.ok((await stopped.promise) instanceof AttemptTimeoutError);
+    const closed = worker.close();
+    remote.end();
+    await closed;
+    assert.ok(
+      !log.some((line) => line.includes(`complete ${job.jobId}`)),
+      'nothing is submitted for a timed-out attempt',
+    );
   });
 });

@@ -20,6 +20,7 @@ export type { NewSchedule, Schedule, ScheduleChanges, ScheduleJob, ScheduleJobIn
 export type { Pause, PauseScope } from '../core/pauses.ts';
 export type { KindLimit, KindLimitStatus } from '../core/kind-limits.ts';
 export type { Rate } from '../core/rate.ts';
+export type { Clock } from '../core/clock.ts';
 export { Worker, PermanentError, AttemptTimeoutError } from './worker.ts';
 export type {
   JobContext,

@@ -28,7 +28,8 @@ export class LocalWorker extends WorkerRunner {
     readonly queue: Queue,
     options: LocalWorkerOptions,
   ) {
-    super(localSource(queue, options.scope ?? ANY_SCOPE), options);
+    // Deadlines are the queue's times: hold them against the queue's clock unless told otherwise.
+    super(localSource(queue, options.scope ?? ANY_SCOPE), { ...options, clock: options.clock ?? queue.clock });
   }
 }
 

@@ -20,6 +20,7 @@
  *   it started strands nothing.
  */
 import { randomUUID } from 'node:crypto';
+import { systemClock, type Clock } from '../core/clock.ts';
 import { ErrorCode, isTelhaError, isTransient, LeaseConflictError, TelhaError } from '../core/errors.ts';
 import { LazyAbort } from '../core/lazy-abort.ts';
 import { MAX_TIMER_MS, MAX_WORK_CREDIT } from '../core/limits.ts';
@@ -169,6 +170,11 @@ export interface RunnerOptions {
   readonly onLeaseLost?: (jobId: string, error: LeaseConflictError) => void;
   /** Called after the store accepted a job's completion. */
   readonly onCompleted?: (job: JobRecord) => void;
+  /**
+   * The time a job's lease and attempt deadlines (the server's, in µs) are held against, and the
+   * worker's own waits are measured by. Default the system clock; tests pass one they move.
+   */
+  readonly clock?: Clock;
 }
 
 const MIN_HEARTBEAT_MS = 50;
@@ -249,6 +255,7 @@ export class WorkerRunner {
   private readonly readyWaiters = new Set<{ resolve(): void; reject(error: Error): void }>();
   /** Completions, failures and hand-backs (releases) the store accepted, and leases lost, since start. */
   readonly stats = { completed: 0, failed: 0, released: 0, leaseLost: 0 };
+  private readonly clock: Clock;
 
   constructor(
     private readonly source: WorkSource,
@@ -269,6 +276,7 @@ export class WorkerRunner {
         ? { ...options, kinds: [...this.tasks.keys()] }
         : options;
     this.workerId = options.workerId ?? `worker-${randomUUID()}`;
+    this.clock = options.clock ?? systemClock;
     this.concurrency = options.concurrency ?? 10;
     if (!Number.isInteger(this.concurrency) || this.concurrency < 1)
       throw new RangeError('concurrency must be a positive integer');
@@ -363,7 +371,7 @@ export class WorkerRunner {
    * and the reaper hands the job on, as before.
    */
   async close(timeoutMs = 30_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
+    const deadline = this.nowMs() + timeoutMs;
     if (!this.stopLeasing.signal.aborted) {
       // Before the session ends, so these releases go out on it, in its last message.
       for (const job of this.waiting.splice(0)) job.release();
@@ -374,7 +382,7 @@ export class WorkerRunner {
     const timedOut = (promise: Promise<unknown>): Promise<boolean> =>
       Promise.race([
         promise.then(() => false),
-        new Promise<boolean>((resolve) => setTimeout(() => resolve(true), deadline - Date.now()).unref()),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(true), deadline - this.nowMs()).unref()),
       ]);
     if (this.loop !== null && (await timedOut(this.loop))) this.channel?.cancel();
     await this.loop;
@@ -387,6 +395,11 @@ export class WorkerRunner {
     this.source.close();
   }
 
+  /** The clock's time in milliseconds, the unit of timers. */
+  private nowMs(): number {
+    return this.clock.now() / 1000;
+  }
+
   get active(): number {
     return this.running.size;
   }
@@ -395,10 +408,10 @@ export class WorkerRunner {
   private async sessionLoop(): Promise<void> {
     let backoff = RECONNECT_MIN_MS;
     while (!this.stopLeasing.signal.aborted) {
-      const started = Date.now();
+      const started = this.nowMs();
       const { error, received } = await this.session();
       if (this.stopLeasing.signal.aborted) return;
-      if (received || Date.now() - started >= RECONNECT_MAX_MS) backoff = RECONNECT_MIN_MS;
+      if (received || this.nowMs() - started >= RECONNECT_MAX_MS) backoff = RECONNECT_MIN_MS;
       // The server is away, restarting or shutting down: wait, then open a new session.
       const pause = backoff * (0.5 + Math.random() / 2);
       if (error !== null) this.sessionFailed(error, pause);
@@ -686,7 +699,7 @@ export class WorkerRunner {
       abort.abort(error);
       return true;
     };
-    let deadline = job.leaseDeadline ?? Date.now() * 1000;
+    let deadline = job.leaseDeadline ?? this.clock.now();
     // The lease can be extended only up to the attempt deadline; past it the handler is told to
     // stop, with no heartbeat left to send and nothing to submit.
     timeUp =
@@ -694,7 +707,7 @@ export class WorkerRunner {
         ? null
         : setTimeout(
             () => abort.abort(new AttemptTimeoutError(job.jobId)),
-            Math.min(MAX_TIMER_MS, Math.max(0, job.attemptDeadline / 1000 - Date.now())),
+            Math.min(MAX_TIMER_MS, Math.max(0, job.attemptDeadline / 1000 - this.nowMs())),
           );
     const fraction = this.options.heartbeatFraction ?? 1 / 3;
     let intervalMs = 0;
@@ -702,7 +715,7 @@ export class WorkerRunner {
       // A lease capped at the attempt deadline cannot grow: beat at the pace set so far (which
       // still tells the handler of a lost lease) rather than ever faster as the deadline nears.
       if (intervalMs === 0 || deadline !== job.attemptDeadline) {
-        const remainingMs = deadline / 1000 - Date.now();
+        const remainingMs = deadline / 1000 - this.nowMs();
         // A lease of more than ~74 days would be beyond Node's longest timer, which fires at once instead.
         intervalMs = Math.min(MAX_TIMER_MS, Math.max(MIN_HEARTBEAT_MS, remainingMs * fraction));
       }
