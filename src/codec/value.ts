@@ -83,11 +83,14 @@ const KEYS = Object.fromEntries(KEY_NAMES.map((name) => [name, msgpackKey(name)]
 >;
 
 const writer = new MsgpackWriter();
-/** Where the last record written put its payload's and its continuation's values (see `encodeRecordAndEntry`). */
-let payloadAt = 0;
-let payloadEnd = 0;
-let continuationAt = 0;
-let continuationEnd = 0;
+
+/** Where a record's payload and continuation values sit in its stored bytes (see `encodeRecordAndEntry`). */
+interface ValueSpans {
+  payloadAt: number;
+  payloadEnd: number;
+  continuationAt: number;
+  continuationEnd: number;
+}
 
 /**
  * The stored value of `record`. Field by field, in a fixed order, with the bytes msgpackr writes
@@ -95,6 +98,11 @@ let continuationEnd = 0;
  * and a generic packer pays for finding out its shape each time.
  */
 export function encodeRecord(record: JobRecord): Buffer {
+  return writeRecord(record, null);
+}
+
+/** `encodeRecord`, noting in `spans`, when given, where the payload and the continuation went. */
+function writeRecord(record: JobRecord, spans: ValueSpans | null): Buffer {
   const w = writer;
   w.reset();
   w.byte(VALUE_VERSION);
@@ -111,9 +119,9 @@ export function encodeRecord(record: JobRecord): Buffer {
   w.key(KEYS.kind);
   w.str(text(record, 'kind', record.kind));
   w.key(KEYS.payload);
-  payloadAt = w.position;
+  if (spans !== null) spans.payloadAt = w.position;
   w.bin(record.payload);
-  payloadEnd = w.position;
+  if (spans !== null) spans.payloadEnd = w.position;
   w.key(KEYS.priority);
   w.uint(u64(record, 'priority', record.priority));
   w.key(KEYS.created_at);
@@ -135,9 +143,9 @@ export function encodeRecord(record: JobRecord): Buffer {
   w.key(KEYS.max_attempts);
   w.uint(optionalU64(record, 'max_attempts', record.maxAttempts));
   w.key(KEYS.continuation);
-  continuationAt = w.position;
+  if (spans !== null) spans.continuationAt = w.position;
   w.bin(record.continuation);
-  continuationEnd = w.position;
+  if (spans !== null) spans.continuationEnd = w.position;
   w.key(KEYS.events);
   w.arrayHeader(record.events.length);
   for (const e of record.events) {
@@ -177,10 +185,12 @@ export function encodeRecord(record: JobRecord): Buffer {
  * writes both; the codec tests compare the cut with the entry encoded on its own).
  */
 export function encodeRecordAndEntry(record: JobRecord, entry: JobRecord): { value: Buffer; entryValue: Buffer } {
-  const value = encodeRecord(record);
+  const spans: ValueSpans = { payloadAt: 0, payloadEnd: 0, continuationAt: 0, continuationEnd: 0 };
+  const value = writeRecord(record, spans);
   if (entry.events.length !== record.events.length || entry.result !== record.result) {
     return { value, entryValue: encodeRecord(entry) };
   }
+  const { payloadAt, payloadEnd, continuationAt, continuationEnd } = spans;
   const middle = continuationAt - payloadEnd;
   const entryValue = Buffer.allocUnsafe(payloadAt + 2 + middle + 1 + (value.length - continuationEnd));
   value.copy(entryValue, 0, 0, payloadAt);

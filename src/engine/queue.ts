@@ -466,7 +466,7 @@ export class Queue {
   ): Promise<CompleteResult> {
     this.assertOpen();
     const id = checkJobId(jobId);
-    const checkedFence = checkFence(fence);
+    const checkedFence = parseFence(fence);
     const requested = options.successors ?? [];
     if (requested.length > MAX_BATCH_JOBS) throw invalidArgument('successors', `at most ${MAX_BATCH_JOBS} successors`);
     const result = this.checkResult(options.result);
@@ -606,7 +606,7 @@ export class Queue {
       items,
       (item): UpdateItem => {
         const jobId = checkJobId(item.jobId);
-        const fence = checkFence(item.fence);
+        const fence = parseFence(item.fence);
         const request = check(item);
         return {
           jobId,
@@ -648,7 +648,7 @@ export class Queue {
   ): Promise<JobRecord> {
     this.assertOpen();
     const id = checkJobId(jobId);
-    const checked = checkFence(fence);
+    const checked = parseFence(fence);
     const now = this.clock.now();
     const outcome = await this.store
       .update(
@@ -1040,7 +1040,11 @@ export class Queue {
   }
 }
 
-function checkFence(fence: LeaseFence): LeaseFence {
+/**
+ * A caller's fence with its fields checked for shape (a worker id, a generation in range): whether
+ * it still holds the lease is `transitions.checkFence`'s question, asked inside the store's write.
+ */
+function parseFence(fence: LeaseFence): LeaseFence {
   return {
     workerId: checkWorkerId(fence.workerId),
     leaseGeneration: checkIntegerInRange('lease_generation', fence.leaseGeneration, 0, Number.MAX_SAFE_INTEGER),
