@@ -7,6 +7,7 @@
  *     GET  /healthz /readyz /metrics            probes and Prometheus
  *     GET  /login  POST /login  POST /logout    sessions (with tokens configured)
  *     GET  /  /jobs  /jobs/:id  /leases  /schedules  pages
+ *     GET  /jobs/:id/raw/:value                  a job's payload, continuation, progress or result, to download
  *     GET  /events  /jobs/:id/events            live streams (server-sent events): the overview's,
  *                                               and a job's transitions from the transitions log
  *     POST /jobs/:id/retry  /jobs/:id/cancel  /jobs/retry-dead
@@ -44,7 +45,16 @@ import {
 import { describeError } from '../server/status.ts';
 import { countDead, listJobs, retryDead } from './browse.ts';
 import { html, type Html } from './html.ts';
-import { FILTER_PARAMS, onlyKnown, parseFilter, parseJobId, parseList, parseWorker, type JobFilter } from './params.ts';
+import {
+  FILTER_PARAMS,
+  onlyKnown,
+  parseFilter,
+  parseJobId,
+  parseList,
+  parseRawValue,
+  parseWorker,
+  type JobFilter,
+} from './params.ts';
 import { csrfMatches, Sessions, SESSION_IDLE_MS } from './sessions.ts';
 import { Telemetry } from './telemetry.ts';
 import { errorPage, notice, type Viewer } from './views/layout.ts';
@@ -372,6 +382,25 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
         liveFrom,
       }),
     );
+  });
+
+  // A value's raw bytes, as a download: the page shows only the first part of a long or deep one.
+  app.get<{ Params: { id: string; value: string } }>('/jobs/:id/raw/:value', async (request, reply) => {
+    const viewer = viewerOf(request, reply, true);
+    onlyKnown(request.query as Record<string, unknown>, []);
+    const jobId = parseJobId(request.params.id);
+    const name = parseRawValue(request.params.value);
+    const job = await queue.show(jobId, readScope(viewer.principal, null));
+    const value = job[name];
+    if (value === null) throw new TelhaError(ErrorCode.NotFound, `job ${jobId} has no ${name}`);
+    // Progress is JSON text; the rest are bytes only the producer knows the meaning of.
+    const [type, extension] =
+      name === 'progress' ? ['application/json; charset=utf-8', 'json'] : ['application/octet-stream', 'bin'];
+    return reply
+      .type(type)
+      .header('cache-control', 'no-store')
+      .header('content-disposition', `attachment; filename="${jobId}.${name}.${extension}"`)
+      .send(typeof value === 'string' ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength));
   });
 
   app.get('/leases', async (request, reply) => {
