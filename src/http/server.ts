@@ -57,6 +57,7 @@ import {
 } from './params.ts';
 import { csrfMatches, Sessions, SESSION_IDLE_MS } from './sessions.ts';
 import { Telemetry } from './telemetry.ts';
+import { LoginThrottle, MAX_THROTTLED_ADDRESSES } from './throttle.ts';
 import { errorPage, notice, type Viewer } from './views/layout.ts';
 import { bulkDonePage, confirmRetryPage, jobPage, jobsPage } from './views/jobs.ts';
 import { leasesPage } from './views/leases.ts';
@@ -123,7 +124,19 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
   const { host, port } = splitAddress(address);
   const { tls_cert_file: certFile, tls_key_file: keyFile } = config.server;
   const tls = certFile !== undefined && keyFile !== undefined;
-  const sessions = new Sessions(() => queue.clock.now() / 1000);
+  const nowMs = (): number => queue.clock.now() / 1000;
+  const { http_max_sessions: maxSessions } = config.server;
+  // Without tokens every caller is the one anonymous operator: its sessions are all of them.
+  const perPrincipal = auth.open ? maxSessions : config.server.http_sessions_per_token;
+  const sessions = new Sessions({ total: maxSessions, perPrincipal }, nowMs);
+  const throttle = new LoginThrottle(
+    {
+      burst: config.server.http_failed_logins_burst,
+      perMinute: config.server.http_failed_logins_per_minute,
+      maxAddresses: MAX_THROTTLED_ADDRESSES,
+    },
+    nowMs,
+  );
   const streams = new Set<ServerResponse>();
   /** Aborted as the server closes: ends every stream's reading of the transitions log. */
   const shutdown = new AbortController();
@@ -180,6 +193,7 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
     let session = sessions.get(request.cookies[SESSION_COOKIE]);
     if (session === null && auth.open) {
       session = sessions.create(OPEN_ACCESS);
+      if (session === null) throw new Refused(503, 'too many dashboard sessions: try again later');
       reply.setCookie(SESSION_COOKIE, session.id, { ...cookieOptions, maxAge: SESSION_IDLE_MS / 1000 });
     }
     if (session === null) {
@@ -289,6 +303,15 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
   app.post('/login', (request, reply) => {
     checkOrigin(request);
     if (auth.open) return reply.redirect('/', 303);
+    // Throttled before the token is looked at: a right one would otherwise tell a guesser so.
+    const address = request.socket.remoteAddress ?? '';
+    const wait = throttle.retryAfterSecs(address);
+    if (wait !== null) {
+      telemetry.loginRefused('throttled');
+      logger.debug({ address }, 'dashboard login throttled');
+      reply.header('retry-after', String(wait));
+      return sendHtml(reply, loginPage(`Too many failed logins from this address: try again in ${wait} s.`), 429);
+    }
     const token = ((request.body ?? {}) as Record<string, unknown>)['token'];
     let principal: Principal;
     try {
@@ -296,7 +319,10 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
       requirePermission(principal, 'read');
     } catch (error) {
       const denied = error instanceof TelhaError && error.code === ErrorCode.PermissionDenied;
-      logger.info({ denied }, 'dashboard login refused');
+      // A worker's token is a right token, not a guess: only unknown ones spend the address's tries.
+      if (!denied) throttle.failed(address);
+      telemetry.loginRefused(denied ? 'not_allowed' : 'bad_token');
+      logger.info({ denied, address }, 'dashboard login refused');
       return sendHtml(
         reply,
         loginPage(denied ? 'A worker token may not use the dashboard.' : 'Unknown token.'),
@@ -306,6 +332,14 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
     const old = request.cookies[SESSION_COOKIE];
     if (old !== undefined) sessions.delete(old);
     const session = sessions.create(principal);
+    if (session === null) {
+      telemetry.loginRefused('sessions_full');
+      logger.warn(
+        { caller: principal.name, sessions: sessions.size },
+        'dashboard login refused: every session is taken',
+      );
+      return sendHtml(reply, loginPage('Too many dashboard sessions: try again later.'), 503);
+    }
     logger.info({ caller: principal.name, tenant: principal.tenant }, 'dashboard login');
     reply.setCookie(SESSION_COOKIE, session.id, { ...cookieOptions, maxAge: SESSION_IDLE_MS / 1000 });
     return reply.redirect('/', 303);
