@@ -5,7 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
 import { tenantScope } from '../../src/core/types.ts';
+import { MAX_SHOWN_DEPTH, prettyJson } from '../../src/http/views/values.ts';
 import { Browser } from '../support/http.ts';
 import { TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -136,5 +138,31 @@ describe("a job's values on its page", () => {
     const anonymous = await new Browser(server.http).get(`/jobs/${own.jobId}/raw/payload`);
     assert.equal(anonymous.status, 303);
     assert.equal(anonymous.headers.get('location'), '/login');
+  });
+});
+
+describe('the JSON printer of a job page', () => {
+  it('lays out any value as JSON.stringify(value, null, 2) does, within its depth', () => {
+    fc.assert(
+      fc.property(fc.jsonValue({ maxDepth: MAX_SHOWN_DEPTH }), (value) => {
+        const text = JSON.stringify(value);
+        assert.deepEqual(prettyJson(text, Infinity), { text: JSON.stringify(value, null, 2), read: text.length });
+      }),
+    );
+  });
+
+  it('writes deeper levels on their parent’s line, still the same JSON', () => {
+    const deep = JSON.parse(`${'['.repeat(40)}{"a": [1, "x"]}${']'.repeat(40)}`) as unknown;
+    const { text } = prettyJson(JSON.stringify(deep), Infinity);
+    assert.deepEqual(JSON.parse(text), deep);
+    assert.equal(text.split('\n').length, 2 * MAX_SHOWN_DEPTH + 1, 'a line a level, each way, to its depth');
+  });
+
+  it('stops at its budget, saying how much of the text it showed', () => {
+    const text = JSON.stringify({ note: 'x'.repeat(100), more: [1, 2, 3] });
+    const shown = prettyJson(text, 50);
+    assert.equal(shown.text.length, 50);
+    assert.ok(shown.text.startsWith('{\n  "note": "xxx'));
+    assert.equal(text.slice(0, shown.read), '{"note":"' + 'x'.repeat(shown.read - 9));
   });
 });
