@@ -252,6 +252,26 @@ export const DEFAULT_MAX_CONCURRENT_CALLS = 10_000;
  */
 export const DEFAULT_MAX_PARKED_CALLS = 10_000;
 
+/**
+ * `server.http_max_sessions`: dashboard sessions at most, every token's together. Past it a login
+ * is refused (503) rather than given another token's place: one tenant's 10,050 logins used to
+ * push the operator's session out of a shared cache of 10,000.
+ */
+export const DEFAULT_HTTP_MAX_SESSIONS = 10_000;
+/**
+ * `server.http_sessions_per_token`: dashboard sessions one token holds at most; its next login
+ * ends its own least recently used one, never another token's. Enough for one person's browsers,
+ * or a team sharing a token.
+ */
+export const DEFAULT_HTTP_SESSIONS_PER_TOKEN = 16;
+/** `server.http_failed_logins_burst`: failed dashboard logins one client address may make at once. */
+export const DEFAULT_HTTP_FAILED_LOGINS_BURST = 10;
+/**
+ * `server.http_failed_logins_per_minute`: failed dashboard logins one client address may make a
+ * minute once its burst is spent; past it, a login from there is answered 429 with Retry-After.
+ */
+export const DEFAULT_HTTP_FAILED_LOGINS_PER_MINUTE = 6;
+
 const tokenSchema = z
   .strictObject({
     /** The bearer secret; at least 16 characters. Never logged. */
@@ -288,6 +308,14 @@ const serverSchema = z.strictObject({
     .string()
     .regex(/^((\[[0-9a-fA-F:]+\]|[^:\s]+):\d{1,5})?$/, 'must be host:port, or empty to turn HTTP off')
     .default(DEFAULT_HTTP_ADDRESS),
+  http_max_sessions: wholeNumber(1, 1_000_000, 'each session is held in memory').default(DEFAULT_HTTP_MAX_SESSIONS),
+  http_sessions_per_token: wholeNumber(1, 10_000, 'one token is one principal').default(
+    DEFAULT_HTTP_SESSIONS_PER_TOKEN,
+  ),
+  http_failed_logins_burst: wholeNumber(1, 10_000, 'each is a token guessed').default(DEFAULT_HTTP_FAILED_LOGINS_BURST),
+  http_failed_logins_per_minute: wholeNumber(1, 60_000, 'one a millisecond').default(
+    DEFAULT_HTTP_FAILED_LOGINS_PER_MINUTE,
+  ),
 });
 
 /** `metrics.max_kinds`: distinct `kind` label values before the rest are counted as `other`. */

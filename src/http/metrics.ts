@@ -18,6 +18,10 @@ import { Status } from '../wire/service.ts';
 
 const STATUS_NAMES: ReadonlyMap<number, string> = new Map(Object.entries(Status).map(([name, code]) => [code, name]));
 
+/** Why a dashboard login was refused: the `reason` of `telha_dashboard_logins_refused_total`. */
+export const LOGIN_REFUSALS = ['bad_token', 'not_allowed', 'throttled', 'sessions_full'] as const;
+export type LoginRefusal = (typeof LOGIN_REFUSALS)[number];
+
 /** The label a kind past `metrics.max_kinds` is counted under. */
 export const OTHER_KIND = 'other';
 
@@ -151,6 +155,7 @@ export class QueueMetrics {
   private readonly series = new Map<string, Series>();
   private readonly refused: client.Counter;
   private readonly grpc: client.Counter;
+  private readonly logins: client.Counter;
 
   constructor(
     private readonly config: MetricsConfig,
@@ -205,6 +210,13 @@ export class QueueMetrics {
       labelNames: ['method', 'code'],
       registers,
     });
+    this.logins = new client.Counter({
+      name: 'telha_dashboard_logins_refused_total',
+      help: 'Dashboard logins refused, by reason: an unknown token, a token that may not log in, a client address throttled after its failures, or every session taken.',
+      labelNames: ['reason'],
+      registers,
+    });
+    for (const reason of LOGIN_REFUSALS) this.logins.labels(reason).inc(0);
     const capKind = (kind: string): string => this.kindLabel(kind);
     new client.Gauge({
       name: 'telha_jobs',
@@ -323,6 +335,10 @@ export class QueueMetrics {
   }
 
   /** Count one answered gRPC call. */
+  loginRefused(reason: LoginRefusal): void {
+    this.logins.labels(reason).inc();
+  }
+
   grpcCall(method: string, code: Status): void {
     this.grpc.labels(method, STATUS_NAMES.get(code) ?? String(code)).inc();
   }

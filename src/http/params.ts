@@ -114,6 +114,16 @@ export function parseJobId(value: unknown): string {
   return checkJobId(value, 'job_id');
 }
 
+/** The values of a job whose raw bytes download from `/jobs/:id/raw/<value>`. */
+export const RAW_VALUES = ['payload', 'continuation', 'progress', 'result'] as const;
+export type RawValue = (typeof RAW_VALUES)[number];
+
+export function parseRawValue(value: string): RawValue {
+  const found = RAW_VALUES.find((name) => name === value);
+  if (found === undefined) throw invalidArgument('value', `one of ${RAW_VALUES.join(', ')}`);
+  return found;
+}
+
 export function parseWorker(query: Query): string | null {
   onlyKnown(query, ['worker']);
   const worker = text(query, 'worker');

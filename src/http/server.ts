@@ -7,6 +7,7 @@
  *     GET  /healthz /readyz /metrics            probes and Prometheus
  *     GET  /login  POST /login  POST /logout    sessions (with tokens configured)
  *     GET  /  /jobs  /jobs/:id  /leases  /schedules  pages
+ *     GET  /jobs/:id/raw/:value                  a job's payload, continuation, progress or result, to download
  *     GET  /events  /jobs/:id/events            live streams (server-sent events): the overview's,
  *                                               and a job's transitions from the transitions log
  *     POST /jobs/:id/retry  /jobs/:id/cancel  /jobs/retry-dead
@@ -44,9 +45,19 @@ import {
 import { describeError } from '../server/status.ts';
 import { countDead, listJobs, retryDead } from './browse.ts';
 import { html, type Html } from './html.ts';
-import { FILTER_PARAMS, onlyKnown, parseFilter, parseJobId, parseList, parseWorker, type JobFilter } from './params.ts';
+import {
+  FILTER_PARAMS,
+  onlyKnown,
+  parseFilter,
+  parseJobId,
+  parseList,
+  parseRawValue,
+  parseWorker,
+  type JobFilter,
+} from './params.ts';
 import { csrfMatches, Sessions, SESSION_IDLE_MS } from './sessions.ts';
 import { Telemetry } from './telemetry.ts';
+import { LoginThrottle, MAX_THROTTLED_ADDRESSES } from './throttle.ts';
 import { errorPage, notice, type Viewer } from './views/layout.ts';
 import { bulkDonePage, confirmRetryPage, jobPage, jobsPage } from './views/jobs.ts';
 import { leasesPage } from './views/leases.ts';
@@ -113,7 +124,19 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
   const { host, port } = splitAddress(address);
   const { tls_cert_file: certFile, tls_key_file: keyFile } = config.server;
   const tls = certFile !== undefined && keyFile !== undefined;
-  const sessions = new Sessions(() => queue.clock.now() / 1000);
+  const nowMs = (): number => queue.clock.now() / 1000;
+  const { http_max_sessions: maxSessions } = config.server;
+  // Without tokens every caller is the one anonymous operator: its sessions are all of them.
+  const perPrincipal = auth.open ? maxSessions : config.server.http_sessions_per_token;
+  const sessions = new Sessions({ total: maxSessions, perPrincipal }, nowMs);
+  const throttle = new LoginThrottle(
+    {
+      burst: config.server.http_failed_logins_burst,
+      perMinute: config.server.http_failed_logins_per_minute,
+      maxAddresses: MAX_THROTTLED_ADDRESSES,
+    },
+    nowMs,
+  );
   const streams = new Set<ServerResponse>();
   /** Aborted as the server closes: ends every stream's reading of the transitions log. */
   const shutdown = new AbortController();
@@ -170,6 +193,7 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
     let session = sessions.get(request.cookies[SESSION_COOKIE]);
     if (session === null && auth.open) {
       session = sessions.create(OPEN_ACCESS);
+      if (session === null) throw new Refused(503, 'too many dashboard sessions: try again later');
       reply.setCookie(SESSION_COOKIE, session.id, { ...cookieOptions, maxAge: SESSION_IDLE_MS / 1000 });
     }
     if (session === null) {
@@ -279,6 +303,15 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
   app.post('/login', (request, reply) => {
     checkOrigin(request);
     if (auth.open) return reply.redirect('/', 303);
+    // Throttled before the token is looked at: a right one would otherwise tell a guesser so.
+    const address = request.socket.remoteAddress ?? '';
+    const wait = throttle.retryAfterSecs(address);
+    if (wait !== null) {
+      telemetry.loginRefused('throttled');
+      logger.debug({ address }, 'dashboard login throttled');
+      reply.header('retry-after', String(wait));
+      return sendHtml(reply, loginPage(`Too many failed logins from this address: try again in ${wait} s.`), 429);
+    }
     const token = ((request.body ?? {}) as Record<string, unknown>)['token'];
     let principal: Principal;
     try {
@@ -286,7 +319,10 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
       requirePermission(principal, 'read');
     } catch (error) {
       const denied = error instanceof TelhaError && error.code === ErrorCode.PermissionDenied;
-      logger.info({ denied }, 'dashboard login refused');
+      // A worker's token is a right token, not a guess: only unknown ones spend the address's tries.
+      if (!denied) throttle.failed(address);
+      telemetry.loginRefused(denied ? 'not_allowed' : 'bad_token');
+      logger.info({ denied, address }, 'dashboard login refused');
       return sendHtml(
         reply,
         loginPage(denied ? 'A worker token may not use the dashboard.' : 'Unknown token.'),
@@ -296,6 +332,14 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
     const old = request.cookies[SESSION_COOKIE];
     if (old !== undefined) sessions.delete(old);
     const session = sessions.create(principal);
+    if (session === null) {
+      telemetry.loginRefused('sessions_full');
+      logger.warn(
+        { caller: principal.name, sessions: sessions.size },
+        'dashboard login refused: every session is taken',
+      );
+      return sendHtml(reply, loginPage('Too many dashboard sessions: try again later.'), 503);
+    }
     logger.info({ caller: principal.name, tenant: principal.tenant }, 'dashboard login');
     reply.setCookie(SESSION_COOKIE, session.id, { ...cookieOptions, maxAge: SESSION_IDLE_MS / 1000 });
     return reply.redirect('/', 303);
@@ -372,6 +416,25 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
         liveFrom,
       }),
     );
+  });
+
+  // A value's raw bytes, as a download: the page shows only the first part of a long or deep one.
+  app.get<{ Params: { id: string; value: string } }>('/jobs/:id/raw/:value', async (request, reply) => {
+    const viewer = viewerOf(request, reply, true);
+    onlyKnown(request.query as Record<string, unknown>, []);
+    const jobId = parseJobId(request.params.id);
+    const name = parseRawValue(request.params.value);
+    const job = await queue.show(jobId, readScope(viewer.principal, null));
+    const value = job[name];
+    if (value === null) throw new TelhaError(ErrorCode.NotFound, `job ${jobId} has no ${name}`);
+    // Progress is JSON text; the rest are bytes only the producer knows the meaning of.
+    const [type, extension] =
+      name === 'progress' ? ['application/json; charset=utf-8', 'json'] : ['application/octet-stream', 'bin'];
+    return reply
+      .type(type)
+      .header('cache-control', 'no-store')
+      .header('content-disposition', `attachment; filename="${jobId}.${name}.${extension}"`)
+      .send(typeof value === 'string' ? value : Buffer.from(value.buffer, value.byteOffset, value.byteLength));
   });
 
   app.get('/leases', async (request, reply) => {

@@ -16,51 +16,97 @@ export interface Session {
   expiresAt: number;
 }
 
-/** Sessions at most; past it the least recently used one is dropped (its user logs in again). */
-export const MAX_SESSIONS = 10_000;
 /** A session unused this long expires: 12 h. */
 export const SESSION_IDLE_MS = 12 * 3_600_000;
+
+export interface SessionLimits {
+  /** Sessions at most, every principal's together (`server.http_max_sessions`). */
+  readonly total: number;
+  /** Sessions one principal holds at most (`server.http_sessions_per_token`). */
+  readonly perPrincipal: number;
+}
 
 function newSecret(): string {
   return randomBytes(32).toString('base64url');
 }
 
+/**
+ * The live sessions, each principal's in its own least-recently-used order. A principal is one
+ * configured token (or, without tokens, the one anonymous operator, whose limit is the total).
+ */
 export class Sessions {
-  // A Map keeps insertion order; touching a session re-inserts it, so the first entry is the least recently used.
-  private readonly sessions = new Map<string, Session>();
+  // A Map keeps insertion order; touching a session re-inserts it, so the first entry is the least
+  // recently used: of every session in `all`, of one principal's in `byPrincipal`.
+  private readonly all = new Map<string, Session>();
+  private readonly byPrincipal = new Map<Principal, Map<string, Session>>();
 
-  constructor(private readonly nowMs: () => number) {}
+  constructor(
+    private readonly limits: SessionLimits,
+    private readonly nowMs: () => number,
+  ) {}
 
-  create(principal: Principal): Session {
-    if (this.sessions.size >= MAX_SESSIONS) this.sessions.delete(this.sessions.keys().next().value as string);
+  /**
+   * A new session for `principal`, ending its own least recently used one when it holds its
+   * limit; `null` when every session is taken (by live sessions of others).
+   */
+  create(principal: Principal): Session | null {
+    this.dropExpired();
+    const own = this.byPrincipal.get(principal);
+    if (own !== undefined && own.size >= this.limits.perPrincipal) {
+      this.delete(own.keys().next().value as string);
+    } else if (this.all.size >= this.limits.total) {
+      return null;
+    }
     const session: Session = {
       id: newSecret(),
       principal,
       csrf: newSecret(),
       expiresAt: this.nowMs() + SESSION_IDLE_MS,
     };
-    this.sessions.set(session.id, session);
+    this.insert(session);
     return session;
   }
 
   /** The live session with this id, its idle expiry pushed out; `null` for an unknown or expired id. */
   get(id: string | undefined): Session | null {
     if (id === undefined) return null;
-    const session = this.sessions.get(id);
+    const session = this.all.get(id);
     if (session === undefined) return null;
-    this.sessions.delete(id);
+    this.delete(id);
     if (session.expiresAt <= this.nowMs()) return null;
     session.expiresAt = this.nowMs() + SESSION_IDLE_MS;
-    this.sessions.set(id, session);
+    this.insert(session);
     return session;
   }
 
   delete(id: string): void {
-    this.sessions.delete(id);
+    const session = this.all.get(id);
+    if (session === undefined) return;
+    this.all.delete(id);
+    const own = this.byPrincipal.get(session.principal);
+    own?.delete(id);
+    if (own?.size === 0) this.byPrincipal.delete(session.principal);
   }
 
   get size(): number {
-    return this.sessions.size;
+    return this.all.size;
+  }
+
+  /** Add `session` as the most recently used, of all and of its principal's. */
+  private insert(session: Session): void {
+    this.all.set(session.id, session);
+    const own = this.byPrincipal.get(session.principal);
+    if (own === undefined) this.byPrincipal.set(session.principal, new Map([[session.id, session]]));
+    else own.set(session.id, session);
+  }
+
+  /** Expired sessions hold no place: the least recently used come first, and expire first. */
+  private dropExpired(): void {
+    const now = this.nowMs();
+    for (const [id, session] of this.all) {
+      if (session.expiresAt > now) return;
+      this.delete(id);
+    }
   }
 }
 

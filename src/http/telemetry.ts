@@ -12,7 +12,7 @@ import { observeEach, type QueueObservation } from '../engine/observers.ts';
 import type { Queue, StoreMetrics } from '../engine/queue.ts';
 import type { Status } from '../wire/service.ts';
 import { CountsCache } from './counts.ts';
-import { QueueMetrics } from './metrics.ts';
+import { QueueMetrics, type LoginRefusal } from './metrics.ts';
 import { Samples, type Sample } from './samples.ts';
 
 /** Tenants the overview lists counts for, at most: those tokens name, then those seen since start. */
@@ -88,6 +88,11 @@ export class Telemetry implements CallObserver {
 
   workStream(delta: 1 | -1): void {
     this.streams += delta;
+  }
+
+  /** A dashboard login refused, and why. */
+  loginRefused(reason: LoginRefusal): void {
+    this.metrics?.loginRefused(reason);
   }
 
   /** Tenants to show counts for: named by tokens, or seen in a transition since start. */

@@ -2,12 +2,13 @@
  * The dashboard in a real browser: Debian's Chromium driven by
  * playwright-core against a server with both listeners. Log in with a
  * token, read the counts, watch them change as jobs are enqueued, filter the
- * list, open a job and read its audit trail, retry it and see it Pending;
+ * list, open a job and read its audit trail, retry it and see it Pending,
+ * download a long value the page shows only the start of;
  * and through all of it, hostile job content never runs and the page breaks
  * no rule of its Content-Security-Policy.
  */
 import assert from 'node:assert/strict';
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { BrowserContext, Page } from 'playwright-core';
 import { CHROMIUM, launchChromium } from '../support/chromium.ts';
@@ -156,6 +157,20 @@ describe('the dashboard in a browser', () => {
     assert.equal((await page.locator('.timeline .event .title').allInnerTexts()).at(-1), 'Completed');
     assert.equal(await page.locator('#cancel').count(), 0, 'no Cancel on a Completed job');
     assert.equal(await page.evaluate(() => (globalThis as { telhaMark?: string }).telhaMark), 'still here');
+  });
+
+  it('shows the first part of a long value, says it is cut, and downloads it whole', async () => {
+    const payload = JSON.stringify(Array.from({ length: 1_500 }, (_, n) => ({ n, nested: [[[[[n]]]]] })));
+    const { job } = await server.queue.enqueue({ kind: 'report.long', payload }, acme);
+    await page.goto(`${server.http}/jobs/${job.jobId}`);
+    assert.match(
+      await page.locator('.hint.truncated').innerText(),
+      /^Truncated: showing the first [\d,]+ of 50,281 bytes/,
+    );
+    assert.ok((await page.locator('.payload').innerText()).startsWith('[\n  {\n    "n": 0,\n    "nested": [\n'));
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('.hint.truncated a.download')]);
+    assert.equal(download.suggestedFilename(), `${job.jobId}.payload.bin`);
+    assert.equal(readFileSync(await download.path(), 'utf8'), payload, 'the whole payload, byte for byte');
   });
 
   it('lets no hostile job content run, and breaks no rule of its own policy', async () => {

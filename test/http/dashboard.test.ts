@@ -245,7 +245,7 @@ describe('the HTTP listener with tokens', () => {
     const bin = await browser.get(`/jobs/${binary.job.jobId}`);
     assert.ok(bin.text.includes('00 01 02 ff'));
     const big = await browser.get(`/jobs/${huge.job.jobId}`);
-    assert.ok(big.text.includes('Showing the first 65,536 of 200,000 bytes.'));
+    assert.ok(big.text.includes('Truncated: showing the first 16,384 of 200,000 bytes'));
     assert.ok(big.text.length < 100_000, `page of ${big.text.length} characters`);
   });
 

@@ -4,9 +4,7 @@ import { MAX_BULK_JOBS, MAX_SCANNED_ROWS, type BulkResult, type JobsPage } from 
 import { href, html, type Html } from '../html.ts';
 import { filterQuery, type JobFilter, type ListParams } from '../params.ts';
 import { csrfField, notice, number, page, span, stateBadge, timestamp, when, type Viewer } from './layout.ts';
-
-/** Bytes of a payload, continuation or result shown at most as text (hex shows a quarter of it). */
-export const MAX_SHOWN_BYTES = 64 * 1024;
+import { valueView } from './values.ts';
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 
@@ -153,55 +151,6 @@ export function jobsPage(viewer: Viewer, params: ListParams, result: JobsPage, n
   });
 }
 
-/** Progress is JSON text, checked when it was reported: pretty-printed, as people read it. */
-function progressView(progress: string): Html {
-  let pretty = progress;
-  try {
-    pretty = JSON.stringify(JSON.parse(progress), null, 2);
-  } catch {
-    /* written by a version that did not check it: show as it is */
-  }
-  return html`<pre class="payload">${pretty}</pre>`;
-}
-
-/** Payload, continuation or result bytes: UTF-8 text (JSON pretty-printed) when they are text, else hex; cut at a limit. */
-export function bytesView(bytes: Uint8Array): Html {
-  if (bytes.byteLength === 0) return html`<p class="empty">(empty)</p>`;
-  const shown = bytes.subarray(0, MAX_SHOWN_BYTES);
-  let text: string | null = null;
-  try {
-    // stream: a multi-byte character cut by the limit is held back, not an error.
-    text = new TextDecoder('utf-8', { fatal: true }).decode(shown, { stream: shown.byteLength < bytes.byteLength });
-    // eslint-disable-next-line no-control-regex
-    if (/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]/.test(text)) text = null;
-  } catch {
-    text = null;
-  }
-  const cut = (n: number): Html =>
-    n < bytes.byteLength
-      ? html`<p class="hint">Showing the first ${number(n)} of ${number(bytes.byteLength)} bytes.</p>`
-      : html`<p class="hint">${number(bytes.byteLength)} bytes.</p>`;
-  if (text !== null) {
-    let pretty = text;
-    if (shown.byteLength === bytes.byteLength && /^\s*[[{]/.test(text)) {
-      try {
-        pretty = JSON.stringify(JSON.parse(text), null, 2);
-      } catch {
-        /* not JSON: show as it is */
-      }
-    }
-    return html`${cut(shown.byteLength)}
-      <pre class="payload">${pretty}</pre>`;
-  }
-  const hexBytes = bytes.subarray(0, MAX_SHOWN_BYTES / 4);
-  const hex = Buffer.from(hexBytes)
-    .toString('hex')
-    .replace(/(.{2})/g, '$1 ')
-    .replace(/((?:\S\S ){16})/g, '$1\n');
-  return html`${cut(hexBytes.byteLength)}
-    <pre class="payload hex">${hex.trimEnd()}</pre>`;
-}
-
 /** Words a detail may carry on their own (a permanent failure's mark). */
 const FLAGS: ReadonlySet<string> = new Set(['permanent']);
 
@@ -328,6 +277,7 @@ export function jobPage(viewer: Viewer, job: JobRecord, context: JobPageContext)
         </form>`
       : '';
   const none = html`<span class="zero">—</span>`;
+  const nothing = html`<p class="empty">none</p>`;
   return page({
     title: `Job ${job.jobId}`,
     section: 'jobs',
@@ -372,13 +322,13 @@ export function jobPage(viewer: Viewer, job: JobRecord, context: JobPageContext)
         </section>
         <section class="panel">
           <h2>Payload</h2>
-          ${bytesView(job.payload)}
+          ${valueView(job.jobId, 'payload', job.payload)}
           <h2>Continuation <span class="hint">the last checkpoint of the current lease</span></h2>
-          ${job.continuation === null ? html`<p class="empty">none</p>` : bytesView(job.continuation)}
+          ${job.continuation === null ? nothing : valueView(job.jobId, 'continuation', job.continuation)}
           <h2>Progress <span class="hint">the last the current (or last) attempt reported</span></h2>
-          ${job.progress === null ? html`<p class="empty">none</p>` : progressView(job.progress)}
+          ${job.progress === null ? nothing : valueView(job.jobId, 'progress', job.progress)}
           <h2>Result <span class="hint">what the handler returned</span></h2>
-          ${job.result === null ? html`<p class="empty">none</p>` : bytesView(job.result)}
+          ${job.result === null ? nothing : valueView(job.jobId, 'result', job.result)}
         </section>
       </div>
     </div>`,
