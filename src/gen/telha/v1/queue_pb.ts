@@ -3,17 +3,26 @@
 // Served as gRPC by `telha serve`. Any gRPC client in any language can use
 // it. Errors are gRPC status codes:
 //   ABORTED             a fenced submission from a worker that no longer holds
-//                       the lease; metadata `telha-reason` is `worker_mismatch`
-//                       or `generation_superseded`. Nothing was written.
+//                       the lease; metadata `telha-reason` says why:
+//                       `worker_mismatch` (another worker holds it, or nobody),
+//                       `generation_superseded` (reaped and leased again) or
+//                       `cancelled` (cancelled while leased). Nothing was written.
 //   NOT_FOUND           unknown job id, or a job outside the caller's scope.
-//   INVALID_ARGUMENT    bad input; metadata `telha-field` names the field.
-//                       Nothing was written.
+//   INVALID_ARGUMENT    bad input; metadata `telha-field` names the field. A
+//                       request that is not a valid message (bytes that do not
+//                       decode, a string that is not UTF-8) is INVALID_ARGUMENT
+//                       too, without a field. Nothing was written.
 //   FAILED_PRECONDITION the job is not in a state the call applies to
 //                       (e.g. retry of a job that is not dead).
 //   UNAUTHENTICATED     no or unknown bearer token.
 //   PERMISSION_DENIED   the token's role may not make this call.
 //   RESOURCE_EXHAUSTED  the server is overloaded; retry later.
-//   UNAVAILABLE         the server is shutting down.
+//   UNAVAILABLE         the server is shutting down, or its store cannot be
+//                       reached right now (PostgreSQL cannot be reached, or the
+//                       answer to a write was lost and it may or may not have
+//                       landed); retry after a pause.
+//   DATA_LOSS           a stored record cannot be decoded.
+//   INTERNAL            a fault in the server; it logs the details.
 //
 // Authentication: `authorization: Bearer <token>` metadata. Roles:
 //   tenant    bound to one tenant: enqueue, read and watch its own scope only.
@@ -806,7 +815,7 @@ export type ItemOutcome = Message<"telha.v1.ItemOutcome"> & {
   message: string;
 
   /**
-   * For ABORTED: worker_mismatch or generation_superseded.
+   * For ABORTED: worker_mismatch, generation_superseded or cancelled (as `telha-reason`).
    *
    * @generated from field: string reason = 3;
    */
