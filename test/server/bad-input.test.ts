@@ -5,11 +5,18 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { TelhaClient } from '../../src/client/client.ts';
+import { create } from '@bufbuild/protobuf';
+import * as grpc from '@grpc/grpc-js';
+import { scopeToWire } from '../../src/client/convert.ts';
+import { fromWireError, WireError } from '../../src/client/errors.ts';
+import { WatchRequestSchema } from '../../src/gen/telha/v1/queue_pb.ts';
+import { queueServiceDefinition } from '../../src/wire/service.ts';
 import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
 import { tenantScope } from '../../src/core/types.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
+const Stub = grpc.makeGenericClientConstructor(queueServiceDefinition, 'QueueService');
 const UNKNOWN_ID = '01890a5d-ac96-774b-bcce-b302099a8057';
 
 describe('bad input over the wire', () => {
@@ -31,6 +38,26 @@ describe('bad input over the wire', () => {
   after(async () => {
     await server.close();
   });
+
+  /**
+   * Open a Watch and wait for its first message (the watch is open) or its error, as the SDK
+   * reads it. The SDK's `watch` yields events only, and a watch that opened may wait for ever.
+   */
+  function firstWatch(request: { kindPrefix: string }): Promise<void> {
+    const stub = new Stub(server.address, grpc.credentials.createInsecure());
+    const call = (stub as unknown as { watch(req: unknown): grpc.ClientReadableStream<unknown> }).watch(
+      create(WatchRequestSchema, { scope: scopeToWire(acme), ...request }),
+    );
+    return new Promise<void>((resolve, reject) => {
+      call.once('data', () => resolve());
+      call.once('error', (error: grpc.ServiceError) =>
+        reject(fromWireError(new WireError(error.code, error.details, error.metadata))),
+      );
+    }).finally(() => {
+      call.cancel();
+      stub.close();
+    });
+  }
 
   const fence = { workerId: 'w1', leaseGeneration: 1 };
   const cases: [string, () => Promise<unknown>, ErrorCode, string | null][] = [
@@ -102,6 +129,24 @@ describe('bad input over the wire', () => {
       () => client.heartbeat(pendingId, fence, { progress: `"${'x'.repeat(4_095)}"` }),
       ErrorCode.InvalidArgument,
       'progress',
+    ],
+    [
+      'a cron of 7 fields (croner would read the 7th as a year)',
+      () => client.createSchedule({ name: 'yearly', cron: '* * * * * * *', job: { kind: 'k' } }, acme),
+      ErrorCode.InvalidArgument,
+      'cron',
+    ],
+    [
+      'a 1 MiB kind prefix to watch',
+      () => firstWatch({ kindPrefix: 'k'.repeat(1024 * 1024) }),
+      ErrorCode.InvalidArgument,
+      'kind_prefix',
+    ],
+    [
+      'a kind prefix to watch that starts with whitespace',
+      () => firstWatch({ kindPrefix: ' email' }),
+      ErrorCode.InvalidArgument,
+      'kind_prefix',
     ],
     ['an unknown job id to show', () => client.show(UNKNOWN_ID), ErrorCode.NotFound, null],
     ['an unknown job id to complete', () => client.complete(UNKNOWN_ID, fence), ErrorCode.NotFound, null],

@@ -1439,7 +1439,8 @@ export type Schedule = Message<"telha.v1.Schedule"> & {
   name: string;
 
   /**
-   * A cron expression (5 fields, or 6 with seconds first), read in `timezone`.
+   * A cron expression (5 fields, or 6 with seconds first; more is INVALID_ARGUMENT), read in
+   * `timezone`.
    *
    * @generated from field: optional string cron = 3;
    */
@@ -1911,7 +1912,8 @@ export type WatchRequest = Message<"telha.v1.WatchRequest"> & {
   scope?: Scope | undefined;
 
   /**
-   * Only jobs whose kind starts with this; empty for every kind.
+   * Only jobs whose kind starts with this: 1-255 bytes, no whitespace, as every kind prefix;
+   * empty for every kind.
    *
    * @generated from field: string kind_prefix = 2;
    */
