@@ -5,18 +5,11 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { TelhaClient } from '../../src/client/client.ts';
-import { create } from '@bufbuild/protobuf';
-import * as grpc from '@grpc/grpc-js';
-import { scopeToWire } from '../../src/client/convert.ts';
-import { fromWireError, WireError } from '../../src/client/errors.ts';
-import { WatchRequestSchema } from '../../src/gen/telha/v1/queue_pb.ts';
-import { queueServiceDefinition } from '../../src/wire/service.ts';
 import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
 import { tenantScope } from '../../src/core/types.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
-const Stub = grpc.makeGenericClientConstructor(queueServiceDefinition, 'QueueService');
 const UNKNOWN_ID = '01890a5d-ac96-774b-bcce-b302099a8057';
 
 describe('bad input over the wire', () => {
@@ -39,24 +32,11 @@ describe('bad input over the wire', () => {
     await server.close();
   });
 
-  /**
-   * Open a Watch and wait for its first message (the watch is open) or its error, as the SDK
-   * reads it. The SDK's `watch` yields events only, and a watch that opened may wait for ever.
-   */
-  function firstWatch(request: { kindPrefix: string }): Promise<void> {
-    const stub = new Stub(server.address, grpc.credentials.createInsecure());
-    const call = (stub as unknown as { watch(req: unknown): grpc.ClientReadableStream<unknown> }).watch(
-      create(WatchRequestSchema, { scope: scopeToWire(acme), ...request }),
-    );
-    return new Promise<void>((resolve, reject) => {
-      call.once('data', () => resolve());
-      call.once('error', (error: grpc.ServiceError) =>
-        reject(fromWireError(new WireError(error.code, error.details, error.metadata))),
-      );
-    }).finally(() => {
-      call.cancel();
-      stub.close();
-    });
+  /** Open a Watch: resolves once it is open (and stops it), rejects with its refusal. */
+  async function firstWatch(options: { kindPrefix: string }): Promise<void> {
+    const stop = new AbortController();
+    const watch = client.watch({ scope: acme, ...options, signal: stop.signal, onOpen: () => stop.abort() });
+    for await (const event of watch) assert.fail(`no event was due, got ${event.transition}`);
   }
 
   const fence = { workerId: 'w1', leaseGeneration: 1 };
