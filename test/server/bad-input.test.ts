@@ -117,6 +117,18 @@ describe('bad input over the wire', () => {
       'cron',
     ],
     [
+      'a kind prefix to list with whitespace in it',
+      () => client.list({ kindPrefix: 'email bulk' }),
+      ErrorCode.InvalidArgument,
+      'kind_prefix',
+    ],
+    [
+      'a kind prefix to cancel over 255 bytes',
+      () => client.cancelMatching({ scope: acme, kindPrefix: 'k'.repeat(256) }),
+      ErrorCode.InvalidArgument,
+      'kind_prefix',
+    ],
+    [
       'a 1 MiB kind prefix to watch',
       () => firstWatch({ kindPrefix: 'k'.repeat(1024 * 1024) }),
       ErrorCode.InvalidArgument,

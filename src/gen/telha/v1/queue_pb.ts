@@ -1186,6 +1186,8 @@ export type ListRequest = Message<"telha.v1.ListRequest"> & {
   state: JobState;
 
   /**
+   * Only kinds starting with this (1-255 bytes, no whitespace); empty for every kind.
+   *
    * @generated from field: string kind_prefix = 3;
    */
   kindPrefix: string;
@@ -1389,7 +1391,7 @@ export type CancelMatchingRequest = Message<"telha.v1.CancelMatchingRequest"> & 
   state: JobState;
 
   /**
-   * Only kinds starting with this prefix; empty matches every kind.
+   * Only kinds starting with this prefix (1-255 bytes, no whitespace); empty matches every kind.
    *
    * @generated from field: string kind_prefix = 3;
    */
