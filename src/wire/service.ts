@@ -85,7 +85,10 @@ function serviceDefinition(
   );
 }
 
-/** `QueueService` as a grpc-js service definition, keyed by each method's local (camelCase) name. */
+/**
+ * `QueueService` as a grpc-js service definition, keyed by each method's local (camelCase) name:
+ * the client's (the server's is {@link queueServerDefinition}).
+ */
 export const queueServiceDefinition: ServiceDefinition = serviceDefinition((_schema, decode) => decode);
 
 /**
