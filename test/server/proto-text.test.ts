@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { EVENT_TRANSITIONS } from '../../src/core/types.ts';
 import { TELHA_REASONS } from '../../src/server/status.ts';
 import { REASON_HEADER } from '../../src/wire/service.ts';
 
@@ -44,6 +45,11 @@ describe('the proto text', () => {
       assert.match(outcomeReason, new RegExp(`\\b${reason}\\b`));
     });
   }
+
+  it('names every event a job records in JobEvent.transition', () => {
+    const transition = fieldComment('JobEvent', /^\s*string transition = \d+;/);
+    for (const event of EVENT_TRANSITIONS) assert.match(transition, new RegExp(`\\b${event}\\b`), event);
+  });
 
   it('names PostgreSQL out of reach among the causes of UNAVAILABLE', () => {
     assert.match(section(/^\/\/ {3}UNAVAILABLE /, /^\/\/ {3}[A-Z_]+ /), /PostgreSQL cannot be reached/);
