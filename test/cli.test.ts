@@ -14,7 +14,7 @@ import { main } from '../src/cli/program.ts';
 import type { Clock } from '../src/core/clock.ts';
 import { JobState, tenantScope, type QueueScope } from '../src/core/types.ts';
 import type { Queue } from '../src/engine/queue.ts';
-import { startTestServer, type TestServer } from './support/server.ts';
+import { freePort, startTestServer, type TestServer } from './support/server.ts';
 
 const acme = tenantScope('acme');
 const globex = tenantScope('globex');
@@ -374,6 +374,36 @@ describe('the telha CLI', () => {
       assert.match(listed.stderr, /--limit must be an integer from 1 to 1000/);
     }
     assert.equal((await run('jobs', 'list', '--limit', '1000')).code, 0);
+  });
+
+  it('checks every numeric flag against the number the wire carries before sending anything', async () => {
+    // Nothing listens there: a request sent would fail with exit code 1, not 2.
+    const nowhere = `127.0.0.1:${await freePort()}`;
+    const uint32 = 'an integer from 0 to 4294967295';
+    const cases: [string[], string, string][] = [
+      [['limits', 'set', 'email', '--concurrency', '-1'], '--concurrency', uint32],
+      [['limits', 'set', 'email', '--concurrency', '99999999999'], '--concurrency', uint32],
+      [['schedules', 'create', 'nightly', '--kind', 'k', '--tenant', 'acme', '--every', '-3'], '--every', uint32],
+      [['jobs', 'enqueue', '--kind', 'k', '--tenant', 'acme', '--max-attempts', '-1'], '--max-attempts', uint32],
+      [['jobs', 'enqueue', '--kind', 'k', '--tenant', 'acme', '--timeout-secs', '-1'], '--timeout-secs', uint32],
+      [['jobs', 'enqueue', '--kind', 'k', '--tenant', 'acme', '--priority', '4294967296'], '--priority', uint32],
+      [
+        ['jobs', 'enqueue', '--kind', 'k', '--tenant', 'acme', '--delay-ms', '9007199254740992'],
+        '--delay-ms',
+        'an integer from -9007199254740991 to 9007199254740991',
+      ],
+      [['schedules', 'update', 'nightly', '--tenant', 'acme', '--every', '1.5'], '--every', uint32],
+      [
+        ['schedules', 'update', 'nightly', '--tenant', 'acme', '--kind', 'k', '--max-attempts', '-1'],
+        '--max-attempts',
+        uint32,
+      ],
+    ];
+    for (const [args, flag, range] of cases) {
+      const refused = await telha(['--address', nowhere, ...args], server);
+      assert.equal(refused.code, 2, `${args.join(' ')}: ${refused.stderr}`);
+      assert.match(refused.stderr, new RegExp(`${flag} must be ${range}`), args.join(' '));
+    }
   });
 
   it('prints its version', async () => {

@@ -97,6 +97,10 @@ describe('schedules (core)', () => {
   it('refuses a bad expression, time zone, name or job template, naming the field', () => {
     assert.equal(refusedField({ name: 's', cron: '* * *', job: { kind: 'k' } }), 'cron');
     assert.equal(refusedField({ name: 's', cron: '61 * * * *', job: { kind: 'k' } }), 'cron');
+    // croner reads a seventh field as the year; the wire API promises 5, or 6 with seconds first.
+    assert.equal(cron('15 30 2 * * *', 'UTC', at('2026-01-01T00:00:00Z')).cron, '15 30 2 * * *');
+    assert.equal(refusedField({ name: 's', cron: '* * * * * * *', job: { kind: 'k' } }), 'cron');
+    assert.equal(refusedField({ name: 's', cron: '0 0 0 1 1 * 2030', job: { kind: 'k' } }), 'cron');
     assert.equal(
       refusedField({ name: 's', cron: '0 * * * *', timezone: 'Mars/Olympus', job: { kind: 'k' } }),
       'timezone',

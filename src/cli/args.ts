@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError } from 'commander';
 import { JOB_STATE_NAMES, JobState, SYSTEM_SCOPE, tenantScope, type QueueScope } from '../core/types.ts';
+import { WIRE_INTEGERS, type WireInteger } from '../wire/integers.ts';
 import { UsageError } from './io.ts';
 
 /** `--tenant` / `--system`, on the commands that take a scope. */
@@ -10,9 +11,14 @@ export interface ScopeOptions {
   readonly system?: boolean;
 }
 
-/** A commander parser for an integer, naming the flag when the text is not one. */
-export function integer(flag: string): (value: string) => number {
-  return integerIn(flag, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, `${flag} must be an integer`);
+/**
+ * A commander parser for a number the request carries as the wire integer `type`, naming the
+ * flag when the text is not an integer in that type's range; the server checks the field's own
+ * bounds (a priority of 0-255) and names the field.
+ */
+export function wireInteger(flag: string, type: WireInteger): (value: string) => number {
+  const { min, max } = WIRE_INTEGERS[type];
+  return integerIn(flag, min, max);
 }
 
 /** A commander parser for an integer in `[min, max]`, naming the flag when it is not one. */

@@ -13,7 +13,7 @@ import { TelhaClient, DEFAULT_ADDRESS } from '../client/client.ts';
 import { isUnreachable } from '../client/errors.ts';
 import { isTelhaError } from '../core/errors.ts';
 import { MAX_LIST_LIMIT } from '../core/limits.ts';
-import { integer, integerIn, LISTED_STATES, type ScopeOptions } from './args.ts';
+import { integerIn, LISTED_STATES, wireInteger, type ScopeOptions } from './args.ts';
 import { processIo, UsageError, type CliIo, type OperatorClient } from './io.ts';
 import { cancelJobs, CANCELLABLE_STATES, type CancelOptions } from './jobs/cancel.ts';
 import { countJobs } from './jobs/counts.ts';
@@ -164,11 +164,15 @@ function buildProgram(
     .option('--payload <json|@file>', 'payload: JSON text, or @path for raw bytes from a file')
     .option('--tenant <tenant>', 'tenant scope (required unless a tenant token names it)')
     .option('--system', 'system scope (kind must start with system:)')
-    // The server checks these ranges and names the field; here only that they are integers.
-    .option('--priority <n>', '0-255, lower is sooner', integer('--priority'))
-    .option('--delay-ms <n>', 'not leased before this many ms from now', integer('--delay-ms'))
-    .option('--max-attempts <n>', "this job's attempt ceiling", integer('--max-attempts'))
-    .option('--timeout-secs <n>', 'the longest one attempt may run, heartbeats or not', integer('--timeout-secs'))
+    // The server checks each field's own range and names the field; here that the wire carries it.
+    .option('--priority <n>', '0-255, lower is sooner', wireInteger('--priority', 'uint32'))
+    .option('--delay-ms <n>', 'not leased before this many ms from now', wireInteger('--delay-ms', 'int64'))
+    .option('--max-attempts <n>', "this job's attempt ceiling", wireInteger('--max-attempts', 'uint32'))
+    .option(
+      '--timeout-secs <n>',
+      'the longest one attempt may run, heartbeats or not',
+      wireInteger('--timeout-secs', 'uint32'),
+    )
     .option('--idempotency-key <key>', 'a repeat returns the first job')
     .option('--json', 'print the record as JSON')
     .action(
@@ -206,14 +210,18 @@ function buildProgram(
   const templateFlags = (command: Command): Command =>
     command
       .option('--payload <json|@file>', "the job's payload: JSON text, or @path for raw bytes from a file")
-      .option('--priority <n>', '0-255, lower is sooner', integer('--priority'))
-      .option('--max-attempts <n>', "the job's attempt ceiling", integer('--max-attempts'))
-      .option('--timeout-secs <n>', 'the longest one attempt may run', integer('--timeout-secs'));
+      .option('--priority <n>', '0-255, lower is sooner', wireInteger('--priority', 'uint32'))
+      .option('--max-attempts <n>', "the job's attempt ceiling", wireInteger('--max-attempts', 'uint32'))
+      .option('--timeout-secs <n>', 'the longest one attempt may run', wireInteger('--timeout-secs', 'uint32'));
   const timingFlags = (command: Command): Command =>
     command
       .option('--cron <expression>', 'cron expression, e.g. "0 2 * * *" (5 fields, or 6 with seconds first)')
       .option('--timezone <zone>', 'IANA time zone the cron expression is read in (default UTC)')
-      .option('--every <secs>', 'fire every this many seconds instead of a cron expression', integer('--every'));
+      .option(
+        '--every <secs>',
+        'fire every this many seconds instead of a cron expression',
+        wireInteger('--every', 'uint32'),
+      );
 
   templateFlags(
     timingFlags(
@@ -310,7 +318,7 @@ function buildProgram(
     .command('set')
     .description('limit a kind prefix: at most N leased at once and/or N leases per period; replaces its limit')
     .argument('<prefix>', 'kind prefix, e.g. email')
-    .option('--concurrency <n>', 'at most this many leased at once', integer('--concurrency'))
+    .option('--concurrency <n>', 'at most this many leased at once', wireInteger('--concurrency', 'uint32'))
     .option('--rate <count/period>', 'at most this many leases per period, e.g. 100/s or 10/1m')
     .option('--json', 'print JSON')
     .action((kindPrefix: string, o: { concurrency?: number; rate?: string; json?: boolean }) =>

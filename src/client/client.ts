@@ -43,6 +43,7 @@ import {
   type RequestInitOf,
   type ResponseOf,
 } from '../wire/service.ts';
+import { checkWireInteger } from '../wire/integers.ts';
 import { ProduceChannel } from './produce-channel.ts';
 import { cancelledError, fromWireError, outcomeToError, outcomesToResults, WireError } from './errors.ts';
 import {
@@ -396,7 +397,7 @@ export class TelhaClient {
   ): Promise<EnqueueResult<RemoteJob>[]> {
     const res = await this.produce(
       'enqueueBatch',
-      { scope: scopeToWire(scope), jobs: jobs.map(newJobToWire) },
+      { scope: scopeToWire(scope), jobs: jobs.map((job, i) => newJobToWire(job, `jobs[${i}].`)) },
       options.signal,
     );
     return res.results.map((r) => ({ job: jobFromWire(requireJob(r.job)), created: r.created }));
@@ -412,7 +413,7 @@ export class TelhaClient {
       scope: scopeToWire(params.scope),
       ...(params.state === undefined ? {} : { state: stateToWire(params.state) }),
       kindPrefix: params.kindPrefix ?? '',
-      limit: params.limit ?? 0,
+      limit: checkWireInteger('limit', params.limit ?? 0, 'uint32'),
       pageToken: params.pageToken ?? '',
     });
     return { jobs: res.jobs.map(jobFromWire), nextPageToken: res.nextPageToken === '' ? null : res.nextPageToken };
@@ -481,7 +482,7 @@ export class TelhaClient {
   async listSchedules(options: ScheduleListOptions = {}): Promise<SchedulePage> {
     const res = await this.rpc('listSchedules', {
       scope: scopeToWire(options.scope),
-      limit: options.limit ?? 0,
+      limit: checkWireInteger('limit', options.limit ?? 0, 'uint32'),
       pageToken: options.pageToken ?? '',
     });
     return {
@@ -499,13 +500,13 @@ export class TelhaClient {
 
   /** Lease up to `limit` jobs, waiting up to `waitMs` for one. */
   async lease(params: LeaseOptions): Promise<RemoteJob[]> {
-    const waitMs = params.waitMs ?? 0;
+    const waitMs = checkWireInteger('wait_ms', params.waitMs ?? 0, 'uint32');
     const res = await this.rpc(
       'lease',
       {
         workerId: params.workerId,
         kinds: [...(params.kinds ?? [])],
-        limit: params.limit ?? 1,
+        limit: checkWireInteger('limit', params.limit ?? 1, 'uint32'),
         waitMs,
         scope: scopeToWire(params.scope),
       },
@@ -652,7 +653,9 @@ export class TelhaClient {
     const rate = limit.rate ?? null;
     const res = await this.rpc('setKindLimit', {
       kindPrefix,
-      ...(limit.concurrency === undefined || limit.concurrency === null ? {} : { concurrency: limit.concurrency }),
+      ...(limit.concurrency === undefined || limit.concurrency === null
+        ? {}
+        : { concurrency: checkWireInteger('concurrency', limit.concurrency, 'uint32') }),
       ...(rate === null ? {} : { rate: typeof rate === 'string' ? rate : formatRate(rate) }),
     });
     return kindLimitFromWire(res.limit);

@@ -15,6 +15,7 @@ import {
   type NewJob as CoreNewJob,
   type QueueScope,
 } from '../core/types.ts';
+import { checkWireInteger, type WireInteger } from '../wire/integers.ts';
 import { stateFromWire } from '../wire/states.ts';
 import {
   CheckpointRequestSchema,
@@ -70,18 +71,25 @@ export function jobFromWire(job: Job): RemoteJob {
   };
 }
 
-/** A job request as the wire carries it; a string payload travels as its UTF-8 bytes. */
-export function newJobToWire(job: CoreNewJob): NewJob {
+/**
+ * A job request as the wire carries it; a string payload travels as its UTF-8 bytes. A number
+ * the wire cannot carry is `invalid_argument`, its field named after `prefix` (`jobs[2].`).
+ */
+export function newJobToWire(job: CoreNewJob, prefix = ''): NewJob {
+  const integer = (field: string, value: number, type: WireInteger): number =>
+    checkWireInteger(`${prefix}${field}`, value, type);
   return create(NewJobSchema, {
     kind: job.kind,
     payload:
       typeof job.payload === 'string' ? new TextEncoder().encode(job.payload) : (job.payload ?? new Uint8Array(0)),
-    ...(job.priority === undefined ? {} : { priority: job.priority }),
-    ...(job.delayMs === undefined ? {} : { delayMs: BigInt(Math.trunc(job.delayMs)) }),
-    ...(job.notBefore === undefined ? {} : { notBeforeUs: BigInt(Math.trunc(job.notBefore)) }),
-    ...(job.maxAttempts === undefined ? {} : { maxAttempts: job.maxAttempts }),
+    ...(job.priority === undefined ? {} : { priority: integer('priority', job.priority, 'uint32') }),
+    ...(job.delayMs === undefined ? {} : { delayMs: BigInt(integer('delay_ms', Math.trunc(job.delayMs), 'int64')) }),
+    ...(job.notBefore === undefined
+      ? {}
+      : { notBeforeUs: BigInt(integer('not_before_us', Math.trunc(job.notBefore), 'int64')) }),
+    ...(job.maxAttempts === undefined ? {} : { maxAttempts: integer('max_attempts', job.maxAttempts, 'uint32') }),
     ...(job.idempotencyKey === undefined ? {} : { idempotencyKey: job.idempotencyKey }),
-    ...(job.timeoutSecs === undefined ? {} : { timeoutSecs: job.timeoutSecs }),
+    ...(job.timeoutSecs === undefined ? {} : { timeoutSecs: integer('timeout_secs', job.timeoutSecs, 'uint32') }),
   });
 }
 
@@ -97,7 +105,11 @@ export function wireFence(
   jobId: string,
   fence: LeaseFence,
 ): { jobId: string; workerId: string; leaseGeneration: bigint } {
-  return { jobId, workerId: fence.workerId, leaseGeneration: BigInt(fence.leaseGeneration) };
+  return {
+    jobId,
+    workerId: fence.workerId,
+    leaseGeneration: BigInt(checkWireInteger('fence.lease_generation', fence.leaseGeneration, 'uint64')),
+  };
 }
 
 /** A completion as the wire carries it: the unary Complete, a CompleteEach item, a Work stream result. */
@@ -109,7 +121,7 @@ export function completeToWire(item: {
 }): CompleteRequest {
   return create(CompleteRequestSchema, {
     fence: wireFence(item.jobId, item.fence),
-    successors: (item.successors ?? []).map(newJobToWire),
+    successors: (item.successors ?? []).map((job, i) => newJobToWire(job, `successors[${i}].`)),
     ...(item.result === undefined ? {} : { result: item.result }),
   });
 }
@@ -187,8 +199,10 @@ export function newScheduleToWire(schedule: NewSchedule, scope: QueueScope | und
     name: schedule.name,
     ...(schedule.cron === undefined ? {} : { cron: schedule.cron }),
     ...(schedule.timezone === undefined ? {} : { timezone: schedule.timezone }),
-    ...(schedule.everySecs === undefined ? {} : { everySecs: schedule.everySecs }),
-    job: newJobToWire(schedule.job),
+    ...(schedule.everySecs === undefined
+      ? {}
+      : { everySecs: checkWireInteger('every_secs', schedule.everySecs, 'uint32') }),
+    job: newJobToWire(schedule.job, 'job.'),
     paused: schedule.paused ?? false,
   });
 }
@@ -200,8 +214,10 @@ export function scheduleChangesToWire(
   return {
     ...(changes.cron === undefined ? {} : { cron: changes.cron }),
     ...(changes.timezone === undefined ? {} : { timezone: changes.timezone }),
-    ...(changes.everySecs === undefined ? {} : { everySecs: changes.everySecs }),
-    ...(changes.job === undefined ? {} : { job: newJobToWire(changes.job) }),
+    ...(changes.everySecs === undefined
+      ? {}
+      : { everySecs: checkWireInteger('every_secs', changes.everySecs, 'uint32') }),
+    ...(changes.job === undefined ? {} : { job: newJobToWire(changes.job, 'job.') }),
     ...(changes.paused === undefined ? {} : { paused: changes.paused }),
   };
 }

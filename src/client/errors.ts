@@ -4,7 +4,13 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import type { ItemOutcome } from '../gen/telha/v1/queue_pb.ts';
-import { ErrorCode, LeaseConflictError, TelhaError, type LeaseConflictReason } from '../core/errors.ts';
+import {
+  ErrorCode,
+  LEASE_CONFLICT_REASONS,
+  LeaseConflictError,
+  TelhaError,
+  type LeaseConflictReason,
+} from '../core/errors.ts';
 import { itemFailed, itemOk, type ItemResult } from '../core/types.ts';
 import { FIELD_HEADER, JOB_HEADER, REASON_HEADER, Status } from '../wire/service.ts';
 
@@ -40,7 +46,8 @@ function header(metadata: grpc.Metadata, key: string): string | null {
 
 /** A reason this build does not know reads as `worker_mismatch`: the lease is lost, whatever the cause. */
 function leaseConflictReason(reason: string | null): LeaseConflictReason {
-  return reason === 'generation_superseded' || reason === 'cancelled' ? reason : 'worker_mismatch';
+  const known = LEASE_CONFLICT_REASONS.find((one) => one === reason);
+  return known ?? 'worker_mismatch';
 }
 
 export function fromWireError(error: unknown): Error {

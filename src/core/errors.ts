@@ -38,6 +38,17 @@ export type LeaseConflictReason =
   /** The job was cancelled while leased: its holder may submit nothing more for it. */
   | 'cancelled';
 
+/**
+ * Every {@link LeaseConflictReason}: the closed set the server sends as `telha-reason` with
+ * ABORTED and as an item outcome's `reason` (a record, so the compiler holds it to the type).
+ */
+const REASONS: Readonly<Record<LeaseConflictReason, true>> = {
+  worker_mismatch: true,
+  generation_superseded: true,
+  cancelled: true,
+};
+export const LEASE_CONFLICT_REASONS = Object.keys(REASONS) as readonly LeaseConflictReason[];
+
 /** Every error Telha raises on purpose: a stable `code`, and the offending `field` for `invalid_argument`. */
 export class TelhaError extends Error {
   override readonly name = 'TelhaError';

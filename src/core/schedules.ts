@@ -119,11 +119,16 @@ function cronOf(pattern: string, timezone: string): Cron {
   return new Cron(pattern, { timezone, paused: true });
 }
 
-/** A cron expression croner parses and that fires at least once before 2200. */
+/** A cron expression of 5 fields (or 6, seconds first) that croner parses and that fires at least once before 2200. */
 export function checkCron(cron: unknown, timezone: string, now: Micros, field = 'cron'): string {
   if (typeof cron !== 'string') throw invalidArgument(field, 'must be a string');
   if (cron.trim().length === 0) throw invalidArgument(field, 'must not be empty');
   if (cron.length > MAX_CRON_CHARS) throw invalidArgument(field, `must be at most ${MAX_CRON_CHARS} characters`);
+  // croner reads a seventh field as the year; the wire API promises 5 or 6 fields, so it is refused.
+  const fields = cron.trim().split(/\s+/).length;
+  if (fields > 6) {
+    throw invalidArgument(field, `"${cron}" has ${fields} fields: give 5, or 6 with seconds first`);
+  }
   let next: Date | null;
   try {
     next = cronOf(cron, timezone).nextRun(new Date(Math.floor(now / 1000)));

@@ -78,6 +78,11 @@ export function checkKindPrefixes(kinds: unknown, field = 'kinds'): readonly str
   return kinds.map((kind, i) => checkToken(`${field}[${i}]`, kind, MAX_KIND_BYTES));
 }
 
+/** A kind prefix a read filters by: empty for every kind, else a token of 1-255 bytes, like a kind. */
+export function checkKindPrefix(prefix: unknown, field = 'kind_prefix'): string {
+  return prefix === '' ? '' : checkToken(field, prefix, MAX_KIND_BYTES);
+}
+
 export function checkIdempotencyKey(key: unknown, field = 'idempotency_key'): string | null {
   if (key === undefined || key === null) return null;
   if (typeof key !== 'string') throw invalidArgument(field, 'must be a string');

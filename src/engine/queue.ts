@@ -67,6 +67,7 @@ import {
   checkProgress,
   checkIntegerInRange,
   checkJobId,
+  checkKindPrefix,
   checkKindPrefixes,
   checkScheduleName,
   checkScope,
@@ -725,7 +726,8 @@ export class Queue {
     this.assertOpen();
     const scope = options.scope ?? ANY_SCOPE;
     if (scope.type !== 'any') checkScope(scope);
-    if (scope.type === 'any' && (options.kindPrefix ?? '') === '') {
+    const kindPrefix = options.kindPrefix === undefined ? null : checkKindPrefix(options.kindPrefix);
+    if (scope.type === 'any' && (kindPrefix ?? '') === '') {
       // One call that stops every job of every tenant is far more often a slip than a wish.
       throw invalidArgument('kind_prefix', 'is required to cancel across every scope (or name a scope)');
     }
@@ -747,7 +749,7 @@ export class Queue {
         const page: ListPage = await this.store.list({
           scope,
           state,
-          kindPrefix: options.kindPrefix ?? null,
+          kindPrefix,
           limit: Math.min(CANCEL_PAGE, limit - cancelled),
           pageToken,
         });
@@ -792,7 +794,7 @@ export class Queue {
     return this.store.list({
       scope,
       state: options.state ?? null,
-      kindPrefix: options.kindPrefix ?? null,
+      kindPrefix: options.kindPrefix === undefined ? null : checkKindPrefix(options.kindPrefix),
       limit,
       pageToken: options.pageToken ?? null,
     });

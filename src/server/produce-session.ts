@@ -20,6 +20,7 @@ import { MAX_PRODUCE_IN_FLIGHT } from '../core/limits.ts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { ItemOutcome, ProduceRequest, ProduceResponseSchema } from '../gen/telha/v1/queue_pb.ts';
 import { requirePermission, type Authenticator, type Principal } from './auth.ts';
+import { UndecodableRequest, type Decoded } from '../wire/service.ts';
 import { describeError, type WireStatus } from './status.ts';
 
 /** What the session needs from the transport. */
@@ -39,7 +40,8 @@ export interface ProduceStream {
 
 /** What the transport feeds the session. */
 export interface ProduceSession {
-  receive(message: ProduceRequest): void;
+  /** A request, or one that did not decode: its id is unknown, so the stream ends INVALID_ARGUMENT. */
+  receive(message: Decoded<ProduceRequest>): void;
   /** The producer half-closed: answer what was taken, then end. */
   finish(): void;
 }
@@ -143,7 +145,8 @@ export function openProduceSession(stream: ProduceStream, deps: ProduceDeps): Pr
   return {
     receive(message) {
       if (closing !== undefined) return;
-      take(message);
+      if (message instanceof UndecodableRequest) close(describe(message.error));
+      else take(message);
     },
     finish() {
       close(null);

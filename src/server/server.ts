@@ -15,13 +15,15 @@ import {
   FIELD_HEADER,
   JOB_HEADER,
   MAX_MESSAGE_BYTES,
-  queueServiceDefinition,
+  queueServerDefinition,
   REASON_HEADER,
   RESUME_TOKEN_HEADER,
   responseOf,
   UNTAKEN_HEADER,
   WORK_OPEN_HEADER,
   Status,
+  UndecodableRequest,
+  type Decoded,
   type MethodName,
 } from '../wire/service.ts';
 import { assertLoopbackWhenOpen, splitAddress } from './address.ts';
@@ -83,7 +85,7 @@ export async function startServer(options: {
   // The engine is observed (metrics, live charts) only when there is an HTTP listener to show them.
   const telemetry = config.server.http_address === '' ? null : new Telemetry(queue, config, logger);
   const calls: CallObserver = telemetry ?? { call: () => undefined, workStream: () => undefined };
-  server.addService(queueServiceDefinition, adaptService(service, logger, calls));
+  server.addService(queueServerDefinition, adaptService(service, logger, calls));
 
   const credentials =
     certFile !== undefined && keyFile !== undefined
@@ -180,7 +182,7 @@ function adaptService(
 ): grpc.UntypedServiceImplementation {
   const handlers: grpc.UntypedServiceImplementation = {
     work: adaptWork(service, calls),
-    watch: adaptWatch(service, calls),
+    watch: adaptWatch(service, logger, calls),
     produce: adaptProduce(service, calls),
   };
   for (const name of Object.keys(service.unary) as MethodName[]) {
@@ -192,12 +194,17 @@ function adaptService(
       const abort = new LazyAbort();
       call.once('cancelled', () => abort.abort(undefined));
       const authorization = call.metadata.get('authorization')[0];
-      impl(call.request, {
-        authorization: typeof authorization === 'string' ? authorization : null,
-        get signal() {
-          return abort.signal;
-        },
-      }).then(
+      const request: unknown = call.request;
+      const answer =
+        request instanceof UndecodableRequest
+          ? Promise.reject(request.error)
+          : impl(request, {
+              authorization: typeof authorization === 'string' ? authorization : null,
+              get signal() {
+                return abort.signal;
+              },
+            });
+      answer.then(
         (response) => {
           calls.call(name, Status.OK);
           callback(null, responseOf(name, response as never));
@@ -243,7 +250,7 @@ function streamCall(
 function adaptWork(
   service: QueueServiceHandlers,
   calls: CallObserver,
-): grpc.handleBidiStreamingCall<WorkRequest, WorkResponse> {
+): grpc.handleBidiStreamingCall<Decoded<WorkRequest>, WorkResponse> {
   return (call) => {
     calls.workStream(1);
     const { authorization, signal, ending } = streamCall(call, 'work', calls, () => calls.workStream(-1));
@@ -266,7 +273,7 @@ function adaptWork(
         call.emit('error', serviceError(status));
       },
     });
-    call.on('data', (message: WorkRequest) => session.receive(message));
+    call.on('data', (message: Decoded<WorkRequest>) => session.receive(message));
     call.on('end', () => session.finish());
   };
 }
@@ -282,7 +289,7 @@ function untaken(): grpc.Metadata {
 function adaptProduce(
   service: QueueServiceHandlers,
   calls: CallObserver,
-): grpc.handleBidiStreamingCall<ProduceRequest, ProduceResponse> {
+): grpc.handleBidiStreamingCall<Decoded<ProduceRequest>, ProduceResponse> {
   return (call) => {
     const { authorization, signal, ending } = streamCall(call, 'produce', calls);
     const session = service.openProduce({
@@ -300,7 +307,7 @@ function adaptProduce(
         call.emit('error', serviceError(status, null, untaken()));
       },
     });
-    call.on('data', (message: ProduceRequest) => session.receive(message));
+    call.on('data', (message: Decoded<ProduceRequest>) => session.receive(message));
     call.on('end', () => session.finish());
   };
 }
@@ -308,10 +315,17 @@ function adaptProduce(
 /** A Watch stream: grpc-js's server stream, with its back-pressure, feeding a transport-agnostic watch. */
 function adaptWatch(
   service: QueueServiceHandlers,
+  logger: Logger,
   calls: CallObserver,
-): grpc.handleServerStreamingCall<WatchRequest, WatchResponse> {
+): grpc.handleServerStreamingCall<Decoded<WatchRequest>, WatchResponse> {
   return (call) => {
     const { authorization, signal, ending } = streamCall(call, 'watch', calls);
+    if (call.request instanceof UndecodableRequest) {
+      const status = describeError(call.request.error, logger, { method: 'watch' });
+      ending(status.code);
+      call.emit('error', serviceError(status));
+      return;
+    }
     service.watch(call.request, {
       authorization,
       signal,

@@ -4,7 +4,13 @@
  * client maps gRPC back (`src/client/errors.ts`), so a caller sees the same
  * codes in-process and over the network.
  */
-import { ErrorCode, LeaseConflictError, TelhaError } from '../core/errors.ts';
+import {
+  ErrorCode,
+  LEASE_CONFLICT_REASONS,
+  LeaseConflictError,
+  TelhaError,
+  type LeaseConflictReason,
+} from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { Status } from '../wire/service.ts';
 
@@ -22,13 +28,20 @@ const CODES: Readonly<Record<ErrorCode, { readonly grpc: Status; readonly http: 
   [ErrorCode.Internal]: { grpc: Status.INTERNAL, http: 500 },
 };
 
+/**
+ * Every value the server sends as `telha-reason` metadata and as an item outcome's `reason`: a
+ * status carries one only for a lease conflict, so these are the lease conflict's reasons.
+ */
+export const TELHA_REASONS: readonly LeaseConflictReason[] = LEASE_CONFLICT_REASONS;
+
 /** A status as the wire carries it: code, message, and the metadata that says more. */
 export interface WireStatus {
   readonly code: Status;
   /** The same outcome as an HTTP status, for the HTTP listener. */
   readonly http: number;
   readonly message: string;
-  readonly reason: string | null;
+  /** One of {@link TELHA_REASONS}, for ABORTED. */
+  readonly reason: LeaseConflictReason | null;
   readonly field: string | null;
   readonly jobId: string | null;
 }

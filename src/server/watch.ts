@@ -14,7 +14,7 @@ import { ErrorCode, TelhaError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
 import { transitionOf, type LogFilter, type LogPage } from '../core/transitions-log.ts';
 import type { JobRecord } from '../core/types.ts';
-import { checkJobId } from '../core/validate.ts';
+import { checkJobId, checkKindPrefix } from '../core/validate.ts';
 import type { ChangeFeed } from '../engine/feed.ts';
 import type { Queue } from '../engine/queue.ts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
@@ -100,7 +100,7 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
     const jobId = request.jobId === '' ? null : checkJobId(request.jobId);
     // A job outside the caller's scope reads as not found, as Show has it.
     if (jobId !== null) await deps.queue.show(jobId, scope);
-    return { scope, kindPrefix: request.kindPrefix, jobId };
+    return { scope, kindPrefix: checkKindPrefix(request.kindPrefix), jobId };
   }
 
   async function drained(): Promise<void> {

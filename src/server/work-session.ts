@@ -37,6 +37,7 @@ import type {
 } from '../gen/telha/v1/queue_pb.ts';
 import { requirePermission, resolveScope, type Authenticator, type Principal } from './auth.ts';
 import { scopeFromWire } from './convert.ts';
+import { UndecodableRequest, type Decoded } from '../wire/service.ts';
 import { describeError, type WireStatus } from './status.ts';
 
 /** What the session needs from the transport. */
@@ -55,7 +56,8 @@ export interface WorkStream {
 
 /** What the transport feeds the session. */
 export interface WorkSession {
-  receive(message: WorkRequest): void;
+  /** A message, or one that did not decode: the stream then ends INVALID_ARGUMENT, as for bad input. */
+  receive(message: Decoded<WorkRequest>): void;
   /** The worker half-closed: apply and answer the results it sent, then end. */
   finish(): void;
 }
@@ -278,6 +280,7 @@ export function openWorkSession(stream: WorkStream, deps: WorkDeps): WorkSession
     receive(message) {
       if (closed) return;
       try {
+        if (message instanceof UndecodableRequest) throw message.error;
         if (opened === null) opened = open(message);
         else if (message.open !== undefined) throw invalidArgument('open', 'only the first message may carry open');
         if (message.credit > 0) {

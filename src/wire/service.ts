@@ -13,6 +13,7 @@ import {
   type MessageShape,
 } from '@bufbuild/protobuf';
 import type { ServiceDefinition } from '@grpc/grpc-js';
+import { ErrorCode, TelhaError } from '../core/errors.ts';
 import { QueueService } from '../gen/telha/v1/queue_pb.ts';
 
 export { QueueService };
@@ -39,26 +40,68 @@ function codec<D extends DescMessage>(
   };
 }
 
-/** `QueueService` as a grpc-js service definition, keyed by each method's local (camelCase) name. */
-export const queueServiceDefinition: ServiceDefinition = Object.fromEntries(
-  QueueService.methods.map((method) => {
-    const input = codec(method.input);
-    const output = codec(method.output);
-    return [
-      method.localName,
-      {
-        path: `/${QueueService.typeName}/${method.name}`,
-        requestStream: method.methodKind === 'bidi_streaming' || method.methodKind === 'client_streaming',
-        responseStream: method.methodKind === 'bidi_streaming' || method.methodKind === 'server_streaming',
-        requestSerialize: input.serialize,
-        requestDeserialize: input.deserialize,
-        responseSerialize: output.serialize,
-        responseDeserialize: output.deserialize,
-        originalName: method.name,
-      },
-    ];
-  }),
-);
+/**
+ * A request the server could not decode (bytes that are not the message, a string field that is
+ * not UTF-8). The server's deserializer hands this on instead of throwing: grpc-js answers a
+ * throwing one with INTERNAL before any handler runs, so the call was neither refused as bad
+ * input nor counted. Handlers refuse it with `error`, INVALID_ARGUMENT.
+ */
+export class UndecodableRequest {
+  readonly error: TelhaError;
+
+  constructor(schema: DescMessage, cause: unknown) {
+    const why = cause instanceof Error ? cause.message : String(cause);
+    this.error = new TelhaError(ErrorCode.InvalidArgument, `the request is not a valid ${schema.typeName}: ${why}`, {
+      cause,
+    });
+  }
+}
+
+/** A request as the server's deserializer hands it on: the message, or why it is not one. */
+export type Decoded<T> = T | UndecodableRequest;
+
+/** `QueueService` as a grpc-js service definition, each request read by `decodeRequest`. */
+function serviceDefinition(
+  decodeRequest: (schema: DescMessage, decode: (bytes: Buffer) => unknown) => (bytes: Buffer) => unknown,
+): ServiceDefinition {
+  return Object.fromEntries(
+    QueueService.methods.map((method) => {
+      const input = codec(method.input);
+      const output = codec(method.output);
+      return [
+        method.localName,
+        {
+          path: `/${QueueService.typeName}/${method.name}`,
+          requestStream: method.methodKind === 'bidi_streaming' || method.methodKind === 'client_streaming',
+          responseStream: method.methodKind === 'bidi_streaming' || method.methodKind === 'server_streaming',
+          requestSerialize: input.serialize,
+          requestDeserialize: decodeRequest(method.input, input.deserialize),
+          responseSerialize: output.serialize,
+          responseDeserialize: output.deserialize,
+          originalName: method.name,
+        },
+      ];
+    }),
+  );
+}
+
+/**
+ * `QueueService` as a grpc-js service definition, keyed by each method's local (camelCase) name:
+ * the client's (the server's is {@link queueServerDefinition}).
+ */
+export const queueServiceDefinition: ServiceDefinition = serviceDefinition((_schema, decode) => decode);
+
+/**
+ * The server's `QueueService` definition: a request that does not decode reaches its handler as
+ * an {@link UndecodableRequest} (a Work or Produce stream's message too), never as a throw.
+ */
+export const queueServerDefinition: ServiceDefinition = serviceDefinition((schema, decode) => (bytes) => {
+  try {
+    return decode(bytes);
+  } catch (error) {
+    return new UndecodableRequest(schema, error);
+  }
+});
 
 /** A complete response message from a handler's partial one. */
 export function responseOf<K extends MethodName>(method: K, init: ResponseInitOf<K>): ResponseOf<K> {

@@ -32,6 +32,13 @@ describe('bad input over the wire', () => {
     await server.close();
   });
 
+  /** Open a Watch: resolves once it is open (and stops it), rejects with its refusal. */
+  async function firstWatch(options: { kindPrefix: string }): Promise<void> {
+    const stop = new AbortController();
+    const watch = client.watch({ scope: acme, ...options, signal: stop.signal, onOpen: () => stop.abort() });
+    for await (const event of watch) assert.fail(`no event was due, got ${event.transition}`);
+  }
+
   const fence = { workerId: 'w1', leaseGeneration: 1 };
   const cases: [string, () => Promise<unknown>, ErrorCode, string | null][] = [
     ['an empty kind', () => client.enqueue({ kind: '' }, acme), ErrorCode.InvalidArgument, 'kind'],
@@ -102,6 +109,36 @@ describe('bad input over the wire', () => {
       () => client.heartbeat(pendingId, fence, { progress: `"${'x'.repeat(4_095)}"` }),
       ErrorCode.InvalidArgument,
       'progress',
+    ],
+    [
+      'a cron of 7 fields (croner would read the 7th as a year)',
+      () => client.createSchedule({ name: 'yearly', cron: '* * * * * * *', job: { kind: 'k' } }, acme),
+      ErrorCode.InvalidArgument,
+      'cron',
+    ],
+    [
+      'a kind prefix to list with whitespace in it',
+      () => client.list({ kindPrefix: 'email bulk' }),
+      ErrorCode.InvalidArgument,
+      'kind_prefix',
+    ],
+    [
+      'a kind prefix to cancel over 255 bytes',
+      () => client.cancelMatching({ scope: acme, kindPrefix: 'k'.repeat(256) }),
+      ErrorCode.InvalidArgument,
+      'kind_prefix',
+    ],
+    [
+      'a 1 MiB kind prefix to watch',
+      () => firstWatch({ kindPrefix: 'k'.repeat(1024 * 1024) }),
+      ErrorCode.InvalidArgument,
+      'kind_prefix',
+    ],
+    [
+      'a kind prefix to watch that starts with whitespace',
+      () => firstWatch({ kindPrefix: ' email' }),
+      ErrorCode.InvalidArgument,
+      'kind_prefix',
     ],
     ['an unknown job id to show', () => client.show(UNKNOWN_ID), ErrorCode.NotFound, null],
     ['an unknown job id to complete', () => client.complete(UNKNOWN_ID, fence), ErrorCode.NotFound, null],

@@ -3,17 +3,26 @@
 // Served as gRPC by `telha serve`. Any gRPC client in any language can use
 // it. Errors are gRPC status codes:
 //   ABORTED             a fenced submission from a worker that no longer holds
-//                       the lease; metadata `telha-reason` is `worker_mismatch`
-//                       or `generation_superseded`. Nothing was written.
+//                       the lease; metadata `telha-reason` says why:
+//                       `worker_mismatch` (another worker holds it, or nobody),
+//                       `generation_superseded` (reaped and leased again) or
+//                       `cancelled` (cancelled while leased). Nothing was written.
 //   NOT_FOUND           unknown job id, or a job outside the caller's scope.
-//   INVALID_ARGUMENT    bad input; metadata `telha-field` names the field.
-//                       Nothing was written.
+//   INVALID_ARGUMENT    bad input; metadata `telha-field` names the field. A
+//                       request that is not a valid message (bytes that do not
+//                       decode, a string that is not UTF-8) is INVALID_ARGUMENT
+//                       too, without a field. Nothing was written.
 //   FAILED_PRECONDITION the job is not in a state the call applies to
 //                       (e.g. retry of a job that is not dead).
 //   UNAUTHENTICATED     no or unknown bearer token.
 //   PERMISSION_DENIED   the token's role may not make this call.
 //   RESOURCE_EXHAUSTED  the server is overloaded; retry later.
-//   UNAVAILABLE         the server is shutting down.
+//   UNAVAILABLE         the server is shutting down, or its store cannot be
+//                       reached right now (PostgreSQL cannot be reached, or the
+//                       answer to a write was lost and it may or may not have
+//                       landed); retry after a pause.
+//   DATA_LOSS           a stored record cannot be decoded.
+//   INTERNAL            a fault in the server; it logs the details.
 //
 // Authentication: `authorization: Bearer <token>` metadata. Roles:
 //   tenant    bound to one tenant: enqueue, read and watch its own scope only.
@@ -79,7 +88,7 @@ export type JobEvent = Message<"telha.v1.JobEvent"> & {
 
   /**
    * enqueued, leased, extended, completed, failed, reaped, dead, retried, checkpoint, stats,
-   * released
+   * released, progress, cancelled
    *
    * @generated from field: string transition = 2;
    */
@@ -806,7 +815,7 @@ export type ItemOutcome = Message<"telha.v1.ItemOutcome"> & {
   message: string;
 
   /**
-   * For ABORTED: worker_mismatch or generation_superseded.
+   * For ABORTED: worker_mismatch, generation_superseded or cancelled (as `telha-reason`).
    *
    * @generated from field: string reason = 3;
    */
@@ -1177,6 +1186,8 @@ export type ListRequest = Message<"telha.v1.ListRequest"> & {
   state: JobState;
 
   /**
+   * Only kinds starting with this (1-255 bytes, no whitespace); empty for every kind.
+   *
    * @generated from field: string kind_prefix = 3;
    */
   kindPrefix: string;
@@ -1380,7 +1391,7 @@ export type CancelMatchingRequest = Message<"telha.v1.CancelMatchingRequest"> & 
   state: JobState;
 
   /**
-   * Only kinds starting with this prefix; empty matches every kind.
+   * Only kinds starting with this prefix (1-255 bytes, no whitespace); empty matches every kind.
    *
    * @generated from field: string kind_prefix = 3;
    */
@@ -1430,7 +1441,8 @@ export type Schedule = Message<"telha.v1.Schedule"> & {
   name: string;
 
   /**
-   * A cron expression (5 fields, or 6 with seconds first), read in `timezone`.
+   * A cron expression (5 fields, or 6 with seconds first; more is INVALID_ARGUMENT), read in
+   * `timezone`.
    *
    * @generated from field: optional string cron = 3;
    */
@@ -1902,7 +1914,8 @@ export type WatchRequest = Message<"telha.v1.WatchRequest"> & {
   scope?: Scope | undefined;
 
   /**
-   * Only jobs whose kind starts with this; empty for every kind.
+   * Only jobs whose kind starts with this: 1-255 bytes, no whitespace, as every kind prefix;
+   * empty for every kind.
    *
    * @generated from field: string kind_prefix = 2;
    */
