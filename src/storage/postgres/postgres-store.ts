@@ -69,7 +69,6 @@ import {
   logsTransition,
   parsePosition,
   positionPruned,
-  transitionOf,
   type LogEntry,
   type LogFilter,
   type LogPage,
@@ -89,16 +88,9 @@ import {
   type ScopeFilter,
   type WorkNotice,
 } from '../../core/types.ts';
-import {
-  decodeJobKey,
-  pageTokenAfter,
-  pageTokenKey,
-  scopeBytes,
-  scopeOfTenant,
-  SYSTEM_SCOPE_BYTES,
-} from '../../codec/keys.ts';
+import { decodeJobKey, pageTokenAfter, pageTokenKey, scopeBytes, scopeOfTenant } from '../../codec/keys.ts';
 import { decodeSchedule, encodeSchedule, schedulePageKey, schedulePageToken } from '../../codec/schedules.ts';
-import { decodeRecord, encodeRecord, encodeWrite } from '../../codec/value.ts';
+import { decodeRecord, encodeRecord } from '../../codec/value.ts';
 import { idempotencySlot } from '../../core/scope.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import type {
@@ -119,10 +111,31 @@ import type {
   UpdateItem,
   UpdateOutcome,
 } from '../types.ts';
-import { type ArrayParameters, BINARY_ARRAYS, TEXT_ARRAYS } from './binary-arrays.ts';
+import { BINARY_ARRAYS, TEXT_ARRAYS } from './binary-arrays.ts';
 import { isConnectionFailure, pgFailure } from './failures.ts';
 import { migrate, schemaTable } from './migrations.ts';
 import { WrittenLeases } from './written-leases.ts';
+import {
+  claimGatesQuery,
+  claimQuery,
+  fairClaimQuery,
+  fairLaneClaimQuery,
+  laneClaimQuery,
+  type ClaimRow,
+  type FairRow,
+} from './sql/claims.ts';
+import {
+  bucketOfRow,
+  laneSql,
+  LIMIT_COLUMNS,
+  limitOfRow,
+  pauseCovers,
+  pausedSql,
+  writeLocks,
+  type LimitRow,
+} from './sql/controls.ts';
+import { unseenArray } from './sql/unseen-array.ts';
+import { closedGate, columns, encodeWrites, withLog } from './sql/writes.ts';
 
 export interface PostgresStoreOptions {
   /**
@@ -158,8 +171,6 @@ export interface PostgresStoreOptions {
 
 type Db = pg.PoolClient;
 
-/** Due gates opened per claim; more wait for the next claim. */
-const OPEN_GATES_BATCH = 1_000;
 /** The least time between two log notifications of one server: what it may add to a watcher's latency elsewhere. */
 const LOG_NOTICE_GAP_MS = 5;
 /**
@@ -255,13 +266,6 @@ function parseNotice(
   }
 }
 
-/** The `not_before` column: the gate while it is still closed at `now`, else NULL (ready, or not Pending). */
-function closedGate(record: JobRecord, now: Micros): Micros | null {
-  return record.state === JobState.Pending && record.notBefore !== null && record.notBefore > now
-    ? record.notBefore
-    : null;
-}
-
 export class PostgresJobStore implements JobStore {
   readonly backend = 'postgres';
   readonly pollIntervalMs: number;
@@ -323,10 +327,7 @@ export class PostgresJobStore implements JobStore {
   ) {
     this.logging = logging;
     this.t = schema.table;
-    this.claimGates = `WITH opened AS (UPDATE ${this.t}.jobs SET not_before = NULL WHERE job_id IN (
-        SELECT job_id FROM ${this.t}.jobs WHERE state = 0 AND not_before <= $1::bigint
-        ORDER BY not_before LIMIT ${OPEN_GATES_BATCH} FOR UPDATE SKIP LOCKED))
-      SELECT kind_prefix FROM ${this.t}.kind_limits`;
+    this.claimGates = claimGatesQuery(this.t);
     this.pollIntervalMs = pollIntervalMs;
     this.createdAt = new CreatedAtSequence(lastCreatedAt);
     this.savedCreatedAt = lastCreatedAt;
@@ -1800,39 +1801,6 @@ function writeInDoubt(jobId: string): TelhaError {
   );
 }
 
-/** A row of `kind_limits`: the limit, and its lane's token bucket (`tokens` NULL: full). */
-interface LimitRow {
-  readonly kind_prefix: string;
-  readonly concurrency: number | null;
-  readonly rate_count: string | null;
-  readonly rate_period_ms: string | null;
-  readonly set_at: string;
-  readonly set_by: string;
-  readonly tokens: number | null;
-  readonly refilled_at: string | null;
-}
-
-const LIMIT_COLUMNS = 'kind_prefix, concurrency, rate_count, rate_period_ms, set_at, set_by, tokens, refilled_at';
-
-function limitOfRow(row: LimitRow): KindLimit {
-  return {
-    kindPrefix: row.kind_prefix,
-    concurrency: row.concurrency,
-    rate:
-      row.rate_count === null || row.rate_period_ms === null
-        ? null
-        : { count: Number(row.rate_count), periodMs: Number(row.rate_period_ms) },
-    setAt: Number(row.set_at),
-    by: row.set_by,
-  };
-}
-
-function bucketOfRow(row: LimitRow): TokenBucket | null {
-  return row.tokens === null || row.refilled_at === null
-    ? null
-    : { tokens: row.tokens, refilledAt: Number(row.refilled_at) };
-}
-
 /** Key order: (scope, priority, created_at, job_id), as the `jobs_key` index sorts. */
 function compareKeyOrder(a: JobRecord, b: JobRecord): number {
   return (
@@ -1841,258 +1809,6 @@ function compareKeyOrder(a: JobRecord, b: JobRecord): number {
     a.createdAt - b.createdAt ||
     (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0)
   );
-}
-
-/**
- * The claim's scan: Pending rows with an open gate, in key order, through the
- * `jobs_ready` partial index, skipping rows another transaction holds.
- * `$1` is the limit; the scope and kind prefixes follow. Exported so a test
- * can check the plan.
- *
- * The kind filter is `leaseKindMatches` in SQL: a `system:` kind only for a
- * prefix that itself starts with `system:`. When no prefix does, the scan
- * also starts past the system scope (`scope > 32 zero bytes`: system kinds
- * live there and only there, and it sorts before every tenant), so a
- * catch-all claim on every scope reads no system row on its way to the first
- * tenant job.
- */
-export function claimQuery(
-  table: string,
-  scope: ScopeFilter,
-  kinds: readonly string[] | null,
-): { text: string; values: unknown[] } {
-  const filter = claimFilter(scope, kinds, 2);
-  return {
-    text: `SELECT job_id, record FROM ${table}.jobs WHERE ${ready()} AND lane IS NULL AND ${filter.where}
-           ORDER BY scope, priority, created_at, job_id LIMIT $1 FOR UPDATE SKIP LOCKED`,
-    values: filter.values,
-  };
-}
-
-/** Ready: Pending, its gate open, no pause holding it. Both ready indexes are over this. */
-function ready(alias = ''): string {
-  const a = alias === '' ? '' : `${alias}.`;
-  return `${a}state = 0 AND ${a}not_before IS NULL AND NOT ${a}held`;
-}
-
-/**
- * The claim's scope and kind filter (`leaseKindMatches` in SQL), its parameters numbered from
- * `$first`.
- */
-function claimFilter(
-  scope: ScopeFilter,
-  kinds: readonly string[] | null,
-  first: number,
-): { where: string; values: unknown[] } {
-  const values: unknown[] = [];
-  const param = (value: unknown): string => {
-    values.push(value);
-    return `$${first + values.length - 1}`;
-  };
-  let where = 'true';
-  if (scope.type !== 'any') where += ` AND scope = ${param(scopeBytes(scope))}`;
-  const system = param(SYSTEM_KIND_PREFIX);
-  if (!leasesSystemKinds(kinds)) {
-    where += ` AND scope > ${param(SYSTEM_SCOPE_BYTES)} AND NOT starts_with(kind, ${system})`;
-  }
-  if (kinds !== null) {
-    where += ` AND EXISTS (SELECT 1 FROM unnest(${param(kinds)}::text[]) AS p
-      WHERE starts_with(kind, p) AND (starts_with(p, ${system}) OR NOT starts_with(kind, ${system})))`;
-  }
-  return { where, values };
-}
-
-/**
- * The claim's scan when limits exist, in key order: the first `$1` unlimited ready rows through
- * `jobs_ready`, and of each lane in `$2` the first `$3` (its room at most) through `jobs_lanes`; a
- * lane without room is not read at all. Rows come merged in key order, at most `$1`, locked.
- */
-export function laneClaimQuery(
-  table: string,
-  scope: ScopeFilter,
-  kinds: readonly string[] | null,
-): { text: string; values: unknown[] } {
-  const filter = claimFilter(scope, kinds, 4);
-  return {
-    text: `WITH free AS (
-        SELECT job_id, record, scope, priority, created_at FROM ${table}.jobs
-        WHERE ${ready()} AND lane IS NULL AND ${filter.where}
-        ORDER BY scope, priority, created_at, job_id LIMIT $1 FOR UPDATE SKIP LOCKED
-      ),
-      laned AS (
-        SELECT c.* FROM unnest($2::text[], $3::bigint[]) AS l(lane, room) CROSS JOIN LATERAL (
-          SELECT job_id, record, scope, priority, created_at FROM ${table}.jobs
-          WHERE ${ready()} AND lane = l.lane AND ${filter.where}
-          ORDER BY scope, priority, created_at, job_id LIMIT l.room FOR UPDATE SKIP LOCKED
-        ) c WHERE l.room > 0
-      )
-      SELECT job_id, record FROM (SELECT * FROM free UNION ALL SELECT * FROM laned) u
-      ORDER BY scope, priority, created_at, job_id LIMIT $1`,
-    values: filter.values,
-  };
-}
-
-/**
- * The fair claim's candidates when limits exist: every tenant with ready work that is unlimited
- * or in a lane of `$2` with room (`$3`), found by a loose index scan (per tenant, one probe of
- * `jobs_ready` and one of `jobs_lanes` per lane with room), and of each tenant the first `$1`
- * unlimited rows and the first `$3` of each such lane, locked, with their scope. The fair order
- * and the claim rule are applied to them by `fairPick`. A lane without room is not read.
- */
-export function fairLaneClaimQuery(
-  table: string,
-  kinds: readonly string[] | null,
-): { text: string; values: unknown[] } {
-  const values: unknown[] = [SYSTEM_SCOPE_BYTES];
-  if (kinds !== null) values.push(kinds);
-  const kindFilter =
-    kinds === null ? '' : ` AND EXISTS (SELECT 1 FROM unnest($5::text[]) AS p WHERE starts_with(j.kind, p))`;
-  const next = (after: string): string => `(SELECT x.scope FROM (
-      (SELECT j.scope FROM ${table}.jobs j WHERE ${ready('j')} AND j.lane IS NULL AND j.scope > ${after}${kindFilter}
-        ORDER BY j.scope LIMIT 1)
-      UNION ALL
-      SELECT y.scope FROM lanes l CROSS JOIN LATERAL (SELECT j.scope FROM ${table}.jobs j
-        WHERE ${ready('j')} AND j.lane = l.lane AND j.scope > ${after}${kindFilter} ORDER BY j.scope LIMIT 1) y
-    ) x ORDER BY x.scope LIMIT 1)`;
-  return {
-    text: `WITH RECURSIVE lanes AS (
-        SELECT lane, room FROM unnest(${unseenArray('$2::text[]')}, $3::bigint[]) AS l(lane, room) WHERE room > 0
-      ),
-      tenants(scope) AS (
-        SELECT ${next('$4::bytea')}
-        UNION ALL
-        SELECT ${next('t.scope')} FROM tenants t WHERE t.scope IS NOT NULL
-      )
-      SELECT c.job_id, c.record, c.scope FROM tenants t CROSS JOIN LATERAL (
-        SELECT * FROM (SELECT j.job_id, j.record, j.scope FROM ${table}.jobs j
-          WHERE ${ready('j')} AND j.lane IS NULL AND j.scope = t.scope${kindFilter}
-          ORDER BY j.priority, j.created_at, j.job_id LIMIT $1 FOR UPDATE SKIP LOCKED) free
-        UNION ALL
-        SELECT y.* FROM lanes l CROSS JOIN LATERAL (SELECT j.job_id, j.record, j.scope FROM ${table}.jobs j
-          WHERE ${ready('j')} AND j.lane = l.lane AND j.scope = t.scope${kindFilter}
-          ORDER BY j.priority, j.created_at, j.job_id LIMIT l.room FOR UPDATE SKIP LOCKED) y
-      ) c WHERE t.scope IS NOT NULL`,
-    values,
-  };
-}
-
-/**
- * Whether a pause holds back a job of `scope` and `kind` (SQL expressions over the row being
- * written): a row of `kind_pauses` for its scope or everywhere whose prefix covers its kind, a
- * `system:` kind only by a `system:` prefix (`pauseCoversKind`). The uncorrelated EXISTS runs
- * once per statement, so while nothing is paused a write does not probe `kind_pauses` per row.
- */
-export function pausedSql(table: string, scope: string, kind: string): string {
-  return `(EXISTS (SELECT 1 FROM ${table}.kind_pauses) AND EXISTS (SELECT 1 FROM ${table}.kind_pauses kp
-      WHERE (kp.scope IS NULL OR kp.scope = ${scope}) AND starts_with(${kind}, kp.kind_prefix)
-      AND (starts_with(kp.kind_prefix, '${SYSTEM_KIND_PREFIX}') OR NOT starts_with(${kind}, '${SYSTEM_KIND_PREFIX}'))))`;
-}
-
-/** Rows of the jobs table a pause of scope `scope` (bytes, NULL: everywhere) and prefix `prefix` covers (SQL parameters). */
-function pauseCovers(scope: string, prefix: string): string {
-  return `(${scope}::bytea IS NULL OR scope = ${scope}::bytea) AND starts_with(kind, ${prefix}::text)
-    AND (starts_with(${prefix}::text, '${SYSTEM_KIND_PREFIX}') OR NOT starts_with(kind, '${SYSTEM_KIND_PREFIX}'))`;
-}
-
-/**
- * The lane of a job of `kind` (an SQL expression): the longest prefix of `kind_limits` that
- * covers it, a `system:` kind only by a `system:` prefix (`limitLane`), or NULL. The covering
- * prefixes are all prefixes of the kind, so the longest is the one. The uncorrelated EXISTS
- * runs once per statement: without limits a write does not probe `kind_limits` per row.
- */
-export function laneSql(table: string, kind: string): string {
-  return `CASE WHEN EXISTS (SELECT 1 FROM ${table}.kind_limits) THEN (SELECT kl.kind_prefix FROM ${table}.kind_limits kl
-      WHERE starts_with(${kind}, kl.kind_prefix)
-      AND (starts_with(kl.kind_prefix, '${SYSTEM_KIND_PREFIX}') OR NOT starts_with(${kind}, '${SYSTEM_KIND_PREFIX}'))
-      ORDER BY length(kl.kind_prefix) DESC LIMIT 1) END`;
-}
-
-/**
- * The lock half of the `held` and `lane` protocol, as a condition that reads no row (always true). A statement that
- * makes rows Pending names `kind_pauses` and `kind_limits` FOR KEY SHARE, so it takes ROW SHARE
- * on both while it is parsed, before its snapshot is taken; pause and resume, and setting or
- * clearing a limit, hold EXCLUSIVE on their table until they commit. A write that waited for
- * one therefore sees it, and one waits for every write that started before it to commit, then
- * marks that write's rows too: `held` and `lane` are exact.
- */
-function writeLocks(table: string): string {
-  return `NOT EXISTS (SELECT FROM ${table}.kind_pauses WHERE false FOR KEY SHARE)
-    AND NOT EXISTS (SELECT FROM ${table}.kind_limits WHERE false FOR KEY SHARE)`;
-}
-
-/** A ready job of a wanted kind, in a tenant scope (which holds no system kinds), not taken yet by this claim. */
-function fairReady(alias: string, kinds: readonly string[] | null, kindsParam: string, takenParam: string): string {
-  const kindFilter =
-    kinds === null
-      ? ''
-      : ` AND EXISTS (SELECT 1 FROM unnest(${kindsParam}::text[]) AS p WHERE starts_with(${alias}.kind, p))`;
-  // Rows this claim's earlier rounds took are still Pending, and its own locks do not skip them.
-  return `${alias}.state = 0 AND ${alias}.not_before IS NULL AND NOT ${alias}.held AND ${alias}.lane IS NULL
-    AND ${alias}.job_id <> ALL(${takenParam}::uuid[])${kindFilter}`;
-}
-
-/**
- * One round of the fair claim, in one statement. The tenants: the next ones after `cursor` with
- * ready work of a wanted kind, then (wrapping around) the ones from the first up to the cursor,
- * `k` at most, found by a loose index scan of `jobs_ready` (one probe per tenant, whatever each
- * holds). The jobs: the first `ceil(k / tenants)` ready jobs of each, locked, returned by tenant
- * (`ord`, 1-based, in the order they take turns), each tenant's in key order.
- */
-export function fairClaimQuery(
-  table: string,
-  kinds: readonly string[] | null,
-  cursor: Buffer | null,
-  k: number,
-  taken: readonly string[],
-): { text: string; values: unknown[] } {
-  const values: unknown[] = [cursor ?? SYSTEM_SCOPE_BYTES, cursor, k, taken, SYSTEM_SCOPE_BYTES];
-  if (kinds !== null) values.push(kinds);
-  const ready = fairReady('j', kinds, '$6', '$4');
-  const next = (bound: string): string =>
-    `(SELECT j.scope FROM ${table}.jobs j WHERE ${ready} AND j.scope > t.scope${bound} ORDER BY j.scope LIMIT 1)`;
-  return {
-    text: `WITH RECURSIVE
-      after_cursor(scope, n) AS (
-        (SELECT j.scope, 1 FROM ${table}.jobs j WHERE ${ready} AND j.scope > $1::bytea ORDER BY j.scope LIMIT 1)
-        UNION ALL
-        SELECT ${next('')}, t.n + 1 FROM after_cursor t WHERE t.scope IS NOT NULL AND t.n < $3
-      ),
-      found_after AS (SELECT count(*) AS n FROM after_cursor WHERE scope IS NOT NULL),
-      up_to_cursor(scope, n) AS (
-        (SELECT j.scope, 1 FROM ${table}.jobs j
-          WHERE $2::bytea IS NOT NULL AND (SELECT n FROM found_after) < $3
-            AND ${ready} AND j.scope > $5::bytea AND j.scope <= $2::bytea ORDER BY j.scope LIMIT 1)
-        UNION ALL
-        SELECT ${next(' AND j.scope <= $2::bytea')}, t.n + 1 FROM up_to_cursor t
-          WHERE t.scope IS NOT NULL AND t.n + (SELECT n FROM found_after) < $3
-      ),
-      tenants AS (
-        SELECT scope, n AS ord FROM after_cursor WHERE scope IS NOT NULL
-        UNION ALL
-        SELECT scope, n + (SELECT n FROM found_after) FROM up_to_cursor WHERE scope IS NOT NULL
-      )
-      SELECT c.job_id, c.record, t.ord, t.scope FROM tenants t CROSS JOIN LATERAL (
-        SELECT j.job_id, j.record, j.priority, j.created_at FROM ${table}.jobs j
-        WHERE ${ready} AND j.scope = t.scope
-        ORDER BY j.priority, j.created_at, j.job_id
-        LIMIT (SELECT ceil($3::numeric / count(*))::int FROM tenants) FOR UPDATE SKIP LOCKED
-      ) c ORDER BY t.ord, c.priority, c.created_at, c.job_id`,
-    values,
-  };
-}
-
-/**
- * An array parameter of a prepared statement, out of the planner's sight: `(SELECT $n)`, which it
- * plans as a value known only when the statement runs. PostgreSQL plans a prepared statement with
- * its values for its first five runs, then keeps a generic plan if that costs no more than those
- * did. Seeing an array, it counts its elements (one, for one job); not seeing one, it assumes a
- * default. A statement over small arrays therefore always looked cheaper planned afresh and was
- * planned on every run: the enqueue's INSERT (~0.3 ms of the database's CPU each time) and the fair
- * claim with kind limits. With one of its arrays unseen, a statement over several (`unnest(a, b)`
- * counts the longest) is costed alike either way, and the generic plan is kept.
- */
-function unseenArray(param: string): string {
-  return `(SELECT ${param})`;
 }
 
 /** Names given to statement texts, for `named`; bounded, since every text is made by the code here. */
@@ -2121,15 +1837,6 @@ function statementName(text: string): string {
   return name;
 }
 
-/** What a claim reads of each row it locks. */
-interface ClaimRow {
-  readonly job_id: string;
-  readonly record: Buffer;
-}
-
-/** A row of the fair claim: its tenant's turn order (`ord`) and scope too. */
-type FairRow = ClaimRow & { readonly ord: string; readonly scope: Buffer };
-
 /**
  * A claim statement's parameter written as an SQL literal, for an EXECUTE in a simple-protocol
  * query (which takes no parameters): integers as digits, text through node-postgres's
@@ -2143,83 +1850,6 @@ function sqlLiteral(value: unknown): string {
   if (Buffer.isBuffer(value)) return `decode('${value.toString('hex')}', 'hex')`;
   if (Array.isArray(value)) return value.length === 0 ? `'{}'` : `ARRAY[${value.map(sqlLiteral).join(', ')}]`;
   throw new Error(`no SQL literal for ${typeof value}`);
-}
-
-/**
- * `statement`, a data-modifying statement `RETURNING job_id, scope, kind` (numbered parameters
- * `values`), with the transitions log rows `entries` appended in the same statement, for the
- * rows it wrote only: one multi-row INSERT whatever their number. Only the entries and their
- * times travel again; the rest comes from the rows written. Unchanged when no write is logged.
- */
-function withLog(
-  table: string,
-  statement: string,
-  values: unknown[],
-  entries: readonly LogRow[],
-  arrays: ArrayParameters,
-): { text: string; values: unknown[] } {
-  if (entries.length === 0) return { text: statement, values };
-  const n = values.length;
-  return {
-    text: `WITH w AS (${statement}),
-      l AS (INSERT INTO ${table}.job_transitions (job_id, at, scope, kind, entry)
-        SELECT w.job_id, e.at, w.scope, w.kind, e.entry
-        FROM unnest($${n + 1}::uuid[], $${n + 2}::bigint[], $${n + 3}::bytea[]) WITH ORDINALITY AS e(job_id, at, entry, ord)
-        JOIN w ON w.job_id = e.job_id ORDER BY e.ord)
-      SELECT job_id FROM w`,
-    values: [
-      ...values,
-      arrays.uuid(entries.map((e) => e.jobId)),
-      arrays.int8(entries.map((e) => e.at)),
-      arrays.bytea(entries.map((e) => e.entry)),
-    ],
-  };
-}
-
-/** A transitions log row a write appends (`withLog`). */
-interface LogRow {
-  readonly jobId: string;
-  readonly at: Micros;
-  readonly entry: Buffer;
-}
-
-/**
- * The stored value of each of `records`, and the log rows of those whose write appends one
- * (`log`: the store keeps the log), through `encodeWrite`.
- */
-function encodeWrites(records: readonly JobRecord[], log: boolean): { values: Buffer[]; entries: LogRow[] } {
-  const values: Buffer[] = [];
-  const entries: LogRow[] = [];
-  for (const record of records) {
-    const { value, entry } = encodeWrite(record, log);
-    values.push(value);
-    if (entry !== null) entries.push({ jobId: record.jobId, at: transitionOf(entry.record).at, entry: entry.value });
-  }
-  return { values, entries };
-}
-
-/** The INSERT's column parameters below ($1 to $13), one array each; `values` are the records' encoded. */
-function columns(
-  records: readonly JobRecord[],
-  values: readonly Buffer[],
-  now: Micros,
-  arrays: ArrayParameters,
-): unknown[] {
-  return [
-    arrays.uuid(records.map((r) => r.jobId)),
-    arrays.bytea(records.map((r) => scopeOfTenant(r.tenant))),
-    arrays.text(records.map((r) => r.tenant)),
-    arrays.int2(records.map((r) => r.state)),
-    arrays.int2(records.map((r) => r.priority)),
-    arrays.int8(records.map((r) => r.createdAt)),
-    arrays.text(records.map((r) => r.kind)),
-    arrays.int8(records.map((r) => closedGate(r, now))),
-    arrays.int8(records.map((r) => r.leaseDeadline)),
-    arrays.text(records.map((r) => r.workerId)),
-    arrays.text(records.map((r) => r.idempotencyKey)),
-    arrays.int8(records.map((r) => finishedAt(r))),
-    arrays.bytea(values),
-  ];
 }
 
 /**
