@@ -2,14 +2,18 @@
  * The PostgreSQL backend: the same seam, the same core transitions, the same
  * `[version][msgpack]` record, so several servers can share one store.
  *
+ * This class only wires the store's parts, each a file holding one concern:
+ * `connection.ts` (the pool and the context every part shares: transactions,
+ * retries, in-doubt commits, prepared statements), `listener.ts` (LISTEN/NOTIFY,
+ * reconnects, who follows the log), `claims.ts`, `writes.ts` and `insert.ts`
+ * (compare-and-set writes and enqueue), `reads.ts`, `schedules.ts`,
+ * `controls.ts` (pauses and kind limits) and `log.ts` (the transitions log).
+ * Their SQL builders live in `sql/`.
+ *
  * Each seam operation is atomic. Claims take rows with `FOR UPDATE SKIP
  * LOCKED` in one transaction, so two servers never lease the same job and
- * never wait on each other. A fenced update applies the core transition to the
- * row as read and writes it back only if the stored record is still that one
- * (one UPDATE, compare-and-set on the whole record: state, worker, generation
- * and all), or, when it creates jobs too, under a row lock in one transaction;
- * either way a stale submission through any server is rejected. A worker's batch
- * of results is one SELECT and one such UPDATE for all of them. Enqueue is one
+ * never wait on each other. A fenced update is a compare-and-set on the whole
+ * record, so a stale submission through any server is rejected. Enqueue is one
  * INSERT; idempotency is a unique index on (scope, key).
  *
  * Ready work is a partial index over Pending rows whose gate is open and that no
@@ -21,78 +25,56 @@
  *
  * The record (bytea) is the truth; the other columns are copies of its fields
  * that the indexes need.
- *
- * Connections fail: PostgreSQL restarts, fails over, or ends sessions
- * (`pg_terminate_backend`, `idle_session_timeout`). No failure may end the
- * process, so the pool, every pooled connection and the LISTEN connection
- * all listen for errors. A call whose connection failed runs again on
- * another where that cannot apply a change twice (reads, claims, inserts,
- * and compare-and-set writes whose rows show whether they landed); when the
- * database stays away, or a write's fate cannot be known, it answers
- * `unavailable` (`pgFailure`), which callers retry after a pause.
  */
-import { createHash, randomUUID } from 'node:crypto';
-import pg from 'pg';
-import { CorruptRecordError, ErrorCode, notFound, storeClosed, TelhaError } from '../../core/errors.ts';
+import type pg from 'pg';
 import {
-  laneTokenDue,
-  laneRoom,
   admitKindLimit,
   compareKindLimits,
-  LaneBudget,
-  laneMayServe,
-  limitStatus,
-  pickWithinLimits,
   type KindLimit,
   type KindLimitStatus,
+  LaneBudget,
+  laneMayServe,
+  laneRoom,
+  laneTokenDue,
+  limitStatus,
+  pickWithinLimits,
   type TokenBucket,
 } from '../../core/kind-limits.ts';
-import { fairPick } from '../../core/fair-order.ts';
-import { SYSTEM_KIND_PREFIX } from '../../core/limits.ts';
 import {
   admitPause,
   comparePauses,
-  pauseInFilter,
   type Pause,
   type PauseBounds,
+  pauseInFilter,
   type PauseScope,
 } from '../../core/pauses.ts';
-import { decodePause, encodePause, pauseScopeBytes } from '../../codec/pauses.ts';
-import { scheduleExists, tooManySchedules, type Schedule, type ScheduleFiring } from '../../core/schedules.ts';
-import { silentLogger, type Logger } from '../../core/logger.ts';
-import { enqueue, leasesSystemKinds } from '../../core/transitions.ts';
-import { withCreatedAt } from '../../core/drafts.ts';
+import { type Schedule, scheduleExists, type ScheduleFiring, tooManySchedules } from '../../core/schedules.ts';
+import { type Logger, silentLogger } from '../../core/logger.ts';
 import {
   formatPosition,
-  logEntryExpired,
-  logMatches,
-  logsTransition,
-  parsePosition,
-  positionPruned,
   type LogEntry,
+  logEntryExpired,
   type LogFilter,
+  logMatches,
   type LogPage,
   type LogPruneParams,
+  parsePosition,
+  positionPruned,
 } from '../../core/transitions-log.ts';
 import {
   finishedAt,
   itemFailed,
   itemOk,
-  JobState,
-  SYSTEM_SCOPE,
-  workNotices,
   type ItemResult,
   type JobRecord,
+  JobState,
   type Micros,
   type QueueScope,
   type ScopeFilter,
+  SYSTEM_SCOPE,
   type WorkNotice,
+  workNotices,
 } from '../../core/types.ts';
-import { decodeJobKey, pageTokenAfter, pageTokenKey, scopeBytes, scopeOfTenant } from '../../codec/keys.ts';
-import { decodeSchedule, encodeSchedule, schedulePageKey, schedulePageToken } from '../../codec/schedules.ts';
-import { decodeRecord, encodeRecord } from '../../codec/value.ts';
-import { idempotencySlot } from '../../core/scope.ts';
-import { CreatedAtSequence } from '../shared.ts';
 import type {
   Change,
   ClaimParams,
@@ -111,31 +93,51 @@ import type {
   UpdateItem,
   UpdateOutcome,
 } from '../types.ts';
-import { BINARY_ARRAYS, TEXT_ARRAYS } from './binary-arrays.ts';
-import { isConnectionFailure, pgFailure } from './failures.ts';
-import { migrate, schemaTable } from './migrations.ts';
-import { WrittenLeases } from './written-leases.ts';
+import {
+  CONNECTION_TRIES,
+  type Db,
+  InDoubt,
+  named,
+  openPool,
+  pgSchema,
+  sqlLiteral,
+  statementName,
+  StoreContext,
+  writeInDoubt,
+} from './connection.ts';
+import { type Announce, Listener } from './listener.ts';
+import { migrate } from './migrations.ts';
+import { fairPick } from '../../core/fair-order.ts';
+import { leasesSystemKinds } from '../../core/transitions.ts';
+import { decodeJobKey, pageTokenAfter, pageTokenKey, scopeBytes, scopeOfTenant } from '../../codec/keys.ts';
+import { decodeRecord, encodeRecord } from '../../codec/value.ts';
 import {
   claimGatesQuery,
   claimQuery,
+  type ClaimRow,
   fairClaimQuery,
   fairLaneClaimQuery,
-  laneClaimQuery,
-  type ClaimRow,
   type FairRow,
+  laneClaimQuery,
 } from './sql/claims.ts';
 import {
   bucketOfRow,
   laneSql,
   LIMIT_COLUMNS,
   limitOfRow,
+  type LimitRow,
   pauseCovers,
   pausedSql,
-  writeLocks,
-  type LimitRow,
 } from './sql/controls.ts';
-import { unseenArray } from './sql/unseen-array.ts';
-import { closedGate, columns, encodeWrites, withLog } from './sql/writes.ts';
+import { CorruptRecordError, notFound } from '../../core/errors.ts';
+import { BINARY_ARRAYS } from './binary-arrays.ts';
+import { isConnectionFailure, pgFailure } from './failures.ts';
+import { insertJobs } from './insert.ts';
+import { allWorkPayload, noticePayload } from './notices.ts';
+import { closedGate, encodeWrites, updateJobsText, withLog } from './sql/writes.ts';
+import { decodeSchedule, encodeSchedule, schedulePageKey, schedulePageToken } from '../../codec/schedules.ts';
+import { SYSTEM_KIND_PREFIX } from '../../core/limits.ts';
+import { decodePause, encodePause, pauseScopeBytes } from '../../codec/pauses.ts';
 
 export interface PostgresStoreOptions {
   /**
@@ -169,133 +171,16 @@ export interface PostgresStoreOptions {
   readonly preparedStatements?: boolean;
 }
 
-type Db = pg.PoolClient;
-
-/** The least time between two log notifications of one server: what it may add to a watcher's latency elsewhere. */
-const LOG_NOTICE_GAP_MS = 5;
-/**
- * How long another server's word that its readers follow the log holds (`logFollowed`): it says
- * so again every third of this while they do, and when a server that starts listening asks.
- */
-const FOLLOWERS_NOTICE_TTL_MS = 30_000;
-/** A PostgreSQL store's log position: `p1.<store id>.<xid>.<seq>`. */
-const LOG_FORMAT = 'p1';
-/** NOTIFY payloads must stay under 8,000 bytes; past this, say "look again" instead of what. */
-const MAX_NOTICE_BYTES = 7_000;
-/** What the store's connections call themselves in `pg_stat_activity`, unless the URL says otherwise. */
-const PG_APPLICATION_NAME = 'telha';
-/**
- * Tries of a call whose connection failed. A restart ends every pooled connection at once and
- * the pool drops each as its error arrives, so a second or third try finds a live (or new) one;
- * when those fail too the database is away, and the caller hears `unavailable` and backs off.
- */
-const CONNECTION_TRIES = 3;
-
-/**
- * The memory for the leases a store remembers (`WrittenLeases`): a few thousand jobs in flight
- * with payloads of a few KiB, and a bound on the memory however large the payloads.
- */
-const WRITTEN_LEASES_BYTES = 64 * 1024 * 1024;
-
-/**
- * A COMMIT sent whose answer never came: the transaction may or may not have committed.
- * `result` is what the transaction's work returned, for the caller to look for in the rows.
- */
-class InDoubt<T> extends Error {
-  constructor(
-    readonly result: T,
-    cause: unknown,
-  ) {
-    super('the answer to COMMIT was lost', { cause });
-  }
-}
-
-/** Where a store's rows live and where its servers talk. */
-export interface PgSchema {
-  /** The quoted schema, e.g. `"telha"`, to prefix table names with. */
-  readonly table: string;
-  /** The LISTEN/NOTIFY channel of this schema. */
-  readonly channel: string;
-}
-
-export function pgSchema(schema: string): PgSchema {
-  // Channel names are identifiers of at most 63 bytes; a schema name may be that long already.
-  const digest = createHash('sha256').update(schema).digest('hex').slice(0, 24);
-  return { table: schemaTable(schema), channel: `telha_work_${digest}` };
-}
-
-/** The message a write sends to every server: who sent it (to skip its own) and what work appeared. */
-function noticePayload(origin: string, notices: readonly WorkNotice[]): string {
-  const text = JSON.stringify({ o: origin, w: notices.map((n) => [n.tenant, n.kind, n.ready ? 1 : 0, n.count]) });
-  return Buffer.byteLength(text) <= MAX_NOTICE_BYTES ? text : JSON.stringify({ o: origin, w: 'all' });
-}
-
-/** The message a server sends after committing transitions: look at the log again. */
-function logNoticePayload(origin: string): string {
-  return JSON.stringify({ o: origin, l: 1 });
-}
-
-/** The message of a server whose readers follow the log: tell me of your transitions (`f`); or who does (`q`)? */
-function followersPayload(origin: string, ask: boolean): string {
-  return JSON.stringify(ask ? { o: origin, q: 1 } : { o: origin, f: 1 });
-}
-
-/**
- * A notification: who sent it, and what work appeared (`null`: none, only log entries), or that
- * its readers follow the log (`followers`) or it asks who has such readers (`ask`).
- */
-function parseNotice(
-  payload: string,
-): { origin: string; work: WorkNotice[] | 'all' | null; followers?: true; ask?: true } | null {
-  try {
-    const parsed = JSON.parse(payload) as { o?: unknown; w?: unknown; l?: unknown; f?: unknown; q?: unknown };
-    if (typeof parsed.o !== 'string') return null;
-    if (parsed.f === 1) return { origin: parsed.o, work: null, followers: true };
-    if (parsed.q === 1) return { origin: parsed.o, work: null, ask: true };
-    if (parsed.l === 1) return { origin: parsed.o, work: null };
-    if (!Array.isArray(parsed.w)) return { origin: parsed.o, work: 'all' };
-    const work = (parsed.w as unknown[][]).map(([tenant, kind, ready, count]) => ({
-      tenant: typeof tenant === 'string' ? tenant : null,
-      kind: String(kind),
-      ready: ready === 1,
-      count: Number(count),
-    }));
-    return { origin: parsed.o, work };
-  } catch {
-    return null;
-  }
-}
-
 export class PostgresJobStore implements JobStore {
   readonly backend = 'postgres';
-  readonly pollIntervalMs: number;
-  private corruptRows = 0;
+  /** The pool, on the store itself too: tests read `pg_prepared_statements` through it. */
+  private readonly pool: pg.Pool;
+  private readonly listener: Listener;
+  private savedCreatedAt: Micros;
+  private readonly saveTimer: NodeJS.Timeout;
   private readonly t: string;
-  /** Marks this store's own notifications, which its queue has announced already. */
-  private readonly origin = randomUUID();
-  private onWork: ((notices: readonly WorkNotice[] | 'all') => void) | null = null;
-  private onLog: (() => void) | null = null;
-  private readonly logging: boolean;
-  /** A log notification is on its way; `announceAgain`: send one more when it is done. */
-  private announcing = false;
-  /** Readers in this process follow the log (`logFollowed`); while they do, a timer repeats the word. */
-  private followedHere = false;
-  private followersTimer: NodeJS.Timeout | null = null;
-  /** Until when (`performance.now()`) another server's readers follow the log: log notices go out only before it. */
-  private followedElsewhereUntil = 0;
-  private logNotices = 0;
-  private announceAgain = false;
-  private listener: pg.Client | null = null;
-  private listenerBackendPid: number | null = null;
-  private reconnectTimer: NodeJS.Timeout | null = null;
-  private closing = false;
-  /**
-   * created_at of this server's jobs: strictly increasing per server, following the clock, so
-   * no enqueue waits on a row shared by every server. Jobs of different servers order by their
-   * servers' clocks, ties by id. Its high-water mark is saved in the meta row (every second and
-   * at close) so a restart with a clock behind it still continues above it.
-   */
-  private readonly createdAt: CreatedAtSequence;
+  /** Tells the other servers' watchers of committed transitions (`Listener.announced`). */
+  private readonly announced: Announce;
   /** The fair order's cursor: the scope of the tenant this store's fair claims served last. */
   private fairCursor: Buffer | null = null;
   /**
@@ -305,42 +190,37 @@ export class PostgresJobStore implements JobStore {
   private readonly claimGates: string;
   /** The claim statements prepared on each connection (`claimRows`), to EXECUTE by name. */
   private readonly preparedOn = new WeakMap<pg.PoolClient, Set<string>>();
-  private savedCreatedAt: Micros;
-  private readonly saveTimer: NodeJS.Timeout;
-  /** The leases this store wrote last, which a worker's result starts from instead of reading the row. */
-  private readonly leases = new WrittenLeases(WRITTEN_LEASES_BYTES);
+  // ---- pauses ----
+  /** Names this store in log positions (`job_transitions_meta.store_id`). */
+  private readonly logId: string;
 
   private constructor(
-    private readonly pool: pg.Pool,
+    private readonly ctx: StoreContext,
     /** The `storage.schema` this store's tables are in. */
     readonly schemaName: string,
-    private readonly schema: PgSchema,
-    private readonly url: string,
-    private readonly logger: Logger,
-    pollIntervalMs: number,
+    url: string,
+    readonly pollIntervalMs: number,
     lastCreatedAt: Micros,
-    /** Names this store in log positions (`job_transitions_meta.store_id`). */
-    private readonly logId: string,
-    logging: boolean,
-    /** `storage.prepared_statements` (see `named`). */
-    private readonly prepare: boolean,
+    logId: string,
   ) {
-    this.logging = logging;
-    this.t = schema.table;
-    this.claimGates = claimGatesQuery(this.t);
-    this.pollIntervalMs = pollIntervalMs;
-    this.createdAt = new CreatedAtSequence(lastCreatedAt);
+    this.pool = ctx.pool;
+    this.t = ctx.t;
+    this.claimGates = claimGatesQuery(this.ctx.t);
+    this.logId = logId;
+    this.listener = new Listener(ctx, url, pollIntervalMs);
+    this.announced = this.listener.announced.bind(this.listener);
     this.savedCreatedAt = lastCreatedAt;
     this.saveTimer = setInterval(() => void this.saveCreatedAt().catch(() => undefined), 1_000);
     this.saveTimer.unref();
   }
 
   private async saveCreatedAt(): Promise<void> {
-    const last = this.createdAt.current;
+    const last = this.ctx.createdAt.current;
     if (last <= this.savedCreatedAt) return;
-    await this.pool.query(`UPDATE ${this.t}.meta SET last_created_at = GREATEST(last_created_at, $1) WHERE id = 1`, [
-      last,
-    ]);
+    await this.pool.query(
+      `UPDATE ${this.ctx.t}.meta SET last_created_at = GREATEST(last_created_at, $1) WHERE id = 1`,
+      [last],
+    );
     this.savedCreatedAt = Math.max(this.savedCreatedAt, last);
   }
 
@@ -348,26 +228,7 @@ export class PostgresJobStore implements JobStore {
     const schemaName = options.schema ?? 'telha';
     const schema = pgSchema(schemaName);
     const logger = options.logger ?? silentLogger;
-    const pool = new pg.Pool({
-      connectionString: options.url,
-      fallback_application_name: PG_APPLICATION_NAME,
-      max: options.poolSize ?? 10,
-      ...(options.durability === 'process' ? { options: '-c synchronous_commit=off' } : {}),
-    });
-    // A connection PostgreSQL ends (restart, failover, pg_terminate_backend) emits 'error', and
-    // an 'error' with no listener ends the process. The pool listens only while a connection
-    // is idle (then drops it and emits 'error' itself); while one is handed out nobody does,
-    // and a promise-based `pool.connect()` leaves a gap even for a caller that listens at once:
-    // the rest of the socket chunk that released the connection, often the FATAL that follows a
-    // finished statement, is read before the caller's code runs (node-postgres issue 2762).
-    // So every connection gets a listener of its own for its whole life; the statement that was
-    // running, or the next one, fails and says why.
-    pool.on('connect', (client) =>
-      client.on('error', (error) => logger.debug({ err: error.message }, 'postgres connection failed')),
-    );
-    pool.on('error', (error) =>
-      logger.warn({ err: error.message }, 'postgres ended an idle pooled connection; it was dropped'),
-    );
+    const pool = openPool(options, logger);
     let lastCreatedAt: Micros;
     let logId: string;
     try {
@@ -382,20 +243,24 @@ export class PostgresJobStore implements JobStore {
       await pool.end();
       throw error;
     }
-    const store = new PostgresJobStore(
+    const ctx = new StoreContext(
       pool,
-      schemaName,
       schema,
-      options.url,
       logger,
+      options.preparedStatements ?? true,
+      options.transitionsLog ?? true,
+      lastCreatedAt,
+    );
+    const store = new PostgresJobStore(
+      ctx,
+      schemaName,
+      options.url,
       options.pollIntervalMs ?? 1_000,
       lastCreatedAt,
       logId,
-      options.transitionsLog ?? true,
-      options.preparedStatements ?? true,
     );
     try {
-      await store.listen();
+      await store.listener.listen();
     } catch (error) {
       await store.close();
       throw error;
@@ -403,191 +268,59 @@ export class PostgresJobStore implements JobStore {
     return store;
   }
 
+  // ---- the listener ----
+
   watch(onWork: (notices: readonly WorkNotice[] | 'all') => void): void {
-    this.onWork = onWork;
+    this.listener.watch(onWork);
   }
 
   /** Whether the LISTEN connection is up (while it is down, waiters fall back to polling). */
   get listening(): boolean {
-    return this.listener !== null;
+    return this.listener.listening;
   }
 
   /** Log notifications this store sent (`announced`), for operators and tests. */
   get logNoticesSent(): number {
-    return this.logNotices;
+    return this.listener.logNoticesSent;
   }
 
   /** Whether another server said its readers follow the log, recently enough that it still holds. */
   get followedElsewhere(): boolean {
-    return performance.now() < this.followedElsewhereUntil;
+    return this.listener.followedElsewhere;
   }
 
   /** The backend process id of the LISTEN connection, for operators and tests. */
   get listenerPid(): number | null {
-    return this.listener === null ? null : this.listenerBackendPid;
+    return this.listener.listenerPid;
   }
 
-  /** Connect the LISTEN connection; on loss, reconnect after the poll interval and tell waiters to look again. */
-  private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.url, fallback_application_name: PG_APPLICATION_NAME });
-    const lost = (error?: Error): void => {
-      if (this.listener !== client) return;
-      this.listener = null;
-      client.removeAllListeners('notification');
-      void client.end().catch(() => undefined);
-      if (this.closing) return;
-      this.logger.warn(
-        { err: error?.message ?? 'connection ended' },
-        'postgres listener lost; polling until it is back',
-      );
-      this.scheduleReconnect();
-    };
-    client.on('error', lost);
-    client.on('end', () => lost());
-    client.on('notification', (message) => {
-      const notice = message.payload === undefined ? null : parseNotice(message.payload);
-      if (notice === null || notice.origin === this.origin) return;
-      if (notice.followers === true) {
-        this.followedElsewhereUntil = performance.now() + FOLLOWERS_NOTICE_TTL_MS;
-        return;
-      }
-      if (notice.ask === true) {
-        if (this.followedHere) this.noticeFollowers();
-        return;
-      }
-      if (notice.work !== null) this.onWork?.(notice.work);
-      // Any write of another process (a server, an application's transaction) may have appended.
-      this.onLog?.();
-    });
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${this.schema.channel}`);
-      // Servers whose readers follow the log say so at once, rather than at their next repeat.
-      await client.query('SELECT pg_notify($1, $2)', [this.schema.channel, followersPayload(this.origin, true)]);
-      const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-      this.listenerBackendPid = rows[0]?.pid ?? null;
-    } catch (error) {
-      // Not yet the listener, so `lost` ignores it: close it here, or its socket lingers.
-      void client.end().catch(() => undefined);
-      throw error;
-    }
-    this.listener = client;
+  watchLog(onAppend: () => void): void {
+    this.listener.watchLog(onAppend);
   }
 
-  private scheduleReconnect(): void {
-    if (this.closing || this.reconnectTimer !== null) return;
-    this.reconnectTimer = setTimeout(() => {
-      this.reconnectTimer = null;
-      this.listen().then(
-        // Work may have appeared while nobody listened.
-        () => {
-          this.onWork?.('all');
-          this.onLog?.();
-        },
-        (error: unknown) => {
-          this.logger.warn({ err: (error as Error).message }, 'postgres listener reconnect failed');
-          this.scheduleReconnect();
-        },
-      );
-    }, this.pollIntervalMs);
-    this.reconnectTimer.unref();
+  /** Readers here follow the log, or no longer do (`Listener.logFollowed`). */
+  logFollowed(following: boolean): void {
+    this.listener.logFollowed(following);
   }
 
-  /**
-   * Run `work` in one transaction; any throw rolls it back. A connection that fails before
-   * COMMIT leaves nothing behind (PostgreSQL rolls back the transaction of a session that
-   * ends), so that failure is thrown as it is and the caller may run the work again. A COMMIT
-   * whose answer is lost may have committed or not: that throws `InDoubt` with the
-   * work's result, for the caller to look for in the rows.
-   */
-  private async tx<T>(
-    work: (db: Db, begun: pg.QueryResult[]) => Promise<T>,
-    begin: string | ((db: Db) => string) = 'BEGIN',
-  ): Promise<T> {
-    const db = await this.pool.connect();
-    let broken = false;
-    try {
-      let result: T;
-      try {
-        // Several statements in `begin` answer with one result each.
-        const text = typeof begin === 'string' ? begin : begin(db);
-        const answer = (await db.query(text)) as unknown as pg.QueryResult | pg.QueryResult[];
-        result = await work(db, Array.isArray(answer) ? answer : [answer]);
-      } catch (error) {
-        if (isConnectionFailure(error)) broken = true;
-        else await db.query('ROLLBACK').catch(() => (broken = true));
-        throw error;
-      }
-      try {
-        await db.query('COMMIT');
-      } catch (error) {
-        if (!isConnectionFailure(error)) throw error;
-        broken = true;
-        throw new InDoubt(result, error);
-      }
-      return result;
-    } finally {
-      // A broken connection is closed, not handed to the next call.
-      db.release(broken);
-    }
+  // ---- claims and writes ----
+
+  // ---- reads ----
+
+  async health(): Promise<void> {
+    // Resolves when the database answers; `unavailable` while it cannot be reached.
+    await this.ctx.query('SELECT 1', []);
   }
 
-  /**
-   * Run `work`, again on another connection if its connection failed, up to
-   * `CONNECTION_TRIES` times; for work that cannot apply a change twice when run again.
-   * Failures come out through `pgFailure`.
-   */
-  private async retrying<T>(work: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      if (this.closing) throw storeClosed();
-      try {
-        return await work();
-      } catch (error) {
-        if (!isConnectionFailure(error) || attempt >= CONNECTION_TRIES) throw pgFailure(error);
-        this.logger.warn({ err: (error as Error).message, attempt }, 'postgres connection failed; trying again');
-      }
-    }
+  stats(): StoreStats {
+    return { corruptRows: this.ctx.corruptRows };
   }
 
-  /**
-   * The stored record of each of `ids` that exists. After a write whose answer was lost, a row
-   * holding exactly the bytes the write meant to store shows the job is as that write left it:
-   * every transition records its time, so other bytes mean the write did not land, or was
-   * overtaken since.
-   */
-  private async storedRecords(ids: readonly string[]): Promise<Map<string, Buffer>> {
-    if (ids.length === 0) return new Map();
-    const { rows } = await this.pool.query<{ job_id: string; record: Buffer }>(
-      named(this.prepare, `SELECT job_id, record FROM ${this.t}.jobs WHERE job_id = ANY($1::uuid[])`, [ids]),
-    );
-    return new Map(rows.map((row) => [row.job_id, row.record]));
-  }
+  // ---- schedules ----
 
-  private decode(row: { job_id: string; record: Buffer }): JobRecord | null {
-    try {
-      return decodeRecord(row.record, `job ${row.job_id}`);
-    } catch (error) {
-      if (!(error instanceof CorruptRecordError)) throw error;
-      this.corruptRows++;
-      this.logger.warn({ key: error.key, err: error.message }, 'skipping corrupt job row');
-      return null;
-    }
-  }
+  // ---- pauses and kind limits ----
 
-  async insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
-    // One INSERT statement is atomic by itself: no transaction round trips needed. Run again
-    // after a lost answer it cannot create a job twice: each draft carries its job id, and a
-    // row already holding that id is the earlier try's (see `insertJobs`).
-    return this.retrying(() =>
-      insertJobs(this.pool, this.schema, drafts, now, {
-        origin: this.origin,
-        createdAt: this.createdAt,
-        log: this.logging,
-        prepare: this.prepare,
-        binaryArrays: true,
-      }),
-    );
-  }
+  // ---- the transitions log ----
 
   async claim(params: ClaimParams): Promise<JobRecord[]> {
     // A claim whose connection failed before COMMIT leased nothing, so it runs again. One whose
@@ -595,13 +328,13 @@ export class PostgresJobStore implements JobStore {
     // them (else they would sit leased to nobody until their leases expired); if they are not,
     // or the rows cannot be read either, it runs again. That cannot lease a job twice: a job
     // leased once is no longer Pending.
-    return this.retrying(async () => {
+    return this.ctx.retrying(async () => {
       try {
         return this.announced(await this.claimOnce(params));
       } catch (error) {
         if (!(error instanceof InDoubt)) throw error;
         const leased = error.result as JobRecord[];
-        const stored = await this.storedRecords(leased.map((r) => r.jobId));
+        const stored = await this.ctx.storedRecords(leased.map((r) => r.jobId));
         const landed = leased.filter((r) => stored.get(r.jobId)?.equals(encodeRecord(r)));
         if (landed.length === 0 && leased.length > 0) throw error.cause;
         return this.announced(landed);
@@ -628,7 +361,7 @@ export class PostgresJobStore implements JobStore {
     let prepareGates = false;
     let firstRode = false;
     const begin = (db: Db): string => {
-      if (!this.prepare) return `BEGIN; ${gates.replace('$1', String(params.now))}`;
+      if (!this.ctx.prepare) return `BEGIN; ${gates.replace('$1', String(params.now))}`;
       const prepared = this.preparedOn.get(db);
       if (prepared?.has(statementName(gates)) !== true) {
         prepareGates = true;
@@ -639,7 +372,7 @@ export class PostgresJobStore implements JobStore {
       firstRode = true;
       return `${head}; EXECUTE ${statementName(first.text)}(${first.values.map(sqlLiteral).join(', ')})`;
     };
-    return this.tx(async (db, begun) => {
+    return this.ctx.tx(async (db, begun) => {
       let limited: { kind_prefix: string }[];
       if (prepareGates) {
         limited = await this.claimRows<{ kind_prefix: string }>(db, gates, [params.now]);
@@ -655,10 +388,11 @@ export class PostgresJobStore implements JobStore {
         const rows = fair
           ? await this.fairRows(db, params.kinds, params.limit, firstRows)
           : (firstRows ?? (await this.keyOrderRows(db, params.scope, params.kinds, params.limit)));
-        records = rows.map((row) => this.decode(row)).filter((r): r is JobRecord => r !== null);
+        records = rows.map((row) => this.ctx.decode(row)).filter((r): r is JobRecord => r !== null);
       }
       const leased = records.map((record) => params.lease(record));
-      await this.writeMany(
+      await writeMany(
+        this.ctx,
         db,
         leased.map((record) => ({ record, expected: null })),
         params.now,
@@ -700,9 +434,9 @@ export class PostgresJobStore implements JobStore {
     const candidates = async (scope: ScopeFilter): Promise<JobRecord[]> => {
       const query = laneClaimQuery(this.t, scope, params.kinds);
       const { rows } = await db.query<ClaimRow>(
-        named(this.prepare, query.text, [params.limit, ...laneArgs, ...query.values]),
+        named(this.ctx.prepare, query.text, [params.limit, ...laneArgs, ...query.values]),
       );
-      return rows.map((row) => this.decode(row)).filter((r): r is JobRecord => r !== null);
+      return rows.map((row) => this.ctx.decode(row)).filter((r): r is JobRecord => r !== null);
     };
     let chosen: JobRecord[];
     if (params.fair === true && params.scope.type === 'any') {
@@ -712,10 +446,10 @@ export class PostgresJobStore implements JobStore {
       }
       const query = fairLaneClaimQuery(this.t, params.kinds);
       const { rows } = await db.query<ClaimRow & { scope: Buffer }>(
-        named(this.prepare, query.text, [params.limit, ...laneArgs, ...query.values]),
+        named(this.ctx.prepare, query.text, [params.limit, ...laneArgs, ...query.values]),
       );
       const tenantJobs = rows
-        .map((row) => ({ record: this.decode(row), scope: row.scope.toString('hex'), system: false }))
+        .map((row) => ({ record: this.ctx.decode(row), scope: row.scope.toString('hex'), system: false }))
         .filter((c): c is { record: JobRecord; scope: string; system: false } => c.record !== null)
         .sort((a, b) => compareKeyOrder(a.record, b.record));
       const picked = fairPick(
@@ -772,8 +506,8 @@ export class PostgresJobStore implements JobStore {
    * the next claim there may EXECUTE it in its BEGIN round trip.
    */
   private async claimRows<R extends pg.QueryResultRow>(db: Db, text: string, values: unknown[]): Promise<R[]> {
-    const { rows } = await db.query<R>(named(this.prepare, text, values));
-    if (this.prepare) {
+    const { rows } = await db.query<R>(named(this.ctx.prepare, text, values));
+    if (this.ctx.prepare) {
       const prepared = this.preparedOn.get(db) ?? new Set<string>();
       prepared.add(statementName(text));
       this.preparedOn.set(db, prepared);
@@ -825,6 +559,21 @@ export class PostgresJobStore implements JobStore {
     return rows;
   }
 
+  async insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
+    // One INSERT statement is atomic by itself: no transaction round trips needed. Run again
+    // after a lost answer it cannot create a job twice: each draft carries its job id, and a
+    // row already holding that id is the earlier try's (see `insertJobs`).
+    return this.ctx.retrying(() =>
+      insertJobs(this.ctx.pool, this.ctx.schema, drafts, now, {
+        origin: this.ctx.origin,
+        createdAt: this.ctx.createdAt,
+        log: this.ctx.logging,
+        prepare: this.ctx.prepare,
+        binaryArrays: true,
+      }),
+    );
+  }
+
   async update(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
     const outcome = await this.updateOnce(jobId, change, now);
     this.announced([outcome.record]);
@@ -838,15 +587,15 @@ export class PostgresJobStore implements JobStore {
     // the job and the row still holds that lease (`updateLease`). A change that creates jobs,
     // or a lost race, takes the locked transaction. Run again after a failed connection, it
     // reads the row afresh: only a write whose fate is known lets a failure through to here.
-    return this.retrying(async () => {
-      const lease = this.leases.get(jobId);
+    return this.ctx.retrying(async () => {
+      const lease = this.ctx.leases.get(jobId);
       if (lease !== undefined) {
         const outcome = await this.updateLease(jobId, lease, change, now);
         if (outcome !== null) return outcome;
       }
       const [row] = (
-        await this.pool.query<{ record: Buffer }>(
-          named(this.prepare, `SELECT record FROM ${this.t}.jobs WHERE job_id = $1`, [jobId]),
+        await this.ctx.pool.query<{ record: Buffer }>(
+          named(this.ctx.prepare, `SELECT record FROM ${this.t}.jobs WHERE job_id = $1`, [jobId]),
         )
       ).rows;
       if (row === undefined) throw notFound(`job ${jobId}`);
@@ -875,7 +624,7 @@ export class PostgresJobStore implements JobStore {
     try {
       next = change(decodeRecord(lease, `job ${jobId}`));
     } catch {
-      this.leases.forget(jobId);
+      this.ctx.leases.forget(jobId);
       return null;
     }
     if ((next.successors ?? []).length > 0) return null;
@@ -896,13 +645,13 @@ export class PostgresJobStore implements JobStore {
     const stored = new Map<string, Buffer>();
     const unknown = new Set<string>();
     for (const { jobId } of items) {
-      const lease = this.leases.get(jobId);
+      const lease = this.ctx.leases.get(jobId);
       if (lease !== undefined) stored.set(jobId, lease);
       else unknown.add(jobId);
     }
     const remembered = new Set(stored.keys());
     if (unknown.size > 0) {
-      for (const [jobId, value] of await this.retrying(() => this.storedRecords([...unknown]))) {
+      for (const [jobId, value] of await this.ctx.retrying(() => this.ctx.storedRecords([...unknown]))) {
         stored.set(jobId, value);
       }
     }
@@ -921,7 +670,7 @@ export class PostgresJobStore implements JobStore {
         return itemFailed(error);
       }
     });
-    for (const jobId of redo) this.leases.forget(jobId);
+    for (const jobId of redo) this.ctx.leases.forget(jobId);
     const writes = [...latest.values()].filter((record) => !redo.has(record.jobId));
     const { written, inDoubt } = await this.casWrite(
       writes.map((record) => ({ record, expected: stored.get(record.jobId) as Buffer })),
@@ -959,20 +708,20 @@ export class PostgresJobStore implements JobStore {
   ): Promise<UpdateOutcome> {
     try {
       return (
-        await this.tx(async (db) => {
+        await this.ctx.tx(async (db) => {
           const { rows } = await db.query<{ record: Buffer }>(
-            named(this.prepare, `SELECT record FROM ${this.t}.jobs WHERE job_id = $1 FOR UPDATE`, [jobId]),
+            named(this.ctx.prepare, `SELECT record FROM ${this.t}.jobs WHERE job_id = $1 FOR UPDATE`, [jobId]),
           );
           const row = rows[0];
           if (row === undefined) throw notFound(`job ${jobId}`);
           const next = change(decodeRecord(row.record, `job ${jobId}`));
           // The row is locked, so the compare always holds.
-          await this.writeMany(db, [{ record: next.record, expected: row.record }], now);
-          const successors = await insertJobs(db, this.schema, next.successors ?? [], now, {
-            origin: this.origin,
-            createdAt: this.createdAt,
+          await writeMany(this.ctx, db, [{ record: next.record, expected: row.record }], now);
+          const successors = await insertJobs(db, this.ctx.schema, next.successors ?? [], now, {
+            origin: this.ctx.origin,
+            createdAt: this.ctx.createdAt,
             updated: next.record,
-            log: this.logging,
+            log: this.ctx.logging,
             binaryArrays: true,
           });
           return { outcome: { record: next.record, successors }, read: row.record };
@@ -983,7 +732,7 @@ export class PostgresJobStore implements JobStore {
     } catch (error) {
       if (!(error instanceof InDoubt)) throw error;
       const { outcome, read } = error.result as { outcome: UpdateOutcome; read: Buffer };
-      const stored = (await this.retrying(() => this.storedRecords([jobId]))).get(jobId);
+      const stored = (await this.ctx.retrying(() => this.ctx.storedRecords([jobId]))).get(jobId);
       if (stored?.equals(encodeRecord(outcome.record))) return outcome;
       if (stored?.equals(read)) throw error.cause;
       throw writeInDoubt(jobId);
@@ -1003,10 +752,10 @@ export class PostgresJobStore implements JobStore {
     now: Micros,
   ): Promise<{ written: Set<string>; inDoubt: Set<string> }> {
     try {
-      return { written: await this.writeMany(this.pool, rows, now), inDoubt: new Set() };
+      return { written: await writeMany(this.ctx, this.ctx.pool, rows, now), inDoubt: new Set() };
     } catch (error) {
       if (!isConnectionFailure(error)) throw error;
-      this.logger.warn(
+      this.ctx.logger.warn(
         { err: (error as Error).message },
         'postgres connection failed during a write; checking the rows',
       );
@@ -1015,11 +764,11 @@ export class PostgresJobStore implements JobStore {
     let unsettled = rows;
     for (let attempt = 2; ; attempt++) {
       try {
-        const stored = await this.storedRecords(unsettled.map((row) => row.record.jobId));
+        const stored = await this.ctx.storedRecords(unsettled.map((row) => row.record.jobId));
         for (const { record } of unsettled)
           if (stored.get(record.jobId)?.equals(encodeRecord(record))) written.add(record.jobId);
         unsettled = unsettled.filter((row) => !written.has(row.record.jobId));
-        for (const id of await this.writeMany(this.pool, unsettled, now)) written.add(id);
+        for (const id of await writeMany(this.ctx, this.ctx.pool, unsettled, now)) written.add(id);
         return { written, inDoubt: new Set(unsettled.map((row) => row.record.jobId).filter((id) => !written.has(id))) };
       } catch (error) {
         if (!isConnectionFailure(error) || attempt >= CONNECTION_TRIES) throw pgFailure(error);
@@ -1027,72 +776,8 @@ export class PostgresJobStore implements JobStore {
     }
   }
 
-  /**
-   * Store new versions of jobs in one statement however many there are. A row with an
-   * `expected` record is written only if its stored record is still that one (compare-and-set
-   * on the whole record); one without is a row this transaction holds locked. Jobs that are
-   * Pending again (retried, reaped, backing off) also notify other servers' waiters, in the
-   * same statement. Returns the ids written.
-   */
-  private async writeMany(
-    db: Pick<pg.ClientBase, 'query'>,
-    rows: readonly { readonly record: JobRecord; readonly expected: Buffer | null }[],
-    now: Micros,
-  ): Promise<Set<string>> {
-    if (rows.length === 0) return new Set();
-    const records = rows.map((r) => r.record);
-    const pending = records.filter((r) => r.state === JobState.Pending);
-    // Identical notifications of one transaction are delivered once, so each Pending row may send it.
-    const notify = pending.length > 0 ? `, CASE WHEN u.state = 0 THEN pg_notify($9, $10)::text END AS notified` : '';
-    // A row made Pending is held if a pause covers it, under the pause lock; a claim's leases
-    // (nothing Pending) do not touch `kind_pauses`, so pauses never wait for claims.
-    const held = pending.length > 0 ? `u.state = 0 AND ${pausedSql(this.t, 'j.scope', 'j.kind')}` : 'false';
-    // Its lane too; a leased row keeps the lane it was claimed in, for the lane's count.
-    const lane =
-      pending.length > 0 ? `, lane = CASE WHEN u.state = 0 THEN ${laneSql(this.t, 'j.kind')} ELSE j.lane END` : '';
-    const encoded = encodeWrites(records, this.logging);
-    const statement = withLog(
-      this.t,
-      `UPDATE ${this.t}.jobs AS j SET state = u.state,
-         not_before = u.not_before, lease_deadline = u.lease_deadline, worker_id = u.worker_id,
-         finished_at = u.finished_at, record = u.record, held = ${held}${lane}
-       FROM unnest($1::uuid[], $2::bytea[], $3::smallint[], $4::bigint[], $5::bigint[], $6::text[], $7::bigint[],
-         $8::bytea[]) AS u(job_id, expected, state, not_before, lease_deadline, worker_id, finished_at, record)
-       WHERE j.job_id = u.job_id AND (u.expected IS NULL OR j.record = u.expected)${pending.length > 0 ? ` AND ${writeLocks(this.t)}` : ''}
-       RETURNING j.job_id, j.scope, j.kind${notify}`,
-      [
-        BINARY_ARRAYS.uuid(records.map((r) => r.jobId)),
-        BINARY_ARRAYS.bytea(rows.map((r) => r.expected)),
-        BINARY_ARRAYS.int2(records.map((r) => r.state)),
-        BINARY_ARRAYS.int8(records.map((r) => closedGate(r, now))),
-        BINARY_ARRAYS.int8(records.map((r) => r.leaseDeadline)),
-        BINARY_ARRAYS.text(records.map((r) => r.workerId)),
-        BINARY_ARRAYS.int8(records.map((r) => finishedAt(r))),
-        BINARY_ARRAYS.bytea(encoded.values),
-        ...(pending.length > 0 ? [this.schema.channel, noticePayload(this.origin, workNotices(pending, now))] : []),
-      ],
-      encoded.entries,
-      BINARY_ARRAYS,
-    );
-    const { rows: written } = await db.query<{ job_id: string }>(named(this.prepare, statement.text, statement.values));
-    const ids = new Set(written.map((row) => row.job_id));
-    for (const [i, record] of records.entries()) {
-      if (ids.has(record.jobId)) this.leases.remember(record, encoded.values[i] as Buffer);
-      else this.leases.forget(record.jobId);
-    }
-    return ids;
-  }
-
-  /**
-   * One statement on the pool, run again on another connection if its own fails: for reads,
-   * and for the pruner's DELETE (a second run deletes only rows still due).
-   */
-  private query<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
-    return this.retrying(() => this.pool.query<R>(text, values));
-  }
-
   async expiredLeases(now: Micros, limit: number): Promise<string[]> {
-    const { rows } = await this.query<{ job_id: string }>(
+    const { rows } = await this.ctx.query<{ job_id: string }>(
       `SELECT job_id FROM ${this.t}.jobs WHERE state = 1 AND lease_deadline <= $1
        ORDER BY lease_deadline, job_id LIMIT $2`,
       [now, limit],
@@ -1111,15 +796,15 @@ export class PostgresJobStore implements JobStore {
       args.push(workerId);
       where += ` AND worker_id = $${args.length}`;
     }
-    const { rows } = await this.query<{ job_id: string; record: Buffer }>(
+    const { rows } = await this.ctx.query<{ job_id: string; record: Buffer }>(
       `SELECT job_id, record FROM ${this.t}.jobs WHERE ${where} ORDER BY scope, priority, created_at, job_id LIMIT $1`,
       args,
     );
-    return rows.map((r) => this.decode(r)).filter((r): r is JobRecord => r !== null);
+    return rows.map((r) => this.ctx.decode(r)).filter((r): r is JobRecord => r !== null);
   }
 
   async prune(params: PruneParams): Promise<number> {
-    const { rowCount } = await this.query(
+    const { rowCount } = await this.ctx.query(
       `DELETE FROM ${this.t}.jobs WHERE job_id IN (
          SELECT job_id FROM ${this.t}.jobs WHERE state = $1 AND finished_at < $2
          ORDER BY finished_at, job_id LIMIT $3 FOR UPDATE SKIP LOCKED)`,
@@ -1129,7 +814,7 @@ export class PostgresJobStore implements JobStore {
   }
 
   async get(jobId: string): Promise<JobRecord | null> {
-    const { rows } = await this.query<{ job_id: string; record: Buffer }>(
+    const { rows } = await this.ctx.query<{ job_id: string; record: Buffer }>(
       `SELECT job_id, record FROM ${this.t}.jobs WHERE job_id = $1`,
       [jobId],
     );
@@ -1158,7 +843,7 @@ export class PostgresJobStore implements JobStore {
       const n = args.length;
       where.push(`(scope, state, priority, created_at, job_id) > ($${n - 4}, $${n - 3}, $${n - 2}, $${n - 1}, $${n})`);
     }
-    const { rows } = await this.query<{ job_id: string; record: Buffer }>(
+    const { rows } = await this.ctx.query<{ job_id: string; record: Buffer }>(
       `SELECT job_id, record FROM ${this.t}.jobs ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
        ORDER BY scope, state, priority, created_at, job_id LIMIT $1`,
       args,
@@ -1166,7 +851,7 @@ export class PostgresJobStore implements JobStore {
     const more = rows.length > query.limit;
     const jobs = rows
       .slice(0, query.limit)
-      .map((r) => this.decode(r))
+      .map((r) => this.ctx.decode(r))
       .filter((r): r is JobRecord => r !== null);
     const last = jobs[jobs.length - 1];
     return { jobs, nextPageToken: more && last !== undefined ? pageTokenAfter(last) : null };
@@ -1179,7 +864,7 @@ export class PostgresJobStore implements JobStore {
       args.push(scopeBytes(scope));
       where = 'WHERE scope = $1';
     }
-    const { rows } = await this.query<{ state: number; kind: string; count: string }>(
+    const { rows } = await this.ctx.query<{ state: number; kind: string; count: string }>(
       `SELECT state, kind, count(*) AS count FROM ${this.t}.jobs ${where}
        GROUP BY state, kind ORDER BY state, kind COLLATE "C"`,
       args,
@@ -1195,7 +880,7 @@ export class PostgresJobStore implements JobStore {
       where += ' AND scope = $2';
     }
     // One round trip unless a rate limit exists: then a second looks at the rate-limited lanes.
-    const { rows } = await this.query<{ gate: string | null; rated: boolean }>(
+    const { rows } = await this.ctx.query<{ gate: string | null; rated: boolean }>(
       `SELECT (SELECT min(not_before) FROM ${this.t}.jobs WHERE ${where}) AS gate,
          EXISTS (SELECT 1 FROM ${this.t}.kind_limits WHERE rate_count IS NOT NULL) AS rated`,
       args,
@@ -1205,7 +890,7 @@ export class PostgresJobStore implements JobStore {
     if (rows[0]?.rated !== true) return earliest;
     // Sooner: the next token of a rate-limited lane, not full, that holds back ready work in scope.
     // Ready includes a row whose gate is due but not yet opened (claims open due gates lazily).
-    const lanes = await this.query<LimitRow & { leased: string }>(
+    const lanes = await this.ctx.query<LimitRow & { leased: string }>(
       `SELECT ${LIMIT_COLUMNS}, (SELECT count(*) FROM ${this.t}.jobs j WHERE j.state = 1 AND j.lane = kl.kind_prefix) AS leased
        FROM ${this.t}.kind_limits kl WHERE rate_count IS NOT NULL AND EXISTS (SELECT 1 FROM ${this.t}.jobs j
          WHERE j.state = 0 AND NOT j.held AND (j.not_before IS NULL OR j.not_before <= $1)
@@ -1219,15 +904,22 @@ export class PostgresJobStore implements JobStore {
     return earliest;
   }
 
-  /** Resolves when the database answers; `unavailable` while it cannot be reached. */
-  // ---- schedules ----
+  /** One round trip: the table's size with indexes and TOAST, and the oldest Pending job (a scan of the Pending rows). */
+  async metrics(): Promise<StoreMetrics> {
+    const { rows } = await this.ctx.pool.query<{ size: string; oldest: string | null }>(
+      `SELECT pg_total_relation_size('${this.t}.jobs') AS size,
+              (SELECT min(created_at) FROM ${this.t}.jobs WHERE state = 0) AS oldest`,
+    );
+    const row = rows[0];
+    return { sizeBytes: Number(row?.size ?? 0), oldestPendingAt: row?.oldest == null ? null : Number(row.oldest) };
+  }
 
   async createSchedule(schedule: Schedule, maxPerScope: number): Promise<void> {
     const scope = scopeBytes(schedule.scope);
     const record = encodeSchedule(schedule);
     try {
-      await this.retrying(() =>
-        this.tx(async (db) => {
+      await this.ctx.retrying(() =>
+        this.ctx.tx(async (db) => {
           // One creator per scope at a time across servers, so the count below stays true until COMMIT.
           await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
             `telha-schedules:${this.t}:${scope.toString('hex')}`,
@@ -1246,7 +938,7 @@ export class PostgresJobStore implements JobStore {
       );
     } catch (error) {
       if (!(error instanceof InDoubt)) throw error;
-      const stored = await this.retrying(() => this.storedSchedule(schedule.scope, schedule.name));
+      const stored = await this.ctx.retrying(() => this.storedSchedule(schedule.scope, schedule.name));
       if (stored?.equals(record)) return;
       throw pgFailure(error.cause);
     }
@@ -1254,7 +946,7 @@ export class PostgresJobStore implements JobStore {
 
   async updateSchedule(scope: QueueScope, name: string, change: (current: Schedule) => Schedule): Promise<Schedule> {
     const run = (): Promise<Schedule> =>
-      this.tx(async (db) => {
+      this.ctx.tx(async (db) => {
         const { rows } = await db.query<{ record: Buffer }>(
           `SELECT record FROM ${this.t}.schedules WHERE scope = $1 AND name = $2 FOR UPDATE`,
           [scopeBytes(scope), name],
@@ -1266,23 +958,23 @@ export class PostgresJobStore implements JobStore {
         return next;
       });
     try {
-      return await this.retrying(run);
+      return await this.ctx.retrying(run);
     } catch (error) {
       if (!(error instanceof InDoubt)) throw error;
       const next = error.result as Schedule;
-      const stored = await this.retrying(() => this.storedSchedule(scope, name));
+      const stored = await this.ctx.retrying(() => this.storedSchedule(scope, name));
       if (stored?.equals(encodeSchedule(next))) return next;
       throw pgFailure(error.cause);
     }
   }
 
   async getSchedule(scope: QueueScope, name: string): Promise<Schedule | null> {
-    const stored = await this.retrying(() => this.storedSchedule(scope, name));
+    const stored = await this.ctx.retrying(() => this.storedSchedule(scope, name));
     return stored === undefined ? null : decodeSchedule(stored, `schedule ${name}`);
   }
 
   private async storedSchedule(scope: QueueScope, name: string): Promise<Buffer | undefined> {
-    const { rows } = await this.pool.query<{ record: Buffer }>(
+    const { rows } = await this.ctx.pool.query<{ record: Buffer }>(
       `SELECT record FROM ${this.t}.schedules WHERE scope = $1 AND name = $2`,
       [scopeBytes(scope), name],
     );
@@ -1301,8 +993,8 @@ export class PostgresJobStore implements JobStore {
       values.push(after.subarray(0, 32), after.subarray(32).toString('utf8'));
       where.push(`(scope, name) > ($${values.length - 1}, $${values.length})`);
     }
-    const { rows } = await this.retrying(() =>
-      this.pool.query<{ scope: Buffer; name: string; record: Buffer }>(
+    const { rows } = await this.ctx.retrying(() =>
+      this.ctx.pool.query<{ scope: Buffer; name: string; record: Buffer }>(
         `SELECT scope, name, record FROM ${this.t}.schedules ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
          ORDER BY scope, name LIMIT $1`,
         values,
@@ -1322,201 +1014,17 @@ export class PostgresJobStore implements JobStore {
       return decodeSchedule(row.record, `schedule ${row.name}`);
     } catch (error) {
       if (!(error instanceof CorruptRecordError)) throw error;
-      this.corruptRows++;
-      this.logger.warn({ key: error.key, err: error.message }, 'skipping corrupt schedule row');
+      this.ctx.corruptRows++;
+      this.ctx.logger.warn({ key: error.key, err: error.message }, 'skipping corrupt schedule row');
       return null;
     }
-  }
-
-  // ---- pauses ----
-
-  /**
-   * The pause and the `held` mark on every Pending job it covers, in one transaction under the
-   * pause lock (`writeLocks`): claims skip held rows through the ready index, which leaves them
-   * out, so a pause holds on every server from its commit on and costs claims nothing. The lock
-   * also serialises pauses, so two servers cannot both take the last free place.
-   */
-  async pauseKinds(pause: Pause, bounds: PauseBounds): Promise<Pause> {
-    return this.retrying(async () => {
-      try {
-        return await this.tx(async (db) => {
-          const held = await this.readPauses(db);
-          const existing = admitPause(held, pause, bounds);
-          if (existing !== null) return existing;
-          const scope = pauseScopeBytes(pause.scope);
-          await db.query(`INSERT INTO ${this.t}.kind_pauses (scope, kind_prefix, record) VALUES ($1, $2, $3)`, [
-            scope,
-            pause.kindPrefix,
-            encodePause(pause),
-          ]);
-          await db.query(
-            `UPDATE ${this.t}.jobs SET held = true WHERE state = 0 AND NOT held AND ${pauseCovers('$1', '$2')}`,
-            [scope, pause.kindPrefix],
-          );
-          return pause;
-        }, this.pauseBegin);
-      } catch (error) {
-        // Run again, a pause that landed is found and returned: pausing is idempotent.
-        if (error instanceof InDoubt) throw error.cause;
-        throw error;
-      }
-    });
-  }
-
-  /** Also tells every server's lease waiters to look again: the resumed work is there now. */
-  async resumeKinds(scope: PauseScope, kindPrefix: string): Promise<boolean> {
-    return this.retrying(async () => {
-      try {
-        return await this.tx(async (db) => {
-          const { rowCount } = await db.query(
-            `DELETE FROM ${this.t}.kind_pauses WHERE scope IS NOT DISTINCT FROM $1 AND kind_prefix = $2`,
-            [pauseScopeBytes(scope), kindPrefix],
-          );
-          if ((rowCount ?? 0) === 0) return false;
-          // Through `jobs_held`: only the held rows are read. Rows another pause covers stay held.
-          await db.query(
-            `UPDATE ${this.t}.jobs j SET held = false WHERE state = 0 AND held AND ${pauseCovers('$1', '$2')}
-             AND NOT ${pausedSql(this.t, 'j.scope', 'j.kind')}`,
-            [pauseScopeBytes(scope), kindPrefix],
-          );
-          await db.query('SELECT pg_notify($1, $2)', [
-            this.schema.channel,
-            JSON.stringify({ o: this.origin, w: 'all' }),
-          ]);
-          return true;
-        }, this.pauseBegin);
-      } catch (error) {
-        // Run again, as for a schedule's delete: a resume that landed then finds nothing, and the
-        // caller hears `not_found` for a pause that is gone either way (never "resumed" for one
-        // that may still hold).
-        if (error instanceof InDoubt) throw error.cause;
-        throw error;
-      }
-    });
-  }
-
-  // ---- kind limits ----
-
-  /**
-   * The limit and the lane of every Pending and Leased job it now covers (`lane`: the longest
-   * prefix), in one transaction holding EXCLUSIVE on `kind_limits` (`writeLocks`), so no write or
-   * limited claim runs meanwhile. A bucket is kept while the limit keeps a rate. Wakes every
-   * server's lease waiters: the new limit may leave more room.
-   */
-  async setKindLimit(limit: KindLimit, maxTotal: number): Promise<KindLimit> {
-    return this.retrying(async () => {
-      try {
-        return await this.tx(async (db) => {
-          const { rows } = await db.query<LimitRow>(`SELECT ${LIMIT_COLUMNS} FROM ${this.t}.kind_limits`);
-          admitKindLimit(rows.map(limitOfRow), limit, maxTotal);
-          await db.query(
-            `INSERT INTO ${this.t}.kind_limits (kind_prefix, concurrency, rate_count, rate_period_ms, set_at, set_by)
-             VALUES ($1, $2, $3, $4, $5, $6)
-             ON CONFLICT (kind_prefix) DO UPDATE SET concurrency = EXCLUDED.concurrency,
-               rate_count = EXCLUDED.rate_count, rate_period_ms = EXCLUDED.rate_period_ms,
-               set_at = EXCLUDED.set_at, set_by = EXCLUDED.set_by,
-               tokens = CASE WHEN EXCLUDED.rate_count IS NULL THEN NULL ELSE kind_limits.tokens END,
-               refilled_at = CASE WHEN EXCLUDED.rate_count IS NULL THEN NULL ELSE kind_limits.refilled_at END`,
-            [
-              limit.kindPrefix,
-              limit.concurrency,
-              limit.rate?.count ?? null,
-              limit.rate?.periodMs ?? null,
-              limit.setAt,
-              limit.by,
-            ],
-          );
-          // Covered by this prefix and by none longer: a longer lane would be a longer prefix.
-          await db.query(
-            `UPDATE ${this.t}.jobs SET lane = $1 WHERE state IN (0, 1) AND starts_with(kind, $1)
-               AND (starts_with($1, '${SYSTEM_KIND_PREFIX}') OR NOT starts_with(kind, '${SYSTEM_KIND_PREFIX}'))
-               AND (lane IS NULL OR length(lane) < length($1))`,
-            [limit.kindPrefix],
-          );
-          await this.notifyAll(db);
-          return limit;
-        }, this.limitBegin);
-      } catch (error) {
-        // Run again, the upsert lands the same limit.
-        if (error instanceof InDoubt) throw error.cause;
-        throw error;
-      }
-    });
-  }
-
-  /** The limit gone and its jobs moved to the next longest lane covering them, or none. */
-  async clearKindLimit(kindPrefix: string): Promise<boolean> {
-    return this.retrying(async () => {
-      try {
-        return await this.tx(async (db) => {
-          const { rowCount } = await db.query(`DELETE FROM ${this.t}.kind_limits WHERE kind_prefix = $1`, [kindPrefix]);
-          if ((rowCount ?? 0) === 0) return false;
-          await db.query(
-            `UPDATE ${this.t}.jobs SET lane = ${laneSql(this.t, 'kind')} WHERE state IN (0, 1) AND lane = $1`,
-            [kindPrefix],
-          );
-          await this.notifyAll(db);
-          return true;
-        }, this.limitBegin);
-      } catch (error) {
-        // Run again, as for a resume: a clear that landed then finds nothing (`not_found`).
-        if (error instanceof InDoubt) throw error.cause;
-        throw error;
-      }
-    });
-  }
-
-  async listKindLimits(now: Micros): Promise<KindLimitStatus[]> {
-    const { rows } = await this.query<LimitRow & { leased: string }>(
-      `SELECT ${LIMIT_COLUMNS}, (SELECT count(*) FROM ${this.t}.jobs j WHERE j.state = 1 AND j.lane = kl.kind_prefix) AS leased
-       FROM ${this.t}.kind_limits kl`,
-      [],
-    );
-    return rows
-      .map((row) => limitStatus(limitOfRow(row), Number(row.leased), bucketOfRow(row), now))
-      .sort(compareKindLimits);
-  }
-
-  /** Setting and clearing a limit hold the limit lock (`writeLocks`) from the start. */
-  private get limitBegin(): string {
-    return `BEGIN; LOCK TABLE ${this.t}.kind_limits IN EXCLUSIVE MODE`;
-  }
-
-  /** Every server's lease waiters look again when this transaction commits. */
-  private async notifyAll(db: Db): Promise<void> {
-    await db.query('SELECT pg_notify($1, $2)', [this.schema.channel, JSON.stringify({ o: this.origin, w: 'all' })]);
-  }
-
-  /** Pause and resume hold the pause lock (`writeLocks`) from the start: one writer of pauses at a time. */
-  private get pauseBegin(): string {
-    return `BEGIN; LOCK TABLE ${this.t}.kind_pauses IN EXCLUSIVE MODE`;
-  }
-
-  async listPauses(filter: ScopeFilter): Promise<Pause[]> {
-    const pauses = await this.retrying(() => this.readPauses(this.pool));
-    return pauses.filter((p) => pauseInFilter(p, filter)).sort(comparePauses);
-  }
-
-  private async readPauses(db: Db | pg.Pool): Promise<Pause[]> {
-    const { rows } = await db.query<{ record: Buffer }>(`SELECT record FROM ${this.t}.kind_pauses`);
-    const pauses: Pause[] = [];
-    for (const row of rows) {
-      try {
-        pauses.push(decodePause(row.record, 'kind_pauses row'));
-      } catch (error) {
-        if (!(error instanceof CorruptRecordError)) throw error;
-        this.corruptRows++;
-        this.logger.warn({ key: error.key, err: error.message }, 'skipping corrupt pause row');
-      }
-    }
-    return pauses;
   }
 
   async deleteSchedule(scope: QueueScope, name: string): Promise<boolean> {
     // Run again after a lost answer, a delete that landed finds nothing: the caller hears
     // `not_found` for a schedule that is gone either way.
-    const { rowCount } = await this.retrying(() =>
-      this.pool.query(`DELETE FROM ${this.t}.schedules WHERE scope = $1 AND name = $2`, [scopeBytes(scope), name]),
+    const { rowCount } = await this.ctx.retrying(() =>
+      this.ctx.pool.query(`DELETE FROM ${this.t}.schedules WHERE scope = $1 AND name = $2`, [scopeBytes(scope), name]),
     );
     return (rowCount ?? 0) > 0;
   }
@@ -1533,7 +1041,7 @@ export class PostgresJobStore implements JobStore {
     fire: (schedule: Schedule) => ScheduleFiring | null,
   ): Promise<FiredSchedule[]> {
     const run = (): Promise<FiredSchedule[]> =>
-      this.tx(async (db) => {
+      this.ctx.tx(async (db) => {
         const { rows } = await db.query<{ name: string; record: Buffer }>(
           `SELECT name, record FROM ${this.t}.schedules
            WHERE NOT paused AND next_due_at IS NOT NULL AND next_due_at <= $1
@@ -1549,10 +1057,10 @@ export class PostgresJobStore implements JobStore {
         if (firings.length === 0) return [];
         const jobs = await insertJobs(
           db,
-          this.schema,
+          this.ctx.schema,
           firings.map((f) => f.draft),
           now,
-          { origin: this.origin, createdAt: this.createdAt, log: this.logging, binaryArrays: true },
+          { origin: this.ctx.origin, createdAt: this.ctx.createdAt, log: this.ctx.logging, binaryArrays: true },
         );
         await this.writeSchedules(
           db,
@@ -1561,7 +1069,7 @@ export class PostgresJobStore implements JobStore {
         return firings.map((f, i) => ({ schedule: f.next, job: jobs[i] as InsertOutcome }));
       });
     try {
-      return await this.retrying(run);
+      return await this.ctx.retrying(run);
     } catch (error) {
       // Landed or not, the next pass settles it: a schedule still due fires again under the
       // same idempotency key, and one that moved on is not due.
@@ -1587,68 +1095,155 @@ export class PostgresJobStore implements JobStore {
     );
   }
 
-  // ---- the transitions log ----
-
-  watchLog(onAppend: () => void): void {
-    this.onLog = onAppend;
+  /**
+   * The pause and the `held` mark on every Pending job it covers, in one transaction under the
+   * pause lock (`writeLocks`): claims skip held rows through the ready index, which leaves them
+   * out, so a pause holds on every server from its commit on and costs claims nothing. The lock
+   * also serialises pauses, so two servers cannot both take the last free place.
+   */
+  async pauseKinds(pause: Pause, bounds: PauseBounds): Promise<Pause> {
+    // Run again, a pause that landed is found and returned: pausing is idempotent (`txAgain`).
+    return this.ctx.txAgain(async (db) => {
+      const held = await this.readPauses(db);
+      const existing = admitPause(held, pause, bounds);
+      if (existing !== null) return existing;
+      const scope = pauseScopeBytes(pause.scope);
+      await db.query(`INSERT INTO ${this.t}.kind_pauses (scope, kind_prefix, record) VALUES ($1, $2, $3)`, [
+        scope,
+        pause.kindPrefix,
+        encodePause(pause),
+      ]);
+      await db.query(
+        `UPDATE ${this.t}.jobs SET held = true WHERE state = 0 AND NOT held AND ${pauseCovers('$1', '$2')}`,
+        [scope, pause.kindPrefix],
+      );
+      return pause;
+    }, this.pauseBegin);
   }
+
+  /** Also tells every server's lease waiters to look again: the resumed work is there now. */
+  async resumeKinds(scope: PauseScope, kindPrefix: string): Promise<boolean> {
+    // Run again (`txAgain`), as for a schedule's delete: a resume that landed then finds nothing,
+    // and the caller hears `not_found` for a pause that is gone either way (never "resumed" for
+    // one that may still hold).
+    return this.ctx.txAgain(async (db) => {
+      const { rowCount } = await db.query(
+        `DELETE FROM ${this.t}.kind_pauses WHERE scope IS NOT DISTINCT FROM $1 AND kind_prefix = $2`,
+        [pauseScopeBytes(scope), kindPrefix],
+      );
+      if ((rowCount ?? 0) === 0) return false;
+      // Through `jobs_held`: only the held rows are read. Rows another pause covers stay held.
+      await db.query(
+        `UPDATE ${this.t}.jobs j SET held = false WHERE state = 0 AND held AND ${pauseCovers('$1', '$2')}
+             AND NOT ${pausedSql(this.t, 'j.scope', 'j.kind')}`,
+        [pauseScopeBytes(scope), kindPrefix],
+      );
+      await db.query('SELECT pg_notify($1, $2)', [this.ctx.schema.channel, allWorkPayload(this.ctx.origin)]);
+      return true;
+    }, this.pauseBegin);
+  }
+
+  // ---- kind limits ----
 
   /**
-   * Readers here follow the log (`following`), or no longer do. The word goes to the other
-   * servers, which send log notifications (`announced`) only while some server's readers follow:
-   * each NOTIFY costs PostgreSQL a transaction and its notification queue lock, which took a
-   * drain at c=100 from 6,230 to 5,385 jobs/s when nobody read them (bench/RESULTS.md).
+   * The limit and the lane of every Pending and Leased job it now covers (`lane`: the longest
+   * prefix), in one transaction holding EXCLUSIVE on `kind_limits` (`writeLocks`), so no write or
+   * limited claim runs meanwhile. A bucket is kept while the limit keeps a rate. Wakes every
+   * server's lease waiters: the new limit may leave more room.
    */
-  logFollowed(following: boolean): void {
-    if (following === this.followedHere) return;
-    this.followedHere = following;
-    if (this.followersTimer !== null) clearInterval(this.followersTimer);
-    this.followersTimer = null;
-    if (!following || this.closing) return;
-    this.noticeFollowers();
-    this.followersTimer = setInterval(() => this.noticeFollowers(), FOLLOWERS_NOTICE_TTL_MS / 3);
-    this.followersTimer.unref();
+  async setKindLimit(limit: KindLimit, maxTotal: number): Promise<KindLimit> {
+    // Run again (`txAgain`), the upsert lands the same limit.
+    return this.ctx.txAgain(async (db) => {
+      const { rows } = await db.query<LimitRow>(`SELECT ${LIMIT_COLUMNS} FROM ${this.t}.kind_limits`);
+      admitKindLimit(rows.map(limitOfRow), limit, maxTotal);
+      await db.query(
+        `INSERT INTO ${this.t}.kind_limits (kind_prefix, concurrency, rate_count, rate_period_ms, set_at, set_by)
+             VALUES ($1, $2, $3, $4, $5, $6)
+             ON CONFLICT (kind_prefix) DO UPDATE SET concurrency = EXCLUDED.concurrency,
+               rate_count = EXCLUDED.rate_count, rate_period_ms = EXCLUDED.rate_period_ms,
+               set_at = EXCLUDED.set_at, set_by = EXCLUDED.set_by,
+               tokens = CASE WHEN EXCLUDED.rate_count IS NULL THEN NULL ELSE kind_limits.tokens END,
+               refilled_at = CASE WHEN EXCLUDED.rate_count IS NULL THEN NULL ELSE kind_limits.refilled_at END`,
+        [
+          limit.kindPrefix,
+          limit.concurrency,
+          limit.rate?.count ?? null,
+          limit.rate?.periodMs ?? null,
+          limit.setAt,
+          limit.by,
+        ],
+      );
+      // Covered by this prefix and by none longer: a longer lane would be a longer prefix.
+      await db.query(
+        `UPDATE ${this.t}.jobs SET lane = $1 WHERE state IN (0, 1) AND starts_with(kind, $1)
+               AND (starts_with($1, '${SYSTEM_KIND_PREFIX}') OR NOT starts_with(kind, '${SYSTEM_KIND_PREFIX}'))
+               AND (lane IS NULL OR length(lane) < length($1))`,
+        [limit.kindPrefix],
+      );
+      await this.notifyAll(db);
+      return limit;
+    }, this.limitBegin);
   }
 
-  /** Say that readers here follow the log. */
-  private noticeFollowers(): void {
-    this.pool
-      .query('SELECT pg_notify($1, $2)', [this.schema.channel, followersPayload(this.origin, false)])
-      .catch((error: unknown) => this.logger.debug({ err: (error as Error).message }, 'followers notification failed'));
+  /** The limit gone and its jobs moved to the next longest lane covering them, or none. */
+  async clearKindLimit(kindPrefix: string): Promise<boolean> {
+    // Run again (`txAgain`), as for a resume: a clear that landed then finds nothing (`not_found`).
+    return this.ctx.txAgain(async (db) => {
+      const { rowCount } = await db.query(`DELETE FROM ${this.t}.kind_limits WHERE kind_prefix = $1`, [kindPrefix]);
+      if ((rowCount ?? 0) === 0) return false;
+      await db.query(
+        `UPDATE ${this.t}.jobs SET lane = ${laneSql(this.t, 'kind')} WHERE state IN (0, 1) AND lane = $1`,
+        [kindPrefix],
+      );
+      await this.notifyAll(db);
+      return true;
+    }, this.limitBegin);
   }
 
-  /**
-   * Tell the other servers that `records` (committed) appended to the log, so their watchers look
-   * again, while some server's readers follow it (`logFollowed`); returns `records`. One
-   * notification at a time, and the next no sooner than
-   * `LOG_NOTICE_GAP_MS` after it: writes committed meanwhile share it. Each NOTIFY is a
-   * transaction that takes PostgreSQL's notification queue lock at commit; one per round trip
-   * cost the drain about 5-8% (bench/RESULTS.md). Enqueues need none: their statement's work
-   * notification wakes the watchers too.
-   */
-  private announced<T extends readonly JobRecord[]>(records: T): T {
-    if (!this.logging || performance.now() >= this.followedElsewhereUntil || !records.some(logsTransition)) {
-      return records;
+  async listKindLimits(now: Micros): Promise<KindLimitStatus[]> {
+    const { rows } = await this.ctx.query<LimitRow & { leased: string }>(
+      `SELECT ${LIMIT_COLUMNS}, (SELECT count(*) FROM ${this.t}.jobs j WHERE j.state = 1 AND j.lane = kl.kind_prefix) AS leased
+       FROM ${this.t}.kind_limits kl`,
+      [],
+    );
+    return rows
+      .map((row) => limitStatus(limitOfRow(row), Number(row.leased), bucketOfRow(row), now))
+      .sort(compareKindLimits);
+  }
+
+  /** Setting and clearing a limit hold the limit lock (`writeLocks`) from the start. */
+  private get limitBegin(): string {
+    return `BEGIN; LOCK TABLE ${this.t}.kind_limits IN EXCLUSIVE MODE`;
+  }
+
+  /** Every server's lease waiters look again when this transaction commits. */
+  private async notifyAll(db: Db): Promise<void> {
+    await db.query('SELECT pg_notify($1, $2)', [this.ctx.schema.channel, allWorkPayload(this.ctx.origin)]);
+  }
+
+  /** Pause and resume hold the pause lock (`writeLocks`) from the start: one writer of pauses at a time. */
+  private get pauseBegin(): string {
+    return `BEGIN; LOCK TABLE ${this.t}.kind_pauses IN EXCLUSIVE MODE`;
+  }
+
+  async listPauses(filter: ScopeFilter): Promise<Pause[]> {
+    const pauses = await this.ctx.retrying(() => this.readPauses(this.ctx.pool));
+    return pauses.filter((p) => pauseInFilter(p, filter)).sort(comparePauses);
+  }
+
+  private async readPauses(db: Db | pg.Pool): Promise<Pause[]> {
+    const { rows } = await db.query<{ record: Buffer }>(`SELECT record FROM ${this.t}.kind_pauses`);
+    const pauses: Pause[] = [];
+    for (const row of rows) {
+      try {
+        pauses.push(decodePause(row.record, 'kind_pauses row'));
+      } catch (error) {
+        if (!(error instanceof CorruptRecordError)) throw error;
+        this.ctx.corruptRows++;
+        this.ctx.logger.warn({ key: error.key, err: error.message }, 'skipping corrupt pause row');
+      }
     }
-    if (this.announcing) {
-      this.announceAgain = true;
-      return records;
-    }
-    this.announcing = true;
-    this.logNotices++;
-    this.pool
-      .query('SELECT pg_notify($1, $2)', [this.schema.channel, logNoticePayload(this.origin)])
-      .catch((error: unknown) => this.logger.debug({ err: (error as Error).message }, 'log notification failed'))
-      .finally(() => {
-        const next = setTimeout(() => {
-          this.announcing = false;
-          if (!this.announceAgain || this.closing) return;
-          this.announceAgain = false;
-          this.announced(records);
-        }, LOG_NOTICE_GAP_MS);
-        next.unref();
-      });
-    return records;
+    return pauses;
   }
 
   private position(xid: bigint | string, seq: bigint | string): string {
@@ -1657,7 +1252,7 @@ export class PostgresJobStore implements JobStore {
 
   /** `(xmin, 0)`: every transaction that may still append has an xid at or above the oldest running one. */
   async logHead(): Promise<string> {
-    const { rows } = await this.query<{ xmin: string }>(
+    const { rows } = await this.ctx.query<{ xmin: string }>(
       'SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin',
       [],
     );
@@ -1673,7 +1268,7 @@ export class PostgresJobStore implements JobStore {
    */
   async readLog(after: string, limit: number, filter: LogFilter): Promise<LogPage> {
     const [xid, seq] = parsePosition(after, LOG_FORMAT, this.logId, 2) as [bigint, bigint];
-    const { rows } = await this.query<{
+    const { rows } = await this.ctx.query<{
       pruned_xid: string;
       pruned_seq: string;
       xid: string | null;
@@ -1708,7 +1303,7 @@ export class PostgresJobStore implements JobStore {
       if (row.xid === null || row.seq === null) continue;
       position = this.position(row.xid, row.seq);
       if (row.entry === null) continue;
-      const job = this.decode({ job_id: `log ${row.xid}.${row.seq}`, record: row.entry });
+      const job = this.ctx.decode({ job_id: `log ${row.xid}.${row.seq}`, record: row.entry });
       if (job !== null && logMatches(job, filter)) entries.push({ position, seq: Number(row.seq), job });
     }
     return { entries, position };
@@ -1721,7 +1316,7 @@ export class PostgresJobStore implements JobStore {
    * errs on keeping fewer.
    */
   async pruneLog(params: LogPruneParams): Promise<number> {
-    const { rows } = await this.query<{ xid: string; seq: string; at: string; last: string }>(
+    const { rows } = await this.ctx.query<{ xid: string; seq: string; at: string; last: string }>(
       `SELECT xid::text AS xid, seq::text AS seq, at::text AS at,
          (SELECT last_value FROM ${this.t}.job_transitions_seq)::text AS last
        FROM ${this.t}.job_transitions WHERE xid < pg_snapshot_xmin(pg_current_snapshot())
@@ -1737,68 +1332,37 @@ export class PostgresJobStore implements JobStore {
     }
     if (doomed === null) return 0;
     const last = doomed;
-    await this.retrying(() =>
-      this.tx(async (db) => {
-        await db.query(`DELETE FROM ${this.t}.job_transitions WHERE (xid, seq) <= ($1::text::xid8, $2::bigint)`, [
-          last.xid,
-          last.seq,
-        ]);
-        await db.query(
-          `UPDATE ${this.t}.job_transitions_meta SET pruned_xid = $1::text::xid8, pruned_seq = $2::bigint
+    await this.ctx
+      .retrying(() =>
+        this.ctx.tx(async (db) => {
+          await db.query(`DELETE FROM ${this.t}.job_transitions WHERE (xid, seq) <= ($1::text::xid8, $2::bigint)`, [
+            last.xid,
+            last.seq,
+          ]);
+          await db.query(
+            `UPDATE ${this.t}.job_transitions_meta SET pruned_xid = $1::text::xid8, pruned_seq = $2::bigint
            WHERE id = 1 AND (pruned_xid, pruned_seq) < ($1::text::xid8, $2::bigint)`,
-          [last.xid, last.seq],
-        );
-      }),
-    ).catch((error: unknown) => {
-      // Landed or not, the next pass settles it.
-      if (!(error instanceof InDoubt)) throw error;
-    });
+            [last.xid, last.seq],
+          );
+        }),
+      )
+      .catch((error: unknown) => {
+        // Landed or not, the next pass settles it.
+        if (!(error instanceof InDoubt)) throw error;
+      });
     return count;
   }
 
-  async health(): Promise<void> {
-    await this.query('SELECT 1', []);
-  }
-
-  stats(): StoreStats {
-    return { corruptRows: this.corruptRows };
-  }
-
-  /** One round trip: the table's size with indexes and TOAST, and the oldest Pending job (a scan of the Pending rows). */
-  async metrics(): Promise<StoreMetrics> {
-    const { rows } = await this.pool.query<{ size: string; oldest: string | null }>(
-      `SELECT pg_total_relation_size('${this.t}.jobs') AS size,
-              (SELECT min(created_at) FROM ${this.t}.jobs WHERE state = 0) AS oldest`,
-    );
-    const row = rows[0];
-    return { sizeBytes: Number(row?.size ?? 0), oldestPendingAt: row?.oldest == null ? null : Number(row.oldest) };
-  }
-
   async close(): Promise<void> {
-    if (this.closing) return;
-    this.closing = true;
+    if (this.ctx.closing) return;
+    this.ctx.closing = true;
     clearInterval(this.saveTimer);
-    if (this.followersTimer !== null) clearInterval(this.followersTimer);
-    if (this.reconnectTimer !== null) clearTimeout(this.reconnectTimer);
-    const listener = this.listener;
-    this.listener = null;
+    const listener = this.listener.detach();
     await this.saveCreatedAt().catch((error: unknown) =>
-      this.logger.warn({ err: (error as Error).message }, 'could not save the created_at high-water mark'),
+      this.ctx.logger.warn({ err: (error as Error).message }, 'could not save the created_at high-water mark'),
     );
     await Promise.all([listener?.end().catch(() => undefined), this.pool.end()]);
   }
-}
-
-function compareXidSeq(a: readonly [bigint, bigint], b: readonly [bigint, bigint]): number {
-  return a[0] !== b[0] ? (a[0] < b[0] ? -1 : 1) : a[1] === b[1] ? 0 : a[1] < b[1] ? -1 : 1;
-}
-
-/** A write's connection failed and the job changed before the store could tell whether the write landed. */
-function writeInDoubt(jobId: string): TelhaError {
-  return new TelhaError(
-    ErrorCode.Unavailable,
-    `job ${jobId}: the database connection failed during its write and the job has changed since, so whether the write landed is unknown; read the job before trying again`,
-  );
 }
 
 /** Key order: (scope, priority, created_at, job_id), as the `jobs_key` index sorts. */
@@ -1811,174 +1375,52 @@ function compareKeyOrder(a: JobRecord, b: JobRecord): number {
   );
 }
 
-/** Names given to statement texts, for `named`; bounded, since every text is made by the code here. */
-const statementNames = new Map<string, string>();
-const MAX_STATEMENT_NAMES = 1_000;
-
 /**
- * `text` as a named (prepared) statement when `prepare` is on. PostgreSQL parses and plans an
- * unnamed statement with parameters on every run, which for the fair claim's recursive query took
- * 2-3 ms of its CPU each time; a named one is parsed once per connection, and after five runs its
- * plan is kept when the generic plan costs no more than the custom ones did. The name is a hash
- * of the text: node-postgres prepares each name once per connection and refuses a name reused
- * for another text.
+ * Store new versions of jobs in one statement however many there are. A row with an
+ * `expected` record is written only if its stored record is still that one (compare-and-set
+ * on the whole record); one without is a row this transaction holds locked. Jobs that are
+ * Pending again (retried, reaped, backing off) also notify other servers' waiters, in the
+ * same statement. Returns the ids written.
  */
-function named(prepare: boolean, text: string, values: unknown[]): pg.QueryConfig {
-  return prepare ? { name: statementName(text), text, values } : { text, values };
-}
-
-function statementName(text: string): string {
-  let name = statementNames.get(text);
-  if (name === undefined) {
-    if (statementNames.size >= MAX_STATEMENT_NAMES) statementNames.clear();
-    name = `telha_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
-    statementNames.set(text, name);
-  }
-  return name;
-}
-
-/**
- * A claim statement's parameter written as an SQL literal, for an EXECUTE in a simple-protocol
- * query (which takes no parameters): integers as digits, text through node-postgres's
- * `escapeLiteral`, bytes through `decode(hex)` (right whatever `standard_conforming_strings` is),
- * lists as ARRAY (an empty one as '{}', typed by the prepared statement). Anything else throws.
- */
-function sqlLiteral(value: unknown): string {
-  if (value === null) return 'NULL';
-  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
-  if (typeof value === 'string') return pg.escapeLiteral(value);
-  if (Buffer.isBuffer(value)) return `decode('${value.toString('hex')}', 'hex')`;
-  if (Array.isArray(value)) return value.length === 0 ? `'{}'` : `ARRAY[${value.map(sqlLiteral).join(', ')}]`;
-  throw new Error(`no SQL literal for ${typeof value}`);
-}
-
-/**
- * Create jobs on a connection that is inside a transaction, the store's own
- * or an application's (transactional enqueue): the jobs exist only if that
- * transaction commits, and so does the notification that wakes the servers'
- * lease waiters. `origin` marks the notification as a store's own (its queue
- * announces its writes itself); `updated` is a job changed in the same
- * transaction, which a draft naming its idempotency key must see as changed.
- */
-export async function insertJobs(
+export async function writeMany(
+  ctx: StoreContext,
   db: Pick<pg.ClientBase, 'query'>,
-  schema: PgSchema,
-  drafts: readonly JobDraft[],
+  rows: readonly { readonly record: JobRecord; readonly expected: Buffer | null }[],
   now: Micros,
-  context: {
-    readonly origin?: string;
-    readonly updated?: JobRecord;
-    readonly createdAt: CreatedAtSequence;
-    /** Append the jobs' `enqueued` entries to the transitions log. Default `true`. */
-    readonly log?: boolean;
-    /** Run the INSERT as a named statement (`named`): the store's own connections only, never an application's. */
-    readonly prepare?: boolean;
-    /**
-     * Send its arrays in binary (`BINARY_ARRAYS`): the store's own connections only; an
-     * application's client may be one that cannot. Default `false`.
-     */
-    readonly binaryArrays?: boolean;
-  },
-): Promise<InsertOutcome[]> {
-  if (drafts.length === 0) return [];
-  const table = schema.table;
-  const updated = context.updated;
-  const arrays = context.binaryArrays === true ? BINARY_ARRAYS : TEXT_ARRAYS;
-  // A draft repeating an earlier draft's key in this batch shares that draft's outcome.
-  const firstBySlot = new Map<string, number>();
-  const sameAs: (number | null)[] = [];
-  const records: JobRecord[] = [];
-  for (const [i, draft] of drafts.entries()) {
-    const slot = draft.idempotencyKey === null ? null : idempotencySlot(draft.tenant, draft.idempotencyKey);
-    const earlier = slot === null ? undefined : firstBySlot.get(slot);
-    if (earlier !== undefined) {
-      sameAs.push(earlier);
-      continue;
-    }
-    if (slot !== null) firstBySlot.set(slot, i);
-    sameAs.push(null);
-    records.push(enqueue(withCreatedAt(draft, context.createdAt.next(now)), now));
-  }
-  // The notification rides on the same statement (PostgreSQL delivers one per transaction for
-  // identical payloads) and only when it commits; it names the drafts, so an idempotent repeat
-  // costs a waiter one look. Any unique conflict skips the row: an idempotency key held, or
-  // the job id itself, which exists only when this insert runs again after its answer was lost.
-  // The log rows ride on it too, for the rows it inserted (`withLog`).
-  const encoded = encodeWrites(records, context.log !== false);
+): Promise<Set<string>> {
+  if (rows.length === 0) return new Set();
+  const records = rows.map((r) => r.record);
+  const pending = records.filter((r) => r.state === JobState.Pending);
+  const encoded = encodeWrites(records, ctx.logging);
   const statement = withLog(
-    table,
-    `INSERT INTO ${table}.jobs (job_id, scope, tenant, state, priority, created_at, kind, not_before,
-       lease_deadline, worker_id, idempotency_key, finished_at, record, held, lane)
-     SELECT u.*, ${pausedSql(table, 'u.scope', 'u.kind')}, ${laneSql(table, 'u.kind')}
-     FROM unnest(${unseenArray('$1::uuid[]')}, $2::bytea[], $3::text[], $4::smallint[], $5::smallint[], $6::bigint[],
-       $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::bytea[])
-       AS u(job_id, scope, tenant, state, priority, created_at, kind, not_before, lease_deadline, worker_id,
-         idempotency_key, finished_at, record)
-     WHERE ${writeLocks(table)}
-     ON CONFLICT DO NOTHING
-     RETURNING job_id, scope, kind, pg_notify($14, $15) AS notified`,
+    ctx.t,
+    updateJobsText(ctx.t, pending.length > 0),
     [
-      ...columns(records, encoded.values, now, arrays),
-      schema.channel,
-      noticePayload(context.origin ?? '', workNotices(drafts, now)),
+      BINARY_ARRAYS.uuid(records.map((r) => r.jobId)),
+      BINARY_ARRAYS.bytea(rows.map((r) => r.expected)),
+      BINARY_ARRAYS.int2(records.map((r) => r.state)),
+      BINARY_ARRAYS.int8(records.map((r) => closedGate(r, now))),
+      BINARY_ARRAYS.int8(records.map((r) => r.leaseDeadline)),
+      BINARY_ARRAYS.text(records.map((r) => r.workerId)),
+      BINARY_ARRAYS.int8(records.map((r) => finishedAt(r))),
+      BINARY_ARRAYS.bytea(encoded.values),
+      ...(pending.length > 0 ? [ctx.schema.channel, noticePayload(ctx.origin, workNotices(pending, now))] : []),
     ],
     encoded.entries,
-    arrays,
+    BINARY_ARRAYS,
   );
-  const inserted = await db.query<{ job_id: string }>(
-    named(context.prepare ?? false, statement.text, statement.values),
-  );
-  const created = new Set(inserted.rows.map((r) => r.job_id));
-  // Rows not inserted: keys another job already holds (possibly committed by another server a
-  // moment ago), or jobs an earlier try of this same insert created. Job ids are fresh UUIDs,
-  // so a row with a draft's own id is that draft's job: created by this call, not a holder.
-  const refused = records.filter((r) => !created.has(r.jobId));
-  const refusedIds = new Set(refused.map((r) => r.jobId));
-  const holders = new Map<string, JobRecord>();
-  const createdBefore = new Map<string, JobRecord>();
-  if (refused.length > 0) {
-    const existing = await db.query<{
-      job_id: string;
-      tenant: string | null;
-      idempotency_key: string | null;
-      record: Buffer;
-    }>(
-      `SELECT j.job_id, j.tenant, j.idempotency_key, j.record FROM ${table}.jobs j
-       JOIN unnest($1::bytea[], $2::text[]) AS k(scope, idempotency_key)
-         ON j.scope = k.scope AND j.idempotency_key = k.idempotency_key
-       UNION ALL
-       SELECT job_id, tenant, idempotency_key, record FROM ${table}.jobs WHERE job_id = ANY($3::uuid[])`,
-      [refused.map((r) => scopeOfTenant(r.tenant)), refused.map((r) => r.idempotencyKey), [...refusedIds]],
-    );
-    for (const row of existing.rows) {
-      const record = row.job_id === updated?.jobId ? updated : decodeRecord(row.record, `job ${row.job_id}`);
-      if (refusedIds.has(row.job_id)) createdBefore.set(row.job_id, record);
-      else if (row.idempotency_key !== null) holders.set(idempotencySlot(row.tenant, row.idempotency_key), record);
-    }
+  const { rows: written } = await db.query<{ job_id: string }>(named(ctx.prepare, statement.text, statement.values));
+  const ids = new Set(written.map((row) => row.job_id));
+  for (const [i, record] of records.entries()) {
+    if (ids.has(record.jobId)) ctx.leases.remember(record, encoded.values[i] as Buffer);
+    else ctx.leases.forget(record.jobId);
   }
-  const outcomes: InsertOutcome[] = [];
-  let r = 0;
-  for (const earlier of sameAs) {
-    if (earlier !== null) {
-      const first = outcomes[earlier];
-      if (first === undefined) throw new Error('a repeated idempotency key precedes its first use');
-      outcomes.push({ record: first.record, created: false });
-      continue;
-    }
-    const record = records[r++] as JobRecord;
-    if (created.has(record.jobId)) {
-      outcomes.push({ record, created: true });
-      continue;
-    }
-    const mine = createdBefore.get(record.jobId);
-    if (mine !== undefined) {
-      outcomes.push({ record: mine, created: true });
-      continue;
-    }
-    const holder = holders.get(idempotencySlot(record.tenant, record.idempotencyKey ?? ''));
-    if (holder === undefined)
-      throw new Error(`idempotency key ${record.idempotencyKey ?? ''} conflicted but its job is gone`);
-    outcomes.push({ record: holder, created: false });
-  }
-  return outcomes;
+  return ids;
+}
+
+/** A PostgreSQL store's log position: `p1.<store id>.<xid>.<seq>`. */
+const LOG_FORMAT = 'p1';
+
+function compareXidSeq(a: readonly [bigint, bigint], b: readonly [bigint, bigint]): number {
+  return a[0] !== b[0] ? (a[0] < b[0] ? -1 : 1) : a[1] === b[1] ? 0 : a[1] < b[1] ? -1 : 1;
 }

@@ -8,6 +8,8 @@ import { finishedAt, JobState, type JobRecord, type Micros } from '../../../core
 import { scopeOfTenant } from '../../../codec/keys.ts';
 import { encodeWrite } from '../../../codec/value.ts';
 import type { ArrayParameters } from '../binary-arrays.ts';
+import { laneSql, pausedSql, writeLocks } from './controls.ts';
+import { unseenArray } from './unseen-array.ts';
 
 /** The `not_before` column: the gate while it is still closed at `now`, else NULL (ready, or not Pending). */
 export function closedGate(record: JobRecord, now: Micros): Micros | null {
@@ -91,4 +93,45 @@ export function columns(
     arrays.int8(records.map((r) => finishedAt(r))),
     arrays.bytea(values),
   ];
+}
+
+/**
+ * The UPDATE of `writeMany` (before `withLog`): new versions of jobs from `unnest` arrays ($1 to
+ * $8), each row written only if its record is still `expected` (NULL: a row the transaction holds
+ * locked). When some rows are made Pending (`pending`), it marks them held and laned under the
+ * write locks and notifies other servers ($9 the channel, $10 the payload).
+ */
+export function updateJobsText(t: string, pending: boolean): string {
+  // Identical notifications of one transaction are delivered once, so each Pending row may send it.
+  const notify = pending ? `, CASE WHEN u.state = 0 THEN pg_notify($9, $10)::text END AS notified` : '';
+  // A row made Pending is held if a pause covers it, under the pause lock; a claim's leases
+  // (nothing Pending) do not touch `kind_pauses`, so pauses never wait for claims.
+  const held = pending ? `u.state = 0 AND ${pausedSql(t, 'j.scope', 'j.kind')}` : 'false';
+  // Its lane too; a leased row keeps the lane it was claimed in, for the lane's count.
+  const lane = pending ? `, lane = CASE WHEN u.state = 0 THEN ${laneSql(t, 'j.kind')} ELSE j.lane END` : '';
+  return `UPDATE ${t}.jobs AS j SET state = u.state,
+         not_before = u.not_before, lease_deadline = u.lease_deadline, worker_id = u.worker_id,
+         finished_at = u.finished_at, record = u.record, held = ${held}${lane}
+       FROM unnest($1::uuid[], $2::bytea[], $3::smallint[], $4::bigint[], $5::bigint[], $6::text[], $7::bigint[],
+         $8::bytea[]) AS u(job_id, expected, state, not_before, lease_deadline, worker_id, finished_at, record)
+       WHERE j.job_id = u.job_id AND (u.expected IS NULL OR j.record = u.expected)${pending ? ` AND ${writeLocks(t)}` : ''}
+       RETURNING j.job_id, j.scope, j.kind${notify}`;
+}
+
+/**
+ * The INSERT of `insertJobs` (before `withLog`): the column arrays of `columns` ($1 to $13), each
+ * row held and laned as its pauses and limits say, under the write locks; a unique conflict skips
+ * the row. Every row inserted notifies the servers ($14 the channel, $15 the payload).
+ */
+export function insertJobsText(table: string): string {
+  return `INSERT INTO ${table}.jobs (job_id, scope, tenant, state, priority, created_at, kind, not_before,
+       lease_deadline, worker_id, idempotency_key, finished_at, record, held, lane)
+     SELECT u.*, ${pausedSql(table, 'u.scope', 'u.kind')}, ${laneSql(table, 'u.kind')}
+     FROM unnest(${unseenArray('$1::uuid[]')}, $2::bytea[], $3::text[], $4::smallint[], $5::smallint[], $6::bigint[],
+       $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::bytea[])
+       AS u(job_id, scope, tenant, state, priority, created_at, kind, not_before, lease_deadline, worker_id,
+         idempotency_key, finished_at, record)
+     WHERE ${writeLocks(table)}
+     ON CONFLICT DO NOTHING
+     RETURNING job_id, scope, kind, pg_notify($14, $15) AS notified`;
 }
