@@ -32,13 +32,8 @@ import {
   compareKindLimits,
   type KindLimit,
   type KindLimitStatus,
-  LaneBudget,
-  laneMayServe,
-  laneRoom,
   laneTokenDue,
   limitStatus,
-  pickWithinLimits,
-  type TokenBucket,
 } from '../../core/kind-limits.ts';
 import {
   admitPause,
@@ -61,20 +56,7 @@ import {
   parsePosition,
   positionPruned,
 } from '../../core/transitions-log.ts';
-import {
-  finishedAt,
-  itemFailed,
-  itemOk,
-  type ItemResult,
-  type JobRecord,
-  JobState,
-  type Micros,
-  type QueueScope,
-  type ScopeFilter,
-  SYSTEM_SCOPE,
-  type WorkNotice,
-  workNotices,
-} from '../../core/types.ts';
+import type { ItemResult, JobRecord, JobState, Micros, QueueScope, ScopeFilter, WorkNotice } from '../../core/types.ts';
 import type {
   Change,
   ClaimParams,
@@ -93,33 +75,13 @@ import type {
   UpdateItem,
   UpdateOutcome,
 } from '../types.ts';
-import {
-  CONNECTION_TRIES,
-  type Db,
-  InDoubt,
-  named,
-  openPool,
-  pgSchema,
-  sqlLiteral,
-  statementName,
-  StoreContext,
-  writeInDoubt,
-} from './connection.ts';
-import { type Announce, Listener } from './listener.ts';
+import { Claims } from './claims.ts';
+import { type Db, InDoubt, openPool, pgSchema, StoreContext } from './connection.ts';
+import { Listener } from './listener.ts';
 import { migrate } from './migrations.ts';
-import { fairPick } from '../../core/fair-order.ts';
-import { leasesSystemKinds } from '../../core/transitions.ts';
-import { decodeJobKey, pageTokenAfter, pageTokenKey, scopeBytes, scopeOfTenant } from '../../codec/keys.ts';
-import { decodeRecord, encodeRecord } from '../../codec/value.ts';
-import {
-  claimGatesQuery,
-  claimQuery,
-  type ClaimRow,
-  fairClaimQuery,
-  fairLaneClaimQuery,
-  type FairRow,
-  laneClaimQuery,
-} from './sql/claims.ts';
+import { Writes } from './writes.ts';
+import { decodeJobKey, pageTokenAfter, pageTokenKey, scopeBytes } from '../../codec/keys.ts';
+import { decodeRecord } from '../../codec/value.ts';
 import {
   bucketOfRow,
   laneSql,
@@ -130,14 +92,12 @@ import {
   pausedSql,
 } from './sql/controls.ts';
 import { CorruptRecordError, notFound } from '../../core/errors.ts';
-import { BINARY_ARRAYS } from './binary-arrays.ts';
-import { isConnectionFailure, pgFailure } from './failures.ts';
-import { insertJobs } from './insert.ts';
-import { allWorkPayload, noticePayload } from './notices.ts';
-import { closedGate, encodeWrites, updateJobsText, withLog } from './sql/writes.ts';
 import { decodeSchedule, encodeSchedule, schedulePageKey, schedulePageToken } from '../../codec/schedules.ts';
+import { pgFailure } from './failures.ts';
+import { insertJobs } from './insert.ts';
 import { SYSTEM_KIND_PREFIX } from '../../core/limits.ts';
 import { decodePause, encodePause, pauseScopeBytes } from '../../codec/pauses.ts';
+import { allWorkPayload } from './notices.ts';
 
 export interface PostgresStoreOptions {
   /**
@@ -176,20 +136,11 @@ export class PostgresJobStore implements JobStore {
   /** The pool, on the store itself too: tests read `pg_prepared_statements` through it. */
   private readonly pool: pg.Pool;
   private readonly listener: Listener;
+  private readonly claims: Claims;
+  private readonly writes: Writes;
   private savedCreatedAt: Micros;
   private readonly saveTimer: NodeJS.Timeout;
   private readonly t: string;
-  /** Tells the other servers' watchers of committed transitions (`Listener.announced`). */
-  private readonly announced: Announce;
-  /** The fair order's cursor: the scope of the tenant this store's fair claims served last. */
-  private fairCursor: Buffer | null = null;
-  /**
-   * The claim's gate opening and its read of the limits, in one statement (`$1` is now): a
-   * data-modifying WITH runs to completion whether or not the query reads it.
-   */
-  private readonly claimGates: string;
-  /** The claim statements prepared on each connection (`claimRows`), to EXECUTE by name. */
-  private readonly preparedOn = new WeakMap<pg.PoolClient, Set<string>>();
   // ---- pauses ----
   /** Names this store in log positions (`job_transitions_meta.store_id`). */
   private readonly logId: string;
@@ -205,10 +156,11 @@ export class PostgresJobStore implements JobStore {
   ) {
     this.pool = ctx.pool;
     this.t = ctx.t;
-    this.claimGates = claimGatesQuery(this.ctx.t);
     this.logId = logId;
     this.listener = new Listener(ctx, url, pollIntervalMs);
-    this.announced = this.listener.announced.bind(this.listener);
+    const announced = this.listener.announced.bind(this.listener);
+    this.claims = new Claims(ctx, announced);
+    this.writes = new Writes(ctx, announced);
     this.savedCreatedAt = lastCreatedAt;
     this.saveTimer = setInterval(() => void this.saveCreatedAt().catch(() => undefined), 1_000);
     this.saveTimer.unref();
@@ -305,6 +257,23 @@ export class PostgresJobStore implements JobStore {
 
   // ---- claims and writes ----
 
+  insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
+    return this.writes.insert(drafts, now);
+  }
+
+  claim(params: ClaimParams): Promise<JobRecord[]> {
+    return this.claims.claim(params);
+  }
+
+  update(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
+    return this.writes.update(jobId, change, now);
+  }
+
+  /** A worker's batch of results: one or two round trips for the whole batch (`Writes.updateMany`). */
+  updateMany(items: readonly UpdateItem[], now: Micros): Promise<ItemResult<JobRecord>[]> {
+    return this.writes.updateMany(items, now);
+  }
+
   // ---- reads ----
 
   async health(): Promise<void> {
@@ -321,460 +290,6 @@ export class PostgresJobStore implements JobStore {
   // ---- pauses and kind limits ----
 
   // ---- the transitions log ----
-
-  async claim(params: ClaimParams): Promise<JobRecord[]> {
-    // A claim whose connection failed before COMMIT leased nothing, so it runs again. One whose
-    // COMMIT went unanswered looks for its leases in the rows: if they are there it returns
-    // them (else they would sit leased to nobody until their leases expired); if they are not,
-    // or the rows cannot be read either, it runs again. That cannot lease a job twice: a job
-    // leased once is no longer Pending.
-    return this.ctx.retrying(async () => {
-      try {
-        return this.announced(await this.claimOnce(params));
-      } catch (error) {
-        if (!(error instanceof InDoubt)) throw error;
-        const leased = error.result as JobRecord[];
-        const stored = await this.ctx.storedRecords(leased.map((r) => r.jobId));
-        const landed = leased.filter((r) => stored.get(r.jobId)?.equals(encodeRecord(r)));
-        if (landed.length === 0 && leased.length > 0) throw error.cause;
-        return this.announced(landed);
-      }
-    });
-  }
-
-  private async claimOnce(params: ClaimParams): Promise<JobRecord[]> {
-    if (!Number.isSafeInteger(params.now)) throw new Error(`claim: now ${params.now} is not an integer`);
-    // The first round trip begins the transaction, opens the gates that are due (so the ready
-    // index holds every eligible job) and reads which limits exist: none (the usual case) leaves
-    // the claim one statement over `jobs_ready`, whose rows are all unlimited. BEGIN and the rest
-    // travel as one simple-protocol query, which takes no parameters (`now` is a checked
-    // integer). Prepared, the rest is EXECUTEd there by name, planned once; a connection runs it
-    // by name once first, after a BEGIN of its own, to prepare it.
-    // The claim's first statement (the key-order scan, or the fair claim's first round) rides in
-    // the same round trip once this connection has it prepared: EXECUTEd with its values written
-    // as literals (`sqlLiteral`). When limits exist, its rows (locked, unlimited) go unused.
-    const gates = this.claimGates;
-    const fair = params.fair === true && params.scope.type === 'any';
-    const first = fair
-      ? this.fairFirstRound(params.kinds, params.limit)
-      : this.keyOrderQuery(params.scope, params.kinds, params.limit);
-    let prepareGates = false;
-    let firstRode = false;
-    const begin = (db: Db): string => {
-      if (!this.ctx.prepare) return `BEGIN; ${gates.replace('$1', String(params.now))}`;
-      const prepared = this.preparedOn.get(db);
-      if (prepared?.has(statementName(gates)) !== true) {
-        prepareGates = true;
-        return 'BEGIN';
-      }
-      const head = `BEGIN; EXECUTE ${statementName(gates)}(${params.now})`;
-      if (first === null || !prepared.has(statementName(first.text))) return head;
-      firstRode = true;
-      return `${head}; EXECUTE ${statementName(first.text)}(${first.values.map(sqlLiteral).join(', ')})`;
-    };
-    return this.ctx.tx(async (db, begun) => {
-      let limited: { kind_prefix: string }[];
-      if (prepareGates) {
-        limited = await this.claimRows<{ kind_prefix: string }>(db, gates, [params.now]);
-      } else {
-        limited = (begun[begun.length - (firstRode ? 2 : 1)]?.rows ?? []) as { kind_prefix: string }[];
-      }
-      const firstRows = firstRode ? ((begun[begun.length - 1]?.rows ?? []) as FairRow[]) : null;
-      const lanes = limited.map((row) => row.kind_prefix).filter((lane) => laneMayServe(lane, params.kinds));
-      let records: JobRecord[];
-      if (lanes.length > 0) {
-        records = await this.limitedRecords(db, params, lanes);
-      } else {
-        const rows = fair
-          ? await this.fairRows(db, params.kinds, params.limit, firstRows)
-          : (firstRows ?? (await this.keyOrderRows(db, params.scope, params.kinds, params.limit)));
-        records = rows.map((row) => this.ctx.decode(row)).filter((r): r is JobRecord => r !== null);
-      }
-      const leased = records.map((record) => params.lease(record));
-      await writeMany(
-        this.ctx,
-        db,
-        leased.map((record) => ({ record, expected: null })),
-        params.now,
-      );
-      return leased;
-    }, begin);
-  }
-
-  /**
-   * A claim that may take from limited lanes (`lanes`: those its kinds may serve). Their rows of
-   * `kind_limits` are locked first, in prefix order, so limited claims of every server take
-   * turns per lane, and the statements after see every lease the claims before them made. Then
-   * each lane's room (`LaneBudget`: concurrency less leased, whole tokens), the candidates (the
-   * unlimited ones and at most the room of each lane with room; a lane without room is not
-   * read), the claim rule over them in the claim's order, and the buckets spent.
-   */
-  private async limitedRecords(db: Db, params: ClaimParams, lanes: readonly string[]): Promise<JobRecord[]> {
-    const { rows: limitRows } = await db.query<LimitRow>(
-      `SELECT ${LIMIT_COLUMNS} FROM ${this.t}.kind_limits WHERE kind_prefix = ANY($1::text[])
-       ORDER BY kind_prefix FOR UPDATE`,
-      [lanes],
-    );
-    const { rows: counts } = await db.query<{ lane: string; n: string }>(
-      `SELECT lane, count(*) AS n FROM ${this.t}.jobs WHERE state = 1 AND lane = ANY($1::text[]) GROUP BY lane`,
-      [lanes],
-    );
-    const limits = limitRows.map(limitOfRow);
-    const leased = new Map(counts.map((row) => [row.lane, Number(row.n)]));
-    const buckets = new Map(limitRows.map((row) => [row.kind_prefix, bucketOfRow(row)]));
-    const bucketOf = (lane: string): TokenBucket | null => buckets.get(lane) ?? null;
-    const budget = new LaneBudget(limits, (lane) => leased.get(lane) ?? 0, bucketOf, params.now);
-    const rooms = limits.map((limit) =>
-      Math.min(
-        params.limit,
-        laneRoom(limit, leased.get(limit.kindPrefix) ?? 0, bucketOf(limit.kindPrefix), params.now),
-      ),
-    );
-    const laneArgs = [limits.map((l) => l.kindPrefix), rooms];
-    const candidates = async (scope: ScopeFilter): Promise<JobRecord[]> => {
-      const query = laneClaimQuery(this.t, scope, params.kinds);
-      const { rows } = await db.query<ClaimRow>(
-        named(this.ctx.prepare, query.text, [params.limit, ...laneArgs, ...query.values]),
-      );
-      return rows.map((row) => this.ctx.decode(row)).filter((r): r is JobRecord => r !== null);
-    };
-    let chosen: JobRecord[];
-    if (params.fair === true && params.scope.type === 'any') {
-      chosen = [];
-      if (leasesSystemKinds(params.kinds)) {
-        chosen = pickWithinLimits(await candidates(SYSTEM_SCOPE), params.limit, budget);
-      }
-      const query = fairLaneClaimQuery(this.t, params.kinds);
-      const { rows } = await db.query<ClaimRow & { scope: Buffer }>(
-        named(this.ctx.prepare, query.text, [params.limit, ...laneArgs, ...query.values]),
-      );
-      const tenantJobs = rows
-        .map((row) => ({ record: this.ctx.decode(row), scope: row.scope.toString('hex'), system: false }))
-        .filter((c): c is { record: JobRecord; scope: string; system: false } => c.record !== null)
-        .sort((a, b) => compareKeyOrder(a.record, b.record));
-      const picked = fairPick(
-        tenantJobs,
-        params.limit - chosen.length,
-        this.fairCursor === null ? null : this.fairCursor.toString('hex'),
-        (c) => budget.take(c.record.kind),
-      );
-      chosen.push(...picked.chosen.map((c) => c.record));
-      if (picked.cursor !== null) this.fairCursor = Buffer.from(picked.cursor, 'hex');
-    } else {
-      chosen = pickWithinLimits(await candidates(params.scope), params.limit, budget);
-    }
-    const spent = budget.spent(bucketOf, params.now);
-    if (spent.size > 0) {
-      await db.query(
-        `UPDATE ${this.t}.kind_limits AS kl SET tokens = u.tokens, refilled_at = u.refilled_at
-         FROM unnest($1::text[], $2::float8[], $3::bigint[]) AS u(kind_prefix, tokens, refilled_at)
-         WHERE kl.kind_prefix = u.kind_prefix`,
-        [[...spent.keys()], [...spent.values()].map((b) => b.tokens), [...spent.values()].map((b) => b.refilledAt)],
-      );
-    }
-    return chosen;
-  }
-
-  private async keyOrderRows(
-    db: Db,
-    scope: ScopeFilter,
-    kinds: readonly string[] | null,
-    limit: number,
-  ): Promise<ClaimRow[]> {
-    const query = this.keyOrderQuery(scope, kinds, limit);
-    return this.claimRows<ClaimRow>(db, query.text, query.values);
-  }
-
-  /** The key-order claim, as `keyOrderRows` runs it. */
-  private keyOrderQuery(
-    scope: ScopeFilter,
-    kinds: readonly string[] | null,
-    limit: number,
-  ): { text: string; values: unknown[] } {
-    const query = claimQuery(this.t, scope, kinds);
-    return { text: query.text, values: [limit, ...query.values] };
-  }
-
-  /** The fair claim's first round (`fairRows`), or `null` when system jobs come first (another statement). */
-  private fairFirstRound(kinds: readonly string[] | null, limit: number): { text: string; values: unknown[] } | null {
-    if (leasesSystemKinds(kinds)) return null;
-    return fairClaimQuery(this.t, kinds, this.fairCursor, limit, []);
-  }
-
-  /**
-   * Run a claim statement (the gates, a scan) by name, and remember it is prepared on `db`, so
-   * the next claim there may EXECUTE it in its BEGIN round trip.
-   */
-  private async claimRows<R extends pg.QueryResultRow>(db: Db, text: string, values: unknown[]): Promise<R[]> {
-    const { rows } = await db.query<R>(named(this.ctx.prepare, text, values));
-    if (this.ctx.prepare) {
-      const prepared = this.preparedOn.get(db) ?? new Set<string>();
-      prepared.add(statementName(text));
-      this.preparedOn.set(db, prepared);
-    }
-    return rows;
-  }
-
-  /**
-   * Rows in the fair order (`core/fair-order.ts`): system jobs first, then tenants in turn from the
-   * cursor on, wrapping around. A round finds the next tenants with ready work (one index probe
-   * each), then locks as many jobs of each as the round may need, and takes them round by round:
-   * one job per tenant per turn. A round that stops short because tenants ran out of work is
-   * followed by another, so a single busy tenant costs a few statements, not one per job.
-   */
-  private async fairRows(
-    db: Db,
-    kinds: readonly string[] | null,
-    limit: number,
-    firstRound: readonly FairRow[] | null = null,
-  ): Promise<ClaimRow[]> {
-    const rows: ClaimRow[] = [];
-    let given = firstRound;
-    if (leasesSystemKinds(kinds)) {
-      rows.push(...(await this.keyOrderRows(db, SYSTEM_SCOPE, kinds, limit)));
-    }
-    while (rows.length < limit) {
-      const remaining = limit - rows.length;
-      const taken = rows.map((row) => row.job_id);
-      const query = fairClaimQuery(this.t, kinds, this.fairCursor, remaining, taken);
-      const locked = given ?? (await this.claimRows<FairRow>(db, query.text, query.values));
-      given = null;
-      if (locked.length === 0) break;
-      // Rows come in tenant order (from the cursor on), each tenant's in key order: number
-      // each tenant's turns, and take the jobs turn by turn.
-      const turns = new Map<string, number>();
-      const ordered = locked
-        .map((row) => {
-          const turn = turns.get(row.ord) ?? 0;
-          turns.set(row.ord, turn + 1);
-          return { row, turn, ord: Number(row.ord) };
-        })
-        .sort((x, y) => x.turn - y.turn || x.ord - y.ord)
-        .slice(0, remaining);
-      for (const { row } of ordered) {
-        rows.push({ job_id: row.job_id, record: row.record });
-        this.fairCursor = row.scope;
-      }
-    }
-    return rows;
-  }
-
-  async insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
-    // One INSERT statement is atomic by itself: no transaction round trips needed. Run again
-    // after a lost answer it cannot create a job twice: each draft carries its job id, and a
-    // row already holding that id is the earlier try's (see `insertJobs`).
-    return this.ctx.retrying(() =>
-      insertJobs(this.ctx.pool, this.ctx.schema, drafts, now, {
-        origin: this.ctx.origin,
-        createdAt: this.ctx.createdAt,
-        log: this.ctx.logging,
-        prepare: this.ctx.prepare,
-        binaryArrays: true,
-      }),
-    );
-  }
-
-  async update(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
-    const outcome = await this.updateOnce(jobId, change, now);
-    this.announced([outcome.record]);
-    return outcome;
-  }
-
-  private async updateOnce(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
-    // Most changes (heartbeat, complete, fail, reap) touch one row: read it, apply the change,
-    // and write it back only if the row is still what was read (compare-and-set on the
-    // record), two round trips instead of a transaction's four; one when this store leased
-    // the job and the row still holds that lease (`updateLease`). A change that creates jobs,
-    // or a lost race, takes the locked transaction. Run again after a failed connection, it
-    // reads the row afresh: only a write whose fate is known lets a failure through to here.
-    return this.ctx.retrying(async () => {
-      const lease = this.ctx.leases.get(jobId);
-      if (lease !== undefined) {
-        const outcome = await this.updateLease(jobId, lease, change, now);
-        if (outcome !== null) return outcome;
-      }
-      const [row] = (
-        await this.ctx.pool.query<{ record: Buffer }>(
-          named(this.ctx.prepare, `SELECT record FROM ${this.t}.jobs WHERE job_id = $1`, [jobId]),
-        )
-      ).rows;
-      if (row === undefined) throw notFound(`job ${jobId}`);
-      const next = change(decodeRecord(row.record, `job ${jobId}`));
-      if ((next.successors ?? []).length > 0) return this.lockedUpdate(jobId, change, now);
-      const { written, inDoubt } = await this.casWrite([{ record: next.record, expected: row.record }], now);
-      if (inDoubt.has(jobId)) throw writeInDoubt(jobId);
-      if (written.has(jobId)) return { record: next.record, successors: [] };
-      return this.lockedUpdate(jobId, change, now);
-    });
-  }
-
-  /**
-   * A change to a job this store leased, worked out from the lease as this store wrote it and
-   * written if the row still holds exactly that: one round trip. `null` when the row must be
-   * read instead: it changed since (the compare failed), or the change refused the lease as
-   * remembered, which only the row can confirm, or the change creates jobs.
-   */
-  private async updateLease(
-    jobId: string,
-    lease: Buffer,
-    change: (current: JobRecord) => Change,
-    now: Micros,
-  ): Promise<UpdateOutcome | null> {
-    let next: Change;
-    try {
-      next = change(decodeRecord(lease, `job ${jobId}`));
-    } catch {
-      this.ctx.leases.forget(jobId);
-      return null;
-    }
-    if ((next.successors ?? []).length > 0) return null;
-    const { written, inDoubt } = await this.casWrite([{ record: next.record, expected: lease }], now);
-    if (inDoubt.has(jobId)) throw writeInDoubt(jobId);
-    return written.has(jobId) ? { record: next.record, successors: [] } : null;
-  }
-
-  /**
-   * One SELECT for the jobs this store did not lease itself (`leases`), the changes applied
-   * here, then one UPDATE that writes each job whose row is still as read or as leased
-   * (compare-and-set per row, as in `update`): one or two round trips for the whole batch. A
-   * job whose row changed in between, or whose remembered lease refused an item, has its
-   * items redone one by one through `update`, which reads it again.
-   */
-  async updateMany(items: readonly UpdateItem[], now: Micros): Promise<ItemResult<JobRecord>[]> {
-    if (items.length === 0) return [];
-    const stored = new Map<string, Buffer>();
-    const unknown = new Set<string>();
-    for (const { jobId } of items) {
-      const lease = this.ctx.leases.get(jobId);
-      if (lease !== undefined) stored.set(jobId, lease);
-      else unknown.add(jobId);
-    }
-    const remembered = new Set(stored.keys());
-    if (unknown.size > 0) {
-      for (const [jobId, value] of await this.ctx.retrying(() => this.ctx.storedRecords([...unknown]))) {
-        stored.set(jobId, value);
-      }
-    }
-    const latest = new Map<string, JobRecord>();
-    /** Jobs whose items run again against the row: their write missed, or a remembered lease refused one. */
-    const redo = new Set<string>();
-    const results = items.map((item): ItemResult<JobRecord> => {
-      try {
-        const raw = stored.get(item.jobId);
-        if (raw === undefined) throw notFound(`job ${item.jobId}`);
-        const { record } = item.change(latest.get(item.jobId) ?? decodeRecord(raw, `job ${item.jobId}`));
-        latest.set(item.jobId, record);
-        return itemOk(record);
-      } catch (error) {
-        if (remembered.has(item.jobId)) redo.add(item.jobId);
-        return itemFailed(error);
-      }
-    });
-    for (const jobId of redo) this.ctx.leases.forget(jobId);
-    const writes = [...latest.values()].filter((record) => !redo.has(record.jobId));
-    const { written, inDoubt } = await this.casWrite(
-      writes.map((record) => ({ record, expected: stored.get(record.jobId) as Buffer })),
-      now,
-    );
-    this.announced(writes.filter((record) => written.has(record.jobId)));
-    for (const record of writes) if (!written.has(record.jobId)) redo.add(record.jobId);
-    for (const [i, item] of items.entries()) {
-      if (!redo.has(item.jobId)) continue;
-      if (inDoubt.has(item.jobId)) {
-        results[i] = itemFailed(writeInDoubt(item.jobId));
-        continue;
-      }
-      try {
-        results[i] = itemOk((await this.update(item.jobId, item.change, now)).record);
-      } catch (error) {
-        results[i] = itemFailed(error);
-      }
-    }
-    return results;
-  }
-
-  /**
-   * Read the row under a lock, apply the change, write it and create its successors, in one
-   * transaction. A connection failure before COMMIT rolled it all back, so it passes to the
-   * caller, which runs the update again. A COMMIT gone unanswered is settled by the row: it
-   * holds the new record (committed, successors and all: the answer stands), the record as
-   * read (nothing committed: run again), or something else (overtaken since; whether this
-   * change is in it cannot be told, so `unavailable`).
-   */
-  private async lockedUpdate(
-    jobId: string,
-    change: (current: JobRecord) => Change,
-    now: Micros,
-  ): Promise<UpdateOutcome> {
-    try {
-      return (
-        await this.ctx.tx(async (db) => {
-          const { rows } = await db.query<{ record: Buffer }>(
-            named(this.ctx.prepare, `SELECT record FROM ${this.t}.jobs WHERE job_id = $1 FOR UPDATE`, [jobId]),
-          );
-          const row = rows[0];
-          if (row === undefined) throw notFound(`job ${jobId}`);
-          const next = change(decodeRecord(row.record, `job ${jobId}`));
-          // The row is locked, so the compare always holds.
-          await writeMany(this.ctx, db, [{ record: next.record, expected: row.record }], now);
-          const successors = await insertJobs(db, this.ctx.schema, next.successors ?? [], now, {
-            origin: this.ctx.origin,
-            createdAt: this.ctx.createdAt,
-            updated: next.record,
-            log: this.ctx.logging,
-            binaryArrays: true,
-          });
-          return { outcome: { record: next.record, successors }, read: row.record };
-          // The write locks' share (`writeLocks`) before the row lock: taken after it, a pause or
-          // a limit waiting for this row would wait for this transaction, which waits for it.
-        }, `BEGIN; LOCK TABLE ${this.t}.kind_pauses, ${this.t}.kind_limits IN ROW SHARE MODE`)
-      ).outcome;
-    } catch (error) {
-      if (!(error instanceof InDoubt)) throw error;
-      const { outcome, read } = error.result as { outcome: UpdateOutcome; read: Buffer };
-      const stored = (await this.ctx.retrying(() => this.ctx.storedRecords([jobId]))).get(jobId);
-      if (stored?.equals(encodeRecord(outcome.record))) return outcome;
-      if (stored?.equals(read)) throw error.cause;
-      throw writeInDoubt(jobId);
-    }
-  }
-
-  /**
-   * `writeMany` of compare-and-set rows on the pool, each statement committing on its own.
-   * When the answer is lost, the rows tell what happened: a row holding its new record was
-   * written; the rest are written again with the same compare, which holds only for a row
-   * still as read, so a write that did land is never applied on top of itself. A row that
-   * matches neither was overtaken, and whether this write landed first cannot be told: it
-   * is `inDoubt`, and its caller answers `unavailable` rather than risk a second effect.
-   */
-  private async casWrite(
-    rows: readonly { readonly record: JobRecord; readonly expected: Buffer }[],
-    now: Micros,
-  ): Promise<{ written: Set<string>; inDoubt: Set<string> }> {
-    try {
-      return { written: await writeMany(this.ctx, this.ctx.pool, rows, now), inDoubt: new Set() };
-    } catch (error) {
-      if (!isConnectionFailure(error)) throw error;
-      this.ctx.logger.warn(
-        { err: (error as Error).message },
-        'postgres connection failed during a write; checking the rows',
-      );
-    }
-    const written = new Set<string>();
-    let unsettled = rows;
-    for (let attempt = 2; ; attempt++) {
-      try {
-        const stored = await this.ctx.storedRecords(unsettled.map((row) => row.record.jobId));
-        for (const { record } of unsettled)
-          if (stored.get(record.jobId)?.equals(encodeRecord(record))) written.add(record.jobId);
-        unsettled = unsettled.filter((row) => !written.has(row.record.jobId));
-        for (const id of await writeMany(this.ctx, this.ctx.pool, unsettled, now)) written.add(id);
-        return { written, inDoubt: new Set(unsettled.map((row) => row.record.jobId).filter((id) => !written.has(id))) };
-      } catch (error) {
-        if (!isConnectionFailure(error) || attempt >= CONNECTION_TRIES) throw pgFailure(error);
-      }
-    }
-  }
 
   async expiredLeases(now: Micros, limit: number): Promise<string[]> {
     const { rows } = await this.ctx.query<{ job_id: string }>(
@@ -1363,59 +878,6 @@ export class PostgresJobStore implements JobStore {
     );
     await Promise.all([listener?.end().catch(() => undefined), this.pool.end()]);
   }
-}
-
-/** Key order: (scope, priority, created_at, job_id), as the `jobs_key` index sorts. */
-function compareKeyOrder(a: JobRecord, b: JobRecord): number {
-  return (
-    Buffer.compare(scopeOfTenant(a.tenant), scopeOfTenant(b.tenant)) ||
-    a.priority - b.priority ||
-    a.createdAt - b.createdAt ||
-    (a.jobId < b.jobId ? -1 : a.jobId > b.jobId ? 1 : 0)
-  );
-}
-
-/**
- * Store new versions of jobs in one statement however many there are. A row with an
- * `expected` record is written only if its stored record is still that one (compare-and-set
- * on the whole record); one without is a row this transaction holds locked. Jobs that are
- * Pending again (retried, reaped, backing off) also notify other servers' waiters, in the
- * same statement. Returns the ids written.
- */
-export async function writeMany(
-  ctx: StoreContext,
-  db: Pick<pg.ClientBase, 'query'>,
-  rows: readonly { readonly record: JobRecord; readonly expected: Buffer | null }[],
-  now: Micros,
-): Promise<Set<string>> {
-  if (rows.length === 0) return new Set();
-  const records = rows.map((r) => r.record);
-  const pending = records.filter((r) => r.state === JobState.Pending);
-  const encoded = encodeWrites(records, ctx.logging);
-  const statement = withLog(
-    ctx.t,
-    updateJobsText(ctx.t, pending.length > 0),
-    [
-      BINARY_ARRAYS.uuid(records.map((r) => r.jobId)),
-      BINARY_ARRAYS.bytea(rows.map((r) => r.expected)),
-      BINARY_ARRAYS.int2(records.map((r) => r.state)),
-      BINARY_ARRAYS.int8(records.map((r) => closedGate(r, now))),
-      BINARY_ARRAYS.int8(records.map((r) => r.leaseDeadline)),
-      BINARY_ARRAYS.text(records.map((r) => r.workerId)),
-      BINARY_ARRAYS.int8(records.map((r) => finishedAt(r))),
-      BINARY_ARRAYS.bytea(encoded.values),
-      ...(pending.length > 0 ? [ctx.schema.channel, noticePayload(ctx.origin, workNotices(pending, now))] : []),
-    ],
-    encoded.entries,
-    BINARY_ARRAYS,
-  );
-  const { rows: written } = await db.query<{ job_id: string }>(named(ctx.prepare, statement.text, statement.values));
-  const ids = new Set(written.map((row) => row.job_id));
-  for (const [i, record] of records.entries()) {
-    if (ids.has(record.jobId)) ctx.leases.remember(record, encoded.values[i] as Buffer);
-    else ctx.leases.forget(record.jobId);
-  }
-  return ids;
 }
 
 /** A PostgreSQL store's log position: `p1.<store id>.<xid>.<seq>`. */
