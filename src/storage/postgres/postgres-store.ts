@@ -27,36 +27,12 @@
  * that the indexes need.
  */
 import type pg from 'pg';
-import {
-  admitKindLimit,
-  compareKindLimits,
-  type KindLimit,
-  type KindLimitStatus,
-  laneTokenDue,
-  limitStatus,
-} from '../../core/kind-limits.ts';
-import {
-  admitPause,
-  comparePauses,
-  type Pause,
-  type PauseBounds,
-  pauseInFilter,
-  type PauseScope,
-} from '../../core/pauses.ts';
-import { type Schedule, scheduleExists, type ScheduleFiring, tooManySchedules } from '../../core/schedules.ts';
-import { type Logger, silentLogger } from '../../core/logger.ts';
-import {
-  formatPosition,
-  type LogEntry,
-  logEntryExpired,
-  type LogFilter,
-  logMatches,
-  type LogPage,
-  type LogPruneParams,
-  parsePosition,
-  positionPruned,
-} from '../../core/transitions-log.ts';
-import type { ItemResult, JobRecord, JobState, Micros, QueueScope, ScopeFilter, WorkNotice } from '../../core/types.ts';
+import type { KindLimit, KindLimitStatus } from '../../core/kind-limits.ts';
+import type { Pause, PauseBounds, PauseScope } from '../../core/pauses.ts';
+import type { Schedule, ScheduleFiring } from '../../core/schedules.ts';
+import { silentLogger, type Logger } from '../../core/logger.ts';
+import type { LogFilter, LogPage, LogPruneParams } from '../../core/transitions-log.ts';
+import type { ItemResult, JobRecord, Micros, QueueScope, ScopeFilter, WorkNotice } from '../../core/types.ts';
 import type {
   Change,
   ClaimParams,
@@ -76,28 +52,14 @@ import type {
   UpdateOutcome,
 } from '../types.ts';
 import { Claims } from './claims.ts';
-import { type Db, InDoubt, openPool, pgSchema, StoreContext } from './connection.ts';
+import { openPool, pgSchema, StoreContext } from './connection.ts';
+import { Controls } from './controls.ts';
 import { Listener } from './listener.ts';
+import { TransitionsLog } from './log.ts';
 import { migrate } from './migrations.ts';
+import { Reads } from './reads.ts';
+import { Schedules } from './schedules.ts';
 import { Writes } from './writes.ts';
-import { decodeJobKey, pageTokenAfter, pageTokenKey, scopeBytes } from '../../codec/keys.ts';
-import { decodeRecord } from '../../codec/value.ts';
-import {
-  bucketOfRow,
-  laneSql,
-  LIMIT_COLUMNS,
-  limitOfRow,
-  type LimitRow,
-  pauseCovers,
-  pausedSql,
-} from './sql/controls.ts';
-import { CorruptRecordError, notFound } from '../../core/errors.ts';
-import { decodeSchedule, encodeSchedule, schedulePageKey, schedulePageToken } from '../../codec/schedules.ts';
-import { pgFailure } from './failures.ts';
-import { insertJobs } from './insert.ts';
-import { SYSTEM_KIND_PREFIX } from '../../core/limits.ts';
-import { decodePause, encodePause, pauseScopeBytes } from '../../codec/pauses.ts';
-import { allWorkPayload } from './notices.ts';
 
 export interface PostgresStoreOptions {
   /**
@@ -138,12 +100,12 @@ export class PostgresJobStore implements JobStore {
   private readonly listener: Listener;
   private readonly claims: Claims;
   private readonly writes: Writes;
+  private readonly reads: Reads;
+  private readonly schedules: Schedules;
+  private readonly controls: Controls;
+  private readonly log: TransitionsLog;
   private savedCreatedAt: Micros;
   private readonly saveTimer: NodeJS.Timeout;
-  private readonly t: string;
-  // ---- pauses ----
-  /** Names this store in log positions (`job_transitions_meta.store_id`). */
-  private readonly logId: string;
 
   private constructor(
     private readonly ctx: StoreContext,
@@ -152,15 +114,18 @@ export class PostgresJobStore implements JobStore {
     url: string,
     readonly pollIntervalMs: number,
     lastCreatedAt: Micros,
+    /** Names this store in log positions (`job_transitions_meta.store_id`). */
     logId: string,
   ) {
     this.pool = ctx.pool;
-    this.t = ctx.t;
-    this.logId = logId;
     this.listener = new Listener(ctx, url, pollIntervalMs);
     const announced = this.listener.announced.bind(this.listener);
     this.claims = new Claims(ctx, announced);
     this.writes = new Writes(ctx, announced);
+    this.reads = new Reads(ctx);
+    this.schedules = new Schedules(ctx);
+    this.controls = new Controls(ctx);
+    this.log = new TransitionsLog(ctx, logId);
     this.savedCreatedAt = lastCreatedAt;
     this.saveTimer = setInterval(() => void this.saveCreatedAt().catch(() => undefined), 1_000);
     this.saveTimer.unref();
@@ -276,6 +241,39 @@ export class PostgresJobStore implements JobStore {
 
   // ---- reads ----
 
+  expiredLeases(now: Micros, limit: number): Promise<string[]> {
+    return this.reads.expiredLeases(now, limit);
+  }
+
+  leased(scope: ScopeFilter, workerId: string | null, limit: number): Promise<JobRecord[]> {
+    return this.reads.leased(scope, workerId, limit);
+  }
+
+  prune(params: PruneParams): Promise<number> {
+    return this.reads.prune(params);
+  }
+
+  get(jobId: string): Promise<JobRecord | null> {
+    return this.reads.get(jobId);
+  }
+
+  list(query: ListQuery): Promise<ListPage> {
+    return this.reads.list(query);
+  }
+
+  counts(scope: ScopeFilter): Promise<CountRow[]> {
+    return this.reads.counts(scope);
+  }
+
+  nextGateAt(scope: ScopeFilter, now: Micros): Promise<Micros | null> {
+    return this.reads.nextGateAt(scope, now);
+  }
+
+  /** One round trip: the table's size with indexes and TOAST, and the oldest Pending job (a scan of the Pending rows). */
+  metrics(): Promise<StoreMetrics> {
+    return this.reads.metrics();
+  }
+
   async health(): Promise<void> {
     // Resolves when the database answers; `unavailable` while it cannot be reached.
     await this.ctx.query('SELECT 1', []);
@@ -287,585 +285,81 @@ export class PostgresJobStore implements JobStore {
 
   // ---- schedules ----
 
-  // ---- pauses and kind limits ----
-
-  // ---- the transitions log ----
-
-  async expiredLeases(now: Micros, limit: number): Promise<string[]> {
-    const { rows } = await this.ctx.query<{ job_id: string }>(
-      `SELECT job_id FROM ${this.t}.jobs WHERE state = 1 AND lease_deadline <= $1
-       ORDER BY lease_deadline, job_id LIMIT $2`,
-      [now, limit],
-    );
-    return rows.map((r) => r.job_id);
+  /** One creator per scope at a time across servers (`Schedules.createSchedule`). */
+  createSchedule(schedule: Schedule, maxPerScope: number): Promise<void> {
+    return this.schedules.createSchedule(schedule, maxPerScope);
   }
 
-  async leased(scope: ScopeFilter, workerId: string | null, limit: number): Promise<JobRecord[]> {
-    const args: unknown[] = [limit];
-    let where = 'state = 1';
-    if (scope.type !== 'any') {
-      args.push(scopeBytes(scope));
-      where += ` AND scope = $${args.length}`;
-    }
-    if (workerId !== null) {
-      args.push(workerId);
-      where += ` AND worker_id = $${args.length}`;
-    }
-    const { rows } = await this.ctx.query<{ job_id: string; record: Buffer }>(
-      `SELECT job_id, record FROM ${this.t}.jobs WHERE ${where} ORDER BY scope, priority, created_at, job_id LIMIT $1`,
-      args,
-    );
-    return rows.map((r) => this.ctx.decode(r)).filter((r): r is JobRecord => r !== null);
+  updateSchedule(scope: QueueScope, name: string, change: (current: Schedule) => Schedule): Promise<Schedule> {
+    return this.schedules.updateSchedule(scope, name, change);
   }
 
-  async prune(params: PruneParams): Promise<number> {
-    const { rowCount } = await this.ctx.query(
-      `DELETE FROM ${this.t}.jobs WHERE job_id IN (
-         SELECT job_id FROM ${this.t}.jobs WHERE state = $1 AND finished_at < $2
-         ORDER BY finished_at, job_id LIMIT $3 FOR UPDATE SKIP LOCKED)`,
-      [params.state, params.finishedBefore, params.limit],
-    );
-    return rowCount ?? 0;
+  getSchedule(scope: QueueScope, name: string): Promise<Schedule | null> {
+    return this.schedules.getSchedule(scope, name);
   }
 
-  async get(jobId: string): Promise<JobRecord | null> {
-    const { rows } = await this.ctx.query<{ job_id: string; record: Buffer }>(
-      `SELECT job_id, record FROM ${this.t}.jobs WHERE job_id = $1`,
-      [jobId],
-    );
-    const row = rows[0];
-    return row === undefined ? null : decodeRecord(row.record, `job ${jobId}`);
+  listSchedules(query: ScheduleQuery): Promise<SchedulePage> {
+    return this.schedules.listSchedules(query);
   }
 
-  async list(query: ListQuery): Promise<ListPage> {
-    const args: unknown[] = [query.limit + 1];
-    const where: string[] = [];
-    if (query.scope.type !== 'any') {
-      args.push(scopeBytes(query.scope));
-      where.push(`scope = $${args.length}`);
-    }
-    if (query.state !== null) {
-      args.push(query.state);
-      where.push(`state = $${args.length}`);
-    }
-    if (query.kindPrefix !== null) {
-      args.push(query.kindPrefix);
-      where.push(`starts_with(kind, $${args.length})`);
-    }
-    if (query.pageToken !== null) {
-      const after = decodeJobKey(pageTokenKey(query.pageToken));
-      args.push(after.scope, after.state, after.priority, after.createdAt, after.jobId);
-      const n = args.length;
-      where.push(`(scope, state, priority, created_at, job_id) > ($${n - 4}, $${n - 3}, $${n - 2}, $${n - 1}, $${n})`);
-    }
-    const { rows } = await this.ctx.query<{ job_id: string; record: Buffer }>(
-      `SELECT job_id, record FROM ${this.t}.jobs ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
-       ORDER BY scope, state, priority, created_at, job_id LIMIT $1`,
-      args,
-    );
-    const more = rows.length > query.limit;
-    const jobs = rows
-      .slice(0, query.limit)
-      .map((r) => this.ctx.decode(r))
-      .filter((r): r is JobRecord => r !== null);
-    const last = jobs[jobs.length - 1];
-    return { jobs, nextPageToken: more && last !== undefined ? pageTokenAfter(last) : null };
+  deleteSchedule(scope: QueueScope, name: string): Promise<boolean> {
+    return this.schedules.deleteSchedule(scope, name);
   }
 
-  async counts(scope: ScopeFilter): Promise<CountRow[]> {
-    const args: unknown[] = [];
-    let where = '';
-    if (scope.type !== 'any') {
-      args.push(scopeBytes(scope));
-      where = 'WHERE scope = $1';
-    }
-    const { rows } = await this.ctx.query<{ state: number; kind: string; count: string }>(
-      `SELECT state, kind, count(*) AS count FROM ${this.t}.jobs ${where}
-       GROUP BY state, kind ORDER BY state, kind COLLATE "C"`,
-      args,
-    );
-    return rows.map((r) => ({ state: r.state as JobState, kind: r.kind, count: Number(r.count) }));
-  }
-
-  async nextGateAt(scope: ScopeFilter, now: Micros): Promise<Micros | null> {
-    const args: unknown[] = [now];
-    let where = 'state = 0 AND not_before > $1';
-    if (scope.type !== 'any') {
-      args.push(scopeBytes(scope));
-      where += ' AND scope = $2';
-    }
-    // One round trip unless a rate limit exists: then a second looks at the rate-limited lanes.
-    const { rows } = await this.ctx.query<{ gate: string | null; rated: boolean }>(
-      `SELECT (SELECT min(not_before) FROM ${this.t}.jobs WHERE ${where}) AS gate,
-         EXISTS (SELECT 1 FROM ${this.t}.kind_limits WHERE rate_count IS NOT NULL) AS rated`,
-      args,
-    );
-    const gate = rows[0]?.gate;
-    let earliest = gate === null || gate === undefined ? null : Number(gate);
-    if (rows[0]?.rated !== true) return earliest;
-    // Sooner: the next token of a rate-limited lane, not full, that holds back ready work in scope.
-    // Ready includes a row whose gate is due but not yet opened (claims open due gates lazily).
-    const lanes = await this.ctx.query<LimitRow & { leased: string }>(
-      `SELECT ${LIMIT_COLUMNS}, (SELECT count(*) FROM ${this.t}.jobs j WHERE j.state = 1 AND j.lane = kl.kind_prefix) AS leased
-       FROM ${this.t}.kind_limits kl WHERE rate_count IS NOT NULL AND EXISTS (SELECT 1 FROM ${this.t}.jobs j
-         WHERE j.state = 0 AND NOT j.held AND (j.not_before IS NULL OR j.not_before <= $1)
-           AND j.lane = kl.kind_prefix${scope.type === 'any' ? '' : ' AND j.scope = $2'})`,
-      scope.type === 'any' ? [now] : [now, scopeBytes(scope)],
-    );
-    for (const row of lanes.rows) {
-      const at = laneTokenDue(limitOfRow(row), Number(row.leased), bucketOfRow(row), now);
-      if (at !== null && (earliest === null || at < earliest)) earliest = at;
-    }
-    return earliest;
-  }
-
-  /** One round trip: the table's size with indexes and TOAST, and the oldest Pending job (a scan of the Pending rows). */
-  async metrics(): Promise<StoreMetrics> {
-    const { rows } = await this.ctx.pool.query<{ size: string; oldest: string | null }>(
-      `SELECT pg_total_relation_size('${this.t}.jobs') AS size,
-              (SELECT min(created_at) FROM ${this.t}.jobs WHERE state = 0) AS oldest`,
-    );
-    const row = rows[0];
-    return { sizeBytes: Number(row?.size ?? 0), oldestPendingAt: row?.oldest == null ? null : Number(row.oldest) };
-  }
-
-  async createSchedule(schedule: Schedule, maxPerScope: number): Promise<void> {
-    const scope = scopeBytes(schedule.scope);
-    const record = encodeSchedule(schedule);
-    try {
-      await this.ctx.retrying(() =>
-        this.ctx.tx(async (db) => {
-          // One creator per scope at a time across servers, so the count below stays true until COMMIT.
-          await db.query('SELECT pg_advisory_xact_lock(hashtext($1))', [
-            `telha-schedules:${this.t}:${scope.toString('hex')}`,
-          ]);
-          const { rows } = await db.query<{ held: string; taken: boolean }>(
-            `SELECT count(*) AS held, bool_or(name = $2) AS taken FROM ${this.t}.schedules WHERE scope = $1`,
-            [scope, schedule.name],
-          );
-          if (rows[0]?.taken === true) throw scheduleExists(schedule.name);
-          if (Number(rows[0]?.held ?? 0) >= maxPerScope) throw tooManySchedules(maxPerScope);
-          await db.query(
-            `INSERT INTO ${this.t}.schedules (scope, name, next_due_at, paused, record) VALUES ($1, $2, $3, $4, $5)`,
-            [scope, schedule.name, schedule.nextDueAt, schedule.paused, record],
-          );
-        }),
-      );
-    } catch (error) {
-      if (!(error instanceof InDoubt)) throw error;
-      const stored = await this.ctx.retrying(() => this.storedSchedule(schedule.scope, schedule.name));
-      if (stored?.equals(record)) return;
-      throw pgFailure(error.cause);
-    }
-  }
-
-  async updateSchedule(scope: QueueScope, name: string, change: (current: Schedule) => Schedule): Promise<Schedule> {
-    const run = (): Promise<Schedule> =>
-      this.ctx.tx(async (db) => {
-        const { rows } = await db.query<{ record: Buffer }>(
-          `SELECT record FROM ${this.t}.schedules WHERE scope = $1 AND name = $2 FOR UPDATE`,
-          [scopeBytes(scope), name],
-        );
-        const row = rows[0];
-        if (row === undefined) throw notFound(`schedule ${name}`);
-        const next = change(decodeSchedule(row.record, `schedule ${name}`));
-        await this.writeSchedules(db, [next]);
-        return next;
-      });
-    try {
-      return await this.ctx.retrying(run);
-    } catch (error) {
-      if (!(error instanceof InDoubt)) throw error;
-      const next = error.result as Schedule;
-      const stored = await this.ctx.retrying(() => this.storedSchedule(scope, name));
-      if (stored?.equals(encodeSchedule(next))) return next;
-      throw pgFailure(error.cause);
-    }
-  }
-
-  async getSchedule(scope: QueueScope, name: string): Promise<Schedule | null> {
-    const stored = await this.ctx.retrying(() => this.storedSchedule(scope, name));
-    return stored === undefined ? null : decodeSchedule(stored, `schedule ${name}`);
-  }
-
-  private async storedSchedule(scope: QueueScope, name: string): Promise<Buffer | undefined> {
-    const { rows } = await this.ctx.pool.query<{ record: Buffer }>(
-      `SELECT record FROM ${this.t}.schedules WHERE scope = $1 AND name = $2`,
-      [scopeBytes(scope), name],
-    );
-    return rows[0]?.record;
-  }
-
-  async listSchedules(query: ScheduleQuery): Promise<SchedulePage> {
-    const values: unknown[] = [query.limit + 1];
-    const where: string[] = [];
-    if (query.scope.type !== 'any') {
-      values.push(scopeBytes(query.scope));
-      where.push(`scope = $${values.length}`);
-    }
-    if (query.pageToken !== null) {
-      const after = schedulePageKey(query.pageToken);
-      values.push(after.subarray(0, 32), after.subarray(32).toString('utf8'));
-      where.push(`(scope, name) > ($${values.length - 1}, $${values.length})`);
-    }
-    const { rows } = await this.ctx.retrying(() =>
-      this.ctx.pool.query<{ scope: Buffer; name: string; record: Buffer }>(
-        `SELECT scope, name, record FROM ${this.t}.schedules ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
-         ORDER BY scope, name LIMIT $1`,
-        values,
-      ),
-    );
-    const schedules: Schedule[] = [];
-    for (const row of rows.slice(0, query.limit)) {
-      const schedule = this.decodeSchedule(row);
-      if (schedule !== null) schedules.push(schedule);
-    }
-    const last = schedules[schedules.length - 1];
-    return { schedules, nextPageToken: rows.length > query.limit && last ? schedulePageToken(last) : null };
-  }
-
-  private decodeSchedule(row: { name: string; record: Buffer }): Schedule | null {
-    try {
-      return decodeSchedule(row.record, `schedule ${row.name}`);
-    } catch (error) {
-      if (!(error instanceof CorruptRecordError)) throw error;
-      this.ctx.corruptRows++;
-      this.ctx.logger.warn({ key: error.key, err: error.message }, 'skipping corrupt schedule row');
-      return null;
-    }
-  }
-
-  async deleteSchedule(scope: QueueScope, name: string): Promise<boolean> {
-    // Run again after a lost answer, a delete that landed finds nothing: the caller hears
-    // `not_found` for a schedule that is gone either way.
-    const { rowCount } = await this.ctx.retrying(() =>
-      this.ctx.pool.query(`DELETE FROM ${this.t}.schedules WHERE scope = $1 AND name = $2`, [scopeBytes(scope), name]),
-    );
-    return (rowCount ?? 0) > 0;
-  }
-
-  /**
-   * One transaction per pass: the due rows locked with SKIP LOCKED (a row another server is
-   * firing is left to it), their jobs inserted by the one INSERT every enqueue uses (a due
-   * time's idempotency key holds its job, so a due time fired twice creates one), and the rows
-   * moved to their next due time, all committed together.
-   */
-  async fireDueSchedules(
+  /** One transaction per pass, due rows locked with SKIP LOCKED (`Schedules.fireDueSchedules`). */
+  fireDueSchedules(
     now: Micros,
     limit: number,
     fire: (schedule: Schedule) => ScheduleFiring | null,
   ): Promise<FiredSchedule[]> {
-    const run = (): Promise<FiredSchedule[]> =>
-      this.ctx.tx(async (db) => {
-        const { rows } = await db.query<{ name: string; record: Buffer }>(
-          `SELECT name, record FROM ${this.t}.schedules
-           WHERE NOT paused AND next_due_at IS NOT NULL AND next_due_at <= $1
-           ORDER BY next_due_at LIMIT $2 FOR UPDATE SKIP LOCKED`,
-          [now, limit],
-        );
-        const firings: ScheduleFiring[] = [];
-        for (const row of rows) {
-          const schedule = this.decodeSchedule(row);
-          const firing = schedule === null ? null : fire(schedule);
-          if (firing !== null) firings.push(firing);
-        }
-        if (firings.length === 0) return [];
-        const jobs = await insertJobs(
-          db,
-          this.ctx.schema,
-          firings.map((f) => f.draft),
-          now,
-          { origin: this.ctx.origin, createdAt: this.ctx.createdAt, log: this.ctx.logging, binaryArrays: true },
-        );
-        await this.writeSchedules(
-          db,
-          firings.map((f) => f.next),
-        );
-        return firings.map((f, i) => ({ schedule: f.next, job: jobs[i] as InsertOutcome }));
-      });
-    try {
-      return await this.ctx.retrying(run);
-    } catch (error) {
-      // Landed or not, the next pass settles it: a schedule still due fires again under the
-      // same idempotency key, and one that moved on is not due.
-      if (error instanceof InDoubt) return [];
-      throw error;
-    }
+    return this.schedules.fireDueSchedules(now, limit, fire);
   }
 
-  /** Store new versions of schedules this transaction holds locked, in one statement. */
-  private async writeSchedules(db: Db, schedules: readonly Schedule[]): Promise<void> {
-    await db.query(
-      `UPDATE ${this.t}.schedules AS s SET next_due_at = u.next_due_at, paused = u.paused, record = u.record
-       FROM unnest($1::bytea[], $2::text[], $3::bigint[], $4::boolean[], $5::bytea[])
-         AS u(scope, name, next_due_at, paused, record)
-       WHERE s.scope = u.scope AND s.name = u.name`,
-      [
-        schedules.map((x) => scopeBytes(x.scope)),
-        schedules.map((x) => x.name),
-        schedules.map((x) => x.nextDueAt),
-        schedules.map((x) => x.paused),
-        schedules.map((x) => encodeSchedule(x)),
-      ],
-    );
-  }
+  // ---- pauses and kind limits ----
 
-  /**
-   * The pause and the `held` mark on every Pending job it covers, in one transaction under the
-   * pause lock (`writeLocks`): claims skip held rows through the ready index, which leaves them
-   * out, so a pause holds on every server from its commit on and costs claims nothing. The lock
-   * also serialises pauses, so two servers cannot both take the last free place.
-   */
-  async pauseKinds(pause: Pause, bounds: PauseBounds): Promise<Pause> {
-    // Run again, a pause that landed is found and returned: pausing is idempotent (`txAgain`).
-    return this.ctx.txAgain(async (db) => {
-      const held = await this.readPauses(db);
-      const existing = admitPause(held, pause, bounds);
-      if (existing !== null) return existing;
-      const scope = pauseScopeBytes(pause.scope);
-      await db.query(`INSERT INTO ${this.t}.kind_pauses (scope, kind_prefix, record) VALUES ($1, $2, $3)`, [
-        scope,
-        pause.kindPrefix,
-        encodePause(pause),
-      ]);
-      await db.query(
-        `UPDATE ${this.t}.jobs SET held = true WHERE state = 0 AND NOT held AND ${pauseCovers('$1', '$2')}`,
-        [scope, pause.kindPrefix],
-      );
-      return pause;
-    }, this.pauseBegin);
+  /** The pause and the `held` mark on every Pending job it covers, in one transaction (`Controls.pauseKinds`). */
+  pauseKinds(pause: Pause, bounds: PauseBounds): Promise<Pause> {
+    return this.controls.pauseKinds(pause, bounds);
   }
 
   /** Also tells every server's lease waiters to look again: the resumed work is there now. */
-  async resumeKinds(scope: PauseScope, kindPrefix: string): Promise<boolean> {
-    // Run again (`txAgain`), as for a schedule's delete: a resume that landed then finds nothing,
-    // and the caller hears `not_found` for a pause that is gone either way (never "resumed" for
-    // one that may still hold).
-    return this.ctx.txAgain(async (db) => {
-      const { rowCount } = await db.query(
-        `DELETE FROM ${this.t}.kind_pauses WHERE scope IS NOT DISTINCT FROM $1 AND kind_prefix = $2`,
-        [pauseScopeBytes(scope), kindPrefix],
-      );
-      if ((rowCount ?? 0) === 0) return false;
-      // Through `jobs_held`: only the held rows are read. Rows another pause covers stay held.
-      await db.query(
-        `UPDATE ${this.t}.jobs j SET held = false WHERE state = 0 AND held AND ${pauseCovers('$1', '$2')}
-             AND NOT ${pausedSql(this.t, 'j.scope', 'j.kind')}`,
-        [pauseScopeBytes(scope), kindPrefix],
-      );
-      await db.query('SELECT pg_notify($1, $2)', [this.ctx.schema.channel, allWorkPayload(this.ctx.origin)]);
-      return true;
-    }, this.pauseBegin);
+  resumeKinds(scope: PauseScope, kindPrefix: string): Promise<boolean> {
+    return this.controls.resumeKinds(scope, kindPrefix);
   }
 
-  // ---- kind limits ----
+  listPauses(filter: ScopeFilter): Promise<Pause[]> {
+    return this.controls.listPauses(filter);
+  }
 
-  /**
-   * The limit and the lane of every Pending and Leased job it now covers (`lane`: the longest
-   * prefix), in one transaction holding EXCLUSIVE on `kind_limits` (`writeLocks`), so no write or
-   * limited claim runs meanwhile. A bucket is kept while the limit keeps a rate. Wakes every
-   * server's lease waiters: the new limit may leave more room.
-   */
-  async setKindLimit(limit: KindLimit, maxTotal: number): Promise<KindLimit> {
-    // Run again (`txAgain`), the upsert lands the same limit.
-    return this.ctx.txAgain(async (db) => {
-      const { rows } = await db.query<LimitRow>(`SELECT ${LIMIT_COLUMNS} FROM ${this.t}.kind_limits`);
-      admitKindLimit(rows.map(limitOfRow), limit, maxTotal);
-      await db.query(
-        `INSERT INTO ${this.t}.kind_limits (kind_prefix, concurrency, rate_count, rate_period_ms, set_at, set_by)
-             VALUES ($1, $2, $3, $4, $5, $6)
-             ON CONFLICT (kind_prefix) DO UPDATE SET concurrency = EXCLUDED.concurrency,
-               rate_count = EXCLUDED.rate_count, rate_period_ms = EXCLUDED.rate_period_ms,
-               set_at = EXCLUDED.set_at, set_by = EXCLUDED.set_by,
-               tokens = CASE WHEN EXCLUDED.rate_count IS NULL THEN NULL ELSE kind_limits.tokens END,
-               refilled_at = CASE WHEN EXCLUDED.rate_count IS NULL THEN NULL ELSE kind_limits.refilled_at END`,
-        [
-          limit.kindPrefix,
-          limit.concurrency,
-          limit.rate?.count ?? null,
-          limit.rate?.periodMs ?? null,
-          limit.setAt,
-          limit.by,
-        ],
-      );
-      // Covered by this prefix and by none longer: a longer lane would be a longer prefix.
-      await db.query(
-        `UPDATE ${this.t}.jobs SET lane = $1 WHERE state IN (0, 1) AND starts_with(kind, $1)
-               AND (starts_with($1, '${SYSTEM_KIND_PREFIX}') OR NOT starts_with(kind, '${SYSTEM_KIND_PREFIX}'))
-               AND (lane IS NULL OR length(lane) < length($1))`,
-        [limit.kindPrefix],
-      );
-      await this.notifyAll(db);
-      return limit;
-    }, this.limitBegin);
+  /** The limit and the lane of every job it covers, in one transaction (`Controls.setKindLimit`). */
+  setKindLimit(limit: KindLimit, maxTotal: number): Promise<KindLimit> {
+    return this.controls.setKindLimit(limit, maxTotal);
   }
 
   /** The limit gone and its jobs moved to the next longest lane covering them, or none. */
-  async clearKindLimit(kindPrefix: string): Promise<boolean> {
-    // Run again (`txAgain`), as for a resume: a clear that landed then finds nothing (`not_found`).
-    return this.ctx.txAgain(async (db) => {
-      const { rowCount } = await db.query(`DELETE FROM ${this.t}.kind_limits WHERE kind_prefix = $1`, [kindPrefix]);
-      if ((rowCount ?? 0) === 0) return false;
-      await db.query(
-        `UPDATE ${this.t}.jobs SET lane = ${laneSql(this.t, 'kind')} WHERE state IN (0, 1) AND lane = $1`,
-        [kindPrefix],
-      );
-      await this.notifyAll(db);
-      return true;
-    }, this.limitBegin);
+  clearKindLimit(kindPrefix: string): Promise<boolean> {
+    return this.controls.clearKindLimit(kindPrefix);
   }
 
-  async listKindLimits(now: Micros): Promise<KindLimitStatus[]> {
-    const { rows } = await this.ctx.query<LimitRow & { leased: string }>(
-      `SELECT ${LIMIT_COLUMNS}, (SELECT count(*) FROM ${this.t}.jobs j WHERE j.state = 1 AND j.lane = kl.kind_prefix) AS leased
-       FROM ${this.t}.kind_limits kl`,
-      [],
-    );
-    return rows
-      .map((row) => limitStatus(limitOfRow(row), Number(row.leased), bucketOfRow(row), now))
-      .sort(compareKindLimits);
+  listKindLimits(now: Micros): Promise<KindLimitStatus[]> {
+    return this.controls.listKindLimits(now);
   }
 
-  /** Setting and clearing a limit hold the limit lock (`writeLocks`) from the start. */
-  private get limitBegin(): string {
-    return `BEGIN; LOCK TABLE ${this.t}.kind_limits IN EXCLUSIVE MODE`;
-  }
-
-  /** Every server's lease waiters look again when this transaction commits. */
-  private async notifyAll(db: Db): Promise<void> {
-    await db.query('SELECT pg_notify($1, $2)', [this.ctx.schema.channel, allWorkPayload(this.ctx.origin)]);
-  }
-
-  /** Pause and resume hold the pause lock (`writeLocks`) from the start: one writer of pauses at a time. */
-  private get pauseBegin(): string {
-    return `BEGIN; LOCK TABLE ${this.t}.kind_pauses IN EXCLUSIVE MODE`;
-  }
-
-  async listPauses(filter: ScopeFilter): Promise<Pause[]> {
-    const pauses = await this.ctx.retrying(() => this.readPauses(this.ctx.pool));
-    return pauses.filter((p) => pauseInFilter(p, filter)).sort(comparePauses);
-  }
-
-  private async readPauses(db: Db | pg.Pool): Promise<Pause[]> {
-    const { rows } = await db.query<{ record: Buffer }>(`SELECT record FROM ${this.t}.kind_pauses`);
-    const pauses: Pause[] = [];
-    for (const row of rows) {
-      try {
-        pauses.push(decodePause(row.record, 'kind_pauses row'));
-      } catch (error) {
-        if (!(error instanceof CorruptRecordError)) throw error;
-        this.ctx.corruptRows++;
-        this.ctx.logger.warn({ key: error.key, err: error.message }, 'skipping corrupt pause row');
-      }
-    }
-    return pauses;
-  }
-
-  private position(xid: bigint | string, seq: bigint | string): string {
-    return formatPosition(LOG_FORMAT, this.logId, [xid, seq]);
-  }
+  // ---- the transitions log ----
 
   /** `(xmin, 0)`: every transaction that may still append has an xid at or above the oldest running one. */
-  async logHead(): Promise<string> {
-    const { rows } = await this.ctx.query<{ xmin: string }>(
-      'SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin',
-      [],
-    );
-    return this.position(rows[0]?.xmin ?? '0', 0n);
+  logHead(): Promise<string> {
+    return this.log.logHead();
   }
 
-  /**
-   * Entries in (xid, seq) order, only of transactions older than the oldest one still running:
-   * no transaction can commit an entry before those any more, so a reader never passes a position
-   * an entry later appears behind. A transaction that stays open (an application's, holding an
-   * enqueue) holds back every watcher until it ends. The filter is applied in the query: entries
-   * that do not match come back as positions only.
-   */
-  async readLog(after: string, limit: number, filter: LogFilter): Promise<LogPage> {
-    const [xid, seq] = parsePosition(after, LOG_FORMAT, this.logId, 2) as [bigint, bigint];
-    const { rows } = await this.ctx.query<{
-      pruned_xid: string;
-      pruned_seq: string;
-      xid: string | null;
-      seq: string | null;
-      entry: Buffer | null;
-    }>(
-      `SELECT m.pruned_xid::text AS pruned_xid, m.pruned_seq::text AS pruned_seq, r.xid::text AS xid,
-         r.seq::text AS seq, r.entry
-       FROM ${this.t}.job_transitions_meta m LEFT JOIN LATERAL (
-         SELECT t.xid, t.seq, CASE WHEN ($4::bytea IS NULL OR t.scope = $4) AND starts_with(t.kind, $5)
-             AND ($6::uuid IS NULL OR t.job_id = $6) THEN t.entry END AS entry
-         FROM ${this.t}.job_transitions t
-         WHERE (t.xid, t.seq) > ($1::text::xid8, $2::bigint) AND t.xid < pg_snapshot_xmin(pg_current_snapshot())
-         ORDER BY t.xid, t.seq LIMIT $3
-       ) r ON true WHERE m.id = 1 ORDER BY r.xid, r.seq`,
-      [
-        xid.toString(),
-        seq.toString(),
-        limit,
-        filter.scope.type === 'any' ? null : scopeBytes(filter.scope),
-        filter.kindPrefix,
-        filter.jobId,
-      ],
-    );
-    const first = rows[0];
-    if (first !== undefined && compareXidSeq([xid, seq], [BigInt(first.pruned_xid), BigInt(first.pruned_seq)]) < 0) {
-      throw positionPruned();
-    }
-    const entries: LogEntry[] = [];
-    let position = after;
-    for (const row of rows) {
-      if (row.xid === null || row.seq === null) continue;
-      position = this.position(row.xid, row.seq);
-      if (row.entry === null) continue;
-      const job = this.ctx.decode({ job_id: `log ${row.xid}.${row.seq}`, record: row.entry });
-      if (job !== null && logMatches(job, filter)) entries.push({ position, seq: Number(row.seq), job });
-    }
-    return { entries, position };
+  /** Entries in (xid, seq) order, of transactions older than the oldest one running (`TransitionsLog.readLog`). */
+  readLog(after: string, limit: number, filter: LogFilter): Promise<LogPage> {
+    return this.log.readLog(after, limit, filter);
   }
 
-  /**
-   * Delete the oldest readable entries past retention, in log order, and move the pruned mark to
-   * the last, in one transaction: a reader behind the mark is told, one past it missed nothing.
-   * The count bound reads the sequence: `seq` values taken and rolled back count too, so it
-   * errs on keeping fewer.
-   */
-  async pruneLog(params: LogPruneParams): Promise<number> {
-    const { rows } = await this.ctx.query<{ xid: string; seq: string; at: string; last: string }>(
-      `SELECT xid::text AS xid, seq::text AS seq, at::text AS at,
-         (SELECT last_value FROM ${this.t}.job_transitions_seq)::text AS last
-       FROM ${this.t}.job_transitions WHERE xid < pg_snapshot_xmin(pg_current_snapshot())
-       ORDER BY xid, seq LIMIT $1`,
-      [params.limit],
-    );
-    let doomed: { xid: string; seq: string } | null = null;
-    let count = 0;
-    for (const row of rows) {
-      if (!logEntryExpired(Number(row.at), Number(row.last) - Number(row.seq), params)) break;
-      doomed = row;
-      count++;
-    }
-    if (doomed === null) return 0;
-    const last = doomed;
-    await this.ctx
-      .retrying(() =>
-        this.ctx.tx(async (db) => {
-          await db.query(`DELETE FROM ${this.t}.job_transitions WHERE (xid, seq) <= ($1::text::xid8, $2::bigint)`, [
-            last.xid,
-            last.seq,
-          ]);
-          await db.query(
-            `UPDATE ${this.t}.job_transitions_meta SET pruned_xid = $1::text::xid8, pruned_seq = $2::bigint
-           WHERE id = 1 AND (pruned_xid, pruned_seq) < ($1::text::xid8, $2::bigint)`,
-            [last.xid, last.seq],
-          );
-        }),
-      )
-      .catch((error: unknown) => {
-        // Landed or not, the next pass settles it.
-        if (!(error instanceof InDoubt)) throw error;
-      });
-    return count;
+  /** Delete the oldest readable entries past retention, and move the pruned mark (`TransitionsLog.pruneLog`). */
+  pruneLog(params: LogPruneParams): Promise<number> {
+    return this.log.pruneLog(params);
   }
 
   async close(): Promise<void> {
@@ -878,11 +372,4 @@ export class PostgresJobStore implements JobStore {
     );
     await Promise.all([listener?.end().catch(() => undefined), this.pool.end()]);
   }
-}
-
-/** A PostgreSQL store's log position: `p1.<store id>.<xid>.<seq>`. */
-const LOG_FORMAT = 'p1';
-
-function compareXidSeq(a: readonly [bigint, bigint], b: readonly [bigint, bigint]): number {
-  return a[0] !== b[0] ? (a[0] < b[0] ? -1 : 1) : a[1] === b[1] ? 0 : a[1] < b[1] ? -1 : 1;
 }
