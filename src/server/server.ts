@@ -42,6 +42,7 @@ import {
 } from '../gen/telha/v1/queue_pb.ts';
 import { CallFailed, createQueueService, type CallContext, type QueueServiceHandlers } from './service.ts';
 import { describeError, type WireStatus } from './status.ts';
+import type { WatchStream } from './watch.ts';
 import { startHttpServer, type RunningHttp } from '../http/server.ts';
 import { Telemetry, type CallObserver } from '../http/telemetry.ts';
 
@@ -319,35 +320,48 @@ function adaptWatch(
   calls: CallObserver,
 ): grpc.handleServerStreamingCall<Decoded<WatchRequest>, WatchResponse> {
   return (call) => {
-    const { authorization, signal, ending } = streamCall(call, 'watch', calls);
+    const opened = streamCall(call, 'watch', calls);
     if (call.request instanceof UndecodableRequest) {
       const status = describeError(call.request.error, logger, { method: 'watch' });
-      ending(status.code);
+      opened.ending(status.code);
       call.emit('error', serviceError(status));
       return;
     }
-    service.watch(call.request, {
-      authorization,
-      signal,
-      send: (message) => call.write(create(WatchResponseSchema, message)),
-      drained: () =>
-        new Promise<void>((resolve) => {
-          const done = (): void => {
-            call.off('drain', done);
-            signal.removeEventListener('abort', done);
-            resolve();
-          };
-          call.once('drain', done);
-          signal.addEventListener('abort', done, { once: true });
-        }),
-      end: () => {
-        ending(Status.OK);
-        call.end();
-      },
-      fail: (status, resumeToken) => {
-        ending(status.code);
-        call.emit('error', serviceError(status, resumeToken));
-      },
-    });
+    service.watch(call.request, grpcWatchStream(call, opened));
+  };
+}
+
+/**
+ * grpc-js's server stream as the transport a watch writes to: `opened` is what `streamCall` gives
+ * the stream (its caller's credentials, a signal for a call that went away, and `ending`, which
+ * counts its status).
+ */
+export function grpcWatchStream(
+  call: grpc.ServerWritableStream<unknown, WatchResponse>,
+  opened: { authorization: string | null; signal: AbortSignal; ending: (code: Status) => void },
+): WatchStream {
+  const { authorization, signal, ending } = opened;
+  return {
+    authorization,
+    signal,
+    send: (message) => call.write(create(WatchResponseSchema, message)),
+    drained: () =>
+      new Promise<void>((resolve) => {
+        const done = (): void => {
+          call.off('drain', done);
+          signal.removeEventListener('abort', done);
+          resolve();
+        };
+        call.once('drain', done);
+        signal.addEventListener('abort', done, { once: true });
+      }),
+    end: () => {
+      ending(Status.OK);
+      call.end();
+    },
+    fail: (status, resumeToken) => {
+      ending(status.code);
+      call.emit('error', serviceError(status, resumeToken));
+    },
   };
 }
