@@ -344,16 +344,18 @@ export function grpcWatchStream(
   return {
     authorization,
     signal,
-    send: (message) => call.write(create(WatchResponseSchema, message)),
-    drained: () =>
+    // One message at a time, each written once grpc-js has passed the last to HTTP/2 (its write
+    // callback): grpc-js's stream accepts 16 messages before write() returns false, and a watch
+    // message holds up to 500 events, so a watcher that stopped reading held 16 batches of them
+    // (500 such watchers took a 768 MiB heap down: bench/RESULTS.md, unread Watch streams).
+    send: (message) =>
       new Promise<void>((resolve) => {
         const done = (): void => {
-          call.off('drain', done);
           signal.removeEventListener('abort', done);
           resolve();
         };
-        call.once('drain', done);
         signal.addEventListener('abort', done, { once: true });
+        call.write(create(WatchResponseSchema, message), done);
       }),
     end: () => {
       ending(Status.OK);
