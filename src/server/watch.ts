@@ -56,6 +56,8 @@ export interface WatchDeps {
   readonly shutdown: AbortSignal;
   /** Counts the stream as one parked call (`server.max_parked_calls`). Returns the release. */
   admit(): () => void;
+  /** Counts the stream as one of its caller's (`watch.max_streams_per_principal`). Returns the release. */
+  admitOwn(principal: Principal): () => void;
   toWire(job: JobRecord): Job;
 }
 
@@ -70,6 +72,7 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
   const { feed } = deps;
   let principal: Principal | null = null;
   let release: (() => void) | null = null;
+  let releaseOwn: (() => void) | null = null;
   /** Where this watcher resumes: the position after the last entry read for it. */
   let position: string | null = null;
   /** Aborted when the stream ends, for whatever reason: stops following the log. */
@@ -92,6 +95,7 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
     ended = true;
     stop.abort();
     release?.();
+    releaseOwn?.();
     endedNow();
     if (stream.signal.aborted) return;
     if (status === null) stream.end();
@@ -103,6 +107,7 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
     release = deps.admit();
     principal = deps.auth.authenticate(stream.authorization);
     requirePermission(principal, 'watch');
+    releaseOwn = deps.admitOwn(principal);
     const scope = resolveScope(principal, scopeFromWire(request.scope), true);
     const jobId = request.jobId === '' ? null : checkJobId(request.jobId);
     // A job outside the caller's scope reads as not found, as Show has it.

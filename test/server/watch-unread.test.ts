@@ -1,12 +1,16 @@
 /**
  * Watchers that do not read: what the server holds for them stays one batch
- * however many events happen.
+ * however many events happen, and how many streams one caller may hold open
+ * is capped (`watch.max_streams_per_principal`).
  */
 import assert from 'node:assert/strict';
 import { connect } from 'node:http2';
 import { after, before, describe, it } from 'node:test';
 import { create, toBinary } from '@bufbuild/protobuf';
 import * as grpc from '@grpc/grpc-js';
+import { TelhaClient } from '../../src/client/client.ts';
+import type { WatchEvent } from '../../src/client/watch.ts';
+import { ErrorCode, type TelhaError } from '../../src/core/errors.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { tenantScope, type NewJob } from '../../src/core/types.ts';
 import { WatchRequestSchema, type WatchRequest, type WatchResponse } from '../../src/gen/telha/v1/queue_pb.ts';
@@ -123,5 +127,70 @@ describe('a Watch stream whose caller does not read', () => {
     } finally {
       session.destroy();
     }
+  });
+});
+
+/** Open a watch and resolve once the server has opened it; `done` settles when `stop` ends it. */
+async function openWatch(client: TelhaClient, stop: AbortSignal): Promise<{ done: Promise<WatchEvent[]> }> {
+  const opened = deferred();
+  const seen: WatchEvent[] = [];
+  const done = (async () => {
+    for await (const event of client.watch({ signal: stop, onOpen: () => opened.resolve() })) seen.push(event);
+    return seen;
+  })();
+  done.catch(() => undefined);
+  await Promise.race([opened.promise, done]);
+  return { done };
+}
+
+/** Try to open a watch: `opened` (and closed again at once), or the error it was refused with. */
+async function tryWatch(client: TelhaClient): Promise<TelhaError | 'opened'> {
+  const stop = new AbortController();
+  try {
+    for await (const event of client.watch({ signal: stop.signal, onOpen: () => stop.abort() })) void event;
+    return 'opened';
+  } catch (error) {
+    return error as TelhaError;
+  }
+}
+
+describe('Watch streams per principal', () => {
+  const TOKENS = { acme: 'acme-token-0123456789', globex: 'globex-token-0123456789' };
+  let server: TestServer;
+  let acmeClient: TelhaClient;
+  let globexClient: TelhaClient;
+  before(async () => {
+    const tokens = Object.entries(TOKENS).map(([tenant, token]) => ({ token, role: 'tenant', tenant }));
+    server = await startTestServer({ server: { http_address: '', tokens }, watch: { max_streams_per_principal: 3 } });
+    acmeClient = new TelhaClient({ address: server.address, token: TOKENS.acme });
+    globexClient = new TelhaClient({ address: server.address, token: TOKENS.globex });
+  });
+  after(async () => {
+    acmeClient.close();
+    globexClient.close();
+    await server.close();
+  });
+
+  it('refuses a principal its fourth stream with RESOURCE_EXHAUSTED, serves another, and frees a closed slot', async () => {
+    const stops = Array.from({ length: 3 }, () => new AbortController());
+    const streams = await Promise.all(stops.map((stop) => openWatch(acmeClient, stop.signal)));
+    const refused = await tryWatch(acmeClient);
+    assert.ok(refused !== 'opened', 'a fourth stream of acme is refused');
+    assert.equal(refused.code, ErrorCode.ResourceExhausted);
+    assert.match(refused.message, /over 3 open Watch streams for tenant:acme \(watch\.max_streams_per_principal\)/);
+
+    // Another principal has slots of its own.
+    const globexStops = Array.from({ length: 3 }, () => new AbortController());
+    const globexStreams = await Promise.all(globexStops.map((stop) => openWatch(globexClient, stop.signal)));
+
+    // Closing one of acme's streams gives its slot back: a call on the same connection after the
+    // cancel is answered only once the server has read the cancel before it.
+    stops[0]?.abort();
+    await streams[0]?.done;
+    await acmeClient.counts(acme);
+    assert.equal(await tryWatch(acmeClient), 'opened');
+
+    for (const stop of [...stops, ...globexStops]) stop.abort();
+    await Promise.all([...streams, ...globexStreams].map((stream) => stream.done));
   });
 });
