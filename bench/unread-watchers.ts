@@ -26,7 +26,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { TelhaClient, tenantScope } from 'telha/client';
-import { envNumber, fmt, percentile, sleep, startServer } from './support.ts';
+import { envNumber, fmt, percentile, settlesWithin, sleep, startServer } from './support.ts';
 
 const WATCHERS = envNumber('BENCH_WATCHERS', 500);
 const JOBS = envNumber('BENCH_JOBS', 20_000);
@@ -117,7 +117,9 @@ try {
   const done = new AbortController();
   const sampling = (async () => {
     while (!done.signal.aborted && crashed === null) {
-      peak = Math.max(peak, memoryOf(server.pid)?.rss ?? NaN);
+      // NaN once the process has exited and is not yet reaped (its status has no VmRSS).
+      const rss = memoryOf(server.pid)?.rss ?? NaN;
+      if (Number.isFinite(rss)) peak = Math.max(peak, rss);
       await sleep(100);
     }
   })();
@@ -149,6 +151,8 @@ try {
     }),
   );
   const elapsed = (performance.now() - started) / 1000;
+  // Enqueues stopped short: the server is going down, or refused them; tell which.
+  if (enqueueMs.length < JOBS) await settlesWithin(server.exited, 10_000);
   done.abort();
   await Promise.all([sampling, counting]);
   const after = memoryOf(server.pid);
