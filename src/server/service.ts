@@ -569,16 +569,16 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
 class CallBudget {
   private held = 0;
 
-  /** Calls admitted and not yet released. */
-  get open(): number {
-    return this.held;
-  }
-
   constructor(
     private readonly limit: number,
     private readonly what: string,
     private readonly key: string,
   ) {}
+
+  /** Calls admitted and not yet released. */
+  get open(): number {
+    return this.held;
+  }
 
   /** Count one more call; RESOURCE_EXHAUSTED, naming the budget's key, over the limit. Returns its release. */
   admit(): () => void {

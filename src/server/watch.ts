@@ -27,8 +27,8 @@ import { describeError, type WireStatus } from './status.ts';
 /**
  * Events per message (about 14 KB of them). A grpc-js client takes 16 messages into its buffers
  * before its reader asks for any, so this also sets the server's work for a watcher that never
- * reads: 500 watchers each took 16 messages of 500 events, and 20,000 enqueues beside them took
- * 139 s against 58 s at 100 (bench/RESULTS.md, unread Watch streams).
+ * reads: with 500 events a message, 500 such watchers and 20,000 enqueues beside them took 139 s,
+ * against 58 s at 100 (bench/RESULTS.md, unread Watch streams).
  */
 const BATCH_EVENTS = 100;
 
