@@ -1,6 +1,7 @@
 """Telha's Python SDK: an asyncio client, a worker and typed tasks over Telha's gRPC API."""
 
 from .client import DEFAULT_ADDRESS, Client, jobs_of
+from .sync import SyncClient
 from .errors import (
     CorruptRecord,
     FailedPrecondition,
@@ -59,6 +60,7 @@ __all__ = [
     "ResourceExhausted",
     "Schedule",
     "Scope",
+    "SyncClient",
     "TelhaError",
     "Unauthenticated",
     "Unavailable",

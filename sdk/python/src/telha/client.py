@@ -23,6 +23,7 @@ from .errors import (
     Unavailable,
     from_outcome,
     from_rpc_error,
+    headers_of,
 )
 from .types import (
     CountRow,
@@ -422,7 +423,7 @@ class Client:
                 return
             except grpc.aio.AioRpcError as raw:
                 code = raw.code()
-                trailers = dict(raw.trailing_metadata() or ())
+                trailers = headers_of(raw.trailing_metadata())
                 resumable = code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED) or (
                     code == grpc.StatusCode.RESOURCE_EXHAUSTED and RESUME_TOKEN_HEADER in trailers
                 )
@@ -500,12 +501,18 @@ class _ResultFollower:
                     future.set_result(outcome)
 
     async def _follow(self, opened: asyncio.Future[None]) -> None:
+        lost_place = False
         try:
             while True:
                 try:
                     async for response in self._client._watch_responses():
                         if not opened.done():
                             opened.set_result(None)
+                        if lost_place:
+                            # Open again from now: what happened while we had no place is read from the jobs.
+                            lost_place = False
+                            for job_id in list(self._waiters):
+                                self._settle(await self._client.show(job_id))
                         for event in response.events:
                             if event.job.job_id not in self._waiters:
                                 continue
@@ -519,13 +526,12 @@ class _ResultFollower:
                     if not opened.done():
                         opened.set_exception(error)
                         return
-                    # The server no longer holds what followed our token: watch afresh and read every awaited job.
-                    log.info("result watch lost its place (%s); reading awaited jobs again", error.code)
-                    for job_id in list(self._waiters):
-                        self._settle(await self._client.show(job_id))
+                    # The server no longer holds what followed our token (FAILED_PRECONDITION): watch afresh.
+                    log.info("result watch lost its place (%s); watching again", error.code)
+                    lost_place = True
         except asyncio.CancelledError:
             raise
-        except BaseException as error:  # pragma: no cover - reported to every waiter
+        except BaseException as error:  # reported to every waiter
             for waiting in self._waiters.values():
                 for future in waiting:
                     if not future.done():

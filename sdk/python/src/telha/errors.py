@@ -139,11 +139,15 @@ _STATUS_BY_NUMBER: Mapping[int, grpc.StatusCode] = {code.value[0]: code for code
 Metadata = Union[Mapping[str, str], Iterable[tuple[str, Union[str, bytes]]], None]
 
 
-def _headers(metadata: Metadata) -> dict[str, str]:
+def headers_of(metadata: Metadata) -> dict[str, str]:
     if metadata is None:
         return {}
-    items = metadata.items() if isinstance(metadata, Mapping) else metadata
-    return {key: value.decode() if isinstance(value, bytes) else value for key, value in items}
+    # grpc.aio.Metadata iterates as (key, value) pairs; a plain dict as keys.
+    items = metadata.items() if isinstance(metadata, dict) else metadata
+    headers: dict[str, str] = {}
+    for key, value in items:
+        headers.setdefault(key, value.decode() if isinstance(value, bytes) else value)
+    return headers
 
 
 def _reason(value: Optional[str]) -> LeaseConflictReason:
@@ -155,7 +159,7 @@ def _reason(value: Optional[str]) -> LeaseConflictReason:
 
 def from_status(status: grpc.StatusCode, details: str, metadata: Metadata = None) -> TelhaError:
     """The error a gRPC status and its trailing metadata stand for."""
-    headers = _headers(metadata)
+    headers = headers_of(metadata)
     cls = _BY_STATUS.get(status, Internal)
     if cls is LeaseConflict:
         message = details
