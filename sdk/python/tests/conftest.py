@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
@@ -9,7 +10,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -138,3 +139,21 @@ async def client(server: TelhaServer) -> AsyncIterator[Client]:
 def kind(request: pytest.FixtureRequest) -> str:
     """A kind no other test uses, so tests sharing the server never see each other's jobs."""
     return "py." + request.node.name.replace("[", ".").replace("]", "").replace("_", "-")[:200]
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 60.0) -> None:
+    """Poll ``check`` until true. Only for state another process holds (the server's) that no stream
+    reports; anything this process does, wait on its signal instead."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def signalled(event: asyncio.Event, what: str, timeout: float = 60.0) -> None:
+    """Wait for ``event``, failing (not hanging) if it never comes."""
+    try:
+        await asyncio.wait_for(event.wait(), timeout)
+    except asyncio.TimeoutError:
+        raise AssertionError(f"timed out waiting for {what}") from None

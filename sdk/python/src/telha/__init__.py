@@ -2,6 +2,8 @@
 
 from .client import DEFAULT_ADDRESS, Client, jobs_of
 from .sync import SyncClient
+from .tasks import Task, task
+from .worker import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobContext, SyncJobContext, Worker
 from .errors import (
     CorruptRecord,
     FailedPrecondition,
@@ -35,6 +37,15 @@ from .types import (
 )
 
 __all__ = [
+    "CANCELLED",
+    "LEASE_LOST",
+    "SHUTDOWN",
+    "TIMEOUT",
+    "JobContext",
+    "SyncJobContext",
+    "Task",
+    "Worker",
+    "task",
     "DEFAULT_ADDRESS",
     "SYSTEM",
     "Client",
