@@ -85,7 +85,10 @@ def _typed(hint: Any, value: Any, where: str) -> Any:
         options = typing.get_args(hint)
         if value is None and type(None) in options:
             return None
-        for option in options:
+        present = [option for option in options if option is not type(None)]
+        if len(present) == 1:
+            return _typed(present[0], value, where)
+        for option in present:
             try:
                 return _typed(option, value, where)
             except InvalidArgument:
