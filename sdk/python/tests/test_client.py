@@ -197,12 +197,10 @@ async def test_every_result_waiter_of_a_client_shares_one_watch_stream(
 
 
 async def test_watch_yields_transitions_in_order_for_a_kind(client: Client, kind: str) -> None:
-    events = client.watch(kind_prefix=kind)
-    first = asyncio.ensure_future(events.__anext__())
-    job = (await client.enqueue(kind, scope="acme")).job
-    await client.cancel(job.job_id)
-    seen = [await first, await events.__anext__()]
-    await events.aclose()
+    async with client.watch(kind_prefix=kind) as events:
+        job = (await client.enqueue(kind, scope="acme")).job
+        await client.cancel(job.job_id)
+        seen = [await events.__anext__(), await events.__anext__()]
     assert [(e.transition, e.job.job_id) for e in seen] == [("enqueued", job.job_id), ("cancelled", job.job_id)]
 
 
@@ -211,9 +209,9 @@ async def test_watch_resumes_across_a_server_restart_with_none_missing_or_repeat
 ) -> None:
     async with Client(own_server.address, token=OPERATOR) as operator:
         events = operator.watch(kind_prefix=kind)
-        first = asyncio.ensure_future(events.__anext__())
+        await events.open()
         before = [(await operator.enqueue(kind, i, scope="acme")).job.job_id for i in range(3)]
-        seen = [(await first).job.job_id] + [(await events.__anext__()).job.job_id for _ in range(2)]
+        seen = [(await events.__anext__()).job.job_id for _ in range(3)]
         assert seen == before
         # The server goes away mid-watch and comes back on the same store: the iterator resumes by itself.
         resumed = asyncio.ensure_future(events.__anext__())
@@ -225,11 +223,9 @@ async def test_watch_resumes_across_a_server_restart_with_none_missing_or_repeat
 
 
 async def test_watch_continues_after_a_token_from_an_earlier_watch(client: Client, kind: str) -> None:
-    events = client.watch(kind_prefix=kind)
-    first = asyncio.ensure_future(events.__anext__())
-    one = (await client.enqueue(kind, 1, scope="acme")).job
-    token = (await first).resume_token
-    await events.aclose()
+    async with client.watch(kind_prefix=kind) as events:
+        one = (await client.enqueue(kind, 1, scope="acme")).job
+        token = (await events.__anext__()).resume_token
     two = (await client.enqueue(kind, 2, scope="acme")).job
     later = client.watch(kind_prefix=kind, resume_token=token)
     assert (await later.__anext__()).job.job_id == two.job_id != one.job_id

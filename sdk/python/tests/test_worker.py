@@ -249,9 +249,8 @@ async def test_a_late_completion_after_a_reap_raises_lease_conflict_and_changes_
         return pb.Fence(job_id=job.job_id, worker_id=worker_id, lease_generation=job.lease_generation)
 
     events = client.watch(kind_prefix=kind)
-    opened = asyncio.ensure_future(events.__anext__())
+    await events.open()
     job = (await client.enqueue(kind, scope="acme")).job
-    await opened
     stale = await lease("worker-a")
     # worker-a goes quiet: its lease expires and the reaper takes the job back.
     async for event in events:

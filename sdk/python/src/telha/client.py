@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, Optional, TypeVar, Union
 
 import grpc
@@ -377,30 +378,23 @@ class Client:
 
     # Watching
 
-    async def watch(
+    def watch(
         self,
         *,
         scope: ScopeLike = None,
         kind_prefix: str = "",
         job_id: str = "",
         resume_token: Optional[str] = None,
-    ) -> AsyncIterator[WatchEvent]:
-        """The transitions of jobs as the server commits them. When the server goes away (a restart, a
-        dropped connection) it waits for it and resumes after the last event seen: none missed, none
-        repeated. Pass an event's ``resume_token`` to continue a watch later. A token the server no longer
-        holds the events after raises ``FailedPrecondition``: read the jobs, then watch again without one."""
-        async for response in self._watch_responses(
-            scope=scope, kind_prefix=kind_prefix, job_id=job_id, resume_token=resume_token
-        ):
-            for event in response.events:
-                yield WatchEvent(
-                    sequence=event.sequence,
-                    transition=event.transition,
-                    detail=event.detail if event.HasField("detail") else None,
-                    at_us=event.at_us,
-                    job=Job.from_wire(event.job),
-                    resume_token=event.resume_token,
-                )
+    ) -> "Watch":
+        """The transitions of jobs as the server commits them, as an async iterator (``async for event in
+        client.watch(...)``); ``await watch.open()`` first to know every later transition is seen. When the
+        server goes away (a restart, a dropped connection) it waits for it and resumes after the last event
+        seen: none missed, none repeated. Pass an event's ``resume_token`` to continue a watch later. A token
+        the server no longer holds the events after raises ``FailedPrecondition``: read the jobs, then watch
+        again without one."""
+        return Watch(
+            self._watch_responses(scope=scope, kind_prefix=kind_prefix, job_id=job_id, resume_token=resume_token)
+        )
 
     async def _watch_responses(
         self,
@@ -445,6 +439,57 @@ class Client:
             return await asyncio.wait_for(self._results.wait(job_id), timeout)
         except asyncio.TimeoutError:
             raise Unavailable(f"job {job_id} has no outcome after {timeout} s") from None
+
+
+class Watch:
+    """An open (or opening) Watch: an async iterator of ``WatchEvent`` and an async context manager."""
+
+    def __init__(self, responses: AsyncGenerator[pb.WatchResponse, None]) -> None:
+        self._responses = responses
+        self._events: deque[WatchEvent] = deque()
+        self._opened_at: Optional[str] = None
+
+    async def open(self) -> str:
+        """Wait until the server has opened the watch: every transition committed after this returns is
+        seen. Returns the token it delivers from."""
+        if self._opened_at is None:
+            self._take(await self._responses.__anext__())
+        assert self._opened_at is not None
+        return self._opened_at
+
+    def _take(self, response: pb.WatchResponse) -> None:
+        if self._opened_at is None:
+            self._opened_at = response.resume_token
+        for event in response.events:
+            self._events.append(
+                WatchEvent(
+                    sequence=event.sequence,
+                    transition=event.transition,
+                    detail=event.detail if event.HasField("detail") else None,
+                    at_us=event.at_us,
+                    job=Job.from_wire(event.job),
+                    resume_token=event.resume_token,
+                )
+            )
+
+    def __aiter__(self) -> "Watch":
+        return self
+
+    async def __anext__(self) -> WatchEvent:
+        while not self._events:
+            self._take(await self._responses.__anext__())
+        return self._events.popleft()
+
+    async def aclose(self) -> None:
+        """End the watch (its stream is cancelled)."""
+        await self._responses.aclose()
+
+    async def __aenter__(self) -> "Watch":
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
 
 class _ResultFollower:
