@@ -5,7 +5,7 @@
  */
 import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
-import { ErrorCode, TelhaError } from '../../core/errors.ts';
+import { DiskFullError, ErrorCode, TelhaError } from '../../core/errors.ts';
 import { WriteThread } from './write-thread.ts';
 
 const require = createRequire(import.meta.url);
@@ -138,7 +138,7 @@ export class RocksDatabase {
       // 150 (bench/RESULTS.md), more than the halved bytes saved, even under `fsync`.
       await db.open({ columns, createIfMissing: true, walCompression: false });
     } catch (error) {
-      throw lockedStore(location, error) ?? error;
+      throw lockedStore(location, error) ?? openOnFullDisk(location, error) ?? error;
     }
     return new RocksDatabase(db, location, Object.keys(columns));
   }
@@ -162,6 +162,8 @@ export class RocksDatabase {
         else batch._put(op.key, op.value, { column: op.column });
       }
       batch._writeSync({ sync });
+    } catch (error) {
+      throw writeOnFullDisk(this.location, error) ?? error;
     } finally {
       batch._closeSync();
     }
@@ -190,7 +192,9 @@ export class RocksDatabase {
    */
   writeBatch(ops: readonly WriteOp[], sync: boolean): Promise<void> | void {
     if (this.thread === null || ops.length < this.threadMinOps) return this.write(ops, sync);
-    return this.thread.write(ops, sync);
+    return this.thread.write(ops, sync).catch((error: unknown) => {
+      throw writeOnFullDisk(this.location, error) ?? error;
+    });
   }
 
   /**
@@ -255,7 +259,11 @@ export class RocksDatabase {
     return this.db.getProperty(name);
   }
 
-  /** Close the store; nothing may be writing (group commit drained). */
+  /**
+   * Close the store; nothing may be writing (group commit drained). After a failed write the
+   * binding may reject ("Database is not closed": RocksDB's close reports the error it saw),
+   * yet it has let go of the store: it drops its RocksDB, and with it the `LOCK`, either way.
+   */
   async close(): Promise<void> {
     await this.thread?.close();
     this.thread = null;
@@ -279,5 +287,33 @@ function lockedStore(location: string, error: unknown): TelhaError | null {
     ErrorCode.FailedPrecondition,
     `the store at ${dir} ${holder} (RocksDB holds ${join(dir, 'LOCK')}); ${remedy} or point storage.path elsewhere`,
     { cause: error },
+  );
+}
+
+/** How RocksDB words ENOSPC, in a write's error or, when a background flush hit it, every write's after. */
+const NO_SPACE = 'No space left on device';
+
+/** A write RocksDB refused for want of space, as the store reports it; `null` for any other failure. */
+function writeOnFullDisk(location: string, error: unknown): DiskFullError | null {
+  if (!String((error as { message?: unknown } | null)?.message).includes(NO_SPACE)) return null;
+  return new DiskFullError(
+    resolve(location),
+    'writes are refused until space is freed on it, and resume by themselves then',
+    error,
+  );
+}
+
+/**
+ * An open RocksDB refused for want of space: replaying the write-ahead log writes its contents to
+ * new table files, and a new log is made. The binding reports it as "Database is not open", with
+ * the I/O error in its cause.
+ */
+function openOnFullDisk(location: string, error: unknown): DiskFullError | null {
+  const cause = (error as { cause?: { message?: unknown } } | null)?.cause;
+  if (!String(cause?.message).includes(NO_SPACE)) return null;
+  return new DiskFullError(
+    resolve(location),
+    `RocksDB cannot open it (${String(cause?.message)}); free space on that disk and start again`,
+    error,
   );
 }
