@@ -193,6 +193,7 @@ export class ReopeningRocksStore implements JobStore {
           );
         });
       }
+      const started = performance.now();
       try {
         this.store = await RocksJobStore.open(this.options);
       } catch (error) {
@@ -205,7 +206,8 @@ export class ReopeningRocksStore implements JobStore {
       }
       this.open = true;
       this.stopped = null;
-      this.logger.warn({ path: this.path }, 'space is back on the disk holding the store: writes resumed');
+      const reopenMs = Math.round(performance.now() - started);
+      this.logger.warn({ path: this.path, reopenMs }, 'space is back on the disk holding the store: writes resumed');
       this.resumed?.resolve();
       this.resumed = null;
     })().finally(() => {
