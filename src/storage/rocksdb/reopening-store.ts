@@ -115,7 +115,7 @@ export class ReopeningRocksStore implements JobStore {
   /** `call` on the open store, once any reopen is over; a full disk it reports stops writes. */
   private run<T>(call: (store: RocksJobStore) => Promise<T>): Promise<T> {
     if (this.reopening !== null) return this.reopening.then(() => this.run(call));
-    if (!this.open) return Promise.reject(this.stopped ?? storeClosed());
+    if (!this.open) return Promise.reject(this.closed ? storeClosed() : (this.stopped ?? storeClosed()));
     this.calls++;
     let result: Promise<T>;
     try {
