@@ -159,23 +159,43 @@ describe('a full disk under the server', () => {
     await queue.close();
     const filler = fillDisk(disk, 0);
     try {
-      const { stderr } = await exec(
-        process.execPath,
-        ['--import', 'tsx', CLI, 'serve', '--data', path, '--listen', `127.0.0.1:${await freePort()}`],
-        { env: { ...process.env, TELHA_LOG_LEVEL: 'silent', TELHA_SERVER__HTTP_ADDRESS: '127.0.0.1:0' } },
-      ).then(
-        () => assert.fail('telha serve started on a full disk'),
-        (error: { code: number; stderr: string }) => {
-          assert.equal(error.code, 1);
-          return error;
-        },
-      );
       assert.match(
-        stderr,
+        await serveFails(path),
         new RegExp(`^error: resource_exhausted: the disk holding the store at ${path} is full`, 'm'),
       );
     } finally {
       rmSync(filler);
     }
   });
+
+  it('says the disk is full when telha serve cannot make the store directory on one', async () => {
+    // Out of inodes: the root directory and one file take the two there are.
+    const full = mountSmallDisk('1m,nr_inodes=2');
+    try {
+      writeFileSync(join(full, 'filler'), '');
+      const path = join(full, 'store');
+      assert.match(
+        await serveFails(path),
+        new RegExp(`^error: resource_exhausted: the disk holding the store at ${path} is full`, 'm'),
+      );
+    } finally {
+      unmount(full);
+    }
+  });
 });
+
+/** `telha serve` on the store at `path`, which must exit 1: what it wrote to stderr. */
+async function serveFails(path: string): Promise<string> {
+  const serve = exec(
+    process.execPath,
+    ['--import', 'tsx', CLI, 'serve', '--data', path, '--listen', `127.0.0.1:${await freePort()}`],
+    { env: { ...process.env, TELHA_LOG_LEVEL: 'silent', TELHA_SERVER__HTTP_ADDRESS: '127.0.0.1:0' } },
+  );
+  return serve.then(
+    () => assert.fail('telha serve started on a full disk'),
+    (error: { code: number; stderr: string }) => {
+      assert.equal(error.code, 1);
+      return error.stderr;
+    },
+  );
+}

@@ -4,7 +4,8 @@
  * reads and bounded range scans. Nothing queue-specific lives here.
  */
 import { createRequire } from 'node:module';
-import { join, resolve } from 'node:path';
+import { statfs } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { DiskFullError, ErrorCode, TelhaError } from '../../core/errors.ts';
 import { WriteThread } from './write-thread.ts';
 
@@ -138,7 +139,7 @@ export class RocksDatabase {
       // 150 (bench/RESULTS.md), more than the halved bytes saved, even under `fsync`.
       await db.open({ columns, createIfMissing: true, walCompression: false });
     } catch (error) {
-      throw lockedStore(location, error) ?? openOnFullDisk(location, error) ?? error;
+      throw lockedStore(location, error) ?? (await openOnFullDisk(location, error)) ?? error;
     }
     return new RocksDatabase(db, location, Object.keys(columns));
   }
@@ -290,12 +291,26 @@ function lockedStore(location: string, error: unknown): TelhaError | null {
   );
 }
 
-/** How RocksDB words ENOSPC, in a write's error or, when a background flush hit it, every write's after. */
-const NO_SPACE = 'No space left on device';
+/**
+ * How ENOSPC reads: RocksDB's "IO error: No space left on device: ..." in a write's error (or, when
+ * a background flush hit it, every write's after), Node's "ENOSPC: no space left on device, mkdir"
+ * when the binding makes the store's directory.
+ */
+const NO_SPACE = /no space left on device/i;
+
+/** The message saying the disk has no space left, in `error` or an error it wraps; `null` without one. */
+function noSpaceMessage(error: unknown): string | null {
+  let at = error as { message?: unknown; cause?: unknown } | null | undefined;
+  for (let depth = 0; at !== null && at !== undefined && depth < 4; depth++) {
+    if (typeof at.message === 'string' && NO_SPACE.test(at.message)) return at.message;
+    at = at.cause as typeof at;
+  }
+  return null;
+}
 
 /** A write RocksDB refused for want of space, as the store reports it; `null` for any other failure. */
 function writeOnFullDisk(location: string, error: unknown): DiskFullError | null {
-  if (!String((error as { message?: unknown } | null)?.message).includes(NO_SPACE)) return null;
+  if (noSpaceMessage(error) === null) return null;
   return new DiskFullError(
     resolve(location),
     'writes are refused until space is freed on it, and resume by themselves then',
@@ -306,14 +321,30 @@ function writeOnFullDisk(location: string, error: unknown): DiskFullError | null
 /**
  * An open RocksDB refused for want of space: replaying the write-ahead log writes its contents to
  * new table files, and a new log is made. The binding reports it as "Database is not open", with
- * the I/O error in its cause.
+ * the I/O error in its cause; or, when the store's directory could not be made, with Node's
+ * recursive `mkdir` error, which on a full disk can read ENOENT: then the disk itself is asked.
  */
-function openOnFullDisk(location: string, error: unknown): DiskFullError | null {
-  const cause = (error as { cause?: { message?: unknown } } | null)?.cause;
-  if (!String(cause?.message).includes(NO_SPACE)) return null;
+async function openOnFullDisk(location: string, error: unknown): Promise<DiskFullError | null> {
+  const cause = (error as { cause?: { syscall?: unknown; message?: unknown } } | null)?.cause;
+  const message =
+    noSpaceMessage(error) ??
+    (cause?.syscall === 'mkdir' && (await diskIsFull(resolve(location))) ? String(cause.message) : null);
+  if (message === null) return null;
   return new DiskFullError(
     resolve(location),
-    `RocksDB cannot open it (${String(cause?.message)}); free space on that disk and start again`,
+    `RocksDB cannot open it (${message}); free space on that disk and start again`,
     error,
   );
+}
+
+/** Whether the file system holding `path` (or its nearest existing parent) has no block or no inode free. */
+async function diskIsFull(path: string): Promise<boolean> {
+  for (let at = path; ; at = dirname(at)) {
+    try {
+      const disk = await statfs(at);
+      return disk.bavail === 0 || disk.ffree === 0;
+    } catch {
+      if (dirname(at) === at) return false;
+    }
+  }
 }
