@@ -84,7 +84,7 @@ describe('a full disk under the server', () => {
       const reopens: number[] = [];
       const logger = {
         ...silentLogger,
-        warn: (fields: { reopenMs?: number }) => void reopens.push(fields.reopenMs ?? -1),
+        info: (fields: { reopenMs?: number }) => void reopens.push(fields.reopenMs ?? -1),
       };
       const store = await ReopeningRocksStore.open({ path, logger, ...options });
       const queue = new Queue({ store, config, clock: new OffsetClock(), services: false });

@@ -40,8 +40,8 @@ import type {
 import { RocksJobStore, type RocksStoreOptions } from './rocks-store.ts';
 
 /**
- * How often a store whose disk filled up looks for space again (ms), by default: one `statfs` and
- * one directory listing, so writes resume well within a second of space coming back.
+ * How often a store whose disk filled up looks for space again (ms), by default: one `statfs`, so
+ * writes resume well within a second of space coming back.
  */
 export const SPACE_PROBE_MS = 250;
 
@@ -207,7 +207,7 @@ export class ReopeningRocksStore implements JobStore {
       this.open = true;
       this.stopped = null;
       const reopenMs = Math.round(performance.now() - started);
-      this.logger.warn({ path: this.path, reopenMs }, 'space is back on the disk holding the store: writes resumed');
+      this.logger.info({ path: this.path, reopenMs }, 'space is back on the disk holding the store: writes resumed');
       this.resumed?.resolve();
       this.resumed = null;
     })().finally(() => {
