@@ -50,8 +50,8 @@ export async function openStore(
   }
   switch (config.storage.kind) {
     case 'rocksdb': {
-      const { RocksJobStore } = await import('./storage/rocksdb/rocks-store.ts');
-      return RocksJobStore.open({
+      const { ReopeningRocksStore } = await import('./storage/rocksdb/reopening-store.ts');
+      return ReopeningRocksStore.open({
         path: config.storage.path,
         durability: config.storage.durability,
         transitionsLog: config.watch.enabled,

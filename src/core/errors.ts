@@ -19,6 +19,10 @@ export const ErrorCode = {
   CorruptRecord: 'corrupt_record',
   Unauthenticated: 'unauthenticated',
   PermissionDenied: 'permission_denied',
+  /**
+   * Out of something that comes back by itself or by an operator's hand: a per-client budget, or
+   * the disk holding the store (`DiskFullError`). Retry after a pause.
+   */
   ResourceExhausted: 'resource_exhausted',
   /**
    * The store is closed or closing, or cannot reach its database right now (or lost the answer
@@ -82,6 +86,19 @@ export class CorruptRecordError extends TelhaError {
   constructor(key: string, message: string, cause?: unknown) {
     super(ErrorCode.CorruptRecord, `corrupt record at key ${key}: ${message}`, cause === undefined ? {} : { cause });
     this.key = key;
+  }
+}
+
+/**
+ * The disk holding the store has no space left: a write was refused (and every write is until
+ * space comes back), or the store could not be opened. `path` is the store's directory.
+ */
+export class DiskFullError extends TelhaError {
+  readonly path: string;
+
+  constructor(path: string, message: string, cause: unknown) {
+    super(ErrorCode.ResourceExhausted, `the disk holding the store at ${path} is full: ${message}`, { cause });
+    this.path = path;
   }
 }
 

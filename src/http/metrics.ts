@@ -293,8 +293,13 @@ export class QueueMetrics {
     );
     gauge(
       'telha_store_write_stopped',
-      'RocksDB: 1 while writes are stopped.',
+      'RocksDB: 1 while writes are stopped (a stall, or a full disk).',
       fromStore((m) => m.writeStopped),
+    );
+    gauge(
+      'telha_store_disk_full',
+      'RocksDB: 1 while the disk holding the store is full and writes are refused.',
+      fromStore((m) => m.diskFull),
     );
     gauge(
       'telha_store_delayed_write_rate_bytes',

@@ -262,7 +262,9 @@ export async function startHttpServer(options: HttpOptions): Promise<RunningHttp
   app.get('/readyz', async (_request, reply) => {
     try {
       // Open and reachable: a count of the system scope is in memory on RocksDB and one small query on
-      // PostgreSQL. Write stalls come from the store's figures, at most metrics.refresh_ms old.
+      // PostgreSQL. Write stalls come from the store's figures, at most metrics.refresh_ms old; a full
+      // disk from the store's health at once, with its reason.
+      await queue.health();
       await queue.counts(SYSTEM_SCOPE);
       const figures = await telemetry.storeMetrics();
       if (figures.writeStopped === true) return reply.code(503).type('text/plain').send('not ready: writes stopped\n');

@@ -121,8 +121,13 @@ export interface StoreMetrics {
   readonly sizeBytes?: number;
   /** RocksDB's estimate of the live data, without obsolete versions awaiting compaction. */
   readonly liveDataBytes?: number;
-  /** RocksDB has stopped writes (too many memtables or level-0 files): every write waits. */
+  /**
+   * RocksDB has stopped writes: every write waits (too many memtables or level-0 files) or is
+   * refused (`diskFull`).
+   */
   readonly writeStopped?: boolean;
+  /** The disk holding the store is full: writes are refused until space is freed, then resume. */
+  readonly diskFull?: boolean;
   /** RocksDB's current delayed write rate in bytes/s; 0 when writes are not being slowed. */
   readonly delayedWriteRateBytes?: number;
   /** When the oldest Pending job (in any scope, gated or ready) was created; `null` when none is Pending. */

@@ -20,6 +20,13 @@ const CONNECTION_SQLSTATES = new Set([
   '53300',
 ]);
 
+/** SQLSTATEs of a database out of a resource (class 53 but too_many_connections, a connection failure above). */
+const RESOURCE_SQLSTATES: Readonly<Record<string, string>> = {
+  '53100': 'disk space (disk_full)',
+  '53200': 'memory (out_of_memory)',
+  '53400': 'a configured limit (configuration_limit_exceeded)',
+};
+
 /** Socket errors of a connection that is gone or could not be made. */
 const SOCKET_CODES = new Set([
   'ECONNREFUSED',
@@ -57,8 +64,20 @@ export function isConnectionFailure(error: unknown): boolean {
   return DRIVER_MESSAGES.some((text) => error.message.includes(text));
 }
 
-/** `error` as the store reports it: a connection failure becomes `unavailable` (its cause kept), the rest is unchanged. */
+/**
+ * `error` as the store reports it: a connection failure becomes `unavailable` and a database out
+ * of disk or memory `resource_exhausted` (each with its cause kept); the rest is unchanged.
+ */
 export function pgFailure(error: unknown): unknown {
+  const code = error instanceof TelhaError ? undefined : (error as { code?: unknown } | null)?.code;
+  const resource = typeof code === 'string' ? RESOURCE_SQLSTATES[code] : undefined;
+  if (resource !== undefined) {
+    return new TelhaError(
+      ErrorCode.ResourceExhausted,
+      `the database is out of ${resource}: ${(error as Error).message}; try again once it has room`,
+      { cause: error },
+    );
+  }
   if (!isConnectionFailure(error)) return error;
   return new TelhaError(
     ErrorCode.Unavailable,

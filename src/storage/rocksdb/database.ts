@@ -4,8 +4,9 @@
  * reads and bounded range scans. Nothing queue-specific lives here.
  */
 import { createRequire } from 'node:module';
-import { join, resolve } from 'node:path';
-import { ErrorCode, TelhaError } from '../../core/errors.ts';
+import { statfs } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { DiskFullError, ErrorCode, TelhaError } from '../../core/errors.ts';
 import { WriteThread } from './write-thread.ts';
 
 const require = createRequire(import.meta.url);
@@ -138,7 +139,7 @@ export class RocksDatabase {
       // "The write-ahead log without ZSTD").
       await db.open({ columns, createIfMissing: true, walCompression: false });
     } catch (error) {
-      throw lockedStore(location, error) ?? error;
+      throw lockedStore(location, error) ?? (await openOnFullDisk(location, error)) ?? error;
     }
     return new RocksDatabase(db, location, Object.keys(columns));
   }
@@ -162,6 +163,8 @@ export class RocksDatabase {
         else batch._put(op.key, op.value, { column: op.column });
       }
       batch._writeSync({ sync });
+    } catch (error) {
+      throw writeOnFullDisk(this.location, error) ?? error;
     } finally {
       batch._closeSync();
     }
@@ -190,7 +193,9 @@ export class RocksDatabase {
    */
   writeBatch(ops: readonly WriteOp[], sync: boolean): Promise<void> | void {
     if (this.thread === null || ops.length < this.threadMinOps) return this.write(ops, sync);
-    return this.thread.write(ops, sync);
+    return this.thread.write(ops, sync).catch((error: unknown) => {
+      throw writeOnFullDisk(this.location, error) ?? error;
+    });
   }
 
   /**
@@ -256,7 +261,11 @@ export class RocksDatabase {
     return this.db.getProperty(name);
   }
 
-  /** Close the store; nothing may be writing (group commit drained). */
+  /**
+   * Close the store; nothing may be writing (group commit drained). After a failed write the
+   * binding may reject ("Database is not closed": RocksDB's close reports the error it saw),
+   * yet it has let go of the store: it drops its RocksDB, and with it the `LOCK`, either way.
+   */
   async close(): Promise<void> {
     await this.thread?.close();
     this.thread = null;
@@ -281,4 +290,62 @@ function lockedStore(location: string, error: unknown): TelhaError | null {
     `the store at ${dir} ${holder} (RocksDB holds ${join(dir, 'LOCK')}); ${remedy} or point storage.path elsewhere`,
     { cause: error },
   );
+}
+
+/**
+ * How ENOSPC reads: RocksDB's "IO error: No space left on device: ..." in a write's error (or, when
+ * a background flush hit it, every write's after), Node's "ENOSPC: no space left on device, mkdir"
+ * when the binding makes the store's directory.
+ */
+const NO_SPACE = /no space left on device/i;
+
+/** The message saying the disk has no space left, in `error` or an error it wraps; `null` without one. */
+function noSpaceMessage(error: unknown): string | null {
+  let at = error as { message?: unknown; cause?: unknown } | null | undefined;
+  for (let depth = 0; at !== null && at !== undefined && depth < 4; depth++) {
+    if (typeof at.message === 'string' && NO_SPACE.test(at.message)) return at.message;
+    at = at.cause as typeof at;
+  }
+  return null;
+}
+
+/** A write RocksDB refused for want of space, as the store reports it; `null` for any other failure. */
+function writeOnFullDisk(location: string, error: unknown): DiskFullError | null {
+  if (noSpaceMessage(error) === null) return null;
+  return new DiskFullError(
+    resolve(location),
+    'writes are refused until space is freed on it, and resume by themselves then',
+    error,
+  );
+}
+
+/**
+ * An open RocksDB refused for want of space: replaying the write-ahead log writes its contents to
+ * new table files, and a new log is made. The binding reports it as "Database is not open", with
+ * the I/O error in its cause; or, when the store's directory could not be made, with Node's
+ * recursive `mkdir` error, which on a full disk can read ENOENT: then the disk itself is asked.
+ */
+async function openOnFullDisk(location: string, error: unknown): Promise<DiskFullError | null> {
+  const cause = (error as { cause?: { syscall?: unknown; message?: unknown } } | null)?.cause;
+  const message =
+    noSpaceMessage(error) ??
+    (cause?.syscall === 'mkdir' && (await diskIsFull(resolve(location))) ? String(cause.message) : null);
+  if (message === null) return null;
+  return new DiskFullError(
+    resolve(location),
+    `RocksDB cannot open it (${message}); free space on that disk and start again`,
+    error,
+  );
+}
+
+/** Whether the file system holding `path` (or its nearest existing parent) has no block or no inode free. */
+async function diskIsFull(path: string): Promise<boolean> {
+  for (let at = path; ; at = dirname(at)) {
+    try {
+      const disk = await statfs(at);
+      return disk.bavail === 0 || disk.ffree === 0;
+    } catch {
+      if (dirname(at) === at) return false;
+    }
+  }
 }
