@@ -30,6 +30,26 @@ async function telha(args: string[], env: Record<string, string> = {}): Promise<
 const hint = (address: string): string =>
   `error: unavailable: cannot reach a Telha server at ${address}: start one with \`telha serve\` (or \`npm start\`), or point TELHA_ADDRESS / --address at one`;
 
+const inUse = (port: number): string =>
+  `error: failed_precondition: cannot listen on 127.0.0.1:${port}: the port is in use (another telha serve?)\n`;
+
+/** Runs `telha` with the arguments `args` makes from a port another socket holds and a fresh store directory. */
+async function serveBeside(
+  args: (taken: string, dir: string) => string[],
+  env: Record<string, string> = {},
+): Promise<{ port: number; code: number; stderr: string }> {
+  const taken = createServer();
+  await new Promise<void>((done) => taken.listen(0, '127.0.0.1', done));
+  const { port } = taken.address() as { port: number };
+  const dir = tempDir();
+  try {
+    return { port, ...(await telha(args(`127.0.0.1:${port}`, dir), env)) };
+  } finally {
+    await new Promise((done) => taken.close(done));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe('CLI errors', () => {
   it('tells how to start a server when none answers at --address', async () => {
     const address = `127.0.0.1:${await freePort()}`;
@@ -45,25 +65,27 @@ describe('CLI errors', () => {
     assert.ok(stderr.startsWith(hint(address)), stderr);
   });
 
-  it('says which port is in use when serve cannot listen', async () => {
-    const taken = createServer();
-    await new Promise<void>((done) => taken.listen(0, '127.0.0.1', done));
-    const { port } = taken.address() as { port: number };
-    const dir = tempDir();
-    try {
-      const { code, stderr } = await telha(['serve', '--data', dir, '--listen', `127.0.0.1:${port}`]);
-      assert.equal(code, 1);
-      assert.match(
-        stderr,
-        new RegExp(
-          `^error: failed_precondition: cannot listen on 127\\.0\\.0\\.1:${port}: the port is in use \\(another telha serve\\?\\)$`,
-          'm',
-        ),
-      );
-    } finally {
-      await new Promise((done) => taken.close(done));
-      rmSync(dir, { recursive: true, force: true });
-    }
+  it('says which port is in use when serve cannot listen, in one line of its own', async () => {
+    const { port, code, stderr } = await serveBeside((taken, dir) => ['serve', '--data', dir, '--listen', taken], {
+      TELHA_SERVER__HTTP_ADDRESS: '',
+    });
+    assert.equal(code, 1);
+    assert.equal(stderr, inUse(port));
+  });
+
+  it('says which dashboard port is in use when serve cannot listen on --http', async () => {
+    const free = `127.0.0.1:${await freePort()}`;
+    const { port, code, stderr } = await serveBeside((taken, dir) => [
+      'serve',
+      '--data',
+      dir,
+      '--listen',
+      free,
+      '--http',
+      taken,
+    ]);
+    assert.equal(code, 1);
+    assert.equal(stderr, inUse(port));
   });
 
   it('says which store is open in another process when serve cannot open it', async () => {

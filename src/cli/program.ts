@@ -71,8 +71,9 @@ function buildProgram(
     .description('run the server on the embedded store (defaults: ./telha-data, 127.0.0.1:7070)')
     .option('--config <file>', 'TOML config file (or TELHA_CONFIG)')
     .option('--listen <host:port>', 'address to serve on (server.address)')
+    .option('--http <host:port>', "the dashboard's address, '' for none (server.http_address; default 127.0.0.1:7071)")
     .option('--data <dir>', 'store directory (storage.path)')
-    .action(async (o: { config?: string; listen?: string; data?: string }) => {
+    .action(async (o: { config?: string; listen?: string; http?: string; data?: string }) => {
       // Loaded only here, so `telha jobs ...` never loads the engine and its stores.
       const { serve } = await import('./serve.ts');
       await run(() =>
@@ -80,6 +81,7 @@ function buildProgram(
           {
             ...(o.config ? { config: o.config } : {}),
             ...(o.listen ? { address: o.listen } : {}),
+            ...(o.http === undefined ? {} : { httpAddress: o.http }),
             ...(o.data ? { data: o.data } : {}),
           },
           io,
