@@ -96,8 +96,8 @@ const workers = ['fleet-1', 'fleet-2', 'fleet-3'].map((workerId) =>
       if (job.kind === 'webhook.deliver' && Math.random() < 0.3)
         throw new Error('HTTP 503 from https://hooks.example.com/orders');
       if (job.kind === 'email.bounce') throw new PermanentError('550 5.1.1 mailbox does not exist');
-      if (job.kind === 'report.daily' && !seen.has(job.id)) {
-        seen.add(job.id);
+      if (job.kind === 'report.daily' && !seen.has(job.jobId)) {
+        seen.add(job.jobId);
         throw new Error('warehouse query timed out after 30 s');
       }
     },

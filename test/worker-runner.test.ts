@@ -87,7 +87,7 @@ describe('the worker loop at close()', () => {
       concurrency: 1,
       prefetch: 2,
       handler: async (ctx) => {
-        ran.push(ctx.id);
+        ran.push(ctx.jobId);
         await gate.promise;
       },
     });
@@ -108,7 +108,7 @@ describe('the worker loop at close()', () => {
     const ran: string[] = [];
     const worker = runner(source, {
       handler: (ctx) => {
-        ran.push(ctx.id);
+        ran.push(ctx.jobId);
         return Promise.resolve();
       },
     });
@@ -186,5 +186,27 @@ describe('the worker loop and its clock', () => {
       !log.some((line) => line.includes(`complete ${job.jobId}`)),
       'nothing is submitted for a timed-out attempt',
     );
+  });
+});
+
+describe('the job a handler gets', () => {
+  it('carries its id as jobId, the name records and events use, and as the deprecated id', async () => {
+    const { source, remote } = scriptedSource();
+    const seen = deferred<{ jobId: string; id: string; recordId: string }>();
+    const worker = runner(source, {
+      concurrency: 1,
+      handler: (job) => {
+        seen.resolve({ jobId: job.jobId, id: job.id, recordId: job.record.jobId });
+        return Promise.resolve();
+      },
+    });
+    const leased = leasedJob('w1');
+    remote.push([leased]);
+    const { jobId, id, recordId } = await seen.promise;
+    assert.equal(jobId, leased.jobId);
+    assert.equal(recordId, jobId);
+    assert.equal(id, jobId);
+    remote.end();
+    await worker.close();
   });
 });

@@ -48,6 +48,9 @@ export class AttemptTimeoutError extends Error {
 
 /** What a handler gets for one job. */
 export interface JobContext {
+  /** The job's id, the name records, events and the wire use. */
+  readonly jobId: string;
+  /** @deprecated Use `jobId`, the name records and events use; `id` goes in the next release. */
   readonly id: string;
   readonly kind: string;
   /** `null` for system-scope jobs. */
@@ -753,6 +756,7 @@ export class WorkerRunner {
 
     const successors: NewJob[] = [];
     const context: JobContext = {
+      jobId: job.jobId,
       id: job.jobId,
       kind: job.kind,
       tenant: job.tenant,
