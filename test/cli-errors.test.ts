@@ -11,7 +11,7 @@ import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { tempDir } from './support/backends.ts';
-import { CLI, freePort, spawnServer } from './support/server.ts';
+import { CLI, freePort, spawnServer, startTestServer } from './support/server.ts';
 
 const exec = promisify(execFile);
 
@@ -63,6 +63,20 @@ describe('CLI errors', () => {
     const { code, stderr } = await telha(['jobs', 'list'], { TELHA_ADDRESS: address });
     assert.equal(code, 1);
     assert.ok(stderr.startsWith(hint(address)), stderr);
+  });
+
+  it('says the server does not speak TLS when --tls meets a plaintext one, with no Node warning', async () => {
+    const server = await startTestServer();
+    try {
+      const { code, stderr } = await telha(['--tls', '--address', server.address, 'jobs', 'counts']);
+      assert.equal(code, 1);
+      assert.equal(
+        stderr,
+        `error: unavailable: the server at ${server.address} does not speak TLS: drop --tls, or give it server.tls_cert_file and server.tls_key_file\n`,
+      );
+    } finally {
+      await server.close();
+    }
   });
 
   it('says which port is in use when serve cannot listen, in one line of its own', async () => {

@@ -10,7 +10,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { TelhaClient, DEFAULT_ADDRESS } from '../client/client.ts';
-import { isUnreachable } from '../client/errors.ts';
+import { isUnreachable, PLAINTEXT_SERVER } from '../client/errors.ts';
 import { isTelhaError } from '../core/errors.ts';
 import { MAX_LIST_LIMIT } from '../core/limits.ts';
 import { integerIn, LISTED_STATES, wireInteger, type ScopeOptions } from './args.ts';
@@ -369,6 +369,12 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     }
     if (isUnreachable(error)) {
       const address = program.opts<GlobalOptions>().address ?? io.env['TELHA_ADDRESS'] ?? DEFAULT_ADDRESS;
+      if (error.message.endsWith(PLAINTEXT_SERVER)) {
+        io.stderr(
+          `error: ${error.code}: the server at ${address} does not speak TLS: drop --tls, or give it server.tls_cert_file and server.tls_key_file\n`,
+        );
+        return 1;
+      }
       io.stderr(
         `error: ${error.code}: cannot reach a Telha server at ${address}: start one with \`telha serve\` (or \`npm start\`), or point TELHA_ADDRESS / --address at one\n  (${error.message})\n`,
       );
