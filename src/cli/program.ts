@@ -1,7 +1,8 @@
 /**
  * `telha`: the operator CLI. `telha serve` runs the server; `telha jobs ...`
  * `telha schedules ...`, `telha pause`/`resume`/`pauses` and `telha limits ...` talk to one over gRPC. Exit codes: 0 success, 1 the call failed (the
- * server's error is printed), 2 bad usage.
+ * server's error is printed), 2 bad usage: a flag's value this side or the server refused (said
+ * with the flag's name), with the command's usage line. Confirmations go to stdout.
  *
  * This file only parses: each command is a function in its own file taking
  * its options, a client and the output to print to, so tests run them in
@@ -11,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { TelhaClient, DEFAULT_ADDRESS } from '../client/client.ts';
 import { isUnreachable, PLAINTEXT_SERVER } from '../client/errors.ts';
-import { isTelhaError } from '../core/errors.ts';
+import { ErrorCode, isTelhaError } from '../core/errors.ts';
 import { MAX_LIST_LIMIT } from '../core/limits.ts';
 import { integerIn, LISTED_STATES, wireInteger, type ScopeOptions } from './args.ts';
 import { processIo, UsageError, type CliIo, type OperatorClient } from './io.ts';
@@ -60,7 +61,6 @@ function buildProgram(
     .option('--tls', 'connect with TLS')
     // Settings a subcommand copies when it is created: set before any is.
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
-    .showHelpAfterError()
     .exitOverride();
 
   const jobsCall = (work: (client: OperatorClient) => Promise<number>): Promise<void> =>
@@ -337,7 +337,43 @@ function buildProgram(
     .option('--json', 'print JSON')
     .action((o: { json?: boolean }) => jobsCall((client) => listLimits(o, client, io)));
 
+  usageAfterErrors(program);
   return program;
+}
+
+/** After a usage error, each command prints its usage line and where the whole help is, not the whole help. */
+function usageAfterErrors(command: Command, path = command.name()): void {
+  command.showHelpAfterError(`usage: ${path} ${command.usage()}\n(\`${path} --help\` for more)`);
+  for (const sub of command.commands) usageAfterErrors(sub, `${path} ${sub.name()}`);
+}
+
+/**
+ * The flag that sets each request field the server may refuse by name: its refusal is a bad
+ * command line, said in the command line's words.
+ */
+const FLAG_OF_FIELD: Readonly<Record<string, string>> = {
+  kind: '--kind',
+  payload: '--payload',
+  priority: '--priority',
+  delay_ms: '--delay-ms',
+  max_attempts: '--max-attempts',
+  timeout_secs: '--timeout-secs',
+  idempotency_key: '--idempotency-key',
+  cron: '--cron',
+  timezone: '--timezone',
+  every_secs: '--every',
+  concurrency: '--concurrency',
+  rate: '--rate',
+  reason: '--reason',
+};
+
+/** The server's refusal of a field a flag set, as that flag's problem; `null` for any other error. */
+function flagProblem(error: unknown): string | null {
+  if (!isTelhaError(error, ErrorCode.InvalidArgument) || error.field === undefined) return null;
+  const flag = FLAG_OF_FIELD[error.field];
+  if (flag === undefined) return null;
+  const prefix = `${error.field}: `;
+  return `${flag} ${error.message.startsWith(prefix) ? error.message.slice(prefix.length) : error.message}`;
 }
 
 /** Run the CLI on `argv` (without the node and script paths); resolves with the exit code. */
@@ -365,6 +401,11 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     }
     if (error instanceof UsageError) {
       io.stderr(`error: ${error.message}\n`);
+      return 2;
+    }
+    const problem = flagProblem(error);
+    if (problem !== null) {
+      io.stderr(`error: ${problem}\n`);
       return 2;
     }
     if (isUnreachable(error)) {
