@@ -20,7 +20,7 @@ import { makeConfig } from '../src/core/config.ts';
 import { JobState } from '../src/core/types.ts';
 import { openQueue } from '../src/open.ts';
 import { RocksDatabase } from '../src/storage/rocksdb/database.ts';
-import { COLUMNS, COLUMN_TUNING } from '../src/storage/rocksdb/rocks-store.ts';
+import { COLUMNS, COLUMN_TUNING } from '../src/storage/rocksdb/columns.ts';
 import { passThrough } from './peers/telha-fill.ts';
 import { count, envNumber, fmt, median } from './support.ts';
 

@@ -112,22 +112,29 @@ export interface RunningServer {
   readonly pid: number;
   /** SIGTERM, then wait for the process to exit (graceful shutdown closes the store). */
   stop(): Promise<void>;
+  /** Settles when the process exits, however: `code 0`, `code 134`, `signal SIGKILL`. */
+  readonly exited: Promise<string>;
 }
 
 /**
  * Spawn `telha serve` on `dir` listening on an ephemeral loopback port and
  * wait for its "telha listening on" line. `env` adds configuration
  * (`TELHA_<SECTION>__<KEY>`); retention is off unless `env` turns it on, so
- * no maintenance job runs during a measurement.
+ * no maintenance job runs during a measurement. `serverNodeArgs` are Node options for the
+ * server alone (`--max-old-space-size=768`).
  */
 export async function startServer(
   dir: string,
   env: Readonly<Record<string, string>> = {},
   startTimeoutMs = 60_000,
+  serverNodeArgs: readonly string[] = [],
 ): Promise<RunningServer> {
   // BENCH_SERVER_NODE_ARGS: Node options for the server alone, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
   // (NODE_OPTIONS refuses --cpu-prof, and would profile the benchmark's own process too).
-  const nodeArgs = (process.env['BENCH_SERVER_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== '');
+  const nodeArgs = [
+    ...serverNodeArgs,
+    ...(process.env['BENCH_SERVER_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== ''),
+  ];
   const serve = [...nodeArgs, CLI, 'serve', '--data', dir, '--listen', '127.0.0.1:0'];
   const child = spawn(process.execPath, serve, {
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -140,7 +147,9 @@ export async function startServer(
       ...env,
     },
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<string>((resolve) =>
+    child.once('exit', (code, signal) => resolve(signal === null ? `code ${code ?? '?'}` : `signal ${signal}`)),
+  );
   // A server that neither listens nor exits (stuck opening its store) must not hang the benchmark.
   const lines = createInterface({ input: child.stdout });
   let timedOut = false;
@@ -158,6 +167,7 @@ export async function startServer(
         return {
           address: match[1],
           pid: child.pid ?? -1,
+          exited,
           stop: async () => {
             if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
             await exited;

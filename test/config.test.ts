@@ -80,6 +80,7 @@ describe('configuration', () => {
     ['metrics', 'refresh_ms', 1, 2_147_483_647],
     ['watch', 'retain_secs', 1, 315_360_000],
     ['watch', 'retain_events', 1_000, 1_000_000_000],
+    ['watch', 'max_streams_per_principal', 1, 1_000_000],
   ];
 
   for (const [section, key, min, max] of NUMERIC_KEYS) {

@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { postgresProblem } from './support/preflight.ts';
+import { pythonProblem } from './support/python.ts';
 import { TEST_PG_URL } from './support/postgres-url.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -22,12 +23,29 @@ describe('the test preflight', () => {
     assert.doesNotMatch(problem ?? '', /secret/);
   });
 
+  it("finds what the Python SDK's tests need", () => {
+    assert.equal(pythonProblem(), null);
+  });
+
+  it('names the Debian packages to install when the interpreter cannot find them', () => {
+    const problem = pythonProblem('/nonexistent/python3');
+    assert.match(
+      problem ?? '',
+      /python3-grpcio, python3-protobuf, python3-pytest, python3-pytest-asyncio, python3-pydantic/,
+    );
+    assert.match(problem ?? '', /apt-get install -y python3-grpcio python3-protobuf /);
+  });
+
   it('runs first in npm test, and fails the run with that message', async () => {
     const { scripts } = JSON.parse(readFileSync(`${ROOT}package.json`, 'utf8')) as { scripts: { test: string } };
     assert.match(scripts.test, /^node --import tsx test\/support\/preflight\.ts && /);
     const run = promisify(execFile)(process.execPath, ['--import', 'tsx', 'test/support/preflight.ts'], {
       cwd: ROOT,
-      env: { ...process.env, TELHA_TEST_PG_URL: 'postgres://postgres@127.0.0.1:1/test' },
+      env: {
+        ...process.env,
+        TELHA_TEST_PG_URL: 'postgres://postgres@127.0.0.1:1/test',
+        TELHA_TEST_PYTHON: '/nonexistent/python3',
+      },
     });
     await assert.rejects(run, (error: { code: number; stderr: string }) => {
       assert.equal(error.code, 1);
@@ -35,6 +53,7 @@ describe('the test preflight', () => {
         error.stderr,
         /^npm test: PostgreSQL is not reachable at postgres:\/\/postgres@127\.0\.0\.1:1\/test/,
       );
+      assert.match(error.stderr, /\nnpm test: the Python SDK's tests need Debian packages .*python3-grpcio/);
       return true;
     });
   });

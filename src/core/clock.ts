@@ -2,7 +2,7 @@ import type { Micros } from './types.ts';
 
 /**
  * The one source of time. Every service takes a `Clock`, so tests advance a
- * {@link ManualClock} instead of sleeping.
+ * `ManualClock` (from `telha/testing`) instead of sleeping.
  */
 export interface Clock {
   /** Current time in microseconds since the epoch. */

@@ -346,6 +346,14 @@ export const DEFAULT_WATCH_RETAIN_SECS = 86_400;
  * transitions each) about 28 minutes, when that comes before `watch.retain_secs`.
  */
 export const DEFAULT_WATCH_RETAIN_EVENTS = 5_000_000;
+/**
+ * `watch.max_streams_per_principal`: Watch streams one token may hold open on a server; beyond it,
+ * RESOURCE_EXHAUSTED. Each `client.watch()`, `client.result()` in flight and `onCompleted`,
+ * `onFailed` or `onDead` listener is one stream. A stream that does not read costs the server one
+ * message (up to 100 events) and the work of filling the client's buffers (bench/RESULTS.md,
+ * unread Watch streams), so one tenant cannot hold hundreds of them against the others.
+ */
+export const DEFAULT_WATCH_MAX_STREAMS_PER_PRINCIPAL = 64;
 
 const watchSchema = z.strictObject({
   /**
@@ -356,6 +364,9 @@ const watchSchema = z.strictObject({
   enabled: z.boolean().default(true),
   retain_secs: duration(1).default(DEFAULT_WATCH_RETAIN_SECS),
   retain_events: wholeNumber(1_000, 1_000_000_000, 'each entry is a row on disk').default(DEFAULT_WATCH_RETAIN_EVENTS),
+  max_streams_per_principal: wholeNumber(1, 1_000_000, 'server.max_parked_calls bounds every stream').default(
+    DEFAULT_WATCH_MAX_STREAMS_PER_PRINCIPAL,
+  ),
 });
 
 const configSchema = z.strictObject({

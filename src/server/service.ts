@@ -136,6 +136,11 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
     'parked calls (long-poll Leases, Work, Watch and Produce streams)',
     'server.max_parked_calls',
   );
+  const watchStreams = new BudgetPerPrincipal(
+    queue.config.watch.max_streams_per_principal,
+    'open Watch streams',
+    'watch.max_streams_per_principal',
+  );
 
   /** Every handler runs through here: admission, authentication, authorization, one error mapping. */
   function handle<K extends MethodName>(
@@ -554,6 +559,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
         logger,
         shutdown: deps.shutdown,
         admit: () => parkedCalls.admit(),
+        admitOwn: (principal) => watchStreams.admit(principal),
         toWire,
       }),
   };
@@ -569,6 +575,11 @@ class CallBudget {
     private readonly key: string,
   ) {}
 
+  /** Calls admitted and not yet released. */
+  get open(): number {
+    return this.held;
+  }
+
   /** Count one more call; RESOURCE_EXHAUSTED, naming the budget's key, over the limit. Returns its release. */
   admit(): () => void {
     if (this.held >= this.limit) {
@@ -579,6 +590,32 @@ class CallBudget {
     return () => {
       if (!released) this.held--;
       released = true;
+    };
+  }
+}
+
+/** A `CallBudget` for each principal (each token), made at its first call and dropped after its last. */
+class BudgetPerPrincipal {
+  private readonly budgets = new Map<Principal, CallBudget>();
+
+  constructor(
+    private readonly limit: number,
+    private readonly what: string,
+    private readonly key: string,
+  ) {}
+
+  /** Count one more call of `principal`'s; RESOURCE_EXHAUSTED, naming it and the key, over the limit. Returns its release. */
+  admit(principal: Principal): () => void {
+    let budget = this.budgets.get(principal);
+    if (budget === undefined) {
+      budget = new CallBudget(this.limit, `${this.what} for ${principalLabel(principal)}`, this.key);
+      this.budgets.set(principal, budget);
+    }
+    const own = budget;
+    const release = own.admit();
+    return () => {
+      release();
+      if (own.open === 0 && this.budgets.get(principal) === own) this.budgets.delete(principal);
     };
   }
 }

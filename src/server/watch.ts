@@ -4,8 +4,9 @@
  * watcher reads.
  *
  * The stream holds a position, never events: it reads one batch from the
- * store, writes it, and when gRPC's send buffer is full waits for 'drain'
- * before reading the next. A watcher that stops reading holds one batch of
+ * store, writes it, and reads the next only once the transport has taken
+ * that one (for gRPC: passed it to HTTP/2, within the window the watcher's
+ * flow control grants). A watcher that stops reading holds one batch of
  * server memory however far behind it falls; its position stays good for as
  * long as the log keeps the entries after it (`watch.retain_secs`,
  * `watch.retain_events`).
@@ -23,18 +24,24 @@ import { requirePermission, resolveScope, type Authenticator, type Principal } f
 import { scopeFromWire } from './convert.ts';
 import { describeError, type WireStatus } from './status.ts';
 
-/** Events per message: large enough to amortise a write, small enough to keep one message modest. */
-const BATCH_EVENTS = 500;
+/**
+ * Events per message (about 14 KB of them). A grpc-js client takes 16 messages into its buffers
+ * before its reader asks for any, so this also sets the server's work for a watcher that never
+ * reads: with 500 events a message, 500 such watchers and 20,000 enqueues beside them took 139 s,
+ * against 58 s at 100 (bench/RESULTS.md, unread Watch streams).
+ */
+const BATCH_EVENTS = 100;
 
 /** What the session needs from the transport. */
 export interface WatchStream {
   readonly authorization: string | null;
   /** Aborts when the watcher cancels or the connection drops. */
   readonly signal: AbortSignal;
-  /** Send a message; `false` when the transport's buffer is full (wait for `drained`). */
-  send(message: MessageInitShape<typeof WatchResponseSchema>): boolean;
-  /** Resolves when a full buffer has room again, or the stream went away. */
-  drained(): Promise<void>;
+  /**
+   * Send a message; resolves once the transport has taken it (or the stream went away). The watch
+   * writes nothing more until then, so what waits on a watcher is one message, not a queue of them.
+   */
+  send(message: MessageInitShape<typeof WatchResponseSchema>): Promise<void>;
   end(): void;
   /** End the stream with an error status, carrying `resumeToken` when the watcher may continue. */
   fail(status: WireStatus, resumeToken: string | null): void;
@@ -49,6 +56,8 @@ export interface WatchDeps {
   readonly shutdown: AbortSignal;
   /** Counts the stream as one parked call (`server.max_parked_calls`). Returns the release. */
   admit(): () => void;
+  /** Counts the stream as one of its caller's (`watch.max_streams_per_principal`). Returns the release. */
+  admitOwn(principal: Principal): () => void;
   toWire(job: JobRecord): Job;
 }
 
@@ -63,6 +72,7 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
   const { feed } = deps;
   let principal: Principal | null = null;
   let release: (() => void) | null = null;
+  let releaseOwn: (() => void) | null = null;
   /** Where this watcher resumes: the position after the last entry read for it. */
   let position: string | null = null;
   /** Aborted when the stream ends, for whatever reason: stops following the log. */
@@ -85,6 +95,7 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
     ended = true;
     stop.abort();
     release?.();
+    releaseOwn?.();
     endedNow();
     if (stream.signal.aborted) return;
     if (status === null) stream.end();
@@ -96,6 +107,7 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
     release = deps.admit();
     principal = deps.auth.authenticate(stream.authorization);
     requirePermission(principal, 'watch');
+    releaseOwn = deps.admitOwn(principal);
     const scope = resolveScope(principal, scopeFromWire(request.scope), true);
     const jobId = request.jobId === '' ? null : checkJobId(request.jobId);
     // A job outside the caller's scope reads as not found, as Show has it.
@@ -103,14 +115,15 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
     return { scope, kindPrefix: checkKindPrefix(request.kindPrefix), jobId };
   }
 
-  async function drained(): Promise<void> {
-    await Promise.race([stream.drained(), endedSignal]);
+  /** Write `message` and wait until the transport has taken it, or the stream ended. */
+  async function write(message: MessageInitShape<typeof WatchResponseSchema>): Promise<void> {
+    await Promise.race([stream.send(message), endedSignal]);
   }
 
-  /** Send the page's entries (or, with `tokenOnly`, its position alone); waits while the transport is full. */
+  /** Send the page's entries (or, with `tokenOnly`, its position alone), once the transport has taken the last. */
   async function send(page: LogPage, tokenOnly: boolean): Promise<void> {
     if (page.entries.length === 0 && !tokenOnly) return;
-    const sent = stream.send({
+    await write({
       events: page.entries.map(({ job, seq, position: after }) => {
         const { transition, detail, at } = transitionOf(job);
         return {
@@ -124,7 +137,6 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
       }),
       resumeToken: page.position,
     });
-    if (!sent) await drained();
   }
 
   async function pump(filter: LogFilter): Promise<void> {
@@ -133,7 +145,7 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
     // The first read checks the token (another store's, or past retention) before the watch opens.
     let next = await pages.next();
     position = from;
-    if (!stream.send({ resumeToken: from })) await drained();
+    await write({ resumeToken: from });
     let skipped = 0;
     while (!next.done && !ended) {
       const page = next.value;

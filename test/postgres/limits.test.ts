@@ -10,13 +10,9 @@ import pg from 'pg';
 import { ManualClock } from '../../src/core/clock.ts';
 import { ANY_SCOPE, JobState, tenantScope, type JobRecord } from '../../src/core/types.ts';
 import { Queue } from '../../src/engine/queue.ts';
-import {
-  claimQuery,
-  fairLaneClaimQuery,
-  laneClaimQuery,
-  pgSchema,
-  PostgresJobStore,
-} from '../../src/storage/postgres/postgres-store.ts';
+import { PostgresJobStore } from '../../src/storage/postgres/postgres-store.ts';
+import { pgSchema } from '../../src/storage/postgres/connection.ts';
+import { claimQuery, fairLaneClaimQuery, laneClaimQuery } from '../../src/storage/postgres/sql/claims.ts';
 import { fenceOf, testConfig } from '../../src/testing/conformance/harness.ts';
 import { dropTestSchema, TEST_PG_URL, uniqueSchema } from '../support/backends.ts';
 import { jobScans } from '../support/pg-plans.ts';

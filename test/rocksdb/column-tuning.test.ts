@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { COLUMN_TUNING, RocksJobStore } from '../../src/storage/rocksdb/rocks-store.ts';
+import { COLUMN_TUNING } from '../../src/storage/rocksdb/columns.ts';
+import { RocksJobStore } from '../../src/storage/rocksdb/rocks-store.ts';
 import { tempDir } from '../support/backends.ts';
 
 /** `key=value` lines of each `[CFOptions "name"]` section of the newest OPTIONS file. */

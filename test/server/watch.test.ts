@@ -438,7 +438,7 @@ describe('Watch from a client built from the .proto alone', () => {
 });
 
 describe('a Watch stream on a transport that is not reading', () => {
-  it('reads one batch of the log at a time, and the next only once the transport has drained', async () => {
+  it('reads one batch of the log at a time, and the next only once the transport has taken the last', async () => {
     const server = await startTestServer({ server: { http_address: '' } });
     try {
       const { queue } = server;
@@ -446,9 +446,10 @@ describe('a Watch stream on a transport that is not reading', () => {
       await queue.enqueueBatch(jobsOf(1_000, 'held'), acme);
       await queue.enqueueBatch(jobsOf(1_000, 'held'), acme);
       const sent: number[] = [];
-      let full = true;
+      /** Whether the transport takes each message at once; else it waits for `take`. */
+      let reading = false;
       let waiting = deferred();
-      let drain = deferred();
+      let take = deferred();
       const all = deferred();
       const service = createQueueService({
         queue,
@@ -464,29 +465,27 @@ describe('a Watch stream on a transport that is not reading', () => {
         send: (message) => {
           sent.push(message.events?.length ?? 0);
           if (sent.reduce((a, b) => a + b, 0) === 2_000) all.resolve();
-          return !full;
-        },
-        drained: () => {
+          if (reading) return Promise.resolve();
           waiting.resolve();
-          return drain.promise;
+          return take.promise;
         },
         end: () => undefined,
         fail: (status) => assert.fail(status.message),
       });
-      // Not reading: the open message fills the buffer, and nothing more is read or sent.
+      // Not reading: the open message waits to be taken, and nothing more is read or sent.
       await waiting.promise;
       assert.deepEqual(sent, [0]);
       waiting = deferred();
-      const drained = drain;
-      drain = deferred();
-      drained.resolve();
+      const taken = take;
+      take = deferred();
+      taken.resolve();
       await waiting.promise;
-      assert.deepEqual(sent, [0, 500], 'one batch per drain');
+      assert.deepEqual(sent, [0, 100], 'one batch per message taken');
       // Reading again: the rest at once.
-      full = false;
-      drain.resolve();
+      reading = true;
+      take.resolve();
       await all.promise;
-      assert.deepEqual(sent, [0, 500, 500, 500, 500]);
+      assert.deepEqual(sent, [0, ...Array<number>(20).fill(100)]);
       abort.abort();
     } finally {
       await server.close();

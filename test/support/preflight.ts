@@ -1,11 +1,13 @@
 /**
- * Run by `npm test` before anything else: a missing PostgreSQL is one clear
- * sentence here, not dozens of ECONNREFUSED failures minutes later. (Its
- * tests are never skipped: without the database the run fails.)
+ * Run by `npm test` before anything else: a missing PostgreSQL, or a missing
+ * Debian package the Python SDK's tests need, is one clear sentence here, not
+ * dozens of failures minutes later. (Their tests are never skipped: without
+ * them the run fails.)
  */
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 import { TEST_PG_URL } from './postgres-url.ts';
+import { pythonProblem } from './python.ts';
 
 /** `null` when `url` answers a query, else what is wrong and what to do about it. */
 export async function postgresProblem(url: string): Promise<string | null> {
@@ -37,8 +39,8 @@ function shown(url: string): string {
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const problem = await postgresProblem(TEST_PG_URL);
-  if (problem !== null) {
+  for (const problem of [await postgresProblem(TEST_PG_URL), pythonProblem()]) {
+    if (problem === null) continue;
     process.stderr.write(`npm test: ${problem}\n`);
     process.exitCode = 1;
   }

@@ -15,7 +15,8 @@ import { checkScope } from '../../core/validate.ts';
 import { newJobId } from '../../codec/job-ids.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import { pgFailure } from './failures.ts';
-import { insertJobs, pgSchema } from './postgres-store.ts';
+import { pgSchema } from './connection.ts';
+import { insertJobs } from './insert.ts';
 
 /** This process's created_at for jobs enqueued through applications' transactions: follows the clock. */
 const createdAt = new CreatedAtSequence(0);

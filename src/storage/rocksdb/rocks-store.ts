@@ -18,41 +18,18 @@
  * committer writes the units of one event-loop turn as one atomic write batch.
  * Live jobs are also held in a {@link LiveIndex} so leasing and reaping never
  * scan the LSM (see that file for why).
+ *
+ * This class holds the jobs' write path, the live index and the reads; the other concerns are
+ * parts it wires, each receiving one `RocksContext`: `controls.ts` (pauses and kind limits),
+ * `schedules.ts`, `log.ts` (the transitions log) and `columns.ts` (the column families).
  */
 import { systemClock, type Clock } from '../../core/clock.ts';
 import { randomBytes } from 'node:crypto';
-import { CorruptRecordError, invalidArgument, notFound, storeClosed } from '../../core/errors.ts';
-import {
-  formatPosition,
-  logEntryExpired,
-  logMatches,
-  parsePosition,
-  positionPruned,
-  transitionOf,
-  type LogEntry,
-  type LogFilter,
-  type LogPage,
-  type LogPruneParams,
-} from '../../core/transitions-log.ts';
-import {
-  admitPause,
-  comparePauses,
-  pauseInFilter,
-  pauseKey,
-  type Pause,
-  type PauseBounds,
-  type PauseScope,
-} from '../../core/pauses.ts';
-import { decodePause, encodePause, PAUSE_PREFIX, pauseRowKey, pauseScopeBytes } from '../../codec/pauses.ts';
-import { admitKindLimit, compareKindLimits, type KindLimit, type KindLimitStatus } from '../../core/kind-limits.ts';
-import { decodeKindLimit, encodeKindLimit, KIND_LIMIT_PREFIX, kindLimitRowKey } from '../../codec/kind-limits.ts';
-import {
-  scheduleExists,
-  scheduleInScope,
-  tooManySchedules,
-  type Schedule,
-  type ScheduleFiring,
-} from '../../core/schedules.ts';
+import { notFound, storeClosed } from '../../core/errors.ts';
+import { type LogFilter, type LogPage, type LogPruneParams } from '../../core/transitions-log.ts';
+import { type Pause, type PauseBounds, type PauseScope } from '../../core/pauses.ts';
+import { type KindLimit, type KindLimitStatus } from '../../core/kind-limits.ts';
+import { type Schedule, type ScheduleFiring } from '../../core/schedules.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import { enqueue, isLeasable, kindMatches } from '../../core/transitions.ts';
 import { withCreatedAt } from '../../core/drafts.ts';
@@ -88,21 +65,7 @@ import {
   stateRangePrefix,
   SYSTEM_SCOPE_BYTES,
 } from '../../codec/keys.ts';
-import {
-  decodeSchedule,
-  dueOfDueKey,
-  encodeSchedule,
-  scheduleDueBound,
-  scheduleDueKey,
-  scheduleKey,
-  scheduleKeyOfDue,
-  schedulePageKey,
-  schedulePageToken,
-  SCHEDULE_DUE_PREFIX,
-  SCHEDULE_PREFIX,
-  scheduleScopePrefix,
-} from '../../codec/schedules.ts';
-import { decodeRecord, encodeWrite, type EncodedEntry } from '../../codec/value.ts';
+import { decodeRecord, encodeWrite } from '../../codec/value.ts';
 import { idempotencySlot, inScope } from '../../core/scope.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import type {
@@ -123,9 +86,21 @@ import type {
   UpdateItem,
   UpdateOutcome,
 } from '../types.ts';
-import { RocksDatabase, type ColumnHandle, type ColumnTuning, type WriteOp } from './database.ts';
+import {
+  COLUMN_TUNING,
+  COLUMNS,
+  META_LAST_CREATED_AT,
+  META_LOG_ID,
+  META_LOG_PRUNED,
+  openColumns,
+  type Columns,
+} from './columns.ts';
+import { latin1, RocksContext } from './context.ts';
+import { Controls } from './controls.ts';
+import { RocksDatabase, type WriteOp } from './database.ts';
+import { TransitionsLog, type LogState } from './log.ts';
+import { Schedules } from './schedules.ts';
 import { GroupCommit } from './group-commit.ts';
-import { RecentLog } from './recent-log.ts';
 import { KeyedLock } from './keyed-lock.ts';
 import { LiveIndex, type PendingEntry, type ScopePrefix } from './live-index.ts';
 
@@ -147,43 +122,6 @@ export interface RocksStoreOptions {
   readonly writeThreadMinOps?: number;
 }
 
-/** The column families of a Telha store, besides `default` (the meta rows). */
-export const COLUMNS = ['jobs', 'ids', 'idempotency', 'finished', 'counts', 'transitions'] as const;
-/** Log entries held in memory for live watchers: a few batches of a watch behind the head. */
-const RECENT_LOG_ENTRIES = 8_192;
-const KiB = 1024;
-const MiB = 1024 * KiB;
-/**
- * Each column's tuning (see `ColumnTuning`).
- *
- * Memtables sized by how much each column is written, so that RocksDB's derived write-ahead log cap
- * (4 x the write buffers summed, ≈180 MiB here) forces the rarely written columns (meta, counters)
- * to flush and the logs to go. Against RocksDB's defaults (64 MiB a memtable, two a column: a log
- * of up to 3.5 GiB), a store killed after 1M jobs reopens an order of magnitude faster (`npm run
- * bench:crash-open`, bench/RESULTS.md). Halving every budget again shaved little more off the open
- * and cost write rate; doubling the jobs column's (fewer versions of a job reach its files) made a
- * reopen slower (bench/RESULTS.md, "The measurements behind the code's choices").
- *
- * No ZSTD dictionary for two columns, saving a third of the compactions' CPU in a drain (bench/
- * RESULTS.md): `ids` holds random job ids, which no dictionary shrinks, and `transitions` is pruned
- * by `watch.retain_*`, so its files stay bounded (about twice the bytes without one).
- */
-export const COLUMN_TUNING: Readonly<Record<(typeof COLUMNS)[number] | 'default', ColumnTuning>> = {
-  jobs: { memtableBudget: 16 * MiB, zstdDictionary: true },
-  transitions: { memtableBudget: 8 * MiB, zstdDictionary: false },
-  ids: { memtableBudget: 2 * MiB, zstdDictionary: false },
-  finished: { memtableBudget: 2 * MiB, zstdDictionary: true },
-  idempotency: { memtableBudget: 512 * KiB, zstdDictionary: true },
-  counts: { memtableBudget: 512 * KiB, zstdDictionary: true },
-  default: { memtableBudget: 512 * KiB, zstdDictionary: true },
-};
-const META_LAST_CREATED_AT = Buffer.from('meta/last_created_at');
-/** The store's random id, which its log positions carry. */
-const META_LOG_ID = Buffer.from('meta/log_id');
-/** The last seq pruned from the log: a position before it has lost entries. */
-const META_LOG_PRUNED = Buffer.from('meta/log_pruned');
-/** A RocksDB store's log position: `r1.<store id>.<seq>`. */
-const LOG_FORMAT = 'r1';
 /** Memory for cached Pending records (see `pendingRecords`) by default; one record may take at most 1/64 of it. */
 const PENDING_CACHE_BYTES = 64 * 1024 * 1024;
 /** A record's size beside its payload, roughly: fields, events, key, map entry. */
@@ -192,31 +130,9 @@ const PENDING_RECORD_OVERHEAD = 600;
 /** A change to a (scope, state, kind) counter: `record`'s slot moves by `delta`. */
 type CountChange = readonly [record: JobRecord, delta: number];
 
-interface Columns {
-  readonly jobs: ColumnHandle;
-  readonly ids: ColumnHandle;
-  readonly idempotency: ColumnHandle;
-  readonly finished: ColumnHandle;
-  readonly counts: ColumnHandle;
-  readonly log: ColumnHandle;
-  readonly meta: ColumnHandle;
-}
-
-/** Where the transitions log stands at open. */
-interface LogState {
-  readonly id: string;
-  readonly last: number;
-  readonly pruned: number;
-  readonly enabled: boolean;
-}
-
 interface Loaded {
   readonly key: Buffer;
   readonly record: JobRecord;
-}
-
-function latin1(buf: Buffer): string {
-  return buf.toString('latin1');
 }
 
 function scopePrefixOf(scope: ScopeFilter): ScopePrefix {
@@ -226,10 +142,6 @@ function scopePrefixOf(scope: ScopeFilter): ScopePrefix {
 export class RocksJobStore implements JobStore {
   readonly backend = 'rocksdb';
   private readonly index = new LiveIndex();
-  /** Every pause by `pauseKey` (at most `MAX_PAUSES`), loaded at open; the live index holds them too. */
-  private readonly pauses = new Map<string, Pause>();
-  /** Every kind limit by prefix (at most `MAX_KIND_LIMITS`), loaded at open; the live index applies them. */
-  private readonly limits = new Map<string, KindLimit>();
   /** The fair order's cursor: the scope (latin1) of the tenant a fair claim served last. */
   private fairCursor: string | null = null;
   /** Full records of Leased jobs: every fenced submit reads one, so they stay in memory (bounded by the number of leases). */
@@ -249,19 +161,10 @@ export class RocksJobStore implements JobStore {
   private readonly committer: GroupCommit;
   private readonly pruneCursor = new Map<JobState, Buffer>();
   private createdAtDirty = false;
-  private corruptRows = 0;
-  private closed = false;
-  /** The last log seq staged; entries are numbered as staged, and group commit writes them in that order. */
-  private logStaged: number;
-  /** The last log seq written to RocksDB: what readers may see. */
-  private logWritten: number;
-  /** The last log seq in the batch being written. */
-  private logFlushing: number;
-  private logPruned: number;
-  /** Log entries staged since the last write, by seq, for `recentLog` once they are written. */
-  private readonly stagedLog = new Map<number, JobRecord>();
-  /** The newest entries written, which live watchers read instead of the store. */
-  private readonly recentLog = new RecentLog(RECENT_LOG_ENTRIES);
+  private readonly ctx: RocksContext;
+  private readonly log: TransitionsLog;
+  private readonly controls: Controls;
+  private readonly schedules: Schedules;
 
   private constructor(
     private readonly db: RocksDatabase,
@@ -270,31 +173,23 @@ export class RocksJobStore implements JobStore {
     durability: 'process' | 'fsync',
     private readonly logger: Logger,
     private readonly pendingCacheBytes: number,
-    private readonly logState: LogState,
+    logState: LogState,
   ) {
     this.committer = new GroupCommit(
       db,
       durability === 'fsync',
       () => this.summaryOps(),
-      (ops) => this.logLanded(ops),
+      (ops) => this.log.landed(ops),
     );
-    this.logStaged = logState.last;
-    this.logWritten = logState.last;
-    this.logFlushing = logState.last;
-    this.logPruned = logState.pruned;
+    this.ctx = new RocksContext(db, cf, this.locks, this.committer, this.index, logger);
+    this.log = new TransitionsLog(this.ctx, logState);
+    this.controls = new Controls(this.ctx);
+    this.schedules = new Schedules(this.ctx, (draft, now, more) => this.insertWith(draft, now, more));
   }
 
   static async open(options: RocksStoreOptions): Promise<RocksJobStore> {
     const db = await RocksDatabase.open(options.path, COLUMNS, COLUMN_TUNING);
-    const cf: Columns = {
-      jobs: db.column('jobs'),
-      ids: db.column('ids'),
-      idempotency: db.column('idempotency'),
-      finished: db.column('finished'),
-      counts: db.column('counts'),
-      log: db.column('transitions'),
-      meta: db.column('default'),
-    };
+    const cf = openColumns(db);
     const last = await db.get(cf.meta, META_LAST_CREATED_AT);
     let logId = (await db.get(cf.meta, META_LOG_ID))?.toString('latin1');
     if (logId === undefined) {
@@ -319,127 +214,35 @@ export class RocksJobStore implements JobStore {
       },
     );
     if (options.writeThread === true) await db.startWriteThread(options.writeThreadMinOps);
-    await store.loadPauses();
-    await store.loadKindLimits();
+    await store.controls.load();
     await store.rebuild((options.clock ?? systemClock).now());
     return store;
   }
 
-  private async loadPauses(): Promise<void> {
-    const lt = prefixUpperBound(PAUSE_PREFIX) ?? undefined;
-    for await (const [key, value] of this.db.scan(this.cf.meta, { gte: PAUSE_PREFIX, ...(lt ? { lt } : {}) })) {
-      try {
-        const pause = decodePause(value, key.toString('hex'));
-        this.pauses.set(pauseKey(pause.scope, pause.kindPrefix), pause);
-      } catch (error) {
-        if (!(error instanceof CorruptRecordError)) throw error;
-        this.corruptRows++;
-        this.logger.warn({ key: error.key, err: error.message }, 'skipping corrupt pause row');
-      }
-    }
-    this.indexPauses();
+  // ---- pauses and kind limits ----
+
+  setKindLimit(limit: KindLimit, maxTotal: number): Promise<KindLimit> {
+    return this.controls.setKindLimit(limit, maxTotal);
   }
 
-  private async loadKindLimits(): Promise<void> {
-    const lt = prefixUpperBound(KIND_LIMIT_PREFIX) ?? undefined;
-    for await (const [key, value] of this.db.scan(this.cf.meta, { gte: KIND_LIMIT_PREFIX, ...(lt ? { lt } : {}) })) {
-      try {
-        const limit = decodeKindLimit(value, key.toString('hex'));
-        this.limits.set(limit.kindPrefix, limit);
-      } catch (error) {
-        if (!(error instanceof CorruptRecordError)) throw error;
-        this.corruptRows++;
-        this.logger.warn({ key: error.key, err: error.message }, 'skipping corrupt kind limit row');
-      }
-    }
-    this.index.setLimits([...this.limits.values()]);
-  }
-
-  // ---- kind limits ----
-
-  async setKindLimit(limit: KindLimit, maxTotal: number): Promise<KindLimit> {
-    this.assertOpen();
-    // One lock for every limit: two at once cannot both take the last free place.
-    const release = await this.locks.acquire(['kind-limits']);
-    try {
-      admitKindLimit([...this.limits.values()], limit, maxTotal);
-      await this.committer.stage([
-        { column: this.cf.meta, key: kindLimitRowKey(limit.kindPrefix), value: encodeKindLimit(limit) },
-      ]);
-      this.limits.set(limit.kindPrefix, limit);
-      this.index.setLimits([...this.limits.values()]);
-      return limit;
-    } finally {
-      release();
-    }
-  }
-
-  async clearKindLimit(kindPrefix: string): Promise<boolean> {
-    this.assertOpen();
-    const release = await this.locks.acquire(['kind-limits']);
-    try {
-      if (!this.limits.has(kindPrefix)) return false;
-      await this.committer.stage([{ column: this.cf.meta, key: kindLimitRowKey(kindPrefix), value: null }]);
-      this.limits.delete(kindPrefix);
-      this.index.setLimits([...this.limits.values()]);
-      return true;
-    } finally {
-      release();
-    }
+  clearKindLimit(kindPrefix: string): Promise<boolean> {
+    return this.controls.clearKindLimit(kindPrefix);
   }
 
   listKindLimits(now: Micros): Promise<KindLimitStatus[]> {
-    this.assertOpen();
-    return Promise.resolve(this.index.limitStatuses([...this.limits.values()].sort(compareKindLimits), now));
+    return this.controls.listKindLimits(now);
   }
 
-  private indexPauses(): void {
-    this.index.setPauses(
-      [...this.pauses.values()].map((pause) => {
-        const scope = pauseScopeBytes(pause.scope);
-        return { scope: scope === null ? null : latin1(scope), kindPrefix: pause.kindPrefix };
-      }),
-    );
+  pauseKinds(pause: Pause, bounds: PauseBounds): Promise<Pause> {
+    return this.controls.pauseKinds(pause, bounds);
   }
 
-  // ---- pauses ----
-
-  async pauseKinds(pause: Pause, bounds: PauseBounds): Promise<Pause> {
-    this.assertOpen();
-    // One lock for every pause: two at once cannot both take the last free place.
-    const release = await this.locks.acquire(['pauses']);
-    try {
-      const existing = admitPause([...this.pauses.values()], pause, bounds);
-      if (existing !== null) return existing;
-      await this.committer.stage([
-        { column: this.cf.meta, key: pauseRowKey(pause.scope, pause.kindPrefix), value: encodePause(pause) },
-      ]);
-      this.pauses.set(pauseKey(pause.scope, pause.kindPrefix), pause);
-      this.indexPauses();
-      return pause;
-    } finally {
-      release();
-    }
-  }
-
-  async resumeKinds(scope: PauseScope, kindPrefix: string): Promise<boolean> {
-    this.assertOpen();
-    const release = await this.locks.acquire(['pauses']);
-    try {
-      const key = pauseKey(scope, kindPrefix);
-      if (!this.pauses.has(key)) return false;
-      await this.committer.stage([{ column: this.cf.meta, key: pauseRowKey(scope, kindPrefix), value: null }]);
-      this.pauses.delete(key);
-      this.indexPauses();
-      return true;
-    } finally {
-      release();
-    }
+  resumeKinds(scope: PauseScope, kindPrefix: string): Promise<boolean> {
+    return this.controls.resumeKinds(scope, kindPrefix);
   }
 
   listPauses(filter: ScopeFilter): Promise<Pause[]> {
-    this.assertOpen();
-    return Promise.resolve([...this.pauses.values()].filter((p) => pauseInFilter(p, filter)).sort(comparePauses));
+    return this.controls.listPauses(filter);
   }
 
   /** Load counters and index every Pending and Leased row, seeking from scope to scope so finished rows are never read. */
@@ -454,21 +257,10 @@ export class RocksJobStore implements JobStore {
       const scope = first.subarray(0, SCOPE_BYTES);
       const live = { gte: stateRangePrefix(scope, JobState.Pending), lt: stateRangePrefix(scope, JobState.Completed) };
       for await (const [key, value] of this.db.scan(this.cf.jobs, live, 1024)) {
-        const record = this.decodeOrSkip(key, value);
+        const record = this.ctx.decodeOrSkip(key, value);
         if (record !== null) this.indexLive(key, record, now);
       }
       from = prefixUpperBound(scope);
-    }
-  }
-
-  private decodeOrSkip(key: Buffer, value: Buffer): JobRecord | null {
-    try {
-      return decodeRecord(value, key.toString('hex'));
-    } catch (error) {
-      if (!(error instanceof CorruptRecordError)) throw error;
-      this.corruptRows++;
-      this.logger.warn({ key: error.key, err: error.message }, 'skipping corrupt job row');
-      return null;
     }
   }
 
@@ -585,7 +377,7 @@ export class RocksJobStore implements JobStore {
       const record = enqueue(withCreatedAt(draft, this.createdAt.next(now)), now);
       this.createdAtDirty = true;
       const key = jobKeyOf(record);
-      const { value, entry } = encodeWrite(record, this.logState.enabled);
+      const { value, entry } = encodeWrite(record, this.log.enabled);
       ops.push(
         { column: this.cf.jobs, key, value },
         { column: this.cf.ids, key: idIndexKey(record.jobId), value: key },
@@ -594,7 +386,7 @@ export class RocksJobStore implements JobStore {
         ops.push({ column: this.cf.idempotency, key: idemKey, value: idIndexKey(record.jobId) });
         staged.set(latin1(idemKey), record);
       }
-      if (entry !== null) this.stageLogEntry(ops, entry);
+      if (entry !== null) this.log.stage(ops, entry);
       outcomes.push({ record, created: true });
     }
     for (const { record, created } of outcomes) if (created) counts.push([record, +1]);
@@ -644,7 +436,7 @@ export class RocksJobStore implements JobStore {
         if (Buffer.isBuffer(row)) {
           key = row;
           const value = values[miss++];
-          record = value === undefined ? null : this.decodeOrSkip(key, value);
+          record = value === undefined ? null : this.ctx.decodeOrSkip(key, value);
         } else {
           ({ key, record } = row);
         }
@@ -759,7 +551,7 @@ export class RocksJobStore implements JobStore {
     nextKey: Buffer,
     after: JobRecord,
   ): void {
-    const { value, entry } = encodeWrite(after, this.logState.enabled);
+    const { value, entry } = encodeWrite(after, this.log.enabled);
     if (!key.equals(nextKey)) {
       ops.push({ column: this.cf.jobs, key, value: null });
       ops.push({ column: this.cf.ids, key: idIndexKey(after.jobId), value: nextKey });
@@ -782,7 +574,7 @@ export class RocksJobStore implements JobStore {
       });
     }
     if (before.state !== after.state) counts.push([before, -1], [after, +1]);
-    if (entry !== null) this.stageLogEntry(ops, entry);
+    if (entry !== null) this.log.stage(ops, entry);
   }
 
   /**
@@ -794,33 +586,6 @@ export class RocksJobStore implements JobStore {
     for (const [record, delta] of counts) this.bumpCounter(record, delta);
     return this.committer.stage(ops);
   }
-
-  /** Append a log entry to the ops of its job's write. */
-  private stageLogEntry(ops: WriteOp[], entry: EncodedEntry): void {
-    const seq = ++this.logStaged;
-    ops.push({ column: this.cf.log, key: encodeU64(seq), value: entry.value });
-    this.stagedLog.set(seq, entry.record);
-  }
-
-  /**
-   * After a write landed: readers may now see its entries, which join the recent ones. A seq staged
-   * before the batch was made but not in it was never written (its write failed before staging);
-   * one staged after belongs to the next batch.
-   */
-  private logLanded(ops: readonly WriteOp[]): void {
-    const flushed = this.logFlushing;
-    if (this.stagedLog.size > 0) {
-      for (const op of ops) {
-        if (op.column !== this.cf.log || op.value === null) continue;
-        const seq = readU64(op.key, 0);
-        const job = this.stagedLog.get(seq);
-        if (job !== undefined) this.recentLog.add(seq, job);
-      }
-      for (const seq of this.stagedLog.keys()) if (seq <= flushed) this.stagedLog.delete(seq);
-    }
-    this.logWritten = flushed;
-  }
-
   private unindex(record: JobRecord): void {
     if (record.state === JobState.Pending) {
       this.index.removePending(record.jobId);
@@ -840,9 +605,7 @@ export class RocksJobStore implements JobStore {
 
   /** Ops that summarize everything staged since the last flush: counters and the created_at mark. */
   private summaryOps(): WriteOp[] {
-    // Called as the batch is made: every entry staged so far is in it, and readers see them once it
-    // lands (on the write thread, later than this).
-    this.logFlushing = this.logStaged;
+    this.log.batchMade();
     const ops: WriteOp[] = [];
     for (const slot of this.dirtyCounters) {
       const count = this.counters.get(slot) ?? 0;
@@ -888,7 +651,7 @@ export class RocksJobStore implements JobStore {
         ops.push({ column: this.cf.finished, key: candidate.indexKey, value: null });
         // A Dead job retried since the scan has moved away from this key; its index entry is already gone.
         if (value === undefined) continue;
-        const record = this.decodeOrSkip(candidate.jobKey, value);
+        const record = this.ctx.decodeOrSkip(candidate.jobKey, value);
         ops.push({ column: this.cf.jobs, key: candidate.jobKey, value: null });
         ops.push({ column: this.cf.ids, key: idIndexKey(candidate.jobId), value: null });
         if (record !== null) {
@@ -914,220 +677,66 @@ export class RocksJobStore implements JobStore {
 
   // ---- the transitions log ----
 
-  private position(seq: number): string {
-    return formatPosition(LOG_FORMAT, this.logState.id, [seq]);
-  }
-
   logHead(): Promise<string> {
-    this.assertOpen();
-    return Promise.resolve(this.position(this.logWritten));
+    return this.log.logHead();
   }
 
-  async readLog(after: string, limit: number, filter: LogFilter): Promise<LogPage> {
-    this.assertOpen();
-    const [parsed] = parsePosition(after, LOG_FORMAT, this.logState.id, 1);
-    const seen = Number(parsed);
-    const written = this.logWritten;
-    if (seen > written) throw invalidArgument('resume_token', 'a position this store has not reached');
-    const entries: LogEntry[] = [];
-    let position = seen;
-    if (!this.committer.failed && this.recentLog.covers(seen + 1)) {
-      position = Math.min(written, seen + limit);
-      for (let seq = seen + 1; seq <= position; seq++) {
-        const job = this.recentLog.at(seq);
-        if (job !== undefined && logMatches(job, filter)) entries.push({ position: this.position(seq), seq, job });
-      }
-      if (seen < this.logPruned) throw positionPruned();
-      return { entries, position: this.position(position) };
-    }
-    const range = { gt: encodeU64(seen), lt: encodeU64(written + 1), limit };
-    for await (const [key, value] of this.db.scan(this.cf.log, range, Math.min(limit, 256))) {
-      position = readU64(key, 0);
-      const job = this.decodeOrSkip(key, value);
-      if (job !== null && logMatches(job, filter))
-        entries.push({ position: this.position(position), seq: position, job });
-    }
-    // Checked after the read: pruning only moves forward, so entries read before it passed `seen` were all there.
-    if (seen < this.logPruned) throw positionPruned();
-    return { entries, position: this.position(position) };
+  readLog(after: string, limit: number, filter: LogFilter): Promise<LogPage> {
+    return this.log.readLog(after, limit, filter);
   }
 
-  async pruneLog(params: LogPruneParams): Promise<number> {
-    this.assertOpen();
-    const ops: WriteOp[] = [];
-    let last = this.logPruned;
-    for await (const [key, value] of this.db.scan(this.cf.log, { gt: encodeU64(last), limit: params.limit })) {
-      const seq = readU64(key, 0);
-      const job = this.decodeOrSkip(key, value);
-      if (job !== null && !logEntryExpired(transitionOf(job).at, this.logWritten - seq, params)) break;
-      ops.push({ column: this.cf.log, key, value: null });
-      last = seq;
-    }
-    if (ops.length === 0) return 0;
-    ops.push({ column: this.cf.meta, key: META_LOG_PRUNED, value: encodeU64(last) });
-    await this.committer.stage(ops);
-    this.logPruned = last;
-    return ops.length - 1;
+  pruneLog(params: LogPruneParams): Promise<number> {
+    return this.log.pruneLog(params);
   }
 
   // ---- schedules ----
 
-  async createSchedule(schedule: Schedule, maxPerScope: number): Promise<void> {
-    this.assertOpen();
-    const key = scheduleKey(schedule.scope, schedule.name);
-    const scopePrefix = scheduleScopePrefix(schedule.scope);
-    // The scope's lock too, so two creates at once cannot both take the last free place.
-    const release = await this.locks.acquire([scheduleLock(key), `schedules:${scopePrefix.toString('hex')}`]);
-    try {
-      if (this.loadSchedule(key) !== null) throw scheduleExists(schedule.name);
-      let held = 0;
-      const lt = prefixUpperBound(scopePrefix) ?? undefined;
-      const range = { gte: scopePrefix, ...(lt ? { lt } : {}), limit: maxPerScope };
-      for await (const entry of this.db.scan(this.cf.meta, range)) if (entry.length > 0) held++;
-      if (held >= maxPerScope) throw tooManySchedules(maxPerScope);
-      const ops: WriteOp[] = [];
-      this.stageSchedule(ops, key, null, schedule);
-      await this.committer.stage(ops);
-    } finally {
-      release();
-    }
+  createSchedule(schedule: Schedule, maxPerScope: number): Promise<void> {
+    return this.schedules.createSchedule(schedule, maxPerScope);
   }
 
-  async updateSchedule(scope: QueueScope, name: string, change: (current: Schedule) => Schedule): Promise<Schedule> {
-    this.assertOpen();
-    const key = scheduleKey(scope, name);
-    const release = await this.locks.acquire([scheduleLock(key)]);
-    try {
-      const current = this.loadSchedule(key);
-      if (current === null) throw notFound(`schedule ${name}`);
-      const next = change(current);
-      const ops: WriteOp[] = [];
-      this.stageSchedule(ops, key, current, next);
-      await this.committer.stage(ops);
-      return next;
-    } finally {
-      release();
-    }
+  updateSchedule(scope: QueueScope, name: string, change: (current: Schedule) => Schedule): Promise<Schedule> {
+    return this.schedules.updateSchedule(scope, name, change);
   }
 
   getSchedule(scope: QueueScope, name: string): Promise<Schedule | null> {
-    this.assertOpen();
-    return Promise.resolve(this.loadSchedule(scheduleKey(scope, name)));
+    return this.schedules.getSchedule(scope, name);
   }
 
-  async listSchedules(query: ScheduleQuery): Promise<SchedulePage> {
-    this.assertOpen();
-    const prefix = query.scope.type === 'any' ? SCHEDULE_PREFIX : scheduleScopePrefix(query.scope);
-    const after = query.pageToken === null ? null : Buffer.concat([SCHEDULE_PREFIX, schedulePageKey(query.pageToken)]);
-    const lt = prefixUpperBound(prefix) ?? undefined;
-    const start = after !== null && Buffer.compare(after, prefix) >= 0 ? { gt: after } : { gte: prefix };
-    const schedules: Schedule[] = [];
-    let more = false;
-    for await (const [key, value] of this.db.scan(this.cf.meta, { ...start, ...(lt ? { lt } : {}) })) {
-      const schedule = this.decodeScheduleOrSkip(key, value);
-      if (schedule === null || !scheduleInScope(schedule, query.scope)) continue;
-      if (schedules.length === query.limit) {
-        more = true;
-        break;
-      }
-      schedules.push(schedule);
-    }
-    const last = schedules[schedules.length - 1];
-    return { schedules, nextPageToken: more && last !== undefined ? schedulePageToken(last) : null };
+  listSchedules(query: ScheduleQuery): Promise<SchedulePage> {
+    return this.schedules.listSchedules(query);
   }
 
-  async deleteSchedule(scope: QueueScope, name: string): Promise<boolean> {
-    this.assertOpen();
-    const key = scheduleKey(scope, name);
-    const release = await this.locks.acquire([scheduleLock(key)]);
-    try {
-      const current = this.loadSchedule(key);
-      if (current === null) return false;
-      const ops: WriteOp[] = [];
-      this.stageSchedule(ops, key, current, null);
-      await this.committer.stage(ops);
-      return true;
-    } finally {
-      release();
-    }
+  deleteSchedule(scope: QueueScope, name: string): Promise<boolean> {
+    return this.schedules.deleteSchedule(scope, name);
   }
 
-  async fireDueSchedules(
+  fireDueSchedules(
     now: Micros,
     limit: number,
     fire: (schedule: Schedule) => ScheduleFiring | null,
   ): Promise<FiredSchedule[]> {
-    this.assertOpen();
-    const dueKeys: Buffer[] = [];
-    for await (const [dueKey] of this.db.scan(this.cf.meta, {
-      gte: SCHEDULE_DUE_PREFIX,
-      lt: scheduleDueBound(now),
-      limit,
-    })) {
-      dueKeys.push(dueKey);
-    }
-    // Each schedule is its own atomic unit; staged together, group commit writes them at once.
-    const fired = await Promise.all(dueKeys.map((dueKey) => this.fireOne(dueKey, now, fire)));
-    return fired.filter((f): f is FiredSchedule => f !== null);
+    return this.schedules.fireDueSchedules(now, limit, fire);
   }
 
-  private async fireOne(
-    dueKey: Buffer,
+  /** A schedule's job and the schedule's own ops (`more`), staged as one unit (`InsertWith`). */
+  private async insertWith(
+    draft: JobDraft,
     now: Micros,
-    fire: (schedule: Schedule) => ScheduleFiring | null,
-  ): Promise<FiredSchedule | null> {
-    const key = scheduleKeyOfDue(dueKey);
-    const release = await this.locks.acquire([scheduleLock(key)]);
+    more: (ops: WriteOp[]) => void,
+  ): Promise<InsertOutcome | undefined> {
+    const releaseIdem = await this.locks.acquire(idempotencyLocks([draft]));
     try {
-      const [value] = this.db.getManySync(this.cf.meta, [key]);
-      // A row that does not decode is counted and logged, and left for an operator: it must not stop the others firing.
-      const current = value === undefined ? null : this.decodeScheduleOrSkip(key, value);
-      // Changed since the scan (fired, paused, retimed or deleted): its own write moved the index.
-      if (current === null || current.paused || current.nextDueAt !== dueOfDueKey(dueKey)) return null;
-      const firing = fire(current);
-      if (firing === null) return null;
-      const releaseIdem = await this.locks.acquire(idempotencyLocks([firing.draft]));
-      try {
-        const ops: WriteOp[] = [];
-        const counts: CountChange[] = [];
-        const [job] = this.planInsert([firing.draft], now, ops, counts);
-        this.stageSchedule(ops, key, current, firing.next);
-        await this.stageUnit(ops, counts);
-        if (job === undefined) return null;
-        this.indexCreated([job], now);
-        return { schedule: firing.next, job };
-      } finally {
-        releaseIdem();
-      }
+      const ops: WriteOp[] = [];
+      const counts: CountChange[] = [];
+      const [job] = this.planInsert([draft], now, ops, counts);
+      more(ops);
+      await this.stageUnit(ops, counts);
+      if (job === undefined) return undefined;
+      this.indexCreated([job], now);
+      return job;
     } finally {
-      release();
-    }
-  }
-
-  /** The ops of one schedule's move from `before` to `after` (either `null` for none): its row and due-index entry. */
-  private stageSchedule(ops: WriteOp[], key: Buffer, before: Schedule | null, after: Schedule | null): void {
-    const dueBefore = before === null ? null : dueKeyOf(before);
-    const dueAfter = after === null ? null : dueKeyOf(after);
-    if (dueBefore !== null && (dueAfter === null || !dueBefore.equals(dueAfter))) {
-      ops.push({ column: this.cf.meta, key: dueBefore, value: null });
-    }
-    if (dueAfter !== null) ops.push({ column: this.cf.meta, key: dueAfter, value: Buffer.alloc(0) });
-    ops.push({ column: this.cf.meta, key, value: after === null ? null : encodeSchedule(after) });
-  }
-
-  private loadSchedule(key: Buffer): Schedule | null {
-    const [value] = this.db.getManySync(this.cf.meta, [key]);
-    return value === undefined ? null : decodeSchedule(value, key.toString('hex'));
-  }
-
-  private decodeScheduleOrSkip(key: Buffer, value: Buffer): Schedule | null {
-    try {
-      return decodeSchedule(value, key.toString('hex'));
-    } catch (error) {
-      if (!(error instanceof CorruptRecordError)) throw error;
-      this.corruptRows++;
-      this.logger.warn({ key: error.key, err: error.message }, 'skipping corrupt schedule row');
-      return null;
+      releaseIdem();
     }
   }
 
@@ -1169,7 +778,7 @@ export class RocksJobStore implements JobStore {
     const jobs: JobRecord[] = [];
     let more = false;
     for await (const [key, value] of this.scanScopes(query.scope, query.state, after)) {
-      const record = this.decodeOrSkip(key, value);
+      const record = this.ctx.decodeOrSkip(key, value);
       if (record === null) continue;
       if (query.kindPrefix !== null && !kindMatches(record.kind, [query.kindPrefix])) continue;
       if (jobs.length === query.limit) {
@@ -1235,12 +844,12 @@ export class RocksJobStore implements JobStore {
 
   /** Ready while open: the database is a directory this process holds. */
   health(): Promise<void> {
-    return this.closed ? Promise.reject(storeClosed()) : Promise.resolve();
+    return this.ctx.closed ? Promise.reject(storeClosed()) : Promise.resolve();
   }
 
   stats(): StoreStats & { batches: number; units: number; pending: number; leased: number } {
     return {
-      corruptRows: this.corruptRows,
+      corruptRows: this.ctx.corruptRows,
       batches: this.committer.batches,
       units: this.committer.units,
       pending: this.index.pendingCount,
@@ -1261,14 +870,14 @@ export class RocksJobStore implements JobStore {
   }
 
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
+    if (this.ctx.closed) return;
+    this.ctx.closed = true;
     await this.committer.drain();
     await this.db.close();
   }
 
   private assertOpen(): void {
-    if (this.closed) throw storeClosed();
+    this.ctx.assertOpen();
   }
 }
 
@@ -1277,15 +886,4 @@ function idempotencyLocks(drafts: readonly JobDraft[]): string[] {
   for (const d of drafts)
     if (d.idempotencyKey !== null) keys.push(`idem:${idempotencySlot(d.tenant, d.idempotencyKey)}`);
   return keys;
-}
-
-function scheduleLock(key: Buffer): string {
-  return `schedule:${key.toString('hex')}`;
-}
-
-/** A schedule's due-index key, or `null` when it is not waiting to fire. */
-function dueKeyOf(schedule: Schedule): Buffer | null {
-  return schedule.paused || schedule.nextDueAt === null
-    ? null
-    : scheduleDueKey(schedule.nextDueAt, schedule.scope, schedule.name);
 }

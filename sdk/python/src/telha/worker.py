@@ -1,0 +1,559 @@
+"""The worker: one Work stream, a concurrency limit (total and per kind), prefetch, heartbeats at a
+fraction of the lease, cancellation delivered to the handler, and a graceful close that hands back
+what has not started with the fenced release.
+
+    async with Client(token=...) as client:
+        worker = Worker(client, concurrency=8)
+
+        @worker.handler("email.send")
+        async def send(job: JobContext) -> dict:
+            ...
+
+        await worker.run_until_signalled()   # SIGTERM / SIGINT close it gracefully
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import inspect
+import json
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Optional, Union
+
+from ._gen.telha.v1 import queue_pb2 as pb
+from ._work_stream import WorkStream
+from .client import Client
+from .errors import InvalidArgument, LeaseConflict, PermanentError, TelhaError, Unavailable
+from .types import Job, NewJob, ScopeLike, payload_bytes, scope_to_wire, to_json_value
+
+if TYPE_CHECKING:
+    from .tasks import Task
+
+log = logging.getLogger("telha.worker")
+
+#: Heartbeat after this fraction of the remaining lease has passed (as the TypeScript worker).
+DEFAULT_HEARTBEAT_FRACTION = 1 / 3
+#: Never heartbeat more often than this (seconds), however short the lease.
+MIN_HEARTBEAT_INTERVAL = 0.05
+#: How long ``close()`` waits for running handlers before cancelling them and handing their jobs back.
+DEFAULT_SHUTDOWN_TIMEOUT = 30.0
+#: Reconnecting a lost Work stream: first pause and ceiling (seconds), doubling in between.
+RECONNECT_FIRST_DELAY = 0.05
+RECONNECT_MAX_DELAY = 5.0
+
+#: Why a handler was cancelled, as ``JobContext.cancel_reason`` says.
+CANCELLED = "cancelled"  # the job was cancelled by an operator or its tenant
+TIMEOUT = "timeout"  # the attempt's timeout passed; the server's reaper takes it back
+LEASE_LOST = "lease_lost"  # the lease expired and went to another worker (or was reaped)
+SHUTDOWN = "shutdown"  # the worker closed and gave up waiting for the handler; the job is released
+
+
+class _Context:
+    def __init__(self, worker: "Worker", job: Job, fence: pb.Fence) -> None:
+        self.job = job
+        #: Set when the handler should stop: see ``cancel_reason``. Sync handlers check it; async ones
+        #: are also cancelled (``asyncio.CancelledError``).
+        self.cancelled = threading.Event()
+        self.cancel_reason: Optional[str] = None
+        self._worker = worker
+        self._fence = fence
+        self._successors: list[NewJob] = []
+
+    @property
+    def id(self) -> str:
+        return self.job.job_id
+
+    @property
+    def kind(self) -> str:
+        return self.job.kind
+
+    @property
+    def tenant(self) -> str:
+        return self.job.tenant
+
+    @property
+    def payload(self) -> bytes:
+        return self.job.payload
+
+    @property
+    def attempts(self) -> int:
+        return self.job.attempts
+
+    @property
+    def continuation(self) -> Optional[bytes]:
+        """What the last ``checkpoint`` stored, for an attempt that resumes."""
+        return self.job.continuation
+
+    def json(self) -> Any:
+        """The payload read as JSON."""
+        return self.job.payload_json()
+
+    def chain(self, *jobs: NewJob) -> None:
+        """Enqueue these jobs in the same write that completes this one (in its scope)."""
+        self._successors.extend(jobs)
+
+    async def _progress(self, value: Any) -> None:
+        text = json.dumps(to_json_value(value), separators=(",", ":"))
+        await self._worker._extend(self, "heartbeats", pb.HeartbeatRequest(fence=self._fence, progress=text))
+
+    async def _checkpoint(self, continuation: bytes) -> None:
+        await self._worker._extend(
+            self, "checkpoints", pb.CheckpointRequest(fence=self._fence, continuation=payload_bytes(continuation))
+        )
+
+
+class JobContext(_Context):
+    """What an async handler gets: the job, and progress / checkpoint, which also extend the lease."""
+
+    async def progress(self, value: Any) -> None:
+        """Show progress (a JSON value, at most 4,096 characters as JSON) and extend the lease."""
+        await self._progress(value)
+
+    async def checkpoint(self, continuation: bytes) -> None:
+        """Store a continuation (a retry resumes from ``ctx.continuation``) and extend the lease."""
+        await self._checkpoint(continuation)
+
+
+class SyncJobContext(_Context):
+    """What a sync handler (run in the worker's thread pool) gets: blocking progress / checkpoint."""
+
+    def progress(self, value: Any) -> None:
+        self._worker._blocking(self._progress(value))
+
+    def checkpoint(self, continuation: bytes) -> None:
+        self._worker._blocking(self._checkpoint(continuation))
+
+
+Handler = Callable[..., Any]
+
+
+@dataclass
+class _Registration:
+    kind: str
+    run: Callable[[Any], Any]
+    is_async: bool
+    slots: Optional[asyncio.Semaphore]
+    task: Optional["Task[Any, Any]"] = None
+
+
+@dataclass
+class _Running:
+    context: _Context
+    handler: Optional["asyncio.Future[Any]"] = None
+    released: bool = False
+
+
+class Worker:
+    """Works the jobs of the kinds (or ``@task``s) registered on it, over one Work stream of ``client``.
+
+    ``concurrency`` handlers at most run at once (and ``concurrency=`` per kind at ``handler()``); the
+    server pushes ``prefetch`` more (default: as many) so the next job is ready when a slot frees. Sync
+    handlers run in a thread pool of ``concurrency`` threads, so CPU-bound work does not hold up
+    heartbeats.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        tasks: Iterable["Task[Any, Any]"] = (),
+        *,
+        concurrency: int = 10,
+        prefetch: Optional[int] = None,
+        scope: ScopeLike = None,
+        worker_id: Optional[str] = None,
+        heartbeat_fraction: float = DEFAULT_HEARTBEAT_FRACTION,
+        shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if concurrency < 1:
+            raise InvalidArgument("concurrency must be at least 1", field="concurrency")
+        if not 0 < heartbeat_fraction < 1:
+            raise InvalidArgument("heartbeat_fraction must be between 0 and 1", field="heartbeat_fraction")
+        self.client = client
+        self.concurrency = concurrency
+        self.prefetch = concurrency if prefetch is None else prefetch
+        self.scope = scope
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.heartbeat_fraction = heartbeat_fraction
+        self.shutdown_timeout = shutdown_timeout
+        self._clock = clock
+        self._registry: dict[str, _Registration] = {}
+        self._slots: Optional[asyncio.Semaphore] = None
+        self._pool: Optional[ThreadPoolExecutor] = None
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._stream: Optional[WorkStream] = None
+        self._running: dict[str, _Running] = {}
+        self._executions: set[asyncio.Task[None]] = set()
+        self._closing: Optional[asyncio.Event] = None
+        self._closed: Optional[asyncio.Event] = None
+        self._run_task: Optional[asyncio.Task[None]] = None
+        for task in tasks:
+            self.add(task)
+
+    def __repr__(self) -> str:
+        return f"Worker(worker_id={self.worker_id!r}, kinds={list(self._registry)!r})"
+
+    # Registering
+
+    def handler(self, kind: str, *, concurrency: Optional[int] = None) -> Callable[[Handler], Handler]:
+        """Register the decorated function for ``kind``: ``async def f(job: JobContext)`` or a plain
+        ``def f(job: SyncJobContext)`` (run in the thread pool). What it returns is the job's result."""
+
+        def register(fn: Handler) -> Handler:
+            self._register(kind, fn, concurrency, None)
+            return fn
+
+        return register
+
+    def add(self, task: "Task[Any, Any]", *, concurrency: Optional[int] = None) -> None:
+        """Work a ``@task``: its handler gets the typed payload (and the context, if it takes two arguments)."""
+        self._register(task.kind, task.fn, concurrency if concurrency is not None else task.concurrency, task)
+
+    def _register(
+        self, kind: str, fn: Handler, concurrency: Optional[int], task: Optional["Task[Any, Any]"]
+    ) -> None:
+        if kind in self._registry:
+            raise InvalidArgument(f"a handler for {kind!r} is registered already", field="kind")
+        is_async = inspect.iscoroutinefunction(task.fn if task is not None else fn)
+        slots = asyncio.Semaphore(concurrency) if concurrency is not None else None
+        self._registry[kind] = _Registration(kind, fn, is_async, slots, task)
+
+    # Running
+
+    async def __aenter__(self) -> "Worker":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Open the Work stream; returns once the server accepted it. ``close()`` ends it."""
+        if self._run_task is not None:
+            return
+        if not self._registry:
+            raise InvalidArgument("register a handler or a task before starting the worker", field="kinds")
+        self._loop = asyncio.get_running_loop()
+        self._slots = asyncio.Semaphore(self.concurrency)
+        self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="telha-handler")
+        self._closing = asyncio.Event()
+        self._closed = asyncio.Event()
+        opened: asyncio.Future[None] = self._loop.create_future()
+        self._run_task = asyncio.create_task(self._run(opened))
+        await opened
+
+    async def run(self) -> None:
+        """Start, and work until ``close()`` (from another task or a signal) has finished."""
+        await self.start()
+        assert self._closed is not None
+        await self._closed.wait()
+
+    async def run_until_signalled(self, signals: Sequence[signal.Signals] = (signal.SIGTERM, signal.SIGINT)) -> None:
+        """Work until SIGTERM or SIGINT, then close gracefully: unstarted jobs handed back at once, running
+        ones given ``shutdown_timeout`` seconds."""
+        self.install_signal_handlers(signals)
+        await self.run()
+
+    def install_signal_handlers(self, signals: Sequence[signal.Signals] = (signal.SIGTERM, signal.SIGINT)) -> None:
+        """On each of ``signals``, close this worker gracefully (on the running event loop)."""
+        loop = asyncio.get_running_loop()
+        for sig in signals:
+            loop.add_signal_handler(sig, self._on_signal, sig)
+
+    def _on_signal(self, sig: signal.Signals) -> None:
+        log.info("%s received: closing the worker", sig.name)
+        asyncio.ensure_future(self.close())
+
+    async def _run(self, opened: "asyncio.Future[None]") -> None:
+        assert self._closing is not None and self._closed is not None
+        delay = RECONNECT_FIRST_DELAY
+        try:
+            while not self._closing.is_set():
+                stream = WorkStream(self.client.stub, self.client.metadata, self._open_message(), self._on_jobs)
+                self._stream = stream
+                try:
+                    await stream.opened
+                except TelhaError as error:
+                    if not opened.done() and not error.retryable:
+                        opened.set_exception(error)
+                        return
+                    log.warning("could not open the work stream (%s); retrying", error.code)
+                else:
+                    delay = RECONNECT_FIRST_DELAY
+                    if not opened.done():
+                        opened.set_result(None)
+                    # Jobs still running hold their slots: ask only for what is free.
+                    stream.grant(self.concurrency + self.prefetch - len(self._running))
+                    error = await stream.ended
+                    if self._closing.is_set():
+                        break
+                    log.warning("the work stream ended (%s); reconnecting", error.code if error else "ok")
+                try:
+                    await asyncio.wait_for(self._closing.wait(), delay)
+                except asyncio.TimeoutError:
+                    pass
+                delay = min(RECONNECT_MAX_DELAY, delay * 2)
+        finally:
+            if not opened.done():
+                opened.set_exception(Unavailable("the worker closed before its work stream opened"))
+
+    def _open_message(self) -> pb.WorkOpen:
+        return pb.WorkOpen(
+            worker_id=self.worker_id, kinds=list(self._registry), scope=scope_to_wire(self.scope), jobs_with_answers=True
+        )
+
+    def _on_jobs(self, jobs: Sequence[pb.Job]) -> None:
+        for job in jobs:
+            execution = asyncio.ensure_future(self._execute(Job.from_wire(job)))
+            self._executions.add(execution)
+            execution.add_done_callback(self._executions.discard)
+
+    async def close(self, timeout: Optional[float] = None) -> None:
+        """Stop taking jobs, hand back those not started (fenced release: no attempt charged), wait up to
+        ``timeout`` (default ``shutdown_timeout``) seconds for running handlers, then cancel the rest and
+        hand their jobs back too; then end the stream. A second call waits for the first."""
+        if self._closing is None or self._closed is None:
+            return
+        if self._closing.is_set():
+            await self._closed.wait()
+            return
+        self._closing.set()
+        try:
+            handlers = [r.handler for r in self._running.values() if r.handler is not None]
+            if handlers:
+                await asyncio.wait(handlers, timeout=self.shutdown_timeout if timeout is None else timeout)
+            for running in list(self._running.values()):
+                self._cancel(running, SHUTDOWN)
+            # Every job settles (or goes back) on the stream before it is half-closed.
+            while self._executions:
+                await asyncio.gather(*list(self._executions), return_exceptions=True)
+            stream = self._stream
+            if stream is not None:
+                stream.end()
+                await stream.ended
+            if self._run_task is not None:
+                await self._run_task
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
+            self._closed.set()
+
+    # One job
+
+    def _cancel(self, running: _Running, reason: str) -> None:
+        context = running.context
+        if context.cancel_reason is None:
+            context.cancel_reason = reason
+        context.cancelled.set()
+        if running.handler is not None and not running.handler.done():
+            running.handler.cancel()
+
+    def _lost(self, context: _Context, error: LeaseConflict) -> None:
+        running = self._running.get(context.id)
+        if running is None or running.released:
+            return
+        if error.reason == "cancelled":
+            log.info("job %s was cancelled; cancelling its handler", context.id)
+            self._cancel(running, CANCELLED)
+        else:
+            log.warning("lost the lease of job %s (%s); cancelling its handler", context.id, error.reason)
+            self._cancel(running, LEASE_LOST)
+
+    async def _send(self, field_name: str, request: Any) -> Any:
+        """On the stream while it is open; else the unary call that does the same."""
+        stream = self._stream
+        if stream is not None and stream.writable:
+            return await stream.send(field_name, request)
+        unary = {
+            "completes": self.client.stub.Complete,
+            "fails": self.client.stub.Fail,
+            "releases": self.client.stub.Release,
+            "heartbeats": self.client.stub.Heartbeat,
+            "checkpoints": self.client.stub.Checkpoint,
+        }[field_name]
+        response = await self.client._call(unary, request)
+        return getattr(response, "lease_deadline_us", None)
+
+    async def _extend(self, context: _Context, field_name: str, request: Any) -> None:
+        try:
+            deadline = await self._send(field_name, request)
+        except LeaseConflict as error:
+            self._lost(context, error)
+            raise
+        running = self._running.get(context.id)
+        if running is not None and deadline:
+            context.job = _with_deadline(context.job, deadline)
+
+    def _blocking(self, coroutine: Awaitable[Any]) -> Any:
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()  # type: ignore[arg-type]
+
+    async def _heartbeats(self, context: _Context, fence: pb.Fence) -> None:
+        while True:
+            deadline = context.job.lease_deadline_us
+            remaining = (deadline / 1e6 - self._clock()) if deadline else 0.0
+            await asyncio.sleep(max(MIN_HEARTBEAT_INTERVAL, remaining * self.heartbeat_fraction))
+            try:
+                await self._extend(context, "heartbeats", pb.HeartbeatRequest(fence=fence))
+            except LeaseConflict:
+                return
+            except TelhaError as error:
+                # A transient failure: try again soon, well before the deadline.
+                log.debug("heartbeat of job %s failed (%s)", context.id, error.code)
+
+    async def _take_slot(self, registration: _Registration) -> bool:
+        """Wait for a slot (total, then the kind's); False when the worker closes first."""
+        assert self._slots is not None and self._closing is not None
+        for slots in (self._slots, registration.slots):
+            if slots is None:
+                continue
+            acquiring = asyncio.ensure_future(slots.acquire())
+            closing = asyncio.ensure_future(self._closing.wait())
+            await asyncio.wait({acquiring, closing}, return_when=asyncio.FIRST_COMPLETED)
+            closing.cancel()
+            if not acquiring.done() or self._closing.is_set():
+                acquiring.cancel()
+                if acquiring.done() and not acquiring.cancelled():
+                    slots.release()
+                if slots is registration.slots:
+                    self._slots.release()
+                return False
+        return True
+
+    def _free_slot(self, registration: _Registration) -> None:
+        assert self._slots is not None
+        self._slots.release()
+        if registration.slots is not None:
+            registration.slots.release()
+
+    async def _execute(self, job: Job) -> None:
+        assert self._closing is not None
+        fence = pb.Fence(job_id=job.job_id, worker_id=self.worker_id, lease_generation=job.lease_generation)
+        registration = self._registry.get(job.kind) or self._registry_for_prefix(job.kind)
+        context: _Context = (SyncJobContext if registration and not registration.is_async else JobContext)(
+            self, job, fence
+        )
+        running = _Running(context)
+        self._running[job.job_id] = running
+        heartbeats = asyncio.ensure_future(self._heartbeats(context, fence))
+        timer: Optional[asyncio.TimerHandle] = None
+        try:
+            if registration is None or self._closing.is_set() or not await self._take_slot(registration):
+                # Pushed while closing, or waiting for a slot when it did: never started, so straight back.
+                await self._release(running, fence)
+                return
+            try:
+                if job.attempt_deadline_us is not None:
+                    assert self._loop is not None
+                    timer = self._loop.call_later(
+                        max(0.0, job.attempt_deadline_us / 1e6 - self._clock()), self._cancel, running, TIMEOUT
+                    )
+                outcome = await self._run_handler(registration, running)
+            finally:
+                self._free_slot(registration)
+            if timer is not None:
+                timer.cancel()
+            heartbeats.cancel()
+            reason = context.cancel_reason
+            if reason == SHUTDOWN:
+                await self._release(running, fence)
+            elif reason == TIMEOUT:
+                log.warning("job %s: attempt timed out; the server's reaper takes the job back", job.job_id)
+            elif reason is None:
+                await self._settle(running, fence, registration, outcome)
+        except LeaseConflict as error:
+            self._lost(context, error)
+        except TelhaError as error:
+            # The result could not be delivered: the lease will expire and the job run again.
+            log.warning("job %s: could not submit its result (%s); it will be retried", job.job_id, error.code)
+        finally:
+            heartbeats.cancel()
+            if timer is not None:
+                timer.cancel()
+            self._running.pop(job.job_id, None)
+            stream = self._stream
+            if stream is not None and not self._closing.is_set():
+                stream.grant(1)
+
+    def _registry_for_prefix(self, kind: str) -> Optional[_Registration]:
+        matches = [r for k, r in self._registry.items() if kind.startswith(k)]
+        return max(matches, key=lambda r: len(r.kind)) if matches else None
+
+    async def _run_handler(self, registration: _Registration, running: _Running) -> tuple[bool, Any]:
+        """(True, what it returned) or (False, what it raised); cancellation is read from the context."""
+        context = running.context
+        call = registration.task.invoke if registration.task is not None else registration.run
+        arguments = (context,)
+        if registration.is_async:
+            running.handler = asyncio.ensure_future(call(*arguments))
+        else:
+            assert self._loop is not None and self._pool is not None
+            run = functools.partial(contextvars.copy_context().run, call, *arguments)
+            running.handler = asyncio.ensure_future(self._loop.run_in_executor(self._pool, run))
+        try:
+            # A sync handler cannot be interrupted: cancelling stops waiting for it (its thread runs on,
+            # and what it returns is dropped) and it is told through ``ctx.cancelled``.
+            return True, await running.handler
+        except asyncio.CancelledError:
+            if context.cancel_reason is None:
+                raise
+            return False, None
+        except Exception as error:  # the handler's failure is the job's
+            return False, error
+
+    async def _settle(self, running: _Running, fence: pb.Fence, registration: _Registration, outcome: tuple[bool, Any]) -> None:
+        context = running.context
+        ok, value = outcome
+        if ok:
+            request = pb.CompleteRequest(fence=fence, successors=[j.to_wire() for j in context._successors])
+            result = _result_bytes(value)
+            if result is not None:
+                request.result = result
+            try:
+                await self._send("completes", request)
+                log.debug("job %s completed", context.id)
+                return
+            except InvalidArgument as refused:
+                # Refused (a result too big, a bad successor): nothing was written and the lease is held,
+                # so the attempt fails with the reason in its trail.
+                value = refused
+        permanent = isinstance(value, PermanentError)
+        message = str(value) or type(value).__name__
+        log.info("job %s failed%s: %s", context.id, " permanently" if permanent else "", message, exc_info=value)
+        await self._send("fails", pb.FailRequest(fence=fence, error=message[:1024], permanent=permanent))
+
+    async def _release(self, running: _Running, fence: pb.Fence) -> None:
+        running.released = True
+        try:
+            await self._send("releases", pb.ReleaseRequest(fence=fence))
+        except TelhaError as error:
+            log.warning("could not hand back job %s (%s); its lease will expire", fence.job_id, error.code)
+
+
+def _result_bytes(value: Any) -> Optional[bytes]:
+    """What a handler returned as the job's result: bytes as they are, ``None`` as no result, else JSON."""
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    return json.dumps(to_json_value(value), separators=(",", ":")).encode()
+
+
+def _with_deadline(job: Job, deadline_us: int) -> Job:
+    from dataclasses import replace
+
+    return replace(job, lease_deadline_us=deadline_us)
+
+
+__all__ = ["CANCELLED", "LEASE_LOST", "SHUTDOWN", "TIMEOUT", "JobContext", "SyncJobContext", "Worker"]

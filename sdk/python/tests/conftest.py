@@ -1,0 +1,159 @@
+"""A real ``telha serve`` (a child process on a RocksDB store in a temp dir) for the SDK's tests."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+import pytest
+
+SDK = Path(__file__).resolve().parent.parent
+REPO = SDK.parent.parent
+# The package from this checkout, not an installed one.
+sys.path.insert(0, str(SDK / "src"))
+
+from telha import Client  # noqa: E402
+
+OPERATOR = "operator-token-for-tests"
+WORKER = "worker-token-for-tests"
+TENANT = "acme-tenant-token-for-tests"
+OTHER_TENANT = "other-tenant-token-for-tests"
+
+CONFIG = f"""
+[jobs]
+lease_ttl_secs = 3
+reaper_interval_secs = 1
+backoff_base_secs = 0
+
+[[server.tokens]]
+token = "{OPERATOR}"
+role = "operator"
+name = "tests-operator"
+
+[[server.tokens]]
+token = "{WORKER}"
+role = "worker"
+name = "tests-worker"
+
+[[server.tokens]]
+token = "{TENANT}"
+role = "tenant"
+tenant = "acme"
+
+[[server.tokens]]
+token = "{OTHER_TENANT}"
+role = "tenant"
+tenant = "other"
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class TelhaServer:
+    """``telha serve`` on a fixed port and store directory, so a restart comes back at the same address."""
+
+    directory: Path
+    port: int = field(default_factory=free_port)
+    process: Optional[subprocess.Popen[str]] = None
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        config = self.directory / "telha.toml"
+        config.write_text(CONFIG)
+        env = {**os.environ, "TELHA_LOG_LEVEL": "warn", "TELHA_SERVER__HTTP_ADDRESS": "127.0.0.1:0"}
+        self.process = subprocess.Popen(
+            ["node", "--import", "tsx", "src/cli/main.ts", "serve", "--config", str(config),
+             "--data", str(self.directory / "data"), "--listen", self.address],
+            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        assert self.process.stdout is not None
+        # The server prints this line once it listens: no polling for the port.
+        for line in self.process.stdout:
+            if line.startswith("telha listening on "):
+                break
+        else:
+            raise RuntimeError(f"telha serve exited before listening: {self.process.stderr.read() if self.process.stderr else ''}")
+        # Keep reading its output so a full pipe never blocks it.
+        threading.Thread(target=self.process.stdout.read, daemon=True).start()
+        threading.Thread(target=self.process.stderr.read, daemon=True).start()  # type: ignore[union-attr]
+
+    def stop(self) -> None:
+        if self.process is None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[TelhaServer]:
+    with tempfile.TemporaryDirectory(prefix="telha-py-") as directory:
+        running = TelhaServer(Path(directory))
+        running.start()
+        yield running
+        running.stop()
+
+
+@pytest.fixture
+def own_server(tmp_path: Path) -> Iterator[TelhaServer]:
+    """A server of the test's own, for tests that stop or restart it."""
+    running = TelhaServer(tmp_path)
+    running.start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+async def client(server: TelhaServer) -> AsyncIterator[Client]:
+    async with Client(server.address, token=OPERATOR) as operator:
+        yield operator
+
+
+@pytest.fixture
+def kind(request: pytest.FixtureRequest) -> str:
+    """A kind no other test uses, so tests sharing the server never see each other's jobs."""
+    return "py." + request.node.name.replace("[", ".").replace("]", "").replace("_", "-")[:200]
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: float = 60.0) -> None:
+    """Poll ``check`` until true. Only for state another process holds (the server's) that no stream
+    reports; anything this process does, wait on its signal instead."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)
+
+
+async def signalled(event: asyncio.Event, what: str, timeout: float = 60.0) -> None:
+    """Wait for ``event``, failing (not hanging) if it never comes."""
+    try:
+        await asyncio.wait_for(event.wait(), timeout)
+    except asyncio.TimeoutError:
+        raise AssertionError(f"timed out waiting for {what}") from None

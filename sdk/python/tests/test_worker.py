@@ -1,0 +1,306 @@
+"""The Worker against a real telha serve: results, failures, heartbeats, progress, cancellation,
+timeouts, fencing and the graceful close."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import threading
+from pathlib import Path
+from collections.abc import AsyncIterator
+
+import pytest
+from conftest import OPERATOR, WORKER, TelhaServer, eventually, signalled
+
+from telha import (
+    CANCELLED,
+    TIMEOUT,
+    Client,
+    JobContext,
+    JobFailed,
+    JobState,
+    LeaseConflict,
+    NewJob,
+    PermanentError,
+    SyncJobContext,
+    Worker,
+)
+from telha._gen.telha.v1 import queue_pb2 as pb
+
+
+@pytest.fixture
+async def worker_client(server: TelhaServer) -> AsyncIterator[Client]:
+    async with Client(server.address, token=WORKER) as client:
+        yield client
+
+
+async def test_works_a_job_and_its_result_is_awaited(client: Client, worker_client: Client, kind: str) -> None:
+    worker = Worker(worker_client)
+
+    @worker.handler(kind)
+    async def add(job: JobContext) -> dict[str, int]:
+        numbers = job.json()
+        return {"sum": numbers["a"] + numbers["b"]}
+
+    async with worker:
+        job = (await client.enqueue(kind, {"a": 1, "b": 2}, scope="acme")).job
+        assert (await client.result(job.job_id)).json() == {"sum": 3}
+
+
+async def test_a_completed_job_enqueues_its_chained_successors(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    worker = Worker(worker_client)
+
+    @worker.handler(kind)
+    async def first(job: JobContext) -> None:
+        job.chain(NewJob("next." + kind, {"from": job.id}))
+
+    async with worker:
+        job = (await client.enqueue(kind, scope="acme")).job
+        await client.result(job.job_id)
+    (successor,) = (await client.list(scope="acme", kind_prefix="next." + kind)).jobs
+    assert successor.payload_json() == {"from": job.job_id}
+
+
+async def test_a_failing_handler_is_retried_and_a_permanent_error_dead_letters_at_once(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    worker = Worker(worker_client)
+    attempts: list[int] = []
+
+    @worker.handler(kind)
+    async def flaky(job: JobContext) -> str:
+        attempts.append(job.attempts)
+        if job.json() == {"mode": "permanent"}:
+            raise PermanentError("cannot ever work")
+        if len(attempts) == 1:
+            raise RuntimeError("first try fails")
+        return "ok"
+
+    async with worker:
+        retried = (await client.enqueue(kind, {"mode": "retried"}, scope="acme")).job
+        assert (await client.result(retried.job_id)).json() == "ok"
+        dead = (await client.enqueue(kind, {"mode": "permanent"}, scope="acme", max_attempts=5)).job
+        with pytest.raises(JobFailed) as raised:
+            await client.result(dead.job_id)
+    assert raised.value.job.state is JobState.DEAD and "cannot ever work" in str(raised.value)
+    assert raised.value.job.attempts == 1
+
+
+async def test_runs_at_most_its_concurrency_of_handlers_at_once(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    worker = Worker(worker_client, concurrency=2, prefetch=2)
+    active, most = 0, 0
+    two_running, gate = asyncio.Event(), asyncio.Event()
+
+    @worker.handler(kind)
+    async def held(job: JobContext) -> None:
+        nonlocal active, most
+        active += 1
+        most = max(most, active)
+        if active == 2:
+            two_running.set()
+        await gate.wait()
+        active -= 1
+
+    async with worker:
+        jobs = [r.job for r in await client.enqueue_batch([NewJob(kind, i) for i in range(5)], scope="acme")]
+        await signalled(two_running, "two handlers running")
+        gate.set()
+        for job in jobs:
+            await client.result(job.job_id)
+    assert most == 2
+
+
+async def test_a_sync_handler_runs_in_a_thread_while_heartbeats_keep_its_lease(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    """The lease lasts 3 s without a heartbeat; the handler holds its thread past that."""
+    worker = Worker(worker_client)
+    release = threading.Event()
+    threads: list[str] = []
+
+    @worker.handler(kind)
+    def cpu_bound(job: SyncJobContext) -> str:
+        threads.append(threading.current_thread().name)
+        release.wait(60)
+        return "done"
+
+    async with worker:
+        job = (await client.enqueue(kind, scope="acme")).job
+
+        async def extended_past_its_first_lease() -> bool:
+            shown = await client.show(job.job_id)
+            # Heartbeats fold into one event: "generation=1 count=3".
+            beats = [e.detail or "" for e in shown.events if e.transition == "extended"]
+            return bool(beats) and "count=" in beats[-1] and int(beats[-1].rsplit("count=", 1)[1]) >= 3
+
+        await eventually(extended_past_its_first_lease, "three heartbeats")
+        release.set()
+        assert (await client.result(job.job_id)).json() == "done"
+    assert threads and threads[0].startswith("telha-handler")
+
+
+async def test_progress_and_checkpoint_are_stored_with_the_job(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    worker = Worker(worker_client)
+    stored, finish = asyncio.Event(), asyncio.Event()
+
+    @worker.handler(kind)
+    async def reports(job: JobContext) -> None:
+        await job.progress({"done": 40, "of": 100})
+        await job.checkpoint(b"page=4")
+        stored.set()
+        await finish.wait()
+
+    async with worker:
+        job = (await client.enqueue(kind, scope="acme")).job
+        await signalled(stored, "progress and checkpoint stored")
+        shown = await client.show(job.job_id)
+        finish.set()
+        await client.result(job.job_id)
+    assert shown.progress == '{"done":40,"of":100}' and shown.continuation == b"page=4"
+
+
+async def test_cancelling_a_job_cancels_its_running_handler(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    worker = Worker(worker_client)
+    started, stopped = asyncio.Event(), asyncio.Event()
+    reasons: list[object] = []
+
+    @worker.handler(kind)
+    async def forever(job: JobContext) -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            reasons.append(job.cancel_reason)
+            stopped.set()
+            raise
+
+    async with worker:
+        job = (await client.enqueue(kind, scope="acme")).job
+        await signalled(started, "the handler to start")
+        await client.cancel(job.job_id, reason="stop it")
+        await signalled(stopped, "the handler to be cancelled")
+    assert reasons == [CANCELLED]
+    assert (await client.show(job.job_id)).state is JobState.CANCELLED
+
+
+async def test_a_sync_handler_sees_its_job_cancelled_through_ctx_cancelled(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    worker = Worker(worker_client)
+    started, seen = threading.Event(), threading.Event()
+
+    @worker.handler(kind)
+    def polite(job: SyncJobContext) -> None:
+        started.set()
+        if job.cancelled.wait(60):
+            seen.set()
+
+    async with worker:
+        job = (await client.enqueue(kind, scope="acme")).job
+        await asyncio.get_running_loop().run_in_executor(None, started.wait, 60)
+        await client.cancel(job.job_id)
+        assert await asyncio.get_running_loop().run_in_executor(None, seen.wait, 60)
+
+
+async def test_a_handler_past_its_jobs_timeout_is_cancelled_and_the_job_reaped(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    worker = Worker(worker_client)
+    stopped = asyncio.Event()
+    reasons: list[object] = []
+
+    @worker.handler(kind)
+    async def slow(job: JobContext) -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            reasons.append(job.cancel_reason)
+            stopped.set()
+
+    async with worker:
+        job = (await client.enqueue(kind, scope="acme", timeout=1, max_attempts=1)).job
+        await signalled(stopped, "the handler to time out")
+        with pytest.raises(JobFailed):
+            await client.result(job.job_id)
+    assert reasons == [TIMEOUT]
+    assert any(e.transition == "reaped" and (e.detail or "").endswith(" timeout") for e in (await client.show(job.job_id)).events)
+
+
+async def test_a_late_completion_after_a_reap_raises_lease_conflict_and_changes_nothing(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    async def lease(worker_id: str) -> pb.Job:
+        answer = await worker_client._call(
+            worker_client.stub.Lease, pb.LeaseRequest(worker_id=worker_id, kinds=[kind], limit=1, wait_ms=10_000)
+        )
+        (leased,) = answer.jobs
+        return leased
+
+    def fence(job: pb.Job, worker_id: str) -> pb.Fence:
+        return pb.Fence(job_id=job.job_id, worker_id=worker_id, lease_generation=job.lease_generation)
+
+    events = client.watch(kind_prefix=kind)
+    await events.open()
+    job = (await client.enqueue(kind, scope="acme")).job
+    stale = await lease("worker-a")
+    # worker-a goes quiet: its lease expires and the reaper takes the job back.
+    async for event in events:
+        if event.transition == "reaped":
+            break
+    await events.aclose()
+    current = await lease("worker-b")
+    with pytest.raises(LeaseConflict) as raised:
+        await worker_client._call(
+            worker_client.stub.Complete, pb.CompleteRequest(fence=fence(stale, "worker-a"), result=b'"late"')
+        )
+    assert raised.value.reason == "worker_mismatch" and raised.value.job_id == job.job_id
+    shown = await client.show(job.job_id)
+    assert (shown.state, shown.worker_id, shown.result) == (JobState.LEASED, "worker-b", None)
+    await worker_client._call(worker_client.stub.Complete, pb.CompleteRequest(fence=fence(current, "worker-b")))
+    assert (await client.show(job.job_id)).state is JobState.COMPLETED
+
+
+async def test_a_worker_closed_right_after_start_leaves_nothing_leased_and_charges_no_attempt(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    worker = Worker(worker_client, concurrency=1, prefetch=3, shutdown_timeout=0)
+    started = asyncio.Event()
+
+    @worker.handler(kind)
+    async def held(job: JobContext) -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    jobs = [r.job for r in await client.enqueue_batch([NewJob(kind, i) for i in range(4)], scope="acme")]
+    await worker.start()
+    await signalled(started, "one handler to start")
+    await worker.close()
+    after = [await client.show(j.job_id) for j in jobs]
+    assert [(j.state, j.attempts) for j in after] == [(JobState.PENDING, 0)] * 4
+    assert sum(any(e.transition == "released" for e in j.events) for j in after) >= 1
+
+
+async def test_sigterm_closes_a_worker_process_gracefully_handing_its_jobs_back(
+    server: TelhaServer, client: Client, kind: str
+) -> None:
+    jobs = [r.job for r in await client.enqueue_batch([NewJob(kind, i) for i in range(3)], scope="acme")]
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, str(Path(__file__).parent / "sigterm_worker.py"), server.address, WORKER, kind,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert child.stdout is not None
+    assert (await asyncio.wait_for(child.stdout.readline(), 60)).startswith(b"started ")
+    child.send_signal(signal.SIGTERM)
+    rest, _ = await asyncio.wait_for(child.communicate(), 60)
+    assert (child.returncode, rest) == (0, b"closed\n")
+    after = [await client.show(j.job_id) for j in jobs]
+    assert [(j.state, j.attempts) for j in after] == [(JobState.PENDING, 0)] * 3
