@@ -8,7 +8,9 @@
  *     npm run demo:dashboard               keep serving; open the printed address
  *     npm run screenshots                  write docs/img/dashboard-*.png with Chromium, then stop
  *
- * Env: DEMO_SECONDS (traffic, default 60), TELHA_CHROMIUM (default /usr/bin/chromium).
+ * Env: DEMO_SECONDS (traffic, default 60), DEMO_HTTP_ADDRESS (the dashboard's address, default
+ * a free port on 127.0.0.1), TELHA_CHROMIUM (default /usr/bin/chromium). It prints a few lines,
+ * the dashboard's address last; the workers log nothing.
  */
 import { mkdtempSync, mkdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -39,7 +41,7 @@ const server = await startServer({ queue, config, logger: silentLogger });
 const dashboard = `http://${server.http?.address ?? ''}`;
 const client = new TelhaClient({ address: server.address });
 const tenants = ['acme', 'globex', 'initech'].map(tenantScope);
-console.log(`dashboard on ${dashboard}/  (gRPC on ${server.address})`);
+console.log(`sending ${SECONDS} s of traffic; the dashboard's address follows when it is done`);
 
 // One job's long life, step by step through the engine, for the timeline.
 async function longLife(): Promise<string> {
@@ -89,6 +91,8 @@ const workers = ['fleet-1', 'fleet-2', 'fleet-3'].map((workerId) =>
   new Worker({
     address: server.address,
     workerId,
+    // Quiet: its failures are the demo's point, and they are on the dashboard.
+    logger: silentLogger,
     concurrency: 8,
     kinds: ['email.', 'report.', 'image.', 'webhook.'],
     handler: async (job) => {
@@ -96,8 +100,8 @@ const workers = ['fleet-1', 'fleet-2', 'fleet-3'].map((workerId) =>
       if (job.kind === 'webhook.deliver' && Math.random() < 0.3)
         throw new Error('HTTP 503 from https://hooks.example.com/orders');
       if (job.kind === 'email.bounce') throw new PermanentError('550 5.1.1 mailbox does not exist');
-      if (job.kind === 'report.daily' && !seen.has(job.id)) {
-        seen.add(job.id);
+      if (job.kind === 'report.daily' && !seen.has(job.jobId)) {
+        seen.add(job.jobId);
         throw new Error('warehouse query timed out after 30 s');
       }
     },
@@ -144,7 +148,7 @@ if (shots !== null) {
   rmSync(profile, { recursive: true, force: true });
   console.log(`screenshots in ${shots}/`);
 } else {
-  console.log('serving until Ctrl-C');
+  console.log(`dashboard on ${dashboard}/  (gRPC on ${server.address}): serving until Ctrl-C`);
   await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
 }
 

@@ -16,7 +16,7 @@ new Worker({
   // waits out runs from the moment it was granted.
   heartbeatFraction: 0.9,
   handler: (job) => {
-    process.stdout.write(`leased ${job.id}\n`);
+    process.stdout.write(`leased ${job.jobId}\n`);
     return new Promise<void>(() => {});
   },
 }).start();

@@ -108,8 +108,8 @@ const workers = Array.from({ length: 4 }, (_, w) =>
           if (job.attempts === 2) setImmediate(() => tick(job)); // its last attempt: it goes to Dead now
           throw new Error('mailbox does not exist');
         }
-        if (job.kind === 'email.flaky' && !seenFlaky.has(job.id)) {
-          seenFlaky.add(job.id);
+        if (job.kind === 'email.flaky' && !seenFlaky.has(job.jobId)) {
+          seenFlaky.add(job.jobId);
           throw new Error('SMTP timeout');
         }
         if (job.kind === 'never') throw new PermanentError('unreachable');

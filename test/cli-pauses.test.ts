@@ -22,7 +22,7 @@ describe('telha pause, resume and pauses', () => {
     await server.queue.enqueue({ kind: 'email:send' }, acme);
     const paused = await run('pause', 'email:', '--tenant', 'acme');
     assert.equal(paused.code, 0, paused.stderr);
-    assert.match(paused.stderr, /paused email:/);
+    assert.match(paused.stdout, /paused email:/);
     assert.equal((await run('pause', 'report', '--everywhere', '--json')).code, 0);
     assert.equal(await server.queue.leaseNext({ workerId: 'w', scope: ANY_SCOPE }), null);
 

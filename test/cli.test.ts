@@ -353,6 +353,51 @@ describe('the telha CLI', () => {
     assert.match(payload.stderr, /--payload must be JSON/);
   });
 
+  it('refuses a value the server refuses as bad usage, naming the flag rather than the wire field', async () => {
+    const cases: [string[], string][] = [
+      [
+        ['jobs', 'enqueue', '--kind', 'k', '--tenant', 'acme', '--priority', '300'],
+        '--priority must be between 0 and 255 (got 300)',
+      ],
+      [['jobs', 'enqueue', '--kind', 'k', '--tenant', 'acme', '--delay-ms', '-5'], '--delay-ms must be between 0 and'],
+      [
+        ['schedules', 'create', 'never', '--kind', 'k', '--tenant', 'acme', '--every', '0'],
+        '--every must be between 1 and',
+      ],
+    ];
+    for (const [args, problem] of cases) {
+      const refused = await run(...args);
+      assert.equal(refused.code, 2, args.join(' '));
+      assert.ok(refused.stderr.startsWith(`error: ${problem}`), refused.stderr);
+      assert.doesNotMatch(refused.stderr, /delay_ms|every_secs|invalid_argument/);
+    }
+  });
+
+  it('prints the usage line and the one problem after a usage error, not the whole help', async () => {
+    const refused = await run('jobs', 'list', '--state', 'bogus');
+    assert.equal(refused.code, 2);
+    assert.equal(
+      refused.stderr,
+      "error: option '--state <state>' argument 'bogus' is invalid. Allowed choices are pending, leased, completed, dead, cancelled.\n" +
+        'usage: telha jobs list [options]\n(`telha jobs list --help` for more)\n',
+    );
+  });
+
+  it('prints times in one date format in jobs show, its lifecycle, and schedules', async () => {
+    const date = /\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC/;
+    const { job } = await server.queue.enqueue({ kind: 'dated' }, acme);
+    const shown = (await run('jobs', 'show', job.jobId)).stdout;
+    assert.match(shown, new RegExp(`^created    ${date.source}$`, 'm'));
+    assert.match(shown, new RegExp(`^  ${date.source}\\s+\\+\\S+\\s+enqueued`, 'm'));
+    assert.equal(
+      (await run('schedules', 'create', 'dated', '--kind', 'k', '--tenant', 'acme', '--every', '60')).code,
+      0,
+    );
+    const listed = (await run('schedules', 'list', '--tenant', 'acme')).stdout;
+    assert.match(listed, date);
+    assert.doesNotMatch(listed, /\d\dT\d\d:|Z\b/);
+  });
+
   it('offers no failed state to list, since no job is ever Failed', async () => {
     const failed = await run('jobs', 'list', '--state', 'failed');
     assert.equal(failed.code, 2);
@@ -487,8 +532,8 @@ describe('the telha CLI', () => {
     assert.match(shown.stdout, /when\s+every 3600s/);
 
     const bad = await run('schedules', 'create', 'bad', '--tenant', 'acme', '--cron', '* * *', '--kind', 'k');
-    assert.equal(bad.code, 1);
-    assert.match(bad.stderr, /^error: invalid_argument: cron: /m);
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /^error: --cron /m);
     const noScope = await run('schedules', 'create', 'x', '--every', '60', '--kind', 'k');
     assert.equal(noScope.code, 2);
     assert.match(noScope.stderr, /--tenant <tenant> or --system/);
@@ -497,6 +542,7 @@ describe('the telha CLI', () => {
 
     const deleted = await run('schedules', 'delete', 'nightly', '--tenant', 'acme');
     assert.equal(deleted.code, 0, deleted.stderr);
+    assert.equal(deleted.stdout, 'deleted schedule nightly\n');
     const gone = await run('schedules', 'show', 'nightly', '--tenant', 'acme');
     assert.equal(gone.code, 1);
     assert.match(gone.stderr, /^error: not_found: /m);

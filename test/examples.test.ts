@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
+import { freePort } from './support/server.ts';
 
 const run = promisify(execFile);
 const examples = fileURLToPath(new URL('../examples/', import.meta.url));
@@ -63,7 +65,6 @@ describe('examples', () => {
         ['--import', 'tsx', `${examples}dashboard-demo.ts`, '--screenshots', shots],
         { env: { ...process.env, DEMO_SECONDS: '3' } },
       );
-      assert.match(stdout, /^dashboard on http:\/\/127\.0\.0\.1:\d+\//m);
       assert.match(stdout, /the long-lived job is http:\/\/\S+\/jobs\/[0-9a-f-]{36}$/m);
       for (const file of ['dashboard-overview.png', 'dashboard-job.png']) {
         assert.ok(statSync(join(shots, file)).size > 10_000, `${file} holds a picture`);
@@ -71,6 +72,27 @@ describe('examples', () => {
     } finally {
       rmSync(shots, { recursive: true, force: true });
     }
+  });
+
+  it('runs the dashboard demo quietly on DEMO_HTTP_ADDRESS, its address the last line', async () => {
+    const address = `127.0.0.1:${await freePort()}`;
+    const demo = spawn(process.execPath, ['--import', 'tsx', `${examples}dashboard-demo.ts`], {
+      env: { ...process.env, DEMO_SECONDS: '2', DEMO_HTTP_ADDRESS: address },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    demo.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const lines: string[] = [];
+    for await (const line of createInterface({ input: demo.stdout })) {
+      lines.push(line);
+      if (line.includes('serving until Ctrl-C')) break;
+    }
+    const exited = new Promise((resolve) => demo.once('exit', resolve));
+    demo.kill('SIGINT');
+    await exited;
+    assert.equal(stderr, '');
+    assert.ok(lines.length <= 4, lines.join('\n'));
+    assert.ok(lines.at(-1)?.startsWith(`dashboard on http://${address}/ `), lines.join('\n'));
   });
 
   it('covers every file in examples/', () => {

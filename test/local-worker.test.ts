@@ -135,7 +135,7 @@ for (const backend of ['memory', 'rocksdb'] as const) {
       start({
         scope: acme,
         handler: (job) => {
-          ran.push(job.id);
+          ran.push(job.jobId);
           return Promise.resolve();
         },
       });
@@ -184,7 +184,7 @@ for (const backend of ['memory', 'rocksdb'] as const) {
         concurrency: 1,
         prefetch: 2,
         handler: async (job) => {
-          if (started.push(job.id) === 1) first.resolve();
+          if (started.push(job.jobId) === 1) first.resolve();
           await gate.promise;
         },
       });

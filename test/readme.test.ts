@@ -1,9 +1,10 @@
 /**
  * Every code block in README.md runs as written, as a newcomer would run it
  * after the README's set-up (`npm ci`, which builds dist/, and `npm start`):
- * `js` blocks with plain node from a file inside this package, so
+ * `js` blocks with plain node twice: from a file inside this package, where
  * `import ... from 'telha/client'` resolves the package by its own name to the
- * build; `sh` blocks with `sh -e` in the package root, where `npx telha` finds
+ * build, and from a separate project that installed the packed package as the
+ * README says (`npm pack`, then `npm install <tarball>`); `sh` blocks with `sh -e` in the package root, where `npx telha` finds
  * the CLI; `toml` blocks are loaded as configuration files. The server they
  * talk to is a live test server, named by `TELHA_ADDRESS`; the engine's
  * blocks open their store where `TELHA_STORAGE__PATH` says.
@@ -64,7 +65,9 @@ describe('README.md', () => {
   let server: TestServer;
   /** Inside the package, so its files import `telha` by name (a package may import itself through its exports). */
   const scratch = join(ROOT, '.tmp', `readme-${process.pid}`);
-  const dirs: string[] = [];
+  /** A project of a user's, outside the checkout, with the packed package installed. */
+  const project = tempDir('telha-readme-project-');
+  const dirs: string[] = [project];
 
   before(async () => {
     assert.ok(
@@ -73,6 +76,7 @@ describe('README.md', () => {
     );
     server = await startTestServer();
     mkdirSync(scratch, { recursive: true });
+    await installPacked(project);
   });
   after(async () => {
     await server.close();
@@ -80,13 +84,53 @@ describe('README.md', () => {
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('has code blocks to run, and skips only the set-up', () => {
+  it('has code blocks to run, and skips only the set-up: npm ci, npm start and test, npm pack and install', () => {
     assert.ok(blocks.filter((b) => b.skip === null).length >= 4);
     assert.deepEqual(
-      blocks.filter((b) => b.skip !== null).map((b) => b.code.split('\n')[0]),
-      [blocks.find((b) => b.code.startsWith('npm ci'))?.code.split('\n')[0]],
+      blocks.filter((b) => b.skip !== null).map((b) => /^npm \S+/.exec(b.code)?.[0]),
+      ['npm ci', 'npm start', 'npm pack'],
     );
   });
+
+  it('opens with a quick start and a table of contents whose links all lead to a heading', () => {
+    const text = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const headings = [...text.matchAll(/^#{2,3} (.+)$/gm)].map((m) =>
+      (m[1] as string)
+        .toLowerCase()
+        .replace(/[^a-z0-9 -]/g, '')
+        .replace(/ /g, '-'),
+    );
+    assert.equal(headings[0], 'quick-start');
+    const contents = /^\*\*Contents:\*\*([\s\S]*?)\n\n/m.exec(text)?.[1] ?? '';
+    const links = [...text.matchAll(/\]\(#([^)]+)\)/g)].map((m) => m[1]);
+    assert.ok(contents.split('](#').length > 10, 'a table of contents');
+    assert.deepEqual(
+      links.filter((link) => !headings.includes(link as string)),
+      [],
+    );
+  });
+
+  it('lists exactly two commands under Two commands', () => {
+    const two = blocks.find((b) => b.code.startsWith('npm start   # telha serve'));
+    assert.deepEqual(
+      two?.code.split('\n').map((line) => line.split('#')[0]?.trim()),
+      ['npm start', 'npm test'],
+    );
+  });
+
+  for (const block of blocks.filter((b) => b.skip === null && b.lang === 'js')) {
+    it(`runs the js block at line ${block.line} from a separate project that installed the packed package`, async () => {
+      const file = join(project, `block-${block.line}.mjs`);
+      writeFileSync(file, block.code);
+      const storage = tempDir('telha-readme-');
+      dirs.push(storage);
+      await exec(process.execPath, [file], {
+        cwd: project,
+        env: { ...process.env, TELHA_ADDRESS: server.address, TELHA_STORAGE__PATH: storage },
+        timeout: 60_000,
+      });
+    });
+  }
 
   for (const block of blocks.filter((b) => b.skip === null)) {
     it(`runs the ${block.lang} block at line ${block.line} as written`, async () => {
@@ -141,6 +185,22 @@ describe('README.md', () => {
     });
   }
 });
+
+/**
+ * What the README tells a user to do: `npm pack` in the checkout (its `prepare` leaves an
+ * up-to-date dist/ as it is), then `npm install <tarball>` in their project. The dependencies
+ * come from npm's cache, which `npm ci` filled.
+ */
+async function installPacked(project: string): Promise<void> {
+  const { stdout } = await exec('npm', ['pack', '--json', '--silent', '--pack-destination', project], { cwd: ROOT });
+  const [packed] = JSON.parse(stdout) as [{ filename: string }];
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'my-app', private: true }));
+  await exec(
+    'npm',
+    ['install', '--prefer-offline', '--no-audit', '--no-fund', '--silent', join(project, packed.filename)],
+    { cwd: project },
+  );
+}
 
 /**
  * What the operators' block prints: ids, a lifecycle, a table, a count, and JSON with nothing

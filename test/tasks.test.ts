@@ -113,14 +113,14 @@ describe('typed tasks', () => {
     const seen: string[] = [];
     const handler = email.handle(
       (job: TaskJob<{ to: string; subject: string }>) => {
-        seen.push(`${job.id} ${job.data.to} ${job.data.subject}`);
+        seen.push(`${job.jobId} ${job.data.to} ${job.data.subject}`);
         return Promise.resolve(job.data.to);
       },
       { concurrency: 2 },
     );
     assert.equal(handler.kind, 'email.send');
     assert.equal(handler.concurrency, 2);
-    const job = (payload: string): JobContext => ({ id: 'j1', payload: bytes(payload) }) as unknown as JobContext;
+    const job = (payload: string): JobContext => ({ jobId: 'j1', payload: bytes(payload) }) as unknown as JobContext;
     assert.equal(await handler.handler(job('{"to":"ann@example.com"}')), 'ann@example.com');
     assert.deepEqual(seen, ['j1 ann@example.com (none)']);
     await assert.rejects(handler.handler(job('{"to":"x"}')), (error: unknown) => {

@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ManualClock } from '../src/core/clock.ts';
 import { makeConfig } from '../src/core/config.ts';
+import { ErrorCode, TelhaError } from '../src/core/errors.ts';
+import type { Logger } from '../src/core/logger.ts';
 import * as transitions from '../src/core/transitions.ts';
 import type { JobRecord } from '../src/core/types.ts';
 import { AttemptTimeoutError, WorkerRunner, type RunnerOptions } from '../src/worker/runner.ts';
@@ -87,7 +89,7 @@ describe('the worker loop at close()', () => {
       concurrency: 1,
       prefetch: 2,
       handler: async (ctx) => {
-        ran.push(ctx.id);
+        ran.push(ctx.jobId);
         await gate.promise;
       },
     });
@@ -108,7 +110,7 @@ describe('the worker loop at close()', () => {
     const ran: string[] = [];
     const worker = runner(source, {
       handler: (ctx) => {
-        ran.push(ctx.id);
+        ran.push(ctx.jobId);
         return Promise.resolve();
       },
     });
@@ -185,6 +187,63 @@ describe('the worker loop and its clock', () => {
     assert.ok(
       !log.some((line) => line.includes(`complete ${job.jobId}`)),
       'nothing is submitted for a timed-out attempt',
+    );
+  });
+});
+
+describe('the job a handler gets', () => {
+  it('carries its id as jobId, the name records and events use, and as the deprecated id', async () => {
+    const { source, remote } = scriptedSource();
+    const seen = deferred<{ jobId: string; id: string; recordId: string }>();
+    const worker = runner(source, {
+      concurrency: 1,
+      handler: (job) => {
+        seen.resolve({ jobId: job.jobId, id: job.id, recordId: job.record.jobId });
+        return Promise.resolve();
+      },
+    });
+    const leased = leasedJob('w1');
+    remote.push([leased]);
+    const { jobId, id, recordId } = await seen.promise;
+    assert.equal(jobId, leased.jobId);
+    assert.equal(recordId, jobId);
+    assert.equal(id, jobId);
+    remote.end();
+    await worker.close();
+  });
+});
+
+describe('a worker whose token the server refuses', () => {
+  it('says the token was refused, and waits at least 15 s before asking again', async () => {
+    const lines: { level: string; fields: { retryInMs?: number }; message: string }[] = [];
+    const refusedOnce = deferred();
+    const logger: Logger = {
+      debug: (fields, message) => {
+        lines.push({ level: 'debug', fields, message });
+        refusedOnce.resolve();
+      },
+      info: (fields, message) => lines.push({ level: 'info', fields, message }),
+      warn: (fields, message) => lines.push({ level: 'warn', fields, message }),
+      error: (fields, message) => lines.push({ level: 'error', fields, message }),
+    };
+    const source: WorkSource = {
+      ...scriptedSource().source,
+      name: 'the Telha server at 127.0.0.1:7070',
+      open: (_params, opened) => {
+        queueMicrotask(() => opened.onEnd(new TelhaError(ErrorCode.Unauthenticated, 'unknown token')));
+        return { writable: false, grant: () => {}, settle: () => Promise.resolve(), end: () => {}, cancel: () => {} };
+      },
+    };
+    const worker = runner(source, { concurrency: 1, logger, handler: () => Promise.resolve() });
+    await refusedOnce.promise;
+    await worker.close();
+    const retry = lines.find((line) => line.level === 'debug');
+    assert.ok((retry?.fields.retryInMs ?? 0) >= 15_000, JSON.stringify(retry));
+    assert.deepEqual(
+      lines.filter((line) => line.level !== 'debug').map((line) => `${line.level}: ${line.message}`),
+      [
+        "error: the Telha server at 127.0.0.1:7070 refused this worker's token (unauthenticated): check its token; retrying every 30 s",
+      ],
     );
   });
 });

@@ -3,12 +3,9 @@ import { duration } from '../core/durations.ts';
 import { resultJsonText } from '../core/results.ts';
 import { JOB_STATE_NAMES, JobState, type CountRow, type JobRecord, type Micros } from '../core/types.ts';
 
-function time(us: number): string {
+/** A time as every `telha` command prints it: `2026-12-04 20:58:36.123 UTC`. */
+export function time(us: number): string {
   return new Date(Math.floor(us / 1000)).toISOString().replace('T', ' ').replace('Z', ' UTC');
-}
-
-function clock(us: number): string {
-  return new Date(Math.floor(us / 1000)).toISOString().slice(11, 23);
 }
 
 export { duration } from '../core/durations.ts';
@@ -81,7 +78,7 @@ export function formatShow(job: JobRecord & { effectiveMaxAttempts: number }, no
     const gap = e.at - previous;
     previous = e.at;
     lines.push(
-      `  ${clock(e.at)}  ${`+${duration(gap)}`.padStart(9)}  ${e.transition.padEnd(10)} ${e.detail ?? ''}`.trimEnd(),
+      `  ${time(e.at)}  ${`+${duration(gap)}`.padStart(9)}  ${e.transition.padEnd(10)} ${e.detail ?? ''}`.trimEnd(),
     );
   }
   const last = job.events[job.events.length - 1];

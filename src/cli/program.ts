@@ -1,7 +1,8 @@
 /**
  * `telha`: the operator CLI. `telha serve` runs the server; `telha jobs ...`
  * `telha schedules ...`, `telha pause`/`resume`/`pauses` and `telha limits ...` talk to one over gRPC. Exit codes: 0 success, 1 the call failed (the
- * server's error is printed), 2 bad usage.
+ * server's error is printed), 2 bad usage: a flag's value this side or the server refused (said
+ * with the flag's name), with the command's usage line. Confirmations go to stdout.
  *
  * This file only parses: each command is a function in its own file taking
  * its options, a client and the output to print to, so tests run them in
@@ -10,8 +11,8 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { TelhaClient, DEFAULT_ADDRESS } from '../client/client.ts';
-import { isUnreachable } from '../client/errors.ts';
-import { isTelhaError } from '../core/errors.ts';
+import { isUnreachable, PLAINTEXT_SERVER } from '../client/errors.ts';
+import { ErrorCode, isTelhaError } from '../core/errors.ts';
 import { MAX_LIST_LIMIT } from '../core/limits.ts';
 import { integerIn, LISTED_STATES, wireInteger, type ScopeOptions } from './args.ts';
 import { processIo, UsageError, type CliIo, type OperatorClient } from './io.ts';
@@ -60,7 +61,6 @@ function buildProgram(
     .option('--tls', 'connect with TLS')
     // Settings a subcommand copies when it is created: set before any is.
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
-    .showHelpAfterError()
     .exitOverride();
 
   const jobsCall = (work: (client: OperatorClient) => Promise<number>): Promise<void> =>
@@ -71,8 +71,9 @@ function buildProgram(
     .description('run the server on the embedded store (defaults: ./telha-data, 127.0.0.1:7070)')
     .option('--config <file>', 'TOML config file (or TELHA_CONFIG)')
     .option('--listen <host:port>', 'address to serve on (server.address)')
+    .option('--http <host:port>', "the dashboard's address, '' for none (server.http_address; default 127.0.0.1:7071)")
     .option('--data <dir>', 'store directory (storage.path)')
-    .action(async (o: { config?: string; listen?: string; data?: string }) => {
+    .action(async (o: { config?: string; listen?: string; http?: string; data?: string }) => {
       // Loaded only here, so `telha jobs ...` never loads the engine and its stores.
       const { serve } = await import('./serve.ts');
       await run(() =>
@@ -80,6 +81,7 @@ function buildProgram(
           {
             ...(o.config ? { config: o.config } : {}),
             ...(o.listen ? { address: o.listen } : {}),
+            ...(o.http === undefined ? {} : { httpAddress: o.http }),
             ...(o.data ? { data: o.data } : {}),
           },
           io,
@@ -335,7 +337,43 @@ function buildProgram(
     .option('--json', 'print JSON')
     .action((o: { json?: boolean }) => jobsCall((client) => listLimits(o, client, io)));
 
+  usageAfterErrors(program);
   return program;
+}
+
+/** After a usage error, each command prints its usage line and where the whole help is, not the whole help. */
+function usageAfterErrors(command: Command, path = command.name()): void {
+  command.showHelpAfterError(`usage: ${path} ${command.usage()}\n(\`${path} --help\` for more)`);
+  for (const sub of command.commands) usageAfterErrors(sub, `${path} ${sub.name()}`);
+}
+
+/**
+ * The flag that sets each request field the server may refuse by name: its refusal is a bad
+ * command line, said in the command line's words.
+ */
+const FLAG_OF_FIELD: Readonly<Record<string, string>> = {
+  kind: '--kind',
+  payload: '--payload',
+  priority: '--priority',
+  delay_ms: '--delay-ms',
+  max_attempts: '--max-attempts',
+  timeout_secs: '--timeout-secs',
+  idempotency_key: '--idempotency-key',
+  cron: '--cron',
+  timezone: '--timezone',
+  every_secs: '--every',
+  concurrency: '--concurrency',
+  rate: '--rate',
+  reason: '--reason',
+};
+
+/** The server's refusal of a field a flag set, as that flag's problem; `null` for any other error. */
+function flagProblem(error: unknown): string | null {
+  if (!isTelhaError(error, ErrorCode.InvalidArgument) || error.field === undefined) return null;
+  const flag = FLAG_OF_FIELD[error.field];
+  if (flag === undefined) return null;
+  const prefix = `${error.field}: `;
+  return `${flag} ${error.message.startsWith(prefix) ? error.message.slice(prefix.length) : error.message}`;
 }
 
 /** Run the CLI on `argv` (without the node and script paths); resolves with the exit code. */
@@ -365,8 +403,19 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
       io.stderr(`error: ${error.message}\n`);
       return 2;
     }
+    const problem = flagProblem(error);
+    if (problem !== null) {
+      io.stderr(`error: ${problem}\n`);
+      return 2;
+    }
     if (isUnreachable(error)) {
       const address = program.opts<GlobalOptions>().address ?? io.env['TELHA_ADDRESS'] ?? DEFAULT_ADDRESS;
+      if (error.message.endsWith(PLAINTEXT_SERVER)) {
+        io.stderr(
+          `error: ${error.code}: the server at ${address} does not speak TLS: drop --tls, or give it server.tls_cert_file and server.tls_key_file\n`,
+        );
+        return 1;
+      }
       io.stderr(
         `error: ${error.code}: cannot reach a Telha server at ${address}: start one with \`telha serve\` (or \`npm start\`), or point TELHA_ADDRESS / --address at one\n  (${error.message})\n`,
       );

@@ -1,21 +1,27 @@
 /** `telha serve`: open the store, start the reaper and maintenance, serve the API until SIGTERM/SIGINT. */
 import { loadConfig, openQueue } from '../open.ts';
-import { createLogger } from '../server/logging.ts';
+import { createLogger, routeGrpcLogs } from '../server/logging.ts';
 import { startServer } from '../server/server.ts';
 import type { CliIo } from './io.ts';
 
 export interface ServeOptions {
   readonly config?: string;
   readonly address?: string;
+  /** `server.http_address`: the dashboard's; `''` turns it off. */
+  readonly httpAddress?: string;
   readonly data?: string;
 }
 
 export async function serve(options: ServeOptions, io: Pick<CliIo, 'stdout'>): Promise<number> {
   const overrides: Record<string, Record<string, unknown>> = {};
-  if (options.address !== undefined) overrides['server'] = { address: options.address };
+  const listeners: Record<string, unknown> = {};
+  if (options.address !== undefined) listeners['address'] = options.address;
+  if (options.httpAddress !== undefined) listeners['http_address'] = options.httpAddress;
+  if (Object.keys(listeners).length > 0) overrides['server'] = listeners;
   if (options.data !== undefined) overrides['storage'] = { path: options.data };
   const config = await loadConfig({ ...(options.config ? { file: options.config } : {}), overrides: overrides });
   const logger = createLogger();
+  routeGrpcLogs(logger);
   const queue = await openQueue({ config, logger });
   let server;
   try {

@@ -50,9 +50,33 @@ function leaseConflictReason(reason: string | null): LeaseConflictReason {
   return known ?? 'worker_mismatch';
 }
 
+/** grpc-js's text when a channel could not connect: "No connection established. Last error: ... Resolution note: ". */
+const NO_CONNECTION =
+  /^No connection established\. Last error: (?:Error: )?([\s\S]*?)\.?\s*(?:\. Resolution note: [\s\S]*)?$/;
+
+/** What the client says when TLS was asked of a server that answered in plaintext. */
+export const PLAINTEXT_SERVER = 'the server does not speak TLS: connect without TLS, or give the server a certificate';
+
+/**
+ * grpc-js's connection failure in our words: what went wrong, without its "Last error: Error:"
+ * wrapping, OpenSSL's source locations or an empty "Resolution note: ".
+ */
+function connectionDetails(details: string): string {
+  const last = NO_CONNECTION.exec(details)?.[1];
+  if (last === undefined) return details;
+  if (/wrong version number|packet length too long|http request/i.test(last))
+    return `cannot connect: ${PLAINTEXT_SERVER}`;
+  const refused = /connect ECONNREFUSED (\S+)/.exec(last);
+  if (refused) return `cannot connect: nothing listens at ${refused[1]}`;
+  return `cannot connect: ${last.trim()}`;
+}
+
 export function fromWireError(error: unknown): Error {
   if (!(error instanceof WireError)) return error instanceof Error ? error : new Error(String(error));
   const code = FROM_CODE[error.code] ?? ErrorCode.Internal;
+  if (error.code === Status.UNAVAILABLE) {
+    return new TelhaError(code, connectionDetails(error.details), { cause: error });
+  }
   if (code === ErrorCode.LeaseConflict) {
     return new LeaseConflictError(
       header(error.metadata, JOB_HEADER) ?? '',

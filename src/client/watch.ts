@@ -65,6 +65,7 @@ export interface JobResult {
  * its last failure (or its cancellation).
  */
 export class JobFailedError extends TelhaError {
+  override readonly name: string = 'JobFailedError';
   constructor(readonly job: RemoteJob) {
     super(ErrorCode.FailedPrecondition, failureMessage(job));
   }

@@ -55,7 +55,8 @@ export const LEASE_CONFLICT_REASONS = Object.keys(REASONS) as readonly LeaseConf
 
 /** Every error Telha raises on purpose: a stable `code`, and the offending `field` for `invalid_argument`. */
 export class TelhaError extends Error {
-  override readonly name = 'TelhaError';
+  /** The class's own name (`LeaseConflictError`, `JobFailedError`, ...), so stacks and logs say which. */
+  override readonly name: string = 'TelhaError';
   readonly code: ErrorCode;
   /** The offending input, for `invalid_argument`. */
   readonly field: string | undefined;
@@ -69,6 +70,7 @@ export class TelhaError extends Error {
 
 /** A fenced call refused because the caller no longer holds the lease; `reason` says why. */
 export class LeaseConflictError extends TelhaError {
+  override readonly name: string = 'LeaseConflictError';
   readonly jobId: string;
   readonly reason: LeaseConflictReason;
 
@@ -80,6 +82,7 @@ export class LeaseConflictError extends TelhaError {
 }
 
 export class CorruptRecordError extends TelhaError {
+  override readonly name: string = 'CorruptRecordError';
   /** Hex of the key whose value could not be decoded. */
   readonly key: string;
 

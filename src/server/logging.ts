@@ -2,6 +2,8 @@
  * Structured logs: one line per event, JSON when stderr is not a terminal,
  * human-readable when it is. Anything that looks like a secret is redacted.
  */
+import { format } from 'node:util';
+import * as grpc from '@grpc/grpc-js';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import { REDACTED_LOG_FIELDS } from '../core/logger.ts';
 
@@ -36,4 +38,14 @@ export function createLogger(
     },
     pretty ? undefined : (options.destination ?? pino.destination({ fd: 2, sync: false })),
   );
+}
+
+/**
+ * Send grpc-js's own log lines (it writes them to the console, such as "E No address added out of
+ * total 1 resolved" before the error `startServer` reports with the address) to `logger` at debug
+ * level: the server's errors reach the operator once, in its own words.
+ */
+export function routeGrpcLogs(logger: PinoLogger): void {
+  const line = (...args: unknown[]): void => logger.debug({ library: 'grpc-js' }, format(...args));
+  grpc.setLogger({ error: line, info: line, debug: line });
 }

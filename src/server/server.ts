@@ -114,7 +114,7 @@ export async function startServer(options: {
       telemetry.stop();
       server.forceShutdown();
       feed.close();
-      throw error;
+      throw isListenError(error) ? cannotListen(config.server.http_address, error) : error;
     }
     telemetry.start();
   }
@@ -152,9 +152,16 @@ export async function startServer(options: {
   };
 }
 
+/** Node's `listen` failures (the HTTP listener's): the port taken, the address not ours, no right to bind. */
+function isListenError(error: unknown): error is NodeJS.ErrnoException {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  return code === 'EADDRINUSE' || code === 'EADDRNOTAVAIL' || code === 'EACCES';
+}
+
 /**
  * grpc-js reports a failed bind as "No address added out of total 1 resolved errors: [listen
- * EADDRINUSE ...]"; say which address, and the likely reason when the port is taken.
+ * EADDRINUSE ...]", Node's `listen` as "listen EADDRINUSE: address already in use ..."; say which
+ * address, and the likely reason when the port is taken.
  */
 function cannotListen(address: string, error: Error): TelhaError {
   const why = /EADDRINUSE/.test(error.message)

@@ -48,6 +48,9 @@ export class AttemptTimeoutError extends Error {
 
 /** What a handler gets for one job. */
 export interface JobContext {
+  /** The job's id, the name records, events and the wire use. */
+  readonly jobId: string;
+  /** @deprecated Use `jobId`, the name records and events use; `id` goes in the next release. */
   readonly id: string;
   readonly kind: string;
   /** `null` for system-scope jobs. */
@@ -186,6 +189,11 @@ const AUTO_PREFETCH_MAX = 100;
 const HANDLER_MS_WEIGHT = 0.2;
 const RECONNECT_MIN_MS = 100;
 const RECONNECT_MAX_MS = 5_000;
+/**
+ * The pause after the server refused the worker's token: it stays refused until someone changes
+ * the token or the server's list, so the worker asks again every half minute, not every 5 s.
+ */
+const REFUSED_RETRY_MS = 30_000;
 /** How long `waitForReady()` waits by default. */
 const READY_TIMEOUT_MS = 30_000;
 
@@ -413,7 +421,7 @@ export class WorkerRunner {
       if (this.stopLeasing.signal.aborted) return;
       if (received || this.nowMs() - started >= RECONNECT_MAX_MS) backoff = RECONNECT_MIN_MS;
       // The server is away, restarting or shutting down: wait, then open a new session.
-      const pause = backoff * (0.5 + Math.random() / 2);
+      const pause = (refusedToken(error) ? REFUSED_RETRY_MS : backoff) * (0.5 + Math.random() / 2);
       if (error !== null) this.sessionFailed(error, pause);
       await sleep(pause, this.stopLeasing.signal);
       backoff = Math.min(RECONNECT_MAX_MS, backoff * 2);
@@ -437,7 +445,12 @@ export class WorkerRunner {
     if (this.reported !== null && codeOf(this.reported) === codeOf(error)) return;
     this.reported = reportable;
     if (unreachable) logger?.warn(fields, `cannot reach ${this.source.name}; retrying until it answers`);
-    else if (isTransient(error)) logger?.warn(fields, 'work session refused; retrying');
+    else if (refusedToken(error)) {
+      logger?.error(
+        fields,
+        `${this.source.name} refused this worker's token (${error.code}): check its token; retrying every ${REFUSED_RETRY_MS / 1000} s`,
+      );
+    } else if (isTransient(error)) logger?.warn(fields, 'work session refused; retrying');
     else logger?.error(fields, 'work session failed; retrying');
     try {
       onError?.(reportable);
@@ -753,6 +766,7 @@ export class WorkerRunner {
 
     const successors: NewJob[] = [];
     const context: JobContext = {
+      jobId: job.jobId,
       id: job.jobId,
       kind: job.kind,
       tenant: job.tenant,
@@ -854,6 +868,11 @@ export class WorkerRunner {
 }
 
 /** What tells one failure from another in reporting: the error code, or the message for a foreign error. */
+/** The server refused the caller's token: unknown (`unauthenticated`), or without the right (`permission_denied`). */
+function refusedToken(error: Error | null): error is TelhaError {
+  return isTelhaError(error, ErrorCode.Unauthenticated) || isTelhaError(error, ErrorCode.PermissionDenied);
+}
+
 function codeOf(error: Error): string {
   return error instanceof TelhaError ? error.code : error.message;
 }

@@ -115,7 +115,7 @@ describe('crashes', () => {
             timeoutMs: 2_000,
             workerId: `w${w}`,
             handler: async (job) => {
-              runs.set(job.id, (runs.get(job.id) ?? 0) + 1);
+              runs.set(job.jobId, (runs.get(job.jobId) ?? 0) + 1);
               // Work that takes a little time, so jobs are mid-handler when the server dies (not a wait).
               await new Promise((resolve) => setTimeout(resolve, 2));
             },

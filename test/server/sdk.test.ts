@@ -55,7 +55,7 @@ describe('the SDK against a live server', () => {
     const ctx = await done.promise;
     await completed.promise;
     await worker.close();
-    assert.equal(ctx.id, job.jobId);
+    assert.equal(ctx.jobId, job.jobId);
     assert.equal(ctx.kind, 'email');
     assert.equal(ctx.tenant, 'acme');
     assert.equal(Buffer.from(ctx.payload).toString(), '{"to":"a@b.c"}');
@@ -104,7 +104,7 @@ describe('the SDK against a live server', () => {
       handler: async (ctx) => {
         assert.equal(ctx.continuation, null);
         await ctx.checkpoint(Buffer.from('page=1'));
-        const mid = await client.show(ctx.id);
+        const mid = await client.show(ctx.jobId);
         assert.equal(Buffer.from(mid.continuation ?? []).toString(), 'page=1');
         ctx.chain({ kind: 'sync:next', payload: 'page=2' });
       },
@@ -160,7 +160,7 @@ describe('the SDK against a live server', () => {
       concurrency: 1,
       ...options,
       handler: async (ctx) => {
-        if (started.push(ctx.id) === 1) first.resolve();
+        if (started.push(ctx.jobId) === 1) first.resolve();
         await gate.promise;
       },
     }).start();
@@ -269,7 +269,7 @@ describe('the SDK against a live server', () => {
       kinds: ['email'],
       concurrency: 20,
       handler: (ctx) => {
-        ran.push(ctx.id);
+        ran.push(ctx.jobId);
         return Promise.resolve();
       },
     }).start();

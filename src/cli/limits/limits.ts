@@ -48,13 +48,13 @@ export async function setLimit(options: SetLimitOptions, client: OperatorClient,
     ...(options.rate === undefined ? {} : { rate: options.rate }),
   });
   if (options.json) printLine(io.stdout, limitJson(limit));
-  else printLine(io.stderr, `limited ${limit.kindPrefix}`);
+  else printLine(io.stdout, `limited ${limit.kindPrefix}`);
   return 0;
 }
 
 export async function clearLimit(kindPrefix: string, client: OperatorClient, io: CliIo): Promise<number> {
   await client.clearKindLimit(kindPrefix);
-  printLine(io.stderr, `cleared the limit of ${kindPrefix}`);
+  printLine(io.stdout, `cleared the limit of ${kindPrefix}`);
   return 0;
 }
 

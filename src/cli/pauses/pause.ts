@@ -25,12 +25,12 @@ function pauseScopeOf(options: PauseCommandOptions, what: string): PauseScope | 
 export async function pauseKinds(options: PauseCommandOptions, client: OperatorClient, io: CliIo): Promise<number> {
   const pause = await client.pause(options.kindPrefix, pauseScopeOf(options, 'pause'));
   if (options.json) printLine(io.stdout, pauseJson(pause));
-  else printLine(io.stderr, `paused ${pause.kindPrefix}`);
+  else printLine(io.stdout, `paused ${pause.kindPrefix}`);
   return 0;
 }
 
 export async function resumeKinds(options: PauseCommandOptions, client: OperatorClient, io: CliIo): Promise<number> {
   await client.resume(options.kindPrefix, pauseScopeOf(options, 'resume'));
-  printLine(io.stderr, `resumed ${options.kindPrefix}`);
+  printLine(io.stdout, `resumed ${options.kindPrefix}`);
   return 0;
 }

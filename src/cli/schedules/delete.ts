@@ -10,6 +10,6 @@ export async function deleteSchedule(
 ): Promise<number> {
   const scope = options.withToken ? scopeOf(options) : requiredScope(options, 'schedules delete');
   await client.deleteSchedule(options.name, scope);
-  printLine(io.stderr, `deleted schedule ${options.name}`);
+  printLine(io.stdout, `deleted schedule ${options.name}`);
   return 0;
 }

@@ -1,10 +1,10 @@
 /** How the `telha schedules` commands print a schedule: a table row, a block, or JSON. */
 import type { Schedule } from '../../core/schedules.ts';
 import type { Micros } from '../../core/types.ts';
-import { formatTable, preview } from '../format.ts';
+import { formatTable, preview, time } from '../format.ts';
 
 function when(at: Micros | null): string {
-  return at === null ? '-' : new Date(Math.floor(at / 1000)).toISOString();
+  return at === null ? '-' : time(at);
 }
 
 function scopeName(schedule: Schedule): string {
