@@ -399,19 +399,23 @@ class QueueServiceServicer(object):
 
     def Watch(self, request, context):
         """The transitions of jobs in a scope (optionally of one kind prefix, or one
-        job) as they are committed on this server, each numbered by the server.
-        The first message carries no events, only a resume token: the watch is
-        open from that point. Every later message carries events and the token
-        after its last one. Resuming with a token continues without gaps or
-        repeats while the server still holds the events after it (the last
-        `watch.buffer_events` transitions of this server process); an unknown or
-        too old token is FAILED_PRECONDITION: read the jobs' state with Show or
-        List, then watch again without a token. A watcher that does not read
-        fast enough is ended with RESOURCE_EXHAUSTED and metadata
-        `telha-resume-token` before its next events leave the buffer; a server
-        shutting down ends each watch with UNAVAILABLE and the same metadata.
-        Operators watch any scope (unset: every scope); a tenant its own; a
-        worker token may not watch. Counts against server.max_parked_calls.
+        job) as they are committed to the store, read from its transitions log,
+        each with its log sequence number. The first message carries no events, only a
+        resume token: the watch is open from that point. Every later message
+        carries up to 100 events and the token after its last one. Resuming with
+        a token continues without gaps or repeats while the log still holds the
+        transitions after it (`watch.retain_secs`, `watch.retain_events`); a
+        token past retention is FAILED_PRECONDITION (read the jobs' state with
+        Show or List, then watch again without a token), one of another store
+        INVALID_ARGUMENT. The server writes the next message only once the
+        transport has taken the last (HTTP/2 flow control): a watcher that stops
+        reading holds one message on the server and its place in the log, and
+        reads on from there. A server shutting down ends each watch with
+        UNAVAILABLE and metadata `telha-resume-token`. Operators watch any scope
+        (unset: every scope); a tenant its own; a worker token may not watch.
+        Counts against server.max_parked_calls, and a token holds at most
+        watch.max_streams_per_principal streams at once: past either,
+        RESOURCE_EXHAUSTED, the message naming which.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
