@@ -20,7 +20,7 @@ import type { Queue } from '../engine/queue.ts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Job, WatchRequest, WatchResponseSchema } from '../gen/telha/v1/queue_pb.ts';
 import { requirePermission, resolveScope, type Authenticator, type Principal } from './auth.ts';
-import { scopeFromWire } from './convert.ts';
+import { scopeFromWire, statesFromWire } from './convert.ts';
 import { describeError, type WireStatus } from './status.ts';
 
 /** Events per message: large enough to amortise a write, small enough to keep one message modest. */
@@ -100,7 +100,9 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
     const jobId = request.jobId === '' ? null : checkJobId(request.jobId);
     // A job outside the caller's scope reads as not found, as Show has it.
     if (jobId !== null) await deps.queue.show(jobId, scope);
-    return { scope, kindPrefix: request.kindPrefix, jobId };
+    const filter = { scope, kindPrefix: request.kindPrefix, jobId };
+    if (request.states.length === 0) return filter;
+    return { ...filter, states: statesFromWire(request.states, 'states') };
   }
 
   async function drained(): Promise<void> {
