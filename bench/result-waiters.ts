@@ -12,7 +12,8 @@
  * plus 2 ms a waiter): this process cannot see the server's side, and a benchmark may wait.
  *
  * Env: BENCH_WAITERS (comma-separated, default 1,10,100,200,1000), BENCH_ROUNDS (3, more while there
- * are fewer than BENCH_MIN_SAMPLES samples, 30), BENCH_JOBS (1000), BENCH_SETTLE_MS (200).
+ * are fewer than BENCH_MIN_SAMPLES samples, 30), BENCH_JOBS (1000), BENCH_SETTLE_MS (200),
+ * BENCH_COMPLETION (one of the two, default both).
  * Prints numbers only; nothing here asserts on time.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -37,6 +38,11 @@ const nowMs = (): number => performance.timeOrigin + performance.now();
  * up to 100 (one commit each, as a worker's batched completions are).
  */
 type Completion = 'one by one' | 'in batches of 100';
+
+const COMPLETIONS: readonly Completion[] =
+  process.env['BENCH_COMPLETION'] === undefined
+    ? ['one by one', 'in batches of 100']
+    : [process.env['BENCH_COMPLETION'] as Completion];
 
 /** What each job's handler returned: a small result, carried by its event (a job without one is read again). */
 const RESULT = new TextEncoder().encode('{"ok":true}');
@@ -89,7 +95,7 @@ async function round(address: string, waiters: number, kind: string, completion:
 const dir = mkdtempSync(join(tmpdir(), 'telha-bench-results-'));
 const server = await startServer(dir);
 try {
-  for (const completion of ['one by one', 'in batches of 100'] as const) {
+  for (const completion of COMPLETIONS) {
     const rows: string[][] = [];
     let oneMedian = NaN;
     for (const waiters of WAITERS) {
@@ -109,6 +115,9 @@ try {
       const sorted = samples.sort((a, b) => a - b);
       const p50 = percentile(sorted, 0.5);
       if (waiters === 1) oneMedian = p50;
+      console.log(
+        `${completion}, ${waiters} waiters: median ${fmt(p50, 1)} ms, p99 ${fmt(percentile(sorted, 0.99), 1)} ms`,
+      );
       rows.push([
         fmt(waiters),
         fmt(p50, 1),
