@@ -64,14 +64,8 @@ import {
 } from './convert.ts';
 import type { WorkSessionEvents } from '../worker/source.ts';
 import { WorkChannel } from './work-channel.ts';
-import {
-  outcomeOf,
-  watchBatches,
-  type JobResult,
-  type WatchTransport,
-  type WatchEvent,
-  type WatchOptions,
-} from './watch.ts';
+import { ResultFollower } from './result-follower.ts';
+import { watchBatches, type JobResult, type WatchTransport, type WatchEvent, type WatchOptions } from './watch.ts';
 import { stateFromWire, stateToWire } from '../wire/states.ts';
 
 /** Where the server is and how to reach it; every field is optional. */
@@ -265,6 +259,7 @@ export class TelhaClient {
 
   /** Close the connection. Calls in flight fail. */
   close(): void {
+    this.results.close();
     this.producer?.close();
     this.stub.close();
   }
@@ -689,8 +684,10 @@ export class TelhaClient {
   /**
    * A job's outcome, without polling: resolves with its result once it is Completed; rejects with
    * a {@link JobFailedError} carrying its last failure once it is Dead (or Cancelled), or with
-   * `unavailable` after `timeoutMs` (default: no limit) or when `signal` aborts. Watches the job
-   * before reading it, so a completion between the two is not missed.
+   * `unavailable` after `timeoutMs` (default: no limit) or when `signal` aborts. Every waiting
+   * `result` of a client shares one Watch stream of outcomes, opened with the first and ended with
+   * the last; each reads its job once that stream is positioned, so a completion between the two
+   * is not missed.
    */
   async result(
     jobId: string,
@@ -706,33 +703,20 @@ export class TelhaClient {
             timedOut = true;
             stop.abort();
           }, options.timeoutMs);
-    const batches = watchBatches(this.openWatch, { jobId, signal });
     try {
-      if ((await batches.next()).done !== true) {
-        const outcome = outcomeOf(await this.show(jobId));
-        if (outcome !== null) return outcome;
-        for (;;) {
-          const next = await batches.next();
-          if (next.done === true) break;
-          for (const event of next.value.events) {
-            // An event carries a result of at most 1 KiB (the server's buffer stays small); a
-            // completion whose event has none may have a bigger one: read the job itself.
-            const completedWithout = event.job.state === JobStateCore.Completed && event.job.result === null;
-            const settled = outcomeOf(completedWithout ? await this.show(jobId) : event.job);
-            if (settled !== null) return settled;
-          }
-        }
-      }
-      throw new TelhaError(
-        ErrorCode.Unavailable,
-        timedOut
-          ? `job ${jobId} has no outcome after ${options.timeoutMs} ms`
-          : `waiting for job ${jobId} was cancelled`,
+      return await this.results.wait(
+        jobId,
+        signal,
+        () =>
+          new TelhaError(
+            ErrorCode.Unavailable,
+            timedOut
+              ? `job ${jobId} has no outcome after ${options.timeoutMs} ms`
+              : `waiting for job ${jobId} was cancelled`,
+          ),
       );
     } finally {
       if (timer !== null) clearTimeout(timer);
-      stop.abort();
-      await batches.return();
     }
   }
 
@@ -778,6 +762,9 @@ export class TelhaClient {
       ).watch(request, this.metadata),
     ready: () => this.waitForReady(),
   };
+
+  /** The one Watch stream every waiting `result` shares. */
+  private readonly results = new ResultFollower(this.openWatch, (jobId) => this.show(jobId));
 }
 
 /** Options of `onCompleted`, `onFailed`, `onDead`. */

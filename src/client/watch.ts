@@ -12,6 +12,7 @@ import { WatchRequestSchema, type WatchRequest, type WatchResponse } from '../ge
 import { RESUME_TOKEN_HEADER, Status } from '../wire/service.ts';
 import { jobFromWire, scopeToWire, type RemoteJob } from './convert.ts';
 import { fromWireError, WireError } from './errors.ts';
+import { stateToWire } from '../wire/states.ts';
 
 export interface WatchOptions {
   /** Operators: a tenant or the system scope; omitted watches every scope. Tenants: their own. */
@@ -20,6 +21,8 @@ export interface WatchOptions {
   readonly kindPrefix?: string;
   /** Only this job. */
   readonly jobId?: string;
+  /** Only transitions that leave the job in one of these states (`Completed`, `Dead`, `Cancelled`: outcomes); omitted for all. */
+  readonly states?: readonly JobState[];
   /** Continue after the event that carried it (`WatchEvent.resumeToken`), instead of from now. */
   readonly resumeToken?: string;
   /** Ends the watch: the iterator finishes. */
@@ -105,6 +108,8 @@ export async function* watchBatches(
 ): AsyncGenerator<WatchBatch, void> {
   let token = options.resumeToken ?? '';
   const { signal } = options;
+  // Checked here too: a server older than the field sends every transition.
+  const states = options.states === undefined ? null : new Set(options.states);
   while (signal?.aborted !== true) {
     const call = transport.open(
       create(WatchRequestSchema, {
@@ -112,6 +117,7 @@ export async function* watchBatches(
         kindPrefix: options.kindPrefix ?? '',
         jobId: options.jobId ?? '',
         resumeToken: token,
+        states: options.states?.map(stateToWire) ?? [],
       }),
     );
     const cancel = (): void => call.cancel();
@@ -123,14 +129,16 @@ export async function* watchBatches(
           opened = true;
           options.onOpen?.(message.resumeToken);
         }
-        const events = message.events.map((event): WatchEvent => ({
-          sequence: Number(event.sequence),
-          transition: event.transition,
-          detail: event.detail ?? null,
-          at: Number(event.atUs),
-          job: jobFromWire(event.job ?? failMissingJob()),
-          resumeToken: event.resumeToken,
-        }));
+        const events = message.events
+          .map((event): WatchEvent => ({
+            sequence: Number(event.sequence),
+            transition: event.transition,
+            detail: event.detail ?? null,
+            at: Number(event.atUs),
+            job: jobFromWire(event.job ?? failMissingJob()),
+            resumeToken: event.resumeToken,
+          }))
+          .filter((event) => states === null || states.has(event.job.state));
         yield { events, resumeToken: message.resumeToken };
         token = message.resumeToken;
       }

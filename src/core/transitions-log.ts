@@ -13,7 +13,7 @@
  */
 import { ErrorCode, invalidArgument, TelhaError } from './errors.ts';
 import { inScope } from './scope.ts';
-import type { JobEvent, JobRecord, Micros, ScopeFilter } from './types.ts';
+import type { JobEvent, JobRecord, JobState, Micros, ScopeFilter } from './types.ts';
 
 /**
  * Events kept on each entry's job: enough for the transition's own (a failure that dead-letters
@@ -92,13 +92,16 @@ export interface LogFilter {
   /** Kinds starting with this; `''` for all. */
   readonly kindPrefix: string;
   readonly jobId: string | null;
+  /** Only entries whose job the transition left in one of these states (a job's outcome); omitted for all. */
+  readonly states?: ReadonlySet<JobState>;
 }
 
-export function logMatches(job: Pick<JobRecord, 'tenant' | 'kind' | 'jobId'>, filter: LogFilter): boolean {
+export function logMatches(job: Pick<JobRecord, 'tenant' | 'kind' | 'jobId' | 'state'>, filter: LogFilter): boolean {
   return (
     inScope(job, filter.scope) &&
     job.kind.startsWith(filter.kindPrefix) &&
-    (filter.jobId === null || job.jobId === filter.jobId)
+    (filter.jobId === null || job.jobId === filter.jobId) &&
+    (filter.states === undefined || filter.states.has(job.state))
   );
 }
 

@@ -34,6 +34,17 @@ export function stateFilterFromWire(state: JobState, field: string): CoreState |
   return core;
 }
 
+/** A set of states to match (Watch's `states`): each a known state; UNSPECIFIED names none and is refused. */
+export function statesFromWire(states: readonly JobState[], field: string): ReadonlySet<CoreState> {
+  return new Set(
+    states.map((state) => {
+      const core = stateFilterFromWire(state, field);
+      if (core === null) throw invalidArgument(field, 'a state, not JOB_STATE_UNSPECIFIED');
+      return core;
+    }),
+  );
+}
+
 /**
  * `effectiveMaxAttempts`: the ceiling the job runs under (`effectiveMaxAttempts` of `core/transitions.ts`).
  *

@@ -21,7 +21,7 @@ import type { Queue } from '../engine/queue.ts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Job, WatchRequest, WatchResponseSchema } from '../gen/telha/v1/queue_pb.ts';
 import { requirePermission, resolveScope, type Authenticator, type Principal } from './auth.ts';
-import { scopeFromWire } from './convert.ts';
+import { scopeFromWire, statesFromWire } from './convert.ts';
 import { describeError, type WireStatus } from './status.ts';
 
 /**
@@ -112,7 +112,9 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
     const jobId = request.jobId === '' ? null : checkJobId(request.jobId);
     // A job outside the caller's scope reads as not found, as Show has it.
     if (jobId !== null) await deps.queue.show(jobId, scope);
-    return { scope, kindPrefix: checkKindPrefix(request.kindPrefix), jobId };
+    const filter = { scope, kindPrefix: checkKindPrefix(request.kindPrefix), jobId };
+    if (request.states.length === 0) return filter;
+    return { ...filter, states: statesFromWire(request.states, 'states') };
   }
 
   /** Write `message` and wait until the transport has taken it, or the stream ended. */

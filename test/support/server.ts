@@ -4,7 +4,8 @@ import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { TelhaClient } from '../../src/client/client.ts';
+import { after, before } from 'node:test';
+import { TelhaClient } from '../../src/client/client.ts';
 import { OffsetClock } from '../../src/core/clock.ts';
 import { makeConfig, type ConfigInput } from '../../src/core/config.ts';
 import { silentLogger } from '../../src/core/logger.ts';
@@ -68,6 +69,72 @@ export async function startTestServer(
       await running.close();
       await queue.close();
       if (options.dir === undefined) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A live server (see {@link startTestServer}) and a client of it, for the tests of one `describe`:
+ * started before them and closed after. Read `server` and `client` inside the tests.
+ */
+export function liveServer(values: ConfigInput = {}): { readonly server: TestServer; readonly client: TelhaClient } {
+  let live: { server: TestServer; client: TelhaClient } | null = null;
+  before(async () => {
+    const server = await startTestServer(values);
+    live = { server, client: new TelhaClient({ address: server.address }) };
+  });
+  after(async () => {
+    live?.client.close();
+    await live?.server.close();
+  });
+  const started = (): { server: TestServer; client: TelhaClient } => {
+    if (live === null) throw new Error('the live server is read before its describe started it');
+    return live;
+  };
+  return {
+    get server() {
+      return started().server;
+    },
+    get client() {
+      return started().client;
+    },
+  };
+}
+
+/** A server that a test restarts: the same address and store each time. */
+export interface RestartableServer {
+  readonly address: string;
+  /** The server running now; throws while none is. */
+  readonly current: TestServer;
+  /** Close the server and start it again, on the same address over the same store. */
+  restart(): Promise<TestServer>;
+  /** Close it, and remove its store. */
+  close(): Promise<void>;
+}
+
+/** A live server (see {@link startTestServer}) on a fixed free address over a kept store, to restart. */
+export async function restartableServer(values: ConfigInput & { server?: object } = {}): Promise<RestartableServer> {
+  const address = `127.0.0.1:${await freePort()}`;
+  const dir = tempDir('telha-restart-');
+  const start = (): Promise<TestServer> =>
+    startTestServer({ ...values, server: { ...(values.server ?? {}), address } }, { dir });
+  let running: TestServer | null = await start();
+  return {
+    address,
+    get current() {
+      if (running === null) throw new Error('the server is not running');
+      return running;
+    },
+    async restart() {
+      await running?.close();
+      running = null;
+      running = await start();
+      return running;
+    },
+    async close() {
+      await running?.close();
+      running = null;
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { transitionOf, type LogEntry, type LogFilter } from '../../core/transitions-log.ts';
-import { ANY_SCOPE, type ScopeFilter } from '../../core/types.ts';
+import { ANY_SCOPE, JobState, type ScopeFilter } from '../../core/types.ts';
 import { fenceOf } from './harness.ts';
 import { acme, ErrorCode, globex, rejects, SECOND, type Suite } from './context.ts';
 
@@ -99,6 +99,20 @@ export function transitionsLogCases(s: Suite): void {
       assert.deepEqual(transitions(entries), ['acme log.mine enqueued', 'acme log.mine cancelled']);
       // The position passed the entries that did not match: the next read starts after them all.
       assert.equal((await s.q.feed.read(position, 10, everything)).entries.length, 0);
+    });
+
+    it("filters by the state each transition left its job in: a job's outcome and nothing before it", async () => {
+      const head = await s.q.feed.head();
+      const { job: cancelled } = await s.q.enqueue({ kind: 'log.outcome.cancel' }, acme);
+      await s.q.enqueue({ kind: 'log.outcome.done' }, acme);
+      const done = await s.lease(acme, 'w1', ['log.outcome.done']);
+      await s.q.complete(done.jobId, fenceOf(done));
+      await s.q.cancel(cancelled.jobId, {}, acme);
+      const outcomes = { ...only(acme, 'log.outcome.'), states: new Set([JobState.Completed, JobState.Cancelled]) };
+      assert.deepEqual(transitions((await readAll(head, outcomes, 2)).entries), [
+        'acme log.outcome.done completed',
+        'acme log.outcome.cancel cancelled',
+      ]);
     });
 
     it('refuses a garbled position, or one another store made, with invalid_argument naming resume_token', async () => {

@@ -672,16 +672,18 @@ class WatchEvent(_message.Message):
     def __init__(self, sequence: _Optional[int] = ..., transition: _Optional[str] = ..., detail: _Optional[str] = ..., at_us: _Optional[int] = ..., job: _Optional[_Union[Job, _Mapping]] = ..., resume_token: _Optional[str] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
-    __slots__ = ["job_id", "kind_prefix", "resume_token", "scope"]
+    __slots__ = ["job_id", "kind_prefix", "resume_token", "scope", "states"]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_PREFIX_FIELD_NUMBER: _ClassVar[int]
     RESUME_TOKEN_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
+    STATES_FIELD_NUMBER: _ClassVar[int]
     job_id: str
     kind_prefix: str
     resume_token: str
     scope: Scope
-    def __init__(self, scope: _Optional[_Union[Scope, _Mapping]] = ..., kind_prefix: _Optional[str] = ..., job_id: _Optional[str] = ..., resume_token: _Optional[str] = ...) -> None: ...
+    states: _containers.RepeatedScalarFieldContainer[JobState]
+    def __init__(self, scope: _Optional[_Union[Scope, _Mapping]] = ..., kind_prefix: _Optional[str] = ..., job_id: _Optional[str] = ..., resume_token: _Optional[str] = ..., states: _Optional[_Iterable[_Union[JobState, str]]] = ...) -> None: ...
 
 class WatchResponse(_message.Message):
     __slots__ = ["events", "resume_token"]
