@@ -146,7 +146,6 @@ describe('live.client.result with many waiters', () => {
         authorization: null,
         signal: new AbortController().signal,
         send: () => assert.fail('the watch opened'),
-        drained: () => Promise.resolve(),
         end: () => assert.fail('the watch ended without an error'),
         fail: resolve,
       });
