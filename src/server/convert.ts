@@ -51,8 +51,8 @@ export function statesFromWire(states: readonly JobState[], field: string): Read
  * Built as the message itself (`$typeName` and every field; an optional field `undefined` is
  * unset, as protobuf-es encodes it), which `create` returns as it is: `create` from an init
  * object walks every field again, and the init's conditional spreads cost Node 20 more. A job
- * is converted for every push and every answer that carries one: 0.9-1.9 µs a job that way,
- * 0.1-0.3 this way.
+ * is converted for every push and every answer that carries one, so the difference shows
+ * (bench/RESULTS.md, "The measurements behind the code's choices").
  */
 export function jobToWire(record: JobRecord, effectiveMaxAttempts: number): Job {
   return {

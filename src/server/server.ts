@@ -197,8 +197,8 @@ function adaptService(
     const impl = service.unary[name] as (req: unknown, ctx: CallContext) => Promise<object>;
     handlers[name] = (call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<unknown>) => {
       // Its AbortController is made only when a handler reads the signal (a parked lease):
-      // aborting one on grpc-js's 'cancelled' event for every unary call was ~3.5% of the
-      // server's CPU in a profile of one-at-a-time enqueues.
+      // aborting one on grpc-js's 'cancelled' event for every unary call showed in a profile of
+      // one-at-a-time enqueues (bench/RESULTS.md, "The measurements behind the code's choices").
       const abort = new LazyAbort();
       call.once('cancelled', () => abort.abort(undefined));
       const authorization = call.metadata.get('authorization')[0];

@@ -198,7 +198,8 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
     settleEach(
       items,
       (item): Completion => {
-        // Named fields, not spreads of the two: on Node 20 `{ ...a, ...b }` took ~2 µs a completion.
+        // Named fields, not spreads of the two: Node 20's spreads are slow on this path
+        // (bench/RESULTS.md, "The measurements behind the code's choices").
         const { jobId, fence } = fenceFromWire(item.fence);
         const options = completeOptionsFromWire(
           item.successors.map((job, j) => newJobFromWire(job, `successors[${j}]`)),

@@ -25,10 +25,10 @@ import { scopeFromWire, statesFromWire } from './convert.ts';
 import { describeError, type WireStatus } from './status.ts';
 
 /**
- * Events per message (about 14 KB of them). A grpc-js client takes 16 messages into its buffers
- * before its reader asks for any, so this also sets the server's work for a watcher that never
- * reads: with 500 events a message, 500 such watchers and 20,000 enqueues beside them took 139 s,
- * against 58 s at 100 (bench/RESULTS.md, unread Watch streams).
+ * Events per message. A grpc-js client takes 16 messages into its buffers before its reader asks
+ * for any, so this also sets the server's work for a watcher that never reads: smaller messages
+ * made a crowd of unread watchers cheaper to serve, and reading watchers no slower
+ * (bench/RESULTS.md, "Unread Watch streams").
  */
 const BATCH_EVENTS = 100;
 

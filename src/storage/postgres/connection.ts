@@ -252,8 +252,8 @@ const MAX_STATEMENT_NAMES = 1_000;
 
 /**
  * `text` as a named (prepared) statement when `prepare` is on. PostgreSQL parses and plans an
- * unnamed statement with parameters on every run, which for the fair claim's recursive query took
- * 2-3 ms of its CPU each time; a named one is parsed once per connection, and after five runs its
+ * unnamed statement with parameters on every run, a cost the fair claim's recursive query felt
+ * most (bench/RESULTS.md, "On PostgreSQL: prepared statements"); a named one is parsed once per connection, and after five runs its
  * plan is kept when the generic plan costs no more than the custom ones did. The name is a hash
  * of the text: node-postgres prepares each name once per connection and refuses a name reused
  * for another text.

@@ -145,8 +145,8 @@ export class Listener {
   /**
    * Readers here follow the log (`following`), or no longer do. The word goes to the other
    * servers, which send log notifications (`announced`) only while some server's readers follow:
-   * each NOTIFY costs PostgreSQL a transaction and its notification queue lock, which took a
-   * drain at c=100 from 6,230 to 5,385 jobs/s when nobody read them (bench/RESULTS.md).
+   * each NOTIFY costs PostgreSQL a transaction and its notification queue lock, which slowed a
+   * drain when nobody read them (bench/RESULTS.md, "The measurements behind the code's choices").
    */
   logFollowed(following: boolean): void {
     if (following === this.followedHere) return;
@@ -174,7 +174,7 @@ export class Listener {
    * notification at a time, and the next no sooner than
    * `LOG_NOTICE_GAP_MS` after it: writes committed meanwhile share it. Each NOTIFY is a
    * transaction that takes PostgreSQL's notification queue lock at commit; one per round trip
-   * cost the drain about 5-8% (bench/RESULTS.md). Enqueues need none: their statement's work
+   * slowed the drain (bench/RESULTS.md, "The measurements behind the code's choices"). Enqueues need none: their statement's work
    * notification wakes the watchers too.
    */
   announced<T extends readonly JobRecord[]>(records: T): T {
