@@ -32,7 +32,7 @@ export type {
 } from './engine/queue.ts';
 export { Scheduler } from './engine/scheduler.ts';
 export type { SchedulerOptions } from './engine/scheduler.ts';
-export { MAX_SCHEDULES_PER_SCOPE } from './core/limits.ts';
+export { MAX_SCHEDULES_PER_SCOPE } from './core/bounds.ts';
 export { MAX_PAUSES, MAX_PAUSES_PER_SCOPE } from './core/pauses.ts';
 export type { Pause, PauseBounds, PauseScope } from './core/pauses.ts';
 export { MAX_KIND_LIMITS } from './core/kind-limits.ts';

@@ -6,7 +6,7 @@ import { backoffMicros } from '../src/core/backoff.ts';
 import { configFromEnv, makeConfig, resolveConfig } from '../src/core/config.ts';
 import { TelhaError } from '../src/core/errors.ts';
 import { kindPolicy } from '../src/core/kind-policy.ts';
-import { MAX_KIND_LIMITS, MAX_KIND_POLICIES } from '../src/core/limits.ts';
+import { MAX_KIND_LIMITS, MAX_KIND_POLICIES } from '../src/core/bounds.ts';
 import { formatRate, parseRate } from '../src/core/rate.ts';
 import { loadConfig } from '../src/open.ts';
 import { tempDir } from './support/backends.ts';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { eachOnItsOwn } from '../src/core/each.ts';
+import { eachOnItsOwn } from '../src/engine/each.ts';
 import { itemFailed, itemOk } from '../src/core/types.ts';
 
 describe('eachOnItsOwn', () => {

@@ -10,7 +10,7 @@ import { decodeRecord, encodeRecord } from '../src/codec/value.ts';
 import { makeConfig } from '../src/core/config.ts';
 import { draftJob } from '../src/core/drafts.ts';
 import { ErrorCode, isTelhaError, TelhaError } from '../src/core/errors.ts';
-import { MAX_ATTEMPTS_LIMIT, MAX_DURATION_SECS, MAX_TIMESTAMP_MICROS } from '../src/core/limits.ts';
+import { MAX_ATTEMPTS_LIMIT, MAX_DURATION_SECS, MAX_TIMESTAMP_MICROS } from '../src/core/bounds.ts';
 import * as transitions from '../src/core/transitions.ts';
 import { JobState, tenantScope, type JobRecord } from '../src/core/types.ts';
 import { checkProgress } from '../src/core/validate.ts';

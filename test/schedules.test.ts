@@ -12,7 +12,7 @@ import {
   type Schedule,
 } from '../src/core/schedules.ts';
 import { ManualClock } from '../src/core/clock.ts';
-import { MAX_SCHEDULES_PER_SCOPE } from '../src/core/limits.ts';
+import { MAX_SCHEDULES_PER_SCOPE } from '../src/core/bounds.ts';
 import { tenantScope } from '../src/core/types.ts';
 import { Queue } from '../src/engine/queue.ts';
 import { MemoryJobStore } from '../src/storage/memory/memory-store.ts';

@@ -1,5 +1,5 @@
 /** How the CLI prints jobs for a person (the `--json` forms print records as they are). */
-import { duration } from '../core/durations.ts';
+import { duration } from '../util/durations.ts';
 import { resultJsonText } from '../core/results.ts';
 import { JOB_STATE_NAMES, JobState, type CountRow, type JobRecord, type Micros } from '../core/types.ts';
 
@@ -8,7 +8,7 @@ export function time(us: number): string {
   return new Date(Math.floor(us / 1000)).toISOString().replace('T', ' ').replace('Z', ' UTC');
 }
 
-export { duration } from '../core/durations.ts';
+export { duration } from '../util/durations.ts';
 
 /** Payload preview: text when it is printable UTF-8, else hex; cut at 200 characters. */
 export function preview(bytes: Uint8Array): string {

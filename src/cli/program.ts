@@ -13,7 +13,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { TelhaClient, DEFAULT_ADDRESS } from '../client/client.ts';
 import { isUnreachable, PLAINTEXT_SERVER } from '../client/errors.ts';
 import { ErrorCode, isTelhaError } from '../core/errors.ts';
-import { MAX_LIST_LIMIT } from '../core/limits.ts';
+import { MAX_LIST_LIMIT } from '../core/bounds.ts';
 import { integerIn, LISTED_STATES, wireInteger, type ScopeOptions } from './args.ts';
 import { processIo, UsageError, type CliIo, type OperatorClient } from './io.ts';
 import { cancelJobs, CANCELLABLE_STATES, type CancelOptions } from './jobs/cancel.ts';

@@ -33,7 +33,7 @@ import {
   type WorkResponse,
 } from '../gen/telha/v1/queue_pb.ts';
 import { ErrorCode, TelhaError } from '../core/errors.ts';
-import { MAX_SETTLE_BATCH } from '../core/limits.ts';
+import { MAX_SETTLE_BATCH } from '../core/bounds.ts';
 import {
   MAX_MESSAGE_BYTES,
   queueServiceDefinition,

@@ -4,15 +4,15 @@ import type { KindLimitStatus } from '../core/kind-limits.ts';
 import type { Pause, PauseScope } from '../core/pauses.ts';
 import { parseRate } from '../core/rate.ts';
 import { create } from '@bufbuild/protobuf';
-import type { NewSchedule, Schedule as CoreSchedule, ScheduleChanges } from '../core/schedules.ts';
+import type { NewSchedule, Schedule, ScheduleChanges } from '../core/schedules.ts';
 import {
-  JobState as CoreState,
+  JobState,
   SYSTEM_SCOPE,
   tenantScope,
   type EventTransition,
   type JobRecord,
   type LeaseFence,
-  type NewJob as CoreNewJob,
+  type NewJob,
   type QueueScope,
 } from '../core/types.ts';
 import { checkWireInteger, type WireInteger } from '../wire/integers.ts';
@@ -32,8 +32,8 @@ import {
   type HeartbeatRequest,
   type ReleaseRequest,
   type Job,
-  type NewJob,
-  type Schedule,
+  type NewJob as WireNewJob,
+  type Schedule as WireSchedule,
   type Scope,
   type UpdateScheduleRequest,
 } from '../gen/telha/v1/queue_pb.ts';
@@ -49,7 +49,7 @@ export function jobFromWire(job: Job): RemoteJob {
     payload: job.payload,
     priority: job.priority,
     createdAt: Number(job.createdAtUs),
-    state: stateFromWire(job.state) ?? CoreState.Pending,
+    state: stateFromWire(job.state) ?? JobState.Pending,
     attempts: job.attempts,
     leaseGeneration: Number(job.leaseGeneration),
     workerId: job.workerId ?? null,
@@ -75,7 +75,7 @@ export function jobFromWire(job: Job): RemoteJob {
  * A job request as the wire carries it; a string payload travels as its UTF-8 bytes. A number
  * the wire cannot carry is `invalid_argument`, its field named after `prefix` (`jobs[2].`).
  */
-export function newJobToWire(job: CoreNewJob, prefix = ''): NewJob {
+export function newJobToWire(job: NewJob, prefix = ''): WireNewJob {
   const integer = (field: string, value: number, type: WireInteger): number =>
     checkWireInteger(`${prefix}${field}`, value, type);
   return create(NewJobSchema, {
@@ -116,7 +116,7 @@ export function wireFence(
 export function completeToWire(item: {
   readonly jobId: string;
   readonly fence: LeaseFence;
-  readonly successors?: readonly CoreNewJob[];
+  readonly successors?: readonly NewJob[];
   readonly result?: Uint8Array;
 }): CompleteRequest {
   return create(CompleteRequestSchema, {
@@ -167,7 +167,7 @@ export function releaseToWire(item: { readonly jobId: string; readonly fence: Le
 }
 
 /** A schedule as the SDK returns it: the engine's type. */
-export function scheduleFromWire(schedule: Schedule | undefined): CoreSchedule {
+export function scheduleFromWire(schedule: WireSchedule | undefined): Schedule {
   if (schedule === undefined) throw new Error('server sent no schedule');
   const job = schedule.job;
   const target = schedule.scope?.target;
@@ -193,7 +193,7 @@ export function scheduleFromWire(schedule: Schedule | undefined): CoreSchedule {
 }
 
 /** A schedule to create as the wire carries it. */
-export function newScheduleToWire(schedule: NewSchedule, scope: QueueScope | undefined): Schedule {
+export function newScheduleToWire(schedule: NewSchedule, scope: QueueScope | undefined): WireSchedule {
   return create(ScheduleSchema, {
     ...(scope === undefined ? {} : { scope: scopeToWire(scope) }),
     name: schedule.name,

@@ -20,7 +20,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
-import { MAX_PRODUCE_IN_FLIGHT } from '../core/limits.ts';
+import { MAX_PRODUCE_IN_FLIGHT } from '../core/bounds.ts';
 import { ProduceRequestSchema, type ProduceRequest, type ProduceResponse } from '../gen/telha/v1/queue_pb.ts';
 import { Status, UNTAKEN_HEADER, type ProduceMethod, type RequestOf, type ResponseOf } from '../wire/service.ts';
 import { cancelledError, fromWireError, outcomeToError, WireError } from './errors.ts';

@@ -4,7 +4,7 @@
  * CompleteEach / FailEach / ReleaseEach round trip (Nagle-style: no timer, no added delay
  * when the line is idle). Each job still gets its own answer.
  */
-import { MAX_SETTLE_BATCH } from '../core/limits.ts';
+import { MAX_SETTLE_BATCH } from '../core/bounds.ts';
 import { sendBatch, splitByType, type PendingResult } from '../worker/pending.ts';
 import type { SettleItem } from '../worker/source.ts';
 import type { TelhaClient } from './client.ts';

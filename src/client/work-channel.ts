@@ -8,7 +8,7 @@
 import * as grpc from '@grpc/grpc-js';
 import { create } from '@bufbuild/protobuf';
 import { ErrorCode, TelhaError } from '../core/errors.ts';
-import { MAX_SETTLE_BATCH } from '../core/limits.ts';
+import { MAX_SETTLE_BATCH } from '../core/bounds.ts';
 import { WorkRequestSchema, type WorkOpen, type WorkRequest, type WorkResponse } from '../gen/telha/v1/queue_pb.ts';
 import type { LeaseItem, SettleItem, WorkSession, WorkSessionEvents } from '../worker/source.ts';
 import {

@@ -18,7 +18,7 @@ import {
   MAX_PAYLOAD_BYTES_LIMIT,
   MAX_RESULT_BYTES_LIMIT,
   MAX_TIMER_MS,
-} from './limits.ts';
+} from './bounds.ts';
 import { parseRate } from './rate.ts';
 import { utf8Length } from './validate.ts';
 

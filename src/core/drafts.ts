@@ -1,6 +1,6 @@
 /** Turning a producer's request into a validated job draft, before anything is written. */
 import { invalidArgument } from './errors.ts';
-import { MAX_ATTEMPTS_LIMIT, MAX_DURATION_SECS } from './limits.ts';
+import { MAX_ATTEMPTS_LIMIT, MAX_DURATION_SECS } from './bounds.ts';
 import type { NewJobFields } from './transitions.ts';
 import type { Micros, NewJob, QueueScope } from './types.ts';
 import {

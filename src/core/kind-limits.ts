@@ -16,7 +16,7 @@
  * skipping a full lane's kind trees, and PostgreSQL in its claim statement.
  */
 import { ErrorCode, invalidArgument, TelhaError } from './errors.ts';
-import { MAX_KIND_BYTES, MAX_KIND_LIMITS, MAX_LIMIT_CONCURRENCY, MAX_TIMER_MS, SYSTEM_KIND_PREFIX } from './limits.ts';
+import { MAX_KIND_BYTES, MAX_KIND_LIMITS, MAX_LIMIT_CONCURRENCY, MAX_TIMER_MS, SYSTEM_KIND_PREFIX } from './bounds.ts';
 import { MAX_RATE_COUNT, parseRate, type Rate } from './rate.ts';
 import { leaseKindMatches } from './transitions.ts';
 import type { Micros } from './types.ts';

@@ -6,7 +6,7 @@
  * server's own maintenance.
  */
 import type { JobsConfig, KindConfig } from './config.ts';
-import { SYSTEM_KIND_PREFIX } from './limits.ts';
+import { SYSTEM_KIND_PREFIX } from './bounds.ts';
 import { parseRate, type Rate } from './rate.ts';
 
 /** What `kindPolicy` needs of the configuration. */

@@ -5,7 +5,7 @@
  * cannot differ between stores.
  */
 import { ErrorCode, invalidArgument, TelhaError } from './errors.ts';
-import { MAX_KIND_BYTES, SYSTEM_KIND_PREFIX } from './limits.ts';
+import { MAX_KIND_BYTES, SYSTEM_KIND_PREFIX } from './bounds.ts';
 import { leaseKindMatches } from './transitions.ts';
 import type { JobRecord, Micros, QueueScope, ScopeFilter } from './types.ts';
 import { checkToken } from './validate.ts';

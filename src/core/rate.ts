@@ -4,7 +4,7 @@
  * `h`, `d`); a bare unit means one of it.
  */
 import { invalidArgument } from './errors.ts';
-import { MAX_TIMER_MS } from './limits.ts';
+import { MAX_TIMER_MS } from './bounds.ts';
 
 /** At most `count` events per `periodMs` milliseconds. */
 export interface Rate {

@@ -17,7 +17,7 @@ import { Cron } from 'croner';
 import type { JobDraft } from './drafts.ts';
 import { draftJob } from './drafts.ts';
 import { ErrorCode, invalidArgument, TelhaError } from './errors.ts';
-import { MAX_CRON_CHARS, MAX_DURATION_SECS, MAX_TIMESTAMP_MICROS, MAX_TIMEZONE_CHARS } from './limits.ts';
+import { MAX_CRON_CHARS, MAX_DURATION_SECS, MAX_TIMESTAMP_MICROS, MAX_TIMEZONE_CHARS } from './bounds.ts';
 import { inScope } from './scope.ts';
 import type { Micros, NewJob, QueueScope, ScopeFilter } from './types.ts';
 import { checkIntegerInRange, checkScheduleName } from './validate.ts';

@@ -9,7 +9,7 @@ import { secondsToMicros } from './clock.ts';
 import type { JobsConfig } from './config.ts';
 import { LeaseConflictError, TelhaError, ErrorCode } from './errors.ts';
 import { kindPolicy } from './kind-policy.ts';
-import { MAX_EVENT_DETAIL_CHARS, MAX_EVENTS, SYSTEM_KIND_PREFIX } from './limits.ts';
+import { MAX_EVENT_DETAIL_CHARS, MAX_EVENTS, SYSTEM_KIND_PREFIX } from './bounds.ts';
 import {
   JOB_STATE_NAMES,
   JobState,

@@ -13,7 +13,7 @@ import {
   MAX_TIMESTAMP_MICROS,
   MAX_WORKER_ID_BYTES,
   SYSTEM_KIND_PREFIX,
-} from './limits.ts';
+} from './bounds.ts';
 import type { Micros, QueueScope } from './types.ts';
 
 const encoder = new TextEncoder();

@@ -4,7 +4,7 @@
  * once. The Work stream's server side and `LocalWorker`'s session both run
  * on it; they differ only in where the jobs go.
  */
-import { MAX_LEASE_BATCH } from '../core/limits.ts';
+import { MAX_LEASE_BATCH } from '../core/bounds.ts';
 import type { JobRecord } from '../core/types.ts';
 import type { LeaseManyOptions, LeaseOptions, Queue } from './queue.ts';
 

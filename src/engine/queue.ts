@@ -18,9 +18,9 @@
 import { systemClock, type Clock } from '../core/clock.ts';
 import { DEFAULT_CONFIG, type TelhaConfig } from '../core/config.ts';
 import { asBuffer, draftJob } from '../core/drafts.ts';
-import { eachOnItsOwn } from '../core/each.ts';
+import { eachOnItsOwn } from './each.ts';
 import { ErrorCode, invalidArgument, notFound, TelhaError } from '../core/errors.ts';
-import { MAX_BATCH_JOBS, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_SCHEDULES_PER_SCOPE } from '../core/limits.ts';
+import { MAX_BATCH_JOBS, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_SCHEDULES_PER_SCOPE } from '../core/bounds.ts';
 import { silentLogger, type Logger } from '../core/logger.ts';
 import { inScope } from '../core/scope.ts';
 import { checkPause, checkPausePrefix, DEFAULT_PAUSE_BOUNDS, type Pause, type PauseScope } from '../core/pauses.ts';

@@ -9,7 +9,7 @@
  * each can shorten its sleep to the new gate.
  */
 import { laneMayServe } from '../core/kind-limits.ts';
-import { MAX_TIMER_MS } from '../core/limits.ts';
+import { MAX_TIMER_MS } from '../core/bounds.ts';
 import { leaseKindMatches } from '../core/transitions.ts';
 import type { ScopeFilter, WorkNotice } from '../core/types.ts';
 import { inScope } from '../core/scope.ts';

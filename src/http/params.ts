@@ -4,7 +4,7 @@
  */
 import { invalidArgument } from '../core/errors.ts';
 import { JobState } from '../core/types.ts';
-import { MAX_KIND_BYTES } from '../core/limits.ts';
+import { MAX_KIND_BYTES } from '../core/bounds.ts';
 import { checkJobId, checkTenant, checkWorkerId, utf8Length } from '../core/validate.ts';
 
 /** What the jobs list filters on. */

@@ -32,7 +32,7 @@ import { transitionOf } from '../core/transitions-log.ts';
 import { JOB_STATE_NAMES, SYSTEM_SCOPE, type ScopeFilter } from '../core/types.ts';
 import type { Queue } from '../engine/queue.ts';
 import { assertLoopbackWhenOpen, joinAddress, splitAddress } from '../server/address.ts';
-import { MAX_LIST_LIMIT } from '../core/limits.ts';
+import { MAX_LIST_LIMIT } from '../core/bounds.ts';
 import {
   OPEN_ACCESS,
   principalLabel,

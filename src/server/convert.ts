@@ -1,14 +1,14 @@
 /** Engine records to wire messages and back. */
 import { create } from '@bufbuild/protobuf';
 import { invalidArgument } from '../core/errors.ts';
-import type { KindLimit as CoreKindLimit, KindLimitStatus } from '../core/kind-limits.ts';
+import type { KindLimit, KindLimitStatus } from '../core/kind-limits.ts';
 import type { Pause } from '../core/pauses.ts';
 import { formatRate } from '../core/rate.ts';
-import type { NewSchedule, Schedule as CoreSchedule, ScheduleChanges } from '../core/schedules.ts';
-import type { JobState as CoreState, EnqueueResult, JobRecord, NewJob as CoreNewJob } from '../core/types.ts';
+import type { NewSchedule, Schedule, ScheduleChanges } from '../core/schedules.ts';
+import type { JobState, EnqueueResult, JobRecord, NewJob } from '../core/types.ts';
 import {
   EnqueueResultSchema,
-  JobState,
+  JobState as WireJobState,
   KindLimitSchema,
   KindPauseSchema,
   NewJobSchema,
@@ -16,10 +16,10 @@ import {
   type EnqueueResult as WireEnqueueResult,
   type Job,
   type JobEvent,
-  type KindLimit,
+  type KindLimit as WireKindLimit,
   type KindPause,
-  type NewJob,
-  type Schedule,
+  type NewJob as WireNewJob,
+  type Schedule as WireSchedule,
   type Scope,
   type UpdateScheduleRequest,
 } from '../gen/telha/v1/queue_pb.ts';
@@ -27,15 +27,15 @@ import { stateFromWire, stateToWire } from '../wire/states.ts';
 import type { RequestedScope } from './auth.ts';
 
 /** A list filter's state: UNSPECIFIED means no filter; an unknown value is refused. */
-export function stateFilterFromWire(state: JobState, field: string): CoreState | null {
-  if (state === JobState.UNSPECIFIED) return null;
+export function stateFilterFromWire(state: WireJobState, field: string): JobState | null {
+  if (state === WireJobState.UNSPECIFIED) return null;
   const core = stateFromWire(state);
   if (core === null) throw invalidArgument(field, `unknown job state ${String(state)}`);
   return core;
 }
 
 /** A set of states to match (Watch's `states`): each a known state; UNSPECIFIED names none and is refused. */
-export function statesFromWire(states: readonly JobState[], field: string): ReadonlySet<CoreState> {
+export function statesFromWire(states: readonly WireJobState[], field: string): ReadonlySet<JobState> {
   return new Set(
     states.map((state) => {
       const core = stateFilterFromWire(state, field);
@@ -91,7 +91,7 @@ export function enqueueResultToWire(result: EnqueueResult, effectiveMaxAttempts:
 }
 
 /** A wire job request as engine options; the engine validates every field. */
-export function newJobFromWire(job: NewJob | undefined, field: string): CoreNewJob {
+export function newJobFromWire(job: WireNewJob | undefined, field: string): NewJob {
   if (job === undefined) throw invalidArgument(field, 'is required');
   return {
     kind: job.kind,
@@ -107,9 +107,9 @@ export function newJobFromWire(job: NewJob | undefined, field: string): CoreNewJ
 
 /** A completion's options: its successors, and its result when the request carries one. */
 export function completeOptionsFromWire(
-  successors: readonly CoreNewJob[],
+  successors: readonly NewJob[],
   request: { readonly result?: Uint8Array | undefined },
-): { successors: readonly CoreNewJob[]; result?: Uint8Array } {
+): { successors: readonly NewJob[]; result?: Uint8Array } {
   return request.result === undefined ? { successors } : { successors, result: request.result };
 }
 
@@ -132,8 +132,8 @@ export function toSafeNumber(value: bigint, field: string): number {
   return Number(value);
 }
 
-/** A stored schedule as the wire sends it; its job template as a `NewJob`. */
-export function scheduleToWire(schedule: CoreSchedule): Schedule {
+/** A stored schedule as the wire sends it; its job template as a `WireNewJob`. */
+export function scheduleToWire(schedule: Schedule): WireSchedule {
   const { job } = schedule;
   return create(ScheduleSchema, {
     scope: {
@@ -162,7 +162,7 @@ export function scheduleToWire(schedule: CoreSchedule): Schedule {
 }
 
 /** A wire schedule to create; the engine validates every field. */
-export function newScheduleFromWire(schedule: Schedule | undefined): NewSchedule {
+export function newScheduleFromWire(schedule: WireSchedule | undefined): NewSchedule {
   if (schedule === undefined) throw invalidArgument('schedule', 'is required');
   return {
     name: schedule.name,
@@ -203,7 +203,7 @@ export function pauseToWire(pause: Pause): KindPause {
 }
 
 /** A kind limit as the wire sends it: the rate in its canonical text, leased and tokens when known. */
-export function kindLimitToWire(limit: CoreKindLimit | KindLimitStatus): KindLimit {
+export function kindLimitToWire(limit: KindLimit | KindLimitStatus): WireKindLimit {
   const status = 'leased' in limit ? limit : null;
   return create(KindLimitSchema, {
     kindPrefix: limit.kindPrefix,

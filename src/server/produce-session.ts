@@ -16,7 +16,7 @@
  */
 import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
-import { MAX_PRODUCE_IN_FLIGHT } from '../core/limits.ts';
+import { MAX_PRODUCE_IN_FLIGHT } from '../core/bounds.ts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { ItemOutcome, ProduceRequest, ProduceResponseSchema } from '../gen/telha/v1/queue_pb.ts';
 import { requirePermission, type Authenticator, type Principal } from './auth.ts';

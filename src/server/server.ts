@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import type { TelhaConfig } from '../core/config.ts';
 import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
-import { LazyAbort } from '../core/lazy-abort.ts';
+import { LazyAbort } from '../util/lazy-abort.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Queue } from '../engine/queue.ts';
 import {

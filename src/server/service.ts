@@ -6,7 +6,7 @@ import type { ServerConfig } from '../core/config.ts';
 import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
 import { effectiveMaxAttempts } from '../core/transitions.ts';
 import type { Logger } from '../core/logger.ts';
-import { MAX_LEASE_BATCH, MAX_SETTLE_BATCH } from '../core/limits.ts';
+import { MAX_LEASE_BATCH, MAX_SETTLE_BATCH } from '../core/bounds.ts';
 import {
   ANY_SCOPE,
   type EnqueueResult,
@@ -15,7 +15,7 @@ import {
   type LeaseFence,
   type ScopeFilter,
 } from '../core/types.ts';
-import { eachOnItsOwn } from '../core/each.ts';
+import { eachOnItsOwn } from '../engine/each.ts';
 import type { Completion, Failure, Queue, Release } from '../engine/queue.ts';
 import { create } from '@bufbuild/protobuf';
 import {

@@ -17,7 +17,7 @@
  */
 import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
-import { MAX_WORK_CREDIT } from '../core/limits.ts';
+import { MAX_WORK_CREDIT } from '../core/bounds.ts';
 import { ANY_SCOPE, type JobRecord, type ScopeFilter } from '../core/types.ts';
 import { checkKindPrefixes, checkWorkerId } from '../core/validate.ts';
 import { LeasePump } from '../engine/lease-pump.ts';

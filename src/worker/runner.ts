@@ -22,8 +22,8 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { ErrorCode, isTelhaError, isTransient, LeaseConflictError, TelhaError } from '../core/errors.ts';
-import { LazyAbort } from '../core/lazy-abort.ts';
-import { MAX_TIMER_MS, MAX_WORK_CREDIT } from '../core/limits.ts';
+import { LazyAbort } from '../util/lazy-abort.ts';
+import { MAX_TIMER_MS, MAX_WORK_CREDIT } from '../core/bounds.ts';
 import { progressText, resultBytes } from '../core/results.ts';
 import type { Logger } from '../core/logger.ts';
 import type { JobRecord, LeaseFence, NewJob } from '../core/types.ts';

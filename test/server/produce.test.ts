@@ -16,7 +16,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { TelhaClient } from '../../src/client/client.ts';
 import { makeConfig } from '../../src/core/config.ts';
 import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
-import { MAX_PRODUCE_IN_FLIGHT } from '../../src/core/limits.ts';
+import { MAX_PRODUCE_IN_FLIGHT } from '../../src/core/bounds.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { JobState, tenantScope } from '../../src/core/types.ts';
 import {

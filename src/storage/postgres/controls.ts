@@ -13,7 +13,7 @@ import {
   type KindLimit,
   type KindLimitStatus,
 } from '../../core/kind-limits.ts';
-import { SYSTEM_KIND_PREFIX } from '../../core/limits.ts';
+import { SYSTEM_KIND_PREFIX } from '../../core/bounds.ts';
 import {
   admitPause,
   comparePauses,

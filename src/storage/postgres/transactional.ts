@@ -9,7 +9,7 @@ import { systemClock, type Clock } from '../../core/clock.ts';
 import { DEFAULT_CONFIG, type TelhaConfig } from '../../core/config.ts';
 import { draftJob } from '../../core/drafts.ts';
 import { invalidArgument } from '../../core/errors.ts';
-import { MAX_BATCH_JOBS } from '../../core/limits.ts';
+import { MAX_BATCH_JOBS } from '../../core/bounds.ts';
 import type { EnqueueResult, NewJob, QueueScope } from '../../core/types.ts';
 import { checkScope } from '../../core/validate.ts';
 import { newJobId } from '../../codec/job-ids.ts';

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { LeaseConflictError, TelhaError } from '../../core/errors.ts';
-import { MAX_BATCH_JOBS } from '../../core/limits.ts';
+import { MAX_BATCH_JOBS } from '../../core/bounds.ts';
 import { JobState, type ItemResult } from '../../core/types.ts';
 import { fenceOf, jobIn } from './harness.ts';
 import { acme, globex, SECOND, ErrorCode, rejects, countsOf, type Suite } from './context.ts';

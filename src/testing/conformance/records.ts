@@ -1,7 +1,7 @@
 /** Conformance cases: bounded records. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MAX_EVENTS } from '../../core/limits.ts';
+import { MAX_EVENTS } from '../../core/bounds.ts';
 import { fenceOf } from './harness.ts';
 import { acme, type Suite } from './context.ts';
 

@@ -3,7 +3,7 @@
  * claim's rounds, and both again when kind limits exist. Pure functions returning query text and
  * values, no I/O; the planner's choices for them are checked by tests (`paused-index.test.ts`).
  */
-import { SYSTEM_KIND_PREFIX } from '../../../core/limits.ts';
+import { SYSTEM_KIND_PREFIX } from '../../../core/bounds.ts';
 import { leasesSystemKinds } from '../../../core/transitions.ts';
 import type { ScopeFilter } from '../../../core/types.ts';
 import { scopeBytes, SYSTEM_SCOPE_BYTES } from '../../../codec/keys.ts';

@@ -3,7 +3,7 @@
  * row (`held`), which lane a row is in (`lane`), the locks that keep both exact, and the rows of
  * `kind_limits` as the queue's limits. Pure functions returning query text, no I/O.
  */
-import { SYSTEM_KIND_PREFIX } from '../../../core/limits.ts';
+import { SYSTEM_KIND_PREFIX } from '../../../core/bounds.ts';
 import type { KindLimit, TokenBucket } from '../../../core/kind-limits.ts';
 
 /**

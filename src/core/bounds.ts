@@ -1,6 +1,8 @@
 /**
- * Input limits. Each is a bound a user can rely on and an attacker cannot
+ * Input bounds. Each is a bound a user can rely on and an attacker cannot
  * stretch: they keep keys short, records bounded and log lines readable.
+ * (Kind limits, the feature that caps how many jobs of a kind run, are
+ * `kind-limits.ts`.)
  */
 
 /** A kind is 1-255 UTF-8 bytes of printable, non-space characters. */

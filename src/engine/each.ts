@@ -4,7 +4,7 @@
  * by itself, and an item that fails its check is answered with that error
  * while the rest go on together.
  */
-import { itemFailed, type ItemResult } from './types.ts';
+import { itemFailed, type ItemResult } from '../core/types.ts';
 
 /**
  * `prepare` each item (a throw becomes that item's answer), `apply` the
