@@ -26,10 +26,9 @@ export type {
   Release,
   ResumeOptions,
   ScheduleListOptions,
-  SchedulePage,
   SetKindLimitOptions,
-  StoreMetrics,
-} from './engine/queue.ts';
+} from './engine/queue-options.ts';
+export type { SchedulePage, StoreMetrics } from './engine/queue.ts';
 export { Scheduler } from './engine/scheduler.ts';
 export type { SchedulerOptions } from './engine/scheduler.ts';
 export { MAX_SCHEDULES_PER_SCOPE } from './core/bounds.ts';

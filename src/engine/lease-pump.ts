@@ -6,7 +6,8 @@
  */
 import { MAX_LEASE_BATCH } from '../core/bounds.ts';
 import type { JobRecord } from '../core/types.ts';
-import type { LeaseManyOptions, LeaseOptions, Queue } from './queue.ts';
+import type { LeaseManyOptions, LeaseOptions } from './queue-options.ts';
+import type { Queue } from './queue.ts';
 
 export class LeasePump {
   private credit = 0;

@@ -11,7 +11,8 @@ import { sendBatch, splitByType, type PendingResult } from '../worker/pending.ts
 import { WorkerRunner, type RunnerOptions } from '../worker/runner.ts';
 import type { CompleteItem, SettleItem, WorkSession, WorkSessionEvents, WorkSource } from '../worker/source.ts';
 import { LeasePump } from './lease-pump.ts';
-import type { CompleteOptions, LeaseOptions, Queue } from './queue.ts';
+import type { CompleteOptions, LeaseOptions } from './queue-options.ts';
+import type { Queue } from './queue.ts';
 
 export interface LocalWorkerOptions extends RunnerOptions {
   /** Lease from one tenant or the system scope; default: every scope (system jobs only for `system:` kinds). */

@@ -16,7 +16,8 @@ import {
   type ScopeFilter,
 } from '../core/types.ts';
 import { eachOnItsOwn } from '../engine/each.ts';
-import type { Completion, Failure, Queue, Release } from '../engine/queue.ts';
+import type { Queue } from '../engine/queue.ts';
+import type { Completion, Failure, Release } from '../engine/queue-options.ts';
 import { create } from '@bufbuild/protobuf';
 import {
   EnqueueEachAnswerSchema,

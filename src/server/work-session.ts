@@ -21,7 +21,8 @@ import { MAX_WORK_CREDIT } from '../core/bounds.ts';
 import { ANY_SCOPE, type JobRecord, type ScopeFilter } from '../core/types.ts';
 import { checkKindPrefixes, checkWorkerId } from '../core/validate.ts';
 import { LeasePump } from '../engine/lease-pump.ts';
-import type { LeaseOptions, Queue } from '../engine/queue.ts';
+import type { Queue } from '../engine/queue.ts';
+import type { LeaseOptions } from '../engine/queue-options.ts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type {
   CheckpointRequest,
