@@ -48,6 +48,21 @@ module.exports = {
       },
       to: { path: '^src/storage/(rocksdb|postgres|memory)/' },
     },
+    {
+      name: 'listeners-apart',
+      severity: 'error',
+      comment:
+        'The gRPC (server/) and HTTP (http/) listeners never import each other, even by type: what both use lives below them (edge/, telemetry/), and only serve/ composes them.',
+      from: { path: '^src/(server|http)/' },
+      to: { path: '^src/(server|http)/', pathNot: '^src/$1/' },
+    },
+    {
+      name: 'shared-rooms-stay-below',
+      severity: 'error',
+      comment: 'edge/ and telemetry/ sit below every listener and the composition: they may not import them.',
+      from: { path: '^src/(edge|telemetry)/' },
+      to: { path: '^src/(server|http|serve|cli)/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

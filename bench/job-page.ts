@@ -16,7 +16,7 @@ import { makeConfig } from '../src/core/config.ts';
 import { silentLogger } from '../src/core/logger.ts';
 import { tenantScope } from '../src/core/types.ts';
 import { openQueue } from '../src/open.ts';
-import { startServer } from '../src/server/server.ts';
+import { startServer } from '../src/serve/server.ts';
 import { envNumber, fmt, formatTable, median } from './support.ts';
 
 const ROUNDS = Math.round(envNumber('BENCH_ROUNDS', 20));

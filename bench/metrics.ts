@@ -21,7 +21,7 @@ import { tenantScope } from 'telha/client';
 import { makeConfig } from '../src/core/config.ts';
 import { JobState, type JobRecord } from '../src/core/types.ts';
 import { silentLogger } from '../src/core/logger.ts';
-import { Telemetry } from '../src/http/telemetry.ts';
+import { Telemetry } from '../src/telemetry/telemetry.ts';
 import { openQueue } from '../src/open.ts';
 import { freePort } from '../test/support/server.ts';
 import { drainRate, envNumber, fmt, percentile, startServer, type RunningServer } from './support.ts';

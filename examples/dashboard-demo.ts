@@ -20,7 +20,7 @@ import { PermanentError, TelhaClient, tenantScope, Worker } from '../src/client/
 import { makeConfig } from '../src/core/config.ts';
 import { silentLogger } from '../src/core/logger.ts';
 import { openQueue } from '../src/open.ts';
-import { startServer } from '../src/server/server.ts';
+import { startServer } from '../src/serve/server.ts';
 
 const SECONDS = Number(process.env['DEMO_SECONDS'] ?? 60);
 const shotsAt = process.argv.indexOf('--screenshots');

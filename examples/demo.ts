@@ -18,7 +18,7 @@ import { JobState, PermanentError, TelhaClient, tenantScope, Worker, type JobRec
 import { makeConfig } from '../src/core/config.ts';
 import { silentLogger } from '../src/core/logger.ts';
 import { openQueue } from '../src/open.ts';
-import { startServer } from '../src/server/server.ts';
+import { startServer } from '../src/serve/server.ts';
 
 const TOTAL = Number(process.env['DEMO_JOBS'] ?? 3_000);
 const dir = mkdtempSync(join(tmpdir(), 'telha-demo-'));

@@ -1,7 +1,7 @@
 /** `telha serve`: open the store, start the reaper and maintenance, serve the API until SIGTERM/SIGINT. */
 import { loadConfig, openQueue } from '../open.ts';
-import { createLogger, routeGrpcLogs } from '../server/logging.ts';
-import { startServer } from '../server/server.ts';
+import { createLogger, routeGrpcLogs } from '../serve/logging.ts';
+import { startServer } from '../serve/server.ts';
 import type { CliIo } from './io.ts';
 
 export interface ServeOptions {

@@ -2,7 +2,7 @@
  * The HTTP listener of `telha serve`, with Fastify: `/healthz`, `/readyz`,
  * `/metrics` and the dashboard. It calls the engine directly, like the gRPC
  * handlers, and authorizes with the same tokens, roles and scope rules
- * (`server/auth.ts`), so a token means here exactly what it means on gRPC.
+ * (`edge/auth.ts`), so a token means here exactly what it means on gRPC.
  *
  *     GET  /healthz /readyz /metrics            probes and Prometheus
  *     GET  /login  POST /login  POST /logout    sessions (with tokens configured)
@@ -31,7 +31,7 @@ import type { Logger } from '../core/logger.ts';
 import { transitionOf } from '../core/transitions-log.ts';
 import { JOB_STATE_NAMES, SYSTEM_SCOPE, type ScopeFilter } from '../core/types.ts';
 import type { Queue } from '../engine/queue.ts';
-import { assertLoopbackWhenOpen, joinAddress, splitAddress } from '../server/address.ts';
+import { assertLoopbackWhenOpen, joinAddress, splitAddress } from '../edge/address.ts';
 import { MAX_LIST_LIMIT } from '../core/bounds.ts';
 import {
   OPEN_ACCESS,
@@ -41,8 +41,8 @@ import {
   resolveScope,
   type Authenticator,
   type Principal,
-} from '../server/auth.ts';
-import { describeError } from '../server/status.ts';
+} from '../edge/auth.ts';
+import { describeError } from '../edge/status.ts';
 import { countDead, listJobs, retryDead } from './browse.ts';
 import { html, type Html } from './html.ts';
 import {
@@ -56,7 +56,7 @@ import {
   type JobFilter,
 } from './params.ts';
 import { csrfMatches, Sessions, SESSION_IDLE_MS } from './sessions.ts';
-import { Telemetry } from './telemetry.ts';
+import { Telemetry } from '../telemetry/telemetry.ts';
 import { LoginThrottle, MAX_THROTTLED_ADDRESSES } from './throttle.ts';
 import { errorPage, notice, type Viewer } from './views/layout.ts';
 import { bulkDonePage, confirmRetryPage, jobPage, jobsPage } from './views/jobs.ts';

@@ -6,7 +6,7 @@
  * echo (the synchronizer-token pattern).
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Principal } from '../server/auth.ts';
+import type { Principal } from '../edge/auth.ts';
 
 export interface Session {
   readonly id: string;

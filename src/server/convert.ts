@@ -24,7 +24,7 @@ import {
   type UpdateScheduleRequest,
 } from '../gen/telha/v1/queue_pb.ts';
 import { stateFromWire, stateToWire } from '../wire/states.ts';
-import type { RequestedScope } from './auth.ts';
+import type { RequestedScope } from '../edge/auth.ts';
 
 /** A list filter's state: UNSPECIFIED means no filter; an unknown value is refused. */
 export function stateFilterFromWire(state: WireJobState, field: string): JobState | null {

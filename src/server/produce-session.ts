@@ -19,9 +19,9 @@ import type { Logger } from '../core/logger.ts';
 import { MAX_PRODUCE_IN_FLIGHT } from '../core/bounds.ts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { ItemOutcome, ProduceRequest, ProduceResponseSchema } from '../gen/telha/v1/queue_pb.ts';
-import { requirePermission, type Authenticator, type Principal } from './auth.ts';
+import { requirePermission, type Authenticator, type Principal } from '../edge/auth.ts';
 import { UndecodableRequest, type Decoded } from '../wire/service.ts';
-import { describeError, type WireStatus } from './status.ts';
+import { describeError, type WireStatus } from '../edge/status.ts';
 
 /** What the session needs from the transport. */
 export interface ProduceStream {

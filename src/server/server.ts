@@ -1,13 +1,13 @@
 /**
- * `telha serve`: the process that owns the store and speaks gRPC to
- * stateless workers, tenants and operators, with @grpc/grpc-js, and HTTP
- * (health checks, metrics, the dashboard; `src/http/`) over the same queue.
+ * The gRPC listener of `telha serve` (@grpc/grpc-js) for workers, tenants and operators: the
+ * transport-agnostic handlers of `service.ts` as grpc-js handlers. `src/serve/` composes it with
+ * the HTTP listener and telemetry; this room knows neither.
  */
 import { setMaxListeners } from 'node:events';
 import { readFileSync } from 'node:fs';
 import * as grpc from '@grpc/grpc-js';
 import type { TelhaConfig } from '../core/config.ts';
-import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
+import { invalidArgument } from '../core/errors.ts';
 import { LazyAbort } from '../util/lazy-abort.ts';
 import type { Logger } from '../core/logger.ts';
 import type { Queue } from '../engine/queue.ts';
@@ -26,8 +26,8 @@ import {
   type Decoded,
   type MethodName,
 } from '../wire/service.ts';
-import { assertLoopbackWhenOpen, splitAddress } from './address.ts';
-import { Authenticator } from './auth.ts';
+import { assertLoopbackWhenOpen, cannotListen, splitAddress } from '../edge/address.ts';
+import type { Authenticator } from '../edge/auth.ts';
 import { create } from '@bufbuild/protobuf';
 import {
   ProduceResponseSchema,
@@ -41,32 +41,32 @@ import {
   type WorkResponse,
 } from '../gen/telha/v1/queue_pb.ts';
 import { CallFailed, createQueueService, type CallContext, type QueueServiceHandlers } from './service.ts';
-import { describeError, type WireStatus } from './status.ts';
+import { describeError, type WireStatus } from '../edge/status.ts';
 import type { WatchStream } from './watch.ts';
-import { startHttpServer, type RunningHttp } from '../http/server.ts';
-import { Telemetry, type CallObserver } from '../http/telemetry.ts';
+import type { CallObserver } from '../telemetry/telemetry.ts';
 
-export interface RunningServer {
+export interface RunningGrpc {
   /** `host:port` actually bound (port 0 in the config picks a free one). */
   readonly address: string;
   readonly port: number;
   readonly tls: boolean;
-  /** The HTTP listener (`server.http_address`), or `null` when it is turned off. */
-  readonly http: { readonly address: string; readonly port: number } | null;
-  /** Stop accepting, let in-flight calls finish (up to `server.shutdown_grace_ms`), then cut the rest. Does not close the queue. */
-  close(): Promise<void>;
+  /**
+   * Stop accepting; parked long-polls return at once with no jobs; let other calls finish for up
+   * to `graceMs`, then cut the rest.
+   */
+  close(graceMs: number): Promise<void>;
 }
 
-export { isLoopback, splitAddress } from './address.ts';
-
-export async function startServer(options: {
+/** Start the gRPC listener on `server.address`; `calls` counts every call's outcome. */
+export async function startGrpcServer(options: {
   queue: Queue;
   config: TelhaConfig;
   logger: Logger;
-}): Promise<RunningServer> {
-  const { queue, config, logger } = options;
+  auth: Authenticator;
+  calls: CallObserver;
+}): Promise<RunningGrpc> {
+  const { queue, config, logger, auth, calls } = options;
   const { host, port } = splitAddress(config.server.address);
-  const auth = new Authenticator(config.server.tokens);
   assertLoopbackWhenOpen(auth.open, 'server.address', config.server.address);
   const { tls_cert_file: certFile, tls_key_file: keyFile } = config.server;
   if ((certFile === undefined) !== (keyFile === undefined)) {
@@ -76,16 +76,11 @@ export async function startServer(options: {
   const shutdown = new AbortController();
   // Every parked lease call listens on this signal; there can be thousands.
   setMaxListeners(0, shutdown.signal);
-  // Watch streams read the store's transitions log through the queue's feed.
-  const feed = queue.feed;
   const service = createQueueService({ queue, auth, config: config.server, logger, shutdown: shutdown.signal });
   const server = new grpc.Server({
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
   });
-  // The engine is observed (metrics, live charts) only when there is an HTTP listener to show them.
-  const telemetry = config.server.http_address === '' ? null : new Telemetry(queue, config, logger);
-  const calls: CallObserver = telemetry ?? { call: () => undefined, workStream: () => undefined };
   server.addService(queueServerDefinition, adaptService(service, logger, calls));
 
   const credentials =
@@ -101,73 +96,27 @@ export async function startServer(options: {
     );
   }).catch((error: unknown) => {
     server.forceShutdown();
-    telemetry?.stop();
-    feed.close();
     throw error;
   });
-  const address = `${bindHost}:${boundPort}`;
-  let http: RunningHttp | null = null;
-  if (telemetry !== null) {
-    try {
-      http = await startHttpServer({ queue, config, logger, auth, telemetry });
-    } catch (error) {
-      telemetry.stop();
-      server.forceShutdown();
-      feed.close();
-      throw isListenError(error) ? cannotListen(config.server.http_address, error) : error;
-    }
-    telemetry.start();
-  }
-  logger.info(
-    { address, tls: certFile !== undefined, backend: queue.backend, tokenCount: config.server.tokens.length },
-    auth.open ? 'listening on loopback without tokens: every local caller is an operator' : 'listening',
-  );
 
   let closing: Promise<void> | null = null;
   return {
-    address,
+    address: `${bindHost}:${boundPort}`,
     port: boundPort,
     tls: certFile !== undefined,
-    http: http === null ? null : { address: http.address, port: http.port },
-    close() {
+    close(graceMs) {
       closing ??= (async () => {
-        logger.info({}, 'shutting down: no new calls');
-        // Parked long-polls return at once with no jobs; other calls run to completion.
         shutdown.abort();
-        telemetry?.stop();
-        const httpClosed = http?.close();
         const drained = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
-        const grace = new Promise<'timeout'>((resolve) =>
-          setTimeout(() => resolve('timeout'), config.server.shutdown_grace_ms).unref(),
-        );
+        const grace = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), graceMs).unref());
         if ((await Promise.race([drained.then(() => 'drained' as const), grace])) === 'timeout') {
           logger.warn({}, 'grace period over: cutting remaining calls');
           server.forceShutdown();
         }
-        await httpClosed;
-        feed.close();
       })();
       return closing;
     },
   };
-}
-
-/** Node's `listen` failures (the HTTP listener's): the port taken, the address not ours, no right to bind. */
-function isListenError(error: unknown): error is NodeJS.ErrnoException {
-  const code = (error as NodeJS.ErrnoException | null)?.code;
-  return code === 'EADDRINUSE' || code === 'EADDRNOTAVAIL' || code === 'EACCES';
-}
-
-/**
- * grpc-js reports a failed bind as "No address added out of total 1 resolved errors: [listen
- * EADDRINUSE ...]", Node's `listen` as "listen EADDRINUSE: address already in use ..."; say which
- * address, and the likely reason when the port is taken.
- */
-function cannotListen(address: string, error: Error): TelhaError {
-  const why = /EADDRINUSE/.test(error.message)
-    ? 'the port is in use (another telha serve?)'
-    : (/\[(.*)\]$/.exec(error.message)?.[1] ?? error.message);
-  return new TelhaError(ErrorCode.FailedPrecondition, `cannot listen on ${address}: ${why}`, { cause: error });
 }
 
 function serviceError(

@@ -46,7 +46,7 @@ import {
   type Authenticator,
   type Permission,
   type Principal,
-} from './auth.ts';
+} from '../edge/auth.ts';
 import {
   completeOptionsFromWire,
   enqueueResultToWire,
@@ -61,7 +61,7 @@ import {
   stateFilterFromWire,
   toSafeNumber,
 } from './convert.ts';
-import { describeError, type WireStatus } from './status.ts';
+import { describeError, type WireStatus } from '../edge/status.ts';
 import {
   openProduceSession,
   type ProduceAnswer,

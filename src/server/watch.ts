@@ -20,9 +20,9 @@ import type { ChangeFeed } from '../engine/feed.ts';
 import type { Queue } from '../engine/queue.ts';
 import type { MessageInitShape } from '@bufbuild/protobuf';
 import type { Job, WatchRequest, WatchResponseSchema } from '../gen/telha/v1/queue_pb.ts';
-import { requirePermission, resolveScope, type Authenticator, type Principal } from './auth.ts';
+import { requirePermission, resolveScope, type Authenticator, type Principal } from '../edge/auth.ts';
 import { scopeFromWire, statesFromWire } from './convert.ts';
-import { describeError, type WireStatus } from './status.ts';
+import { describeError, type WireStatus } from '../edge/status.ts';
 
 /**
  * Events per message. A grpc-js client takes 16 messages into its buffers before its reader asks

@@ -36,10 +36,10 @@ import type {
   WorkRequest,
   WorkResponseSchema,
 } from '../gen/telha/v1/queue_pb.ts';
-import { requirePermission, resolveScope, type Authenticator, type Principal } from './auth.ts';
+import { requirePermission, resolveScope, type Authenticator, type Principal } from '../edge/auth.ts';
 import { scopeFromWire } from './convert.ts';
 import { UndecodableRequest, type Decoded } from '../wire/service.ts';
-import { describeError, type WireStatus } from './status.ts';
+import { describeError, type WireStatus } from '../edge/status.ts';
 
 /** What the session needs from the transport. */
 export interface WorkStream {

@@ -10,7 +10,7 @@ import { makeConfig } from '../../src/core/config.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { JobState, tenantScope, type JobRecord } from '../../src/core/types.ts';
 import { openQueue } from '../../src/open.ts';
-import { startServer } from '../../src/server/server.ts';
+import { startServer } from '../../src/serve/server.ts';
 import { jobIn, type Harness } from '../../src/testing/conformance/harness.ts';
 import { tempDir } from '../support/backends.ts';
 import { Browser } from '../support/http.ts';

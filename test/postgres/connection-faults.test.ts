@@ -16,7 +16,7 @@ import * as transitions from '../../src/core/transitions.ts';
 import { JobState, tenantScope, type JobRecord } from '../../src/core/types.ts';
 import { decodeRecord, encodeRecord } from '../../src/codec/value.ts';
 import { Queue } from '../../src/engine/queue.ts';
-import { describeError } from '../../src/server/status.ts';
+import { describeError } from '../../src/edge/status.ts';
 import { Status } from '../../src/wire/service.ts';
 import { PostgresJobStore } from '../../src/storage/postgres/postgres-store.ts';
 import { pgSchema } from '../../src/storage/postgres/connection.ts';

@@ -17,7 +17,7 @@ import { ErrorCode, isTelhaError } from '../../src/core/errors.ts';
 import type { Logger } from '../../src/core/logger.ts';
 import { JobState, tenantScope, type NewJob } from '../../src/core/types.ts';
 import { Queue } from '../../src/engine/queue.ts';
-import { startServer } from '../../src/server/server.ts';
+import { startServer } from '../../src/serve/server.ts';
 import { PostgresJobStore } from '../../src/storage/postgres/postgres-store.ts';
 import { dropTestSchema, TEST_PG_URL, uniqueSchema } from '../support/backends.ts';
 import { PgCluster } from '../support/pg-cluster.ts';

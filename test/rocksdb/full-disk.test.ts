@@ -18,7 +18,7 @@ import { ErrorCode, isTelhaError } from '../../src/core/errors.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { tenantScope } from '../../src/core/types.ts';
 import { Queue } from '../../src/engine/queue.ts';
-import { startServer } from '../../src/server/server.ts';
+import { startServer } from '../../src/serve/server.ts';
 import { ReopeningRocksStore } from '../../src/storage/rocksdb/reopening-store.ts';
 import { allJobs, CLI, freePort } from '../support/server.ts';
 

@@ -6,7 +6,7 @@ import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { JobState, SYSTEM_SCOPE, tenantScope, type LeaseFence } from '../../src/core/types.ts';
 import { openQueue } from '../../src/open.ts';
-import { startServer } from '../../src/server/server.ts';
+import { startServer } from '../../src/serve/server.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { rejectsWith, TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
 import { openWork } from '../support/work-stream.ts';

@@ -7,7 +7,7 @@ import { ErrorCode, isTelhaError } from '../../src/core/errors.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import type { Queue } from '../../src/engine/queue.ts';
 import { openQueue } from '../../src/open.ts';
-import { startServer } from '../../src/server/server.ts';
+import { startServer } from '../../src/serve/server.ts';
 
 describe('listening', () => {
   let queue: Queue;

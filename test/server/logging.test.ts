@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { PeriodicService } from '../../src/engine/periodic.ts';
-import { createLogger } from '../../src/server/logging.ts';
+import { createLogger } from '../../src/serve/logging.ts';
 
 /** The top-level keys of a JSON object's text, in order, repeats included. */
 function topLevelKeys(line: string): string[] {

@@ -26,10 +26,10 @@ import {
   type ProduceResponse,
 } from '../../src/gen/telha/v1/queue_pb.ts';
 import { openQueue } from '../../src/open.ts';
-import { Authenticator } from '../../src/server/auth.ts';
+import { Authenticator } from '../../src/edge/auth.ts';
 import { openProduceSession, type ProduceAnswer, type ProduceStream } from '../../src/server/produce-session.ts';
-import { startServer } from '../../src/server/server.ts';
-import type { WireStatus } from '../../src/server/status.ts';
+import { startServer } from '../../src/serve/server.ts';
+import type { WireStatus } from '../../src/edge/status.ts';
 import { queueServiceDefinition, responseOf, Status, UNTAKEN_HEADER } from '../../src/wire/service.ts';
 import { tempDir } from '../support/backends.ts';
 import { written } from '../support/events.ts';

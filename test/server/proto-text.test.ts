@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { EVENT_TRANSITIONS } from '../../src/core/types.ts';
-import { TELHA_REASONS } from '../../src/server/status.ts';
+import { TELHA_REASONS } from '../../src/edge/status.ts';
 import { REASON_HEADER } from '../../src/wire/service.ts';
 
 const proto = readFileSync(new URL('../../proto/telha/v1/queue.proto', import.meta.url), 'utf8');

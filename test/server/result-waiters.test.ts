@@ -15,9 +15,9 @@ import { silentLogger } from '../../src/core/logger.ts';
 import { JobState, tenantScope, type QueueScope } from '../../src/core/types.ts';
 import type { Queue } from '../../src/engine/queue.ts';
 import { JobState as WireJobState, WatchRequestSchema } from '../../src/gen/telha/v1/queue_pb.ts';
-import { Authenticator } from '../../src/server/auth.ts';
+import { Authenticator } from '../../src/edge/auth.ts';
 import { createQueueService } from '../../src/server/service.ts';
-import type { WireStatus } from '../../src/server/status.ts';
+import type { WireStatus } from '../../src/edge/status.ts';
 import { Status } from '../../src/wire/service.ts';
 import { liveServer, restartableServer, type TestServer } from '../support/server.ts';
 

@@ -14,7 +14,7 @@ import { ErrorCode, type TelhaError } from '../../src/core/errors.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { tenantScope, type NewJob } from '../../src/core/types.ts';
 import { WatchRequestSchema, type WatchRequest, type WatchResponse } from '../../src/gen/telha/v1/queue_pb.ts';
-import { Authenticator } from '../../src/server/auth.ts';
+import { Authenticator } from '../../src/edge/auth.ts';
 import { grpcWatchStream } from '../../src/server/server.ts';
 import { createQueueService } from '../../src/server/service.ts';
 import { queueServiceDefinition } from '../../src/wire/service.ts';

@@ -19,7 +19,7 @@ import { JobState, tenantScope, type JobRecord, type NewJob } from '../../src/co
 import { rmSync } from 'node:fs';
 import { create } from '@bufbuild/protobuf';
 import { WatchRequestSchema } from '../../src/gen/telha/v1/queue_pb.ts';
-import { Authenticator } from '../../src/server/auth.ts';
+import { Authenticator } from '../../src/edge/auth.ts';
 import { createQueueService } from '../../src/server/service.ts';
 import { tempDir } from '../support/backends.ts';
 import { freePort, startTestServer, type TestServer } from '../support/server.ts';

@@ -11,7 +11,7 @@ import { silentLogger } from '../../src/core/logger.ts';
 import { JobState, tenantScope, type JobRecord } from '../../src/core/types.ts';
 import { Queue } from '../../src/engine/queue.ts';
 import { WorkRequestSchema } from '../../src/gen/telha/v1/queue_pb.ts';
-import { Authenticator } from '../../src/server/auth.ts';
+import { Authenticator } from '../../src/edge/auth.ts';
 import { createQueueService } from '../../src/server/service.ts';
 import type { WorkStream } from '../../src/server/work-session.ts';
 import { MemoryJobStore } from '../../src/storage/memory/memory-store.ts';

@@ -12,7 +12,7 @@ import { silentLogger } from '../../src/core/logger.ts';
 import type { JobRecord, QueueScope } from '../../src/core/types.ts';
 import { openQueue } from '../../src/open.ts';
 import type { Queue } from '../../src/engine/queue.ts';
-import { startServer } from '../../src/server/server.ts';
+import { startServer } from '../../src/serve/server.ts';
 import { tempDir } from './backends.ts';
 
 export const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));

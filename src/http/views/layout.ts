@@ -1,7 +1,7 @@
 /** The page frame every dashboard page shares, and the small pieces they all use. */
 import { duration } from '../../util/durations.ts';
 import { JOB_STATE_NAMES, type JobState, type Micros } from '../../core/types.ts';
-import type { Principal } from '../../server/auth.ts';
+import type { Principal } from '../../edge/auth.ts';
 import { html, trusted, type Html, type HtmlValue } from '../html.ts';
 
 /** What a page knows about who is looking. */

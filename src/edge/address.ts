@@ -1,5 +1,5 @@
 /** Listen addresses, shared by the gRPC and HTTP listeners. */
-import { invalidArgument } from '../core/errors.ts';
+import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
 
 export function splitAddress(address: string): { host: string; port: number } {
   const at = address.lastIndexOf(':');
@@ -24,4 +24,22 @@ export function assertLoopbackWhenOpen(open: boolean, field: string, address: st
 /** `host:port` as a URL or a bind call wants it: an IPv6 host in brackets. */
 export function joinAddress(host: string, port: number): string {
   return `${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/** Node's `listen` failures (the HTTP listener's): the port taken, the address not ours, no right to bind. */
+export function isListenError(error: unknown): error is NodeJS.ErrnoException {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  return code === 'EADDRINUSE' || code === 'EADDRNOTAVAIL' || code === 'EACCES';
+}
+
+/**
+ * grpc-js reports a failed bind as "No address added out of total 1 resolved errors: [listen
+ * EADDRINUSE ...]", Node's `listen` as "listen EADDRINUSE: address already in use ..."; say which
+ * address, and the likely reason when the port is taken.
+ */
+export function cannotListen(address: string, error: Error): TelhaError {
+  const why = /EADDRINUSE/.test(error.message)
+    ? 'the port is in use (another telha serve?)'
+    : (/\[(.*)\]$/.exec(error.message)?.[1] ?? error.message);
+  return new TelhaError(ErrorCode.FailedPrecondition, `cannot listen on ${address}: ${why}`, { cause: error });
 }
