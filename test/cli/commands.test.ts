@@ -14,7 +14,7 @@ import { main } from '../../src/cli/program.ts';
 import type { Clock } from '../../src/core/clock.ts';
 import { JobState, tenantScope, type QueueScope } from '../../src/core/types.ts';
 import type { Queue } from '../../src/engine/queue.ts';
-import { freePort, startTestServer, type TestServer } from '../support/server.ts';
+import { freePort, liveServer, startTestServer, type TestServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 const globex = tenantScope('globex');
@@ -62,17 +62,13 @@ async function deadJobs(queue: Queue, scope: QueueScope, kind: string, n: number
 }
 
 describe('the telha CLI', () => {
-  let server: TestServer;
+  const { server } = liveServer();
   let deadId: string;
   const run = (...args: string[]): Promise<Run> => telha(['--address', server.address, ...args], server);
 
   before(async () => {
-    server = await startTestServer();
     await server.queue.enqueue({ kind: 'report' }, acme);
     [deadId] = (await deadJobs(server.queue, acme, 'doomed', 1)) as [string];
-  });
-  after(async () => {
-    await server.close();
   });
 
   it('enqueues a job with a JSON payload and shows its lifecycle', async () => {

@@ -1,22 +1,15 @@
 /** `telha limits set|clear|list` against a live server. */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { ANY_SCOPE, tenantScope } from '../../src/core/types.ts';
 import { runCli, type CliRun } from '../support/cli.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { liveServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 
 describe('telha limits', () => {
-  let server: TestServer;
+  const { server } = liveServer();
   const run = (...args: string[]): Promise<CliRun> => runCli(server, ...args);
-
-  before(async () => {
-    server = await startTestServer();
-  });
-  after(async () => {
-    await server.close();
-  });
 
   it('sets a limit, lists it with its leased jobs, and clears it', async () => {
     await server.queue.enqueueBatch([{ kind: 'email' }, { kind: 'email' }], acme);

@@ -1,22 +1,15 @@
 /** `telha pause`, `telha resume` and `telha pauses` against a live server. */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { ANY_SCOPE, tenantScope } from '../../src/core/types.ts';
 import { runCli, type CliRun } from '../support/cli.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { liveServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 
 describe('telha pause, resume and pauses', () => {
-  let server: TestServer;
+  const { server } = liveServer();
   const run = (...args: string[]): Promise<CliRun> => runCli(server, ...args);
-
-  before(async () => {
-    server = await startTestServer();
-  });
-  after(async () => {
-    await server.close();
-  });
 
   it('pauses a prefix in a tenant scope and everywhere, lists them, and resumes them', async () => {
     await server.queue.enqueue({ kind: 'email:send' }, acme);
