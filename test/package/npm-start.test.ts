@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -23,10 +23,17 @@ describe('npm start', () => {
     assert.equal(scripts['start'], 'node dist/cli/main.js serve');
     assert.match(scripts['prestart'] ?? '', /^npm run compile\b/);
 
+    // A checkout of its own: prestart compiles into dist/ in place, and other test files running
+    // beside this one execute and pack the dist/ of this checkout.
+    const checkout = tempDir('telha-npm-start-checkout-');
+    for (const path of ['src', 'scripts', 'package.json', 'tsconfig.json', 'tsconfig.build.json']) {
+      cpSync(join(ROOT, path), join(checkout, path), { recursive: true });
+    }
+    symlinkSync(join(ROOT, 'node_modules'), join(checkout, 'node_modules'));
     const storage = tempDir('telha-npm-start-');
     // Its own process group, so the server npm starts goes with it.
     const npm = spawn('npm', ['start'], {
-      cwd: ROOT,
+      cwd: checkout,
       detached: true,
       stdio: ['ignore', 'pipe', 'inherit'],
       env: {
@@ -45,7 +52,7 @@ describe('npm start', () => {
     try {
       const address = await listening;
       assert.ok(address !== null, 'npm start printed the address it listens on');
-      assert.ok(existsSync(join(ROOT, 'dist/.tsbuildinfo')), 'prestart compiled incrementally');
+      assert.ok(existsSync(join(checkout, 'dist/.tsbuildinfo')), 'prestart compiled incrementally');
 
       client = new TelhaClient({ address });
       const { job } = await client.enqueue({ kind: 'npm-start' }, tenantScope('acme'));
@@ -55,6 +62,7 @@ describe('npm start', () => {
       if (npm.pid !== undefined) process.kill(-npm.pid, 'SIGTERM');
       await gone;
       rmSync(storage, { recursive: true, force: true });
+      rmSync(checkout, { recursive: true, force: true });
     }
   });
 });
