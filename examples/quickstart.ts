@@ -1,7 +1,7 @@
 /**
  * The engine in a few lines: enqueue, lease, heartbeat, complete, on a
- * temporary store. `test/examples.test.ts` runs every file in examples/
- * (and `test/readme.test.ts` every block of the README).
+ * temporary store. `test/package/examples.test.ts` runs every file in examples/
+ * (and `test/package/readme.test.ts` every block of the README).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -5,7 +5,7 @@
  * changes nothing.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { makeConfig } from '../../src/core/config.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { JobState, tenantScope, type JobRecord } from '../../src/core/types.ts';
@@ -14,26 +14,21 @@ import { startServer } from '../../src/serve/server.ts';
 import { jobIn, type Harness } from '../../src/testing/conformance/harness.ts';
 import { tempDir } from '../support/backends.ts';
 import { Browser } from '../support/http.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { liveServer, startTestServer } from '../support/server.ts';
 import { TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
 
 const acme = tenantScope('acme');
 const globex = tenantScope('globex');
 
 describe('the HTTP listener with tokens', () => {
-  let server: TestServer;
+  const { server } = liveServer({
+    server: {
+      tokens: [...TOKEN_ROLES],
+    },
+    metrics: { refresh_ms: 100 },
+  });
   const fixture = (state: 'pending' | 'leased' | 'completed' | 'dead' | 'cancelled', scope = acme, kind?: string) =>
     jobIn({ queue: server.queue } as Harness, scope, state, kind === undefined ? undefined : { kind });
-
-  before(async () => {
-    server = await startTestServer({
-      server: {
-        tokens: [...TOKEN_ROLES],
-      },
-      metrics: { refresh_ms: 100 },
-    });
-  });
-  after(() => server.close());
 
   const operator = async (): Promise<Browser> => {
     const browser = new Browser(server.http);

@@ -4,10 +4,10 @@
  * and `javascript:` URLs render as inert text on every page.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { tenantScope } from '../../src/core/types.ts';
 import { Browser } from '../support/http.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { liveServer } from '../support/server.ts';
 
 /** Markup without whitespace fits where kinds, tenants and worker ids go. */
 const TIGHT = ['<script>alert(1)</script>', '"><img/src=x/onerror=alert(1)>', 'javascript:alert(1)'];
@@ -24,11 +24,10 @@ function assertInert(text: string, where: string): void {
 }
 
 describe('hostile job content', () => {
-  let server: TestServer;
+  const { server } = liveServer();
   const ids: string[] = [];
 
   before(async () => {
-    server = await startTestServer();
     const q = server.queue;
     for (const [i, word] of TIGHT.entries()) {
       const scope = tenantScope(word);
@@ -44,7 +43,6 @@ describe('hostile job content', () => {
       );
     }
   });
-  after(() => server.close());
 
   it('renders as text on every page', async () => {
     const browser = new Browser(server.http);

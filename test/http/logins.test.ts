@@ -7,12 +7,12 @@
  */
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { Sessions, SESSION_IDLE_MS } from '../../src/http/sessions.ts';
 import { LoginThrottle } from '../../src/http/throttle.ts';
 import { Browser, parseMetrics } from '../support/http.ts';
 import { TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { liveServer, type TestServer } from '../support/server.ts';
 
 const SECOND = 1_000_000;
 
@@ -56,11 +56,7 @@ async function refusedLogins(server: TestServer): Promise<Record<string, number>
 
 describe('dashboard logins', () => {
   describe('with the default limits', () => {
-    let server: TestServer;
-    before(async () => {
-      server = await startTestServer({ server: { tokens: [...TOKEN_ROLES] } });
-    });
-    after(() => server.close());
+    const { server } = liveServer({ server: { tokens: [...TOKEN_ROLES] } });
 
     it("keeps the operator's session while a tenant logs in 10,050 times, which push out only its own", async () => {
       const operator = new Browser(server.http);
@@ -110,13 +106,9 @@ describe('dashboard logins', () => {
   });
 
   describe('with small limits', () => {
-    let server: TestServer;
-    before(async () => {
-      server = await startTestServer({
-        server: { tokens: [...TOKEN_ROLES], http_sessions_per_token: 2, http_max_sessions: 3 },
-      });
+    const { server } = liveServer({
+      server: { tokens: [...TOKEN_ROLES], http_sessions_per_token: 2, http_max_sessions: 3 },
     });
-    after(() => server.close());
 
     it("refuses a new session when every one is taken, rather than end another token's", async () => {
       const acme = [new Browser(server.http), new Browser(server.http), new Browser(server.http)];

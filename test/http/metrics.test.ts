@@ -3,12 +3,12 @@
  * each value checked against what the test did through the engine and gRPC.
  */
 import assert from 'node:assert/strict';
-import { afterEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { TelhaClient } from '../../src/client/index.ts';
 import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
 import { tenantScope } from '../../src/core/types.ts';
 import { parseMetrics } from '../support/http.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { serversClosedAfterEach, type TestServer } from '../support/server.ts';
 
 const OPERATOR = 'operator-token-0123456789';
 const acme = tenantScope('acme');
@@ -24,14 +24,10 @@ async function scrape(server: TestServer, token: string | null = OPERATOR): Prom
 }
 
 describe('/metrics', () => {
-  let server: TestServer | null = null;
-  afterEach(async () => {
-    await server?.close();
-    server = null;
-  });
+  const startServer = serversClosedAfterEach();
 
   it('needs an operator token when tokens are configured', async () => {
-    server = await startTestServer({
+    const server = await startServer({
       server: {
         tokens: [
           { token: OPERATOR, role: 'operator' },
@@ -48,7 +44,7 @@ describe('/metrics', () => {
   });
 
   it('counts every transition by kind, refusals by reason, and times waits and runs', async () => {
-    server = await startTestServer({ metrics: { refresh_ms: 50 } });
+    const server = await startServer({ metrics: { refresh_ms: 50 } });
     const q = server.queue;
     await q.enqueueBatch([{ kind: 'mail' }, { kind: 'mail' }, { kind: 'mail' }, { kind: 'sms' }], acme);
     const leased = await q.lease({ workerId: 'w1', scope: acme, kinds: ['mail'], limit: 3 });
@@ -91,7 +87,7 @@ describe('/metrics', () => {
   });
 
   it('counts cancels by kind, the refusals of a cancelled holder, and cancelled jobs by state', async () => {
-    server = await startTestServer({ metrics: { refresh_ms: 50 } });
+    const server = await startServer({ metrics: { refresh_ms: 50 } });
     const q = server.queue;
     const [pending, held] = await q.enqueueBatch([{ kind: 'mail' }, { kind: 'mail' }], acme);
     const leased = await q.leaseNext({ workerId: 'w1', scope: acme, kinds: ['mail'] });
@@ -106,7 +102,7 @@ describe('/metrics', () => {
   });
 
   it('exports each kind limit: its lane’s leased jobs, its concurrency and its tokens', async () => {
-    server = await startTestServer();
+    const server = await startServer();
     await server.queue.setKindLimit({ kindPrefix: 'mail', concurrency: 4, rate: '10/1h' });
     await server.queue.setKindLimit({ kindPrefix: 'sms', concurrency: 2 });
     await server.queue.enqueueBatch([{ kind: 'mail' }, { kind: 'mail.bulk' }, { kind: 'sms' }], acme);
@@ -122,7 +118,7 @@ describe('/metrics', () => {
   });
 
   it('counts reaped leases', async () => {
-    server = await startTestServer({ jobs: { lease_ttl_secs: 1 } });
+    const server = await startServer({ jobs: { lease_ttl_secs: 1 } });
     await server.queue.enqueue({ kind: 'slow' }, acme);
     await server.queue.leaseNext({ workerId: 'w', scope: acme });
     server.clock.advance(2_000_000);
@@ -132,7 +128,7 @@ describe('/metrics', () => {
   });
 
   it('counts gRPC calls by method and status code, and open Work streams', async () => {
-    server = await startTestServer({ server: { tokens: [{ token: OPERATOR, role: 'operator' }] } });
+    const server = await startServer({ server: { tokens: [{ token: OPERATOR, role: 'operator' }] } });
     const client = new TelhaClient({ address: server.address, token: OPERATOR });
     const stranger = new TelhaClient({ address: server.address, token: 'not-a-known-token-000000' });
     try {
@@ -164,7 +160,7 @@ describe('/metrics', () => {
   });
 
   it('caps kind labels with an other bucket, and labels tenants only when asked', async () => {
-    server = await startTestServer({ metrics: { max_kinds: 2, refresh_ms: 50 } });
+    let server = await startServer({ metrics: { max_kinds: 2, refresh_ms: 50 } });
     await server.queue.enqueueBatch([{ kind: 'k1' }, { kind: 'k2' }, { kind: 'k3' }, { kind: 'k4' }], acme);
     let m = await scrape(server, null);
     assert.equal(m.value('telha_jobs_enqueued_total', { kind: 'k1' }), 1);
@@ -176,7 +172,7 @@ describe('/metrics', () => {
     assert.ok(!(m.families.get('telha_jobs_enqueued_total')?.metrics ?? []).some((x) => x.labels?.['tenant']));
     await server.close();
 
-    server = await startTestServer({ metrics: { tenant_labels: true } });
+    server = await startServer({ metrics: { tenant_labels: true } });
     await server.queue.enqueue({ kind: 'k' }, acme);
     await server.queue.enqueue({ kind: 'k' }, globex);
     await server.queue.enqueue({ kind: 'k' }, globex);
@@ -186,7 +182,7 @@ describe('/metrics', () => {
   });
 
   it('is not served, and the engine not observed for it, with metrics.enabled = false', async () => {
-    server = await startTestServer({ metrics: { enabled: false } });
+    const server = await startServer({ metrics: { enabled: false } });
     assert.equal((await fetch(`${server.http}/metrics`)).status, 404);
   });
 });

@@ -4,13 +4,13 @@
  * part, and its raw bytes download, to those who may read the job only.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { tenantScope } from '../../src/core/types.ts';
 import { MAX_SHOWN_DEPTH, prettyJson } from '../../src/http/views/values.ts';
 import { Browser } from '../support/http.ts';
 import { TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { liveServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 const globex = tenantScope('globex');
@@ -20,18 +20,16 @@ const MIB = 1024 * 1024;
 const nested = (depth: number): string => '['.repeat(depth) + ']'.repeat(depth);
 
 describe("a job's values on its page", () => {
-  let server: TestServer;
+  const { server } = liveServer({
+    server: { tokens: [...TOKEN_ROLES] },
+    jobs: { max_attempts: 1_000, backoff_base_secs: 0, max_result_bytes: 1 * MIB },
+  });
   let operator: Browser;
 
   before(async () => {
-    server = await startTestServer({
-      server: { tokens: [...TOKEN_ROLES] },
-      jobs: { max_attempts: 1_000, backoff_base_secs: 0, max_result_bytes: 1 * MIB },
-    });
     operator = new Browser(server.http);
     assert.equal((await operator.login(TOKENS.operator)).status, 303);
   });
-  after(() => server.close());
 
   /** A job of `scope` leased now, with its fence. */
   const leased = async (kind: string, scope = acme, payload?: string | Uint8Array) => {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { TelhaClient } from '../../src/client/client.ts';
 import { makeConfig } from '../../src/core/config.ts';
 import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
@@ -7,7 +7,7 @@ import { silentLogger } from '../../src/core/logger.ts';
 import { JobState, SYSTEM_SCOPE, tenantScope, type LeaseFence } from '../../src/core/types.ts';
 import { openQueue } from '../../src/open.ts';
 import { startServer } from '../../src/serve/server.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { liveServer } from '../support/server.ts';
 import { rejectsWith, TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
 import { openWork } from '../support/work-stream.ts';
 
@@ -20,7 +20,11 @@ async function workStreamEnd(client: TelhaClient): Promise<void> {
 }
 
 describe('who may do what', () => {
-  let server: TestServer;
+  const { server } = liveServer({
+    server: {
+      tokens: [...TOKEN_ROLES],
+    },
+  });
   let acme: TelhaClient;
   let globex: TelhaClient;
   let worker: TelhaClient;
@@ -30,11 +34,6 @@ describe('who may do what', () => {
   let globexLeased: { id: string; fence: LeaseFence };
 
   before(async () => {
-    server = await startTestServer({
-      server: {
-        tokens: [...TOKEN_ROLES],
-      },
-    });
     const client = (token: string): TelhaClient => new TelhaClient({ address: server.address, token });
     acme = client(TOKENS.acme);
     globex = client(TOKENS.globex);
@@ -52,9 +51,6 @@ describe('who may do what', () => {
       await worker.fail(doomed.jobId, { workerId: 'fleet-1', leaseGeneration: 1 }, { error: 'x', permanent: true })
     ).jobId;
     await acme.enqueue({ kind: 'mine' });
-  });
-  after(async () => {
-    await server.close();
   });
 
   it('refuses a call without a token, or with an unknown one, as UNAUTHENTICATED', async () => {

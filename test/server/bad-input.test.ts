@@ -3,18 +3,16 @@
  * with the field named, and leaves the store exactly as it was.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { TelhaClient } from '../../src/client/client.ts';
+import { before, describe, it } from 'node:test';
 import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
 import { tenantScope } from '../../src/core/types.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { liveServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 const UNKNOWN_ID = '01890a5d-ac96-774b-bcce-b302099a8057';
 
 describe('bad input over the wire', () => {
-  let server: TestServer;
-  let client: TelhaClient;
+  const { server, client } = liveServer({ jobs: { max_payload_bytes: 1024 } });
   let pendingId: string;
 
   /** Everything the store holds, to compare before and after a refused call. */
@@ -24,12 +22,7 @@ describe('bad input over the wire', () => {
   }
 
   before(async () => {
-    server = await startTestServer({ jobs: { max_payload_bytes: 1024 } });
-    client = new TelhaClient({ address: server.address });
     pendingId = (await client.enqueue({ kind: 'existing' }, acme)).job.jobId;
-  });
-  after(async () => {
-    await server.close();
   });
 
   /** Open a Watch: resolves once it is open (and stops it), rejects with its refusal. */

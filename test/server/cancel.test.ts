@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { before, describe, it } from 'node:test';
 import { TelhaClient } from '../../src/client/client.ts';
 import type { TelhaError } from '../../src/core/errors.ts';
 import { ErrorCode, LeaseConflictError } from '../../src/core/errors.ts';
 import { JobState, tenantScope, type LeaseFence } from '../../src/core/types.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { liveServer } from '../support/server.ts';
 import { rejectsWith, TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
 
 const cancelledConflict = (error: TelhaError): void => {
@@ -13,27 +13,23 @@ const cancelledConflict = (error: TelhaError): void => {
 };
 
 describe('cancel over gRPC', () => {
-  let server: TestServer;
+  const { server } = liveServer({
+    server: {
+      http_address: '',
+      tokens: [...TOKEN_ROLES],
+    },
+  });
   let acme: TelhaClient;
   let globex: TelhaClient;
   let worker: TelhaClient;
   let operator: TelhaClient;
 
-  before(async () => {
-    server = await startTestServer({
-      server: {
-        http_address: '',
-        tokens: [...TOKEN_ROLES],
-      },
-    });
+  before(() => {
     const client = (token: string): TelhaClient => new TelhaClient({ address: server.address, token });
     acme = client(TOKENS.acme);
     globex = client(TOKENS.globex);
     worker = client(TOKENS.worker);
     operator = client(TOKENS.operator);
-  });
-  after(async () => {
-    await server.close();
   });
 
   it("lets a tenant cancel its own job, and answers another tenant's as not found, changing nothing", async () => {

@@ -5,11 +5,11 @@
  * still cannot write outside its scope.
  */
 import assert from 'node:assert/strict';
-import { afterEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { TelhaClient } from '../../src/client/client.ts';
 import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
 import { JobState, SYSTEM_SCOPE, tenantScope } from '../../src/core/types.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { serversClosedAfterEach } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 const globex = tenantScope('globex');
@@ -22,14 +22,10 @@ function failure(result: PromiseSettledResult<unknown> | undefined): TelhaError 
 }
 
 describe('enqueue calls made together', () => {
-  let server: TestServer | null = null;
-  afterEach(async () => {
-    await server?.close();
-    server = null;
-  });
+  const startServer = serversClosedAfterEach();
 
   it('go to the server as one call: 50 at once fit under max_concurrent_calls = 1', async () => {
-    server = await startTestServer({ server: { max_concurrent_calls: 1 } });
+    const server = await startServer({ server: { max_concurrent_calls: 1 } });
     const client = new TelhaClient({ address: server.address });
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) => client.enqueue({ kind: 'burst', payload: `n=${i}` }, acme)),
@@ -44,7 +40,7 @@ describe('enqueue calls made together', () => {
   });
 
   it('split a turn of more than 1,000 calls into several calls, answering every one', async () => {
-    server = await startTestServer();
+    const server = await startServer();
     const client = new TelhaClient({ address: server.address });
     const results = await Promise.all(
       Array.from({ length: 2_500 }, (_, i) => client.enqueue({ kind: 'many', idempotencyKey: `k-${i % 2_400}` }, acme)),
@@ -60,7 +56,7 @@ describe('enqueue calls made together', () => {
   });
 
   it('answer each job on its own: a bad one fails alone, keys and scopes hold', async () => {
-    server = await startTestServer();
+    const server = await startServer();
     const client = new TelhaClient({ address: server.address });
     const calls = [
       client.enqueue({ kind: 'ok', payload: 'a' }, acme),
@@ -93,7 +89,7 @@ describe('enqueue calls made together', () => {
   });
 
   it("still keep a tenant out of other scopes, failing every call of that scope's group", async () => {
-    server = await startTestServer({
+    const server = await startServer({
       server: {
         tokens: [{ name: 'acme', token: 'acme-token-0123456789', role: 'tenant', tenant: 'acme' }],
       },

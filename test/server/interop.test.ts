@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { liveServer } from '../support/server.ts';
 
 type Unary = (
   request: object,
@@ -28,7 +28,7 @@ const definition = protoLoader.loadSync(fileURLToPath(new URL('../../proto/telha
 const proto = grpc.loadPackageDefinition(definition) as any;
 
 describe('a plain grpc-js client loading the .proto files', () => {
-  let server: TestServer;
+  const { server } = liveServer();
   let stub: Record<string, Unary>;
   const call = (method: string, request: object): Promise<any> =>
     new Promise((resolve, reject) => {
@@ -37,13 +37,11 @@ describe('a plain grpc-js client loading the .proto files', () => {
       );
     });
 
-  before(async () => {
-    server = await startTestServer();
+  before(() => {
     stub = new proto.telha.v1.QueueService(server.address, grpc.credentials.createInsecure());
   });
-  after(async () => {
+  after(() => {
     (stub as unknown as grpc.Client).close();
-    await server.close();
   });
 
   it('enqueues, leases and completes a job', async () => {

@@ -1,24 +1,13 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { TelhaClient } from '../../src/client/client.ts';
+import { describe, it } from 'node:test';
 import { AttemptTimeoutError, Worker } from '../../src/client/worker.ts';
 import { JobState, tenantScope } from '../../src/core/types.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { liveServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 
 describe('job timeouts through the server', () => {
-  let server: TestServer;
-  let client: TelhaClient;
-
-  before(async () => {
-    server = await startTestServer({ jobs: { kinds: { 'report.': { timeout_secs: 600 } } } });
-    client = new TelhaClient({ address: server.address });
-  });
-  after(async () => {
-    client.close();
-    await server.close();
-  });
+  const { server, client } = liveServer({ jobs: { kinds: { 'report.': { timeout_secs: 600 } } } });
 
   it("carries a job's timeout_secs and its attempt deadline on the wire", async () => {
     const { job } = await client.enqueue({ kind: 'mail', timeoutSecs: 90 }, acme);

@@ -1,23 +1,12 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { TelhaClient } from '../../src/client/client.ts';
+import { describe, it } from 'node:test';
 import { tenantScope } from '../../src/core/types.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { liveServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 
 describe("the wire's effective attempt ceiling", () => {
-  let server: TestServer;
-  let client: TelhaClient;
-
-  before(async () => {
-    server = await startTestServer({ jobs: { max_attempts: 5, kinds: { email: { max_attempts: 10 } } } });
-    client = new TelhaClient({ address: server.address });
-  });
-  after(async () => {
-    client.close();
-    await server.close();
-  });
+  const { client } = liveServer({ jobs: { max_attempts: 5, kinds: { email: { max_attempts: 10 } } } });
 
   it("is the kind's max_attempts for a job of a configured prefix", async () => {
     const { job } = await client.enqueue({ kind: 'email:welcome' }, acme);

@@ -1,19 +1,15 @@
 import assert from 'node:assert/strict';
-import { afterEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { TelhaClient } from '../../src/client/client.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
 import { rejectsWith, TOKENS } from '../support/refuses.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { serversClosedAfterEach } from '../support/server.ts';
 
 describe('kind limits over the SDK', () => {
-  let server: TestServer | null = null;
-  afterEach(async () => {
-    await server?.close();
-    server = null;
-  });
+  const startServer = serversClosedAfterEach();
 
   it('lets an operator set, list and clear limits, and refuses tenants and workers', async () => {
-    server = await startTestServer({
+    const server = await startServer({
       server: {
         tokens: [
           { token: TOKENS.acme, role: 'tenant', tenant: 'acme' },
@@ -58,7 +54,7 @@ describe('kind limits over the SDK', () => {
   });
 
   it('seeds the limits of [jobs.kinds] when the server starts', async () => {
-    server = await startTestServer({ jobs: { kinds: { 'email:bulk': { rate: '10/1m' } } } });
+    const server = await startServer({ jobs: { kinds: { 'email:bulk': { rate: '10/1m' } } } });
     const client = new TelhaClient({ address: server.address });
     const [limit, ...rest] = await client.kindLimits();
     assert.deepEqual(rest, []);

@@ -1,22 +1,18 @@
 import assert from 'node:assert/strict';
-import { afterEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { TelhaClient } from '../../src/client/client.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
 import { ANY_SCOPE, tenantScope } from '../../src/core/types.ts';
 import { rejectsWith, TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { serversClosedAfterEach } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 const globex = tenantScope('globex');
 describe('pauses over the SDK', () => {
-  let server: TestServer | null = null;
-  afterEach(async () => {
-    await server?.close();
-    server = null;
-  });
+  const startServer = serversClosedAfterEach();
 
   it('lets a tenant pause its own scope only, an operator any scope or everywhere, a worker none', async () => {
-    server = await startTestServer({
+    const server = await startServer({
       server: {
         tokens: [...TOKEN_ROLES],
       },

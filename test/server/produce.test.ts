@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { create } from '@bufbuild/protobuf';
 import * as grpc from '@grpc/grpc-js';
@@ -33,7 +33,7 @@ import type { WireStatus } from '../../src/edge/status.ts';
 import { queueServiceDefinition, responseOf, Status, UNTAKEN_HEADER } from '../../src/wire/service.ts';
 import { tempDir } from '../support/backends.ts';
 import { written } from '../support/events.ts';
-import { freePort, startTestServer, type TestServer } from '../support/server.ts';
+import { freePort, liveServer, startTestServer, type TestServer } from '../support/server.ts';
 
 const TOKENS = { acme: 'acme-token-0123456789', worker: 'worker-token-0123456789' };
 const Stub = grpc.makeGenericClientConstructor(queueServiceDefinition, 'QueueService');
@@ -83,18 +83,14 @@ async function jobsIn(server: TestServer, tenant: string): Promise<number> {
 }
 
 describe('the Produce stream', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer({
-      server: {
-        tokens: [
-          { token: TOKENS.acme, role: 'tenant', tenant: 'acme' },
-          { token: TOKENS.worker, role: 'worker' },
-        ],
-      },
-    });
+  const { server } = liveServer({
+    server: {
+      tokens: [
+        { token: TOKENS.acme, role: 'tenant', tenant: 'acme' },
+        { token: TOKENS.worker, role: 'worker' },
+      ],
+    },
   });
-  after(() => server.close());
 
   it('answers each request by its id, whatever order they are answered in', async () => {
     const raw = openRaw(server.address, TOKENS.acme);

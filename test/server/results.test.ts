@@ -4,8 +4,7 @@
  * and the same through a worker on a queue in this process.
  */
 import assert from 'node:assert/strict';
-import { afterEach, beforeEach, describe, it } from 'node:test';
-import { TelhaClient } from '../../src/client/client.ts';
+import { afterEach, describe, it } from 'node:test';
 import { resultJson } from '../../src/client/index.ts';
 import { Worker } from '../../src/client/worker.ts';
 import { OffsetClock } from '../../src/core/clock.ts';
@@ -15,25 +14,19 @@ import { JobState, tenantScope } from '../../src/core/types.ts';
 import { LocalWorker } from '../../src/engine/worker.ts';
 import { openQueue } from '../../src/open.ts';
 import { written } from '../support/events.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { liveServerPerTest } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 
 describe('results and progress through the SDK and a live server', () => {
-  let server: TestServer;
-  let client: TelhaClient;
   let worker: Worker | null = null;
 
-  beforeEach(async () => {
-    server = await startTestServer({ jobs: { max_result_bytes: 64 }, server: { http_address: '' } });
-    client = new TelhaClient({ address: server.address });
-  });
   afterEach(async () => {
     await worker?.close(1_000);
     worker = null;
-    client.close();
-    await server.close();
   });
+  // After the hook above, so each test's worker has stopped before its server closes.
+  const { server, client } = liveServerPerTest({ jobs: { max_result_bytes: 64 }, server: { http_address: '' } });
 
   it('stores what a handler returns as its result, and what it reports as its progress', async () => {
     const { job } = await client.enqueue({ kind: 'report' }, acme);

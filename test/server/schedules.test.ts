@@ -1,22 +1,18 @@
 import assert from 'node:assert/strict';
-import { afterEach, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { TelhaClient } from '../../src/client/client.ts';
 import { ErrorCode } from '../../src/core/errors.ts';
 import { JobState, tenantScope } from '../../src/core/types.ts';
 import { written } from '../support/events.ts';
 import { rejectsWith, TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { serversClosedAfterEach } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 describe('schedules over the SDK', () => {
-  let server: TestServer | null = null;
-  afterEach(async () => {
-    await server?.close();
-    server = null;
-  });
+  const startServer = serversClosedAfterEach();
 
   it('creates, reads, lists, pauses, resumes and deletes a schedule, which fires once per due time', async () => {
-    server = await startTestServer();
+    const server = await startServer();
     const client = new TelhaClient({ address: server.address });
     const created = await client.createSchedule(
       { name: 'minutely', everySecs: 60, job: { kind: 'report', payload: 'x', priority: 3, maxAttempts: 2 } },
@@ -80,7 +76,7 @@ describe('schedules over the SDK', () => {
   });
 
   it('fires schedules on its own timer when the services run, and not when schedules.enabled is off', async () => {
-    server = await startTestServer({ schedules: { interval_ms: 10 } }, { services: true });
+    let server = await startServer({ schedules: { interval_ms: 10 } }, { services: true });
     const client = new TelhaClient({ address: server.address });
     await client.createSchedule({ name: 'minutely', everySecs: 60, job: { kind: 'timed' } }, acme);
     const fired = written(server.queue, 'a job from the schedule', (job) => job.kind === 'timed');
@@ -90,7 +86,7 @@ describe('schedules over the SDK', () => {
     assert.match(job?.idempotencyKey ?? '', /^schedule:minutely@/);
     await server.close();
 
-    server = await startTestServer({ schedules: { enabled: false } }, { services: true });
+    server = await startServer({ schedules: { enabled: false } }, { services: true });
     assert.equal(server.queue.scheduler.running, false);
     await server.queue.createSchedule({ name: 'minutely', everySecs: 60, job: { kind: 'timed' } }, acme);
     server.clock.advance(60_000_000);
@@ -99,7 +95,7 @@ describe('schedules over the SDK', () => {
   });
 
   it("lets a tenant manage only its own scope's schedules, and a worker none", async () => {
-    server = await startTestServer({
+    const server = await startServer({
       server: {
         tokens: [...TOKEN_ROLES],
       },

@@ -4,29 +4,18 @@
  * anything is sent: never protobuf-es's "invalid uint32: -1" reported as an INTERNAL call.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
-import { TelhaClient } from '../../src/client/client.ts';
+import { describe, it } from 'node:test';
 import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
 import { tenantScope } from '../../src/core/types.ts';
 import { parseMetrics } from '../support/http.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { liveServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 const JOB_ID = '01890a5d-ac96-774b-bcce-b302099a8057';
 const TOO_BIG = 2 ** 32;
 
 describe('numbers the SDK sends', () => {
-  let server: TestServer;
-  let client: TelhaClient;
-
-  before(async () => {
-    server = await startTestServer();
-    client = new TelhaClient({ address: server.address });
-  });
-  after(async () => {
-    client.close();
-    await server.close();
-  });
+  const { server, client } = liveServer();
 
   /** Every gRPC call the server has counted, whatever its method and code. */
   async function callsServed(): Promise<number> {

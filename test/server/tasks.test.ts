@@ -6,13 +6,13 @@
  * events and on promises the handlers resolve, never on time.
  */
 import assert from 'node:assert/strict';
-import { afterEach, beforeEach, describe, it } from 'node:test';
+import { afterEach, describe, it } from 'node:test';
 import { z } from 'zod';
-import { defineTask, resultJson, silentLogger, TelhaClient, Worker, type JobRecord } from '../../src/client/index.ts';
+import { defineTask, resultJson, silentLogger, Worker, type JobRecord } from '../../src/client/index.ts';
 import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
 import { JobState, tenantScope } from '../../src/core/types.ts';
 import { LocalWorker } from '../../src/engine/worker.ts';
-import { freePort, startTestServer, type TestServer } from '../support/server.ts';
+import { freePort, liveServerPerTest } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 const sendEmail = defineTask('email.send', z.object({ to: z.email(), subject: z.string().default('hello') }));
@@ -30,20 +30,14 @@ function heard(worker: Worker, event: 'completed' | 'failed', count: number): Pr
 }
 
 describe('typed tasks through the SDK and a live server', () => {
-  let server: TestServer;
-  let client: TelhaClient;
   let worker: Worker | null = null;
 
-  beforeEach(async () => {
-    server = await startTestServer({ server: { http_address: '' } });
-    client = new TelhaClient({ address: server.address });
-  });
   afterEach(async () => {
     await worker?.close(1_000);
     worker = null;
-    client.close();
-    await server.close();
   });
+  // After the hook above, so each test's worker has stopped before its server closes.
+  const { server, client } = liveServerPerTest({ server: { http_address: '' } });
 
   it('refuses data that fails the schema with invalid_argument naming the field, and writes nothing', async () => {
     const refused = await sendEmail.enqueue(client, { to: 'not an address' }, {}, acme).then(

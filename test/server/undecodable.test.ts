@@ -12,7 +12,7 @@ import { tenantScope } from '../../src/core/types.ts';
 import { ProduceRequestSchema, WorkRequestSchema } from '../../src/gen/telha/v1/queue_pb.ts';
 import { Status } from '../../src/wire/service.ts';
 import { parseMetrics } from '../support/http.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
+import { liveServer } from '../support/server.ts';
 
 /** Field 1 with wire type 7, which protobuf does not have. */
 const GARBAGE = Buffer.from([0x0f, 0xff, 0xff]);
@@ -42,16 +42,14 @@ interface Ended {
 }
 
 describe('requests that do not decode', () => {
-  let server: TestServer;
+  const { server } = liveServer();
   let raw: grpc.Client;
 
-  before(async () => {
-    server = await startTestServer();
+  before(() => {
     raw = new grpc.Client(server.address, grpc.credentials.createInsecure());
   });
-  after(async () => {
+  after(() => {
     raw.close();
-    await server.close();
   });
 
   function unary(method: string, request: Buffer): Promise<Ended> {

@@ -22,7 +22,7 @@ import { WatchRequestSchema } from '../../src/gen/telha/v1/queue_pb.ts';
 import { Authenticator } from '../../src/edge/auth.ts';
 import { createQueueService } from '../../src/server/service.ts';
 import { tempDir } from '../support/backends.ts';
-import { freePort, startTestServer, type TestServer } from '../support/server.ts';
+import { freePort, liveServer, startTestServer, type TestServer } from '../support/server.ts';
 
 function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
   let resolve!: (value: T) => void;
@@ -69,16 +69,7 @@ function jobsOf(count: number, kind: string): NewJob[] {
 }
 
 describe('Watch', () => {
-  let server: TestServer;
-  let client: TelhaClient;
-  before(async () => {
-    server = await startTestServer({ server: { http_address: '' } });
-    client = new TelhaClient({ address: server.address });
-  });
-  after(async () => {
-    client.close();
-    await server.close();
-  });
+  const { server, client } = liveServer({ server: { http_address: '' } });
 
   it('delivers every transition of a 10,000-job drain once, in order, and resumes mid-drain with exactly the rest', async () => {
     let completed = 0;
@@ -276,22 +267,18 @@ describe('Watch', () => {
 });
 
 describe('Watch with tokens', () => {
-  let server: TestServer;
-  const client = (token: string): TelhaClient => new TelhaClient({ address: server.address, token });
-  before(async () => {
-    server = await startTestServer({
-      server: {
-        http_address: '',
-        tokens: [
-          { token: TOKENS.acme, role: 'tenant', tenant: 'acme' },
-          { token: TOKENS.globex, role: 'tenant', tenant: 'globex' },
-          { token: TOKENS.worker, role: 'worker' },
-          { token: TOKENS.operator, role: 'operator' },
-        ],
-      },
-    });
+  const { server } = liveServer({
+    server: {
+      http_address: '',
+      tokens: [
+        { token: TOKENS.acme, role: 'tenant', tenant: 'acme' },
+        { token: TOKENS.globex, role: 'tenant', tenant: 'globex' },
+        { token: TOKENS.worker, role: 'worker' },
+        { token: TOKENS.operator, role: 'operator' },
+      ],
+    },
   });
-  after(() => server.close());
+  const client = (token: string): TelhaClient => new TelhaClient({ address: server.address, token });
 
   it("shows a tenant its own scope's transitions and never another's", async () => {
     const tenant = client(TOKENS.acme);

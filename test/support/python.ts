@@ -1,5 +1,5 @@
 /**
- * What the Python SDK's tests (sdk/python/tests, run by test/python-sdk.test.ts) need: Debian's
+ * What the Python SDK's tests (sdk/python/tests, run by test/sdk/python.test.ts) need: Debian's
  * interpreter with Debian's packages (a pyenv or venv `python3` on PATH does not see them), and
  * protoc with the gRPC Python plugin for the stub drift check.
  */

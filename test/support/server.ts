@@ -4,7 +4,7 @@ import { rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { after, before } from 'node:test';
+import { after, afterEach, before, beforeEach } from 'node:test';
 import { TelhaClient } from '../../src/client/client.ts';
 import { OffsetClock } from '../../src/core/clock.ts';
 import { makeConfig, type ConfigInput } from '../../src/core/config.ts';
@@ -73,31 +73,81 @@ export async function startTestServer(
   };
 }
 
+/** A live server and a client of it, as the tests of one `describe` (or one test) read them. */
+export interface LiveServer {
+  readonly server: TestServer;
+  readonly client: TelhaClient;
+}
+
 /**
  * A live server (see {@link startTestServer}) and a client of it, for the tests of one `describe`:
- * started before them and closed after. Read `server` and `client` inside the tests.
+ * started before them and closed after. Both may be destructured where the `describe` is written
+ * (`const { server, client } = liveServer()`) and read inside its tests.
  */
-export function liveServer(values: ConfigInput = {}): { readonly server: TestServer; readonly client: TelhaClient } {
+export function liveServer(values: ConfigInput = {}): LiveServer {
+  return liveFor(before, after, values);
+}
+
+/**
+ * Like {@link liveServer}, but a fresh server and client for each test of the `describe`, for
+ * tests that must each begin on an empty store.
+ */
+export function liveServerPerTest(values: ConfigInput = {}): LiveServer {
+  return liveFor(beforeEach, afterEach, values);
+}
+
+function liveFor(start: typeof before, stop: typeof after, values: ConfigInput): LiveServer {
   let live: { server: TestServer; client: TelhaClient } | null = null;
-  before(async () => {
+  start(async () => {
     const server = await startTestServer(values);
     live = { server, client: new TelhaClient({ address: server.address }) };
   });
-  after(async () => {
+  stop(async () => {
     live?.client.close();
     await live?.server.close();
+    live = null;
   });
   const started = (): { server: TestServer; client: TelhaClient } => {
-    if (live === null) throw new Error('the live server is read before its describe started it');
+    if (live === null) throw new Error('the live server is read outside the tests of the describe that starts it');
     return live;
   };
-  return {
-    get server() {
-      return started().server;
+  return { server: lateBound(() => started().server), client: lateBound(() => started().client) };
+}
+
+/**
+ * A stand-in for the object `current()` returns when it is read, so a fixture declared where a
+ * `describe` is written can be used in its tests although `before` makes the object later. Methods
+ * are bound to the real object, whose private fields a proxy could not reach.
+ */
+function lateBound<T extends object>(current: () => T): T {
+  return new Proxy({} as T, {
+    get(_target, key) {
+      const target = current();
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
-    get client() {
-      return started().client;
-    },
+  });
+}
+
+/**
+ * Start servers inside tests, each with that test's settings, and have every one closed after its
+ * test: `const startServer = serversClosedAfterEach()`, then `await startServer({ ... })` in a test.
+ * A test may close one itself (to start another); closing again is then a no-op.
+ */
+export function serversClosedAfterEach(): (
+  values?: ConfigInput,
+  options?: { services?: boolean },
+) => Promise<TestServer> {
+  const running: TestServer[] = [];
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((server) => server.close()));
+  });
+  return async (values = {}, options = {}) => {
+    const started = await startTestServer(values, options);
+    let closing: Promise<void> | null = null;
+    const server: TestServer = { ...started, close: () => (closing ??= started.close()) };
+    running.push(server);
+    return server;
   };
 }
 
