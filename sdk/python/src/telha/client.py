@@ -384,6 +384,7 @@ class Client:
         scope: ScopeLike = None,
         kind_prefix: str = "",
         job_id: str = "",
+        states: Iterable[JobState] = (),
         resume_token: Optional[str] = None,
     ) -> "Watch":
         """The transitions of jobs as the server commits them, as an async iterator (``async for event in
@@ -393,7 +394,9 @@ class Client:
         the server no longer holds the events after raises ``FailedPrecondition``: read the jobs, then watch
         again without one."""
         return Watch(
-            self._watch_responses(scope=scope, kind_prefix=kind_prefix, job_id=job_id, resume_token=resume_token)
+            self._watch_responses(
+                scope=scope, kind_prefix=kind_prefix, job_id=job_id, states=states, resume_token=resume_token
+            )
         )
 
     async def _watch_responses(
@@ -402,13 +405,17 @@ class Client:
         scope: ScopeLike = None,
         kind_prefix: str = "",
         job_id: str = "",
+        states: Iterable[JobState] = (),
         resume_token: Optional[str] = None,
     ) -> AsyncIterator[pb.WatchResponse]:
         """Watch's messages, the first (no events) once the watch is open; reopened with the last token
         when the server drops it for a reason a reopen cures."""
         token = resume_token or ""
+        wire_states = [int(state) for state in states]
         while True:
-            request = pb.WatchRequest(scope=scope_to_wire(scope), kind_prefix=kind_prefix, job_id=job_id, resume_token=token)
+            request = pb.WatchRequest(
+                scope=scope_to_wire(scope), kind_prefix=kind_prefix, job_id=job_id, states=wire_states, resume_token=token
+            )
             call = self.stub.Watch(request, metadata=self._metadata)
             try:
                 async for response in call:
@@ -492,10 +499,19 @@ class Watch:
         await self.aclose()
 
 
+#: The states a job's outcome leaves it in: all the result stream asks the server for.
+OUTCOME_STATES = (JobState.COMPLETED, JobState.DEAD, JobState.CANCELLED)
+
+
 class _ResultFollower:
-    """One Watch stream (every job in the token's reach) serving every ``result`` waiter of a client,
-    open while anyone waits. A waiter watches before it reads the job, so a completion between the two
-    is not missed."""
+    """One Watch stream (every job in the token's reach, outcomes only) serving every ``result`` waiter
+    of a client, open while anyone waits. A waiter watches before it reads the job, so a completion
+    between the two is not missed.
+
+    One stream, not one per waiter, and only outcomes on it: each stream is one more read of the
+    server's log on every commit, and an unfiltered one carries every enqueue, lease and heartbeat of
+    every job to a client that waits for a few completions (bench/RESULTS.md, "client.result with many
+    waiters", measured it for the TypeScript client, which does the same)."""
 
     def __init__(self, client: Client) -> None:
         self._client = client
@@ -550,7 +566,7 @@ class _ResultFollower:
         try:
             while True:
                 try:
-                    async for response in self._client._watch_responses():
+                    async for response in self._client._watch_responses(states=OUTCOME_STATES):
                         if not opened.done():
                             opened.set_result(None)
                         if lost_place:
