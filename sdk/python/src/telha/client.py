@@ -48,9 +48,9 @@ log = logging.getLogger("telha.client")
 DEFAULT_ADDRESS = "127.0.0.1:7070"
 #: Seconds a call that does not wait may take (as the TypeScript client's ``timeoutMs``, 30 s).
 DEFAULT_TIMEOUT = 30.0
-#: Attempts of a call that is safe to repeat, on UNAVAILABLE or RESOURCE_EXHAUSTED.
-RETRY_ATTEMPTS = 5
-#: The first pause between them, doubled each time up to ``RETRY_MAX_DELAY``.
+#: A call that is safe to repeat is sent again on UNAVAILABLE or RESOURCE_EXHAUSTED until its
+#: ``timeout`` has passed (a restarting server takes seconds to listen again): first after this
+#: pause, doubled each time up to ``RETRY_MAX_DELAY``.
 RETRY_FIRST_DELAY = 0.05
 RETRY_MAX_DELAY = 2.0
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -89,6 +89,9 @@ class Client:
         options = [
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            # Reconnect quickly when a restarted server comes back (as the TypeScript client).
+            ("grpc.initial_reconnect_backoff_ms", 100),
+            ("grpc.max_reconnect_backoff_ms", 2_000),
         ]
         if tls or ca is not None:
             self._channel = grpc.aio.secure_channel(self.address, grpc.ssl_channel_credentials(ca), options=options)
@@ -131,19 +134,21 @@ class Client:
 
     async def _call(self, method: Callable[..., Awaitable[T]], request: Any, *, safe: bool = False) -> T:
         """One unary call; errors as ``TelhaError``. A ``safe`` call (a read, or a write that cannot
-        apply twice) is sent again with backoff on UNAVAILABLE or RESOURCE_EXHAUSTED."""
+        apply twice) is sent again with backoff on UNAVAILABLE or RESOURCE_EXHAUSTED for as long as
+        the client's ``timeout`` allows, so it outlasts a server restart."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
         delay = RETRY_FIRST_DELAY
-        for attempt in range(RETRY_ATTEMPTS if safe else 1):
+        while True:
             try:
-                return await method(request, metadata=self._metadata, timeout=self.timeout)
+                return await method(request, metadata=self._metadata, timeout=max(0.0, deadline - loop.time()))
             except grpc.aio.AioRpcError as raw:
                 error = from_rpc_error(raw)
-                if not (safe and error.retryable) or attempt == RETRY_ATTEMPTS - 1:
+                if not (safe and error.retryable) or loop.time() + delay >= deadline or self._closed:
                     raise error from None
                 log.debug("retrying %s after %s (%s)", type(request).__name__, error.code, error.message)
             await asyncio.sleep(delay)
             delay = min(RETRY_MAX_DELAY, delay * 2)
-        raise AssertionError("unreachable")
 
     # Producing
 

@@ -374,7 +374,11 @@ class Worker:
         """On the stream while it is open; else the unary call that does the same."""
         stream = self._stream
         if stream is not None and stream.writable:
-            return await stream.send(field_name, request)
+            try:
+                return await stream.send(field_name, request)
+            except Unavailable:
+                # The stream ended under it (a server restart): not lost, sent again below.
+                log.debug("work stream ended before answering a %s of job %s", field_name, request.fence.job_id)
         unary = {
             "completes": self.client.stub.Complete,
             "fails": self.client.stub.Fail,
@@ -382,7 +386,9 @@ class Worker:
             "heartbeats": self.client.stub.Heartbeat,
             "checkpoints": self.client.stub.Checkpoint,
         }[field_name]
-        response = await self.client._call(unary, request)
+        # A fenced call cannot apply twice (a second one meets the changed generation), so it may
+        # wait out a server restart: a result finished meanwhile is not lost to a lease expiry.
+        response = await self.client._call(unary, request, safe=True)
         return getattr(response, "lease_deadline_us", None)
 
     async def _extend(self, context: _Context, field_name: str, request: Any) -> None:
@@ -413,9 +419,12 @@ class Worker:
                 log.debug("heartbeat of job %s failed (%s)", context.id, error.code)
 
     async def _take_slot(self, registration: _Registration) -> bool:
-        """Wait for a slot (total, then the kind's); False when the worker closes first."""
+        """Wait for a slot (the kind's, then the total); False when the worker closes first. The kind's
+        comes first so that jobs waiting on their kind's bound do not hold total slots that other kinds'
+        jobs could run in."""
         assert self._slots is not None and self._closing is not None
-        for slots in (self._slots, registration.slots):
+        taken: list[asyncio.Semaphore] = []
+        for slots in (registration.slots, self._slots):
             if slots is None:
                 continue
             acquiring = asyncio.ensure_future(slots.acquire())
@@ -425,10 +434,11 @@ class Worker:
             if not acquiring.done() or self._closing.is_set():
                 acquiring.cancel()
                 if acquiring.done() and not acquiring.cancelled():
-                    slots.release()
-                if slots is registration.slots:
-                    self._slots.release()
+                    taken.append(slots)
+                for held in taken:
+                    held.release()
                 return False
+            taken.append(slots)
         return True
 
     def _free_slot(self, registration: _Registration) -> None:
