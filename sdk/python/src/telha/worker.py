@@ -202,7 +202,12 @@ class Worker:
             self.add(task)
 
     def __repr__(self) -> str:
-        return f"Worker(worker_id={self.worker_id!r}, kinds={list(self._registry)!r})"
+        return f"Worker(worker_id={self.worker_id!r}, kinds={self.kinds!r})"
+
+    @property
+    def kinds(self) -> list[str]:
+        """The kinds (prefixes) registered, in the order they were."""
+        return list(self._registry)
 
     # Registering
 
