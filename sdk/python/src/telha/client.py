@@ -10,7 +10,8 @@ import logging
 import os
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from typing import Any, Optional, TypeVar, Union
+import builtins
+from typing import Any, Optional, Protocol, TypeVar, Union
 
 import grpc
 import grpc.aio
@@ -40,6 +41,7 @@ from .types import (
     ScopeLike,
     WatchEvent,
     scope_to_wire,
+    state_to_wire,
 )
 
 log = logging.getLogger("telha.client")
@@ -99,7 +101,8 @@ class Client:
             self._channel = grpc.aio.insecure_channel(self.address, options=options)
         # The token travels in metadata only; it is never logged or shown in repr().
         self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
-        self.stub = pb_grpc.QueueServiceStub(self._channel)
+        # The gRPC plugin's stubs carry no type hints: each method is a grpc.aio multi-callable.
+        self.stub: Any = pb_grpc.QueueServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._results: Optional[_ResultFollower] = None
         self._closed = False
 
@@ -186,7 +189,7 @@ class Client:
         response = await self._call(self.stub.Enqueue, request, safe=job.idempotency_key is not None)
         return EnqueueResult.from_wire(response.result)
 
-    async def enqueue_batch(self, jobs: Iterable[NewJob], *, scope: ScopeLike = None) -> list[EnqueueResult]:
+    async def enqueue_batch(self, jobs: Iterable[NewJob], *, scope: ScopeLike = None) -> builtins.list[EnqueueResult]:
         """Enqueue several jobs in one atomic write: all of them, or (an error raised) none."""
         request = pb.EnqueueBatchRequest(scope=scope_to_wire(scope), jobs=[j.to_wire() for j in jobs])
         response = await self._call(self.stub.EnqueueBatch, request)
@@ -194,12 +197,12 @@ class Client:
 
     async def enqueue_each(
         self, jobs: Iterable[NewJob], *, scope: ScopeLike = None
-    ) -> list[Union[EnqueueResult, TelhaError]]:
+    ) -> builtins.list[Union[EnqueueResult, TelhaError]]:
         """Enqueue several jobs, each on its own: an invalid one comes back as its error, the others are stored."""
         jobs = list(jobs)
         request = pb.EnqueueEachRequest(scope=scope_to_wire(scope), jobs=[j.to_wire() for j in jobs])
         response = await self._call(self.stub.EnqueueEach, request)
-        answers: list[Union[EnqueueResult, TelhaError]] = []
+        answers: builtins.list[Union[EnqueueResult, TelhaError]] = []
         for answer in response.answers:
             if answer.WhichOneof("answer") == "result":
                 answers.append(EnqueueResult.from_wire(answer.result))
@@ -228,7 +231,7 @@ class Client:
         """One page of jobs in key order; pass ``next_page_token`` back for the next."""
         request = pb.ListRequest(
             scope=scope_to_wire(scope),
-            state=int(state) if state is not None else 0,
+            state=state_to_wire(state),
             kind_prefix=kind_prefix,
             limit=limit,
             page_token=page_token or "",
@@ -249,7 +252,7 @@ class Client:
                 return
             token = page.next_page_token
 
-    async def counts(self, scope: ScopeLike = None) -> list[CountRow]:
+    async def counts(self, scope: ScopeLike = None) -> builtins.list[CountRow]:
         """Jobs per state and kind."""
         response = await self._call(self.stub.Counts, pb.CountsRequest(scope=scope_to_wire(scope)), safe=True)
         return [CountRow(JobState(r.state), r.kind, r.count) for r in response.rows]
@@ -267,7 +270,7 @@ class Client:
     ) -> int:
         """Cancel every pending or leased job of a scope and kind prefix; how many were cancelled."""
         request = pb.CancelMatchingRequest(
-            scope=scope_to_wire(scope), state=int(state) if state is not None else 0, kind_prefix=kind_prefix
+            scope=scope_to_wire(scope), state=state_to_wire(state), kind_prefix=kind_prefix
         )
         return int((await self._call(self.stub.CancelMatching, request)).cancelled)
 
@@ -276,9 +279,9 @@ class Client:
         response = await self._call(self.stub.Retry, pb.RetryRequest(job_id=job_id))
         return Job.from_wire(response.job)
 
-    async def retry_many(self, job_ids: Iterable[str]) -> list[Union[Job, TelhaError]]:
+    async def retry_many(self, job_ids: Iterable[str]) -> builtins.list[Union[Job, TelhaError]]:
         """Retry each job on its own: a job that cannot be retried comes back as its error."""
-        outcomes: list[Union[Job, TelhaError]] = []
+        outcomes: builtins.list[Union[Job, TelhaError]] = []
         for job_id in job_ids:
             try:
                 outcomes.append(await self.retry(job_id))
@@ -288,7 +291,7 @@ class Client:
 
     async def retry_matching(
         self, *, scope: ScopeLike = None, kind_prefix: str = "", state: JobState = JobState.DEAD
-    ) -> list[Union[Job, TelhaError]]:
+    ) -> builtins.list[Union[Job, TelhaError]]:
         """Retry every Dead (or Cancelled) job of a scope and kind prefix."""
         ids = [job.job_id async for job in self.jobs(scope=scope, state=state, kind_prefix=kind_prefix)]
         return await self.retry_many(ids)
@@ -303,7 +306,7 @@ class Client:
         request = pb.ResumeKindsRequest(scope=scope_to_wire(scope), everywhere=everywhere, kind_prefix=kind_prefix)
         await self._call(self.stub.ResumeKinds, request)
 
-    async def pauses(self, scope: ScopeLike = None) -> list[KindPause]:
+    async def pauses(self, scope: ScopeLike = None) -> builtins.list[KindPause]:
         response = await self._call(self.stub.ListPauses, pb.ListPausesRequest(scope=scope_to_wire(scope)), safe=True)
         return [KindPause.from_wire(p) for p in response.pauses]
 
@@ -317,7 +320,7 @@ class Client:
     async def clear_kind_limit(self, kind_prefix: str) -> None:
         await self._call(self.stub.ClearKindLimit, pb.ClearKindLimitRequest(kind_prefix=kind_prefix))
 
-    async def kind_limits(self) -> list[KindLimit]:
+    async def kind_limits(self) -> builtins.list[KindLimit]:
         response = await self._call(self.stub.ListKindLimits, pb.ListKindLimitsRequest(), safe=True)
         return [KindLimit.from_wire(limit) for limit in response.limits]
 
@@ -366,9 +369,9 @@ class Client:
         request = pb.GetScheduleRequest(scope=scope_to_wire(scope), name=name)
         return Schedule.from_wire((await self._call(self.stub.GetSchedule, request, safe=True)).schedule)
 
-    async def schedules(self, *, scope: ScopeLike = None) -> list[Schedule]:
+    async def schedules(self, *, scope: ScopeLike = None) -> builtins.list[Schedule]:
         """Every schedule of the scope (all scopes for an operator without one), page after page."""
-        found: list[Schedule] = []
+        found: builtins.list[Schedule] = []
         token = ""
         while True:
             request = pb.ListSchedulesRequest(scope=scope_to_wire(scope), limit=1000, page_token=token)
@@ -412,11 +415,11 @@ class Client:
         job_id: str = "",
         states: Iterable[JobState] = (),
         resume_token: Optional[str] = None,
-    ) -> AsyncIterator[pb.WatchResponse]:
+    ) -> AsyncGenerator[pb.WatchResponse, None]:
         """Watch's messages, the first (no events) once the watch is open; reopened with the last token
         when the server drops it for a reason a reopen cures."""
         token = resume_token or ""
-        wire_states = [int(state) for state in states]
+        wire_states = [state_to_wire(state) for state in states]
         while True:
             request = pb.WatchRequest(
                 scope=scope_to_wire(scope), kind_prefix=kind_prefix, job_id=job_id, states=wire_states, resume_token=token
@@ -613,13 +616,12 @@ class _ResultFollower:
                     future.set_exception(Unavailable("the client was closed"))
 
 
-class TaskLike:
+class TaskLike(Protocol):
     """What ``Client.enqueue`` needs of a ``@task``: its kind, and its payload checked and encoded."""
 
     kind: str
 
-    def payload_for_enqueue(self, payload: Any) -> Any:  # pragma: no cover - implemented by Task
-        raise NotImplementedError
+    def payload_for_enqueue(self, payload: Any) -> Any: ...
 
 
 M = TypeVar("M")

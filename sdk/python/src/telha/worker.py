@@ -26,7 +26,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -300,10 +300,10 @@ class Worker:
                         opened.set_result(None)
                     # Jobs still running hold their slots: ask only for what is free.
                     stream.grant(self.concurrency + self.prefetch - len(self._running))
-                    error = await stream.ended
+                    ended_with = await stream.ended
                     if self._closing.is_set():
                         break
-                    log.warning("the work stream ended (%s); reconnecting", error.code if error else "ok")
+                    log.warning("the work stream ended (%s); reconnecting", ended_with.code if ended_with else "ok")
                 try:
                     await asyncio.wait_for(self._closing.wait(), delay)
                 except asyncio.TimeoutError:
@@ -406,9 +406,9 @@ class Worker:
         if running is not None and deadline:
             context.job = _with_deadline(context.job, deadline)
 
-    def _blocking(self, coroutine: Awaitable[Any]) -> Any:
+    def _blocking(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()  # type: ignore[arg-type]
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
     async def _heartbeats(self, context: _Context, fence: pb.Fence) -> None:
         while True:
@@ -510,16 +510,18 @@ class Worker:
         context = running.context
         call = registration.task.invoke if registration.task is not None else registration.run
         arguments = (context,)
+        handler: asyncio.Future[Any]
         if registration.is_async:
-            running.handler = asyncio.ensure_future(call(*arguments))
+            handler = asyncio.ensure_future(call(*arguments))
         else:
             assert self._loop is not None and self._pool is not None
             run = functools.partial(contextvars.copy_context().run, call, *arguments)
-            running.handler = asyncio.ensure_future(self._loop.run_in_executor(self._pool, run))
+            handler = asyncio.ensure_future(self._loop.run_in_executor(self._pool, run))
+        running.handler = handler
         try:
             # A sync handler cannot be interrupted: cancelling stops waiting for it (its thread runs on,
             # and what it returns is dropped) and it is told through ``ctx.cancelled``.
-            return True, await running.handler
+            return True, await handler
         except asyncio.CancelledError:
             if context.cancel_reason is None:
                 raise
