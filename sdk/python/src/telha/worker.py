@@ -62,13 +62,23 @@ SHUTDOWN = "shutdown"  # the worker closed and gave up waiting for the handler; 
 class _Context:
     def __init__(self, worker: "Worker", job: Job, fence: pb.Fence) -> None:
         self.job = job
-        #: Set when the handler should stop: see ``cancel_reason``. Sync handlers check it; async ones
-        #: are also cancelled (``asyncio.CancelledError``).
-        self.cancelled = threading.Event()
+        self._cancelled: Optional[threading.Event] = None
         self.cancel_reason: Optional[str] = None
         self._worker = worker
         self._fence = fence
         self._successors: list[NewJob] = []
+
+    @property
+    def cancelled(self) -> threading.Event:
+        """Set when the handler should stop: see ``cancel_reason``. Sync handlers check it; async ones
+        are also cancelled (``asyncio.CancelledError``)."""
+        if self._cancelled is None:
+            # Made on first use (a threading.Event is a lock and a condition: ~5% of a no-op job's
+            # CPU); a sync context makes it up front, as its thread and the loop both reach it.
+            self._cancelled = threading.Event()
+            if self.cancel_reason is not None:
+                self._cancelled.set()
+        return self._cancelled
 
     @property
     def id(self) -> str:
@@ -127,6 +137,10 @@ class JobContext(_Context):
 
 class SyncJobContext(_Context):
     """What a sync handler (run in the worker's thread pool) gets: blocking progress / checkpoint."""
+
+    def __init__(self, worker: "Worker", job: Job, fence: pb.Fence) -> None:
+        super().__init__(worker, job, fence)
+        self._cancelled = threading.Event()
 
     def progress(self, value: Any) -> None:
         self._worker._blocking(self._progress(value))
@@ -410,11 +424,14 @@ class Worker:
         assert self._loop is not None
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
+    def _until_next_heartbeat(self, context: _Context) -> float:
+        """Seconds until ``heartbeat_fraction`` of the lease left has passed (at least ``MIN_HEARTBEAT_INTERVAL``)."""
+        deadline = context.job.lease_deadline_us
+        remaining = (deadline / 1e6 - self._clock()) if deadline else 0.0
+        return max(MIN_HEARTBEAT_INTERVAL, remaining * self.heartbeat_fraction)
+
     async def _heartbeats(self, context: _Context, fence: pb.Fence) -> None:
         while True:
-            deadline = context.job.lease_deadline_us
-            remaining = (deadline / 1e6 - self._clock()) if deadline else 0.0
-            await asyncio.sleep(max(MIN_HEARTBEAT_INTERVAL, remaining * self.heartbeat_fraction))
             try:
                 await self._extend(context, "heartbeats", pb.HeartbeatRequest(fence=fence))
             except LeaseConflict:
@@ -422,6 +439,7 @@ class Worker:
             except TelhaError as error:
                 # A transient failure: try again soon, well before the deadline.
                 log.debug("heartbeat of job %s failed (%s)", context.id, error.code)
+            await asyncio.sleep(self._until_next_heartbeat(context))
 
     async def _take_slot(self, registration: _Registration) -> bool:
         """Wait for a slot (the kind's, then the total); False when the worker closes first. The kind's
@@ -431,6 +449,11 @@ class Worker:
         taken: list[asyncio.Semaphore] = []
         for slots in (registration.slots, self._slots):
             if slots is None:
+                continue
+            if not slots.locked():
+                # Free now: taken without the two tasks a wait needs (most jobs, with prefetch).
+                await slots.acquire()
+                taken.append(slots)
                 continue
             acquiring = asyncio.ensure_future(slots.acquire())
             closing = asyncio.ensure_future(self._closing.wait())
@@ -461,7 +484,7 @@ class Worker:
         )
         running = _Running(context)
         self._running[job.job_id] = running
-        heartbeats = asyncio.ensure_future(self._heartbeats(context, fence))
+        heartbeats = _Heartbeats(self, context, fence)
         timer: Optional[asyncio.TimerHandle] = None
         try:
             if registration is None or self._closing.is_set() or not await self._take_slot(registration):
@@ -556,6 +579,32 @@ class Worker:
             await self._send("releases", pb.ReleaseRequest(fence=fence))
         except TelhaError as error:
             log.warning("could not hand back job %s (%s); its lease will expire", fence.job_id, error.code)
+
+
+class _Heartbeats:
+    """A running job's heartbeats: a timer until the first is due, then a task that sends them. Most
+    jobs end before their first heartbeat, and a timer costs a fraction of a task made and cancelled
+    (the drain at concurrency 100 in bench/RESULTS.md, "The Python SDK beside Celery and RQ")."""
+
+    def __init__(self, worker: Worker, context: _Context, fence: pb.Fence) -> None:
+        assert worker._loop is not None
+        self._worker, self._context, self._fence = worker, context, fence
+        self._task: Optional[asyncio.Task[None]] = None
+        self._timer: Optional[asyncio.TimerHandle] = worker._loop.call_later(
+            worker._until_next_heartbeat(context), self._start
+        )
+
+    def _start(self) -> None:
+        self._timer = None
+        self._task = asyncio.ensure_future(self._worker._heartbeats(self._context, self._fence))
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
 
 
 def _result_bytes(value: Any) -> Optional[bytes]:
