@@ -15,6 +15,8 @@ const MODULES: Readonly<Record<string, string>> = {
   pytest: 'python3-pytest',
   pytest_asyncio: 'python3-pytest-asyncio',
   pydantic: 'python3-pydantic',
+  // tests/test_types.py type-checks the package with it.
+  mypy: 'mypy',
 };
 
 /** Each command sdk/python/scripts/generate.sh runs, and its Debian package. */

@@ -31,7 +31,7 @@ OTHER_TENANT = "other-tenant-token-for-tests"
 
 CONFIG = f"""
 [jobs]
-lease_ttl_secs = 3
+lease_ttl_secs = {{lease_ttl_secs}}
 reaper_interval_secs = 1
 backoff_base_secs = 0
 
@@ -68,6 +68,8 @@ class TelhaServer:
     """``telha serve`` on a fixed port and store directory, so a restart comes back at the same address."""
 
     directory: Path
+    #: Short, so tests of expiry and heartbeats are quick; long where a restart must not expire a lease.
+    lease_ttl_secs: int = 3
     port: int = field(default_factory=free_port)
     process: Optional[subprocess.Popen[str]] = None
 
@@ -77,7 +79,7 @@ class TelhaServer:
 
     def start(self) -> None:
         config = self.directory / "telha.toml"
-        config.write_text(CONFIG)
+        config.write_text(CONFIG.replace("{lease_ttl_secs}", str(self.lease_ttl_secs)))
         env = {**os.environ, "TELHA_LOG_LEVEL": "warn", "TELHA_SERVER__HTTP_ADDRESS": "127.0.0.1:0"}
         self.process = subprocess.Popen(
             ["node", "--import", "tsx", "src/cli/main.ts", "serve", "--config", str(config),

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
-from conftest import OPERATOR, OTHER_TENANT, TENANT, WORKER, TelhaServer
+from conftest import OPERATOR, OTHER_TENANT, TENANT, WORKER, TelhaServer, signalled
 
 from telha.sync import SyncClient
 from telha import (
     Client,
+    JobContext,
     InvalidArgument,
     JobFailed,
     JobState,
@@ -17,7 +20,9 @@ from telha import (
     NotFound,
     PermissionDenied,
     Unauthenticated,
+    Worker,
 )
+from telha._gen.telha.v1 import queue_pb2 as pb
 
 #: A well-formed job id that no job has.
 UNKNOWN_ID = "00000000-0000-7000-8000-000000000000"
@@ -177,23 +182,59 @@ async def test_result_of_a_cancelled_job_raises_job_failed(client: Client, kind:
     assert raised.value.job.state is JobState.CANCELLED and "changed my mind" in str(raised.value)
 
 
-async def test_every_result_waiter_of_a_client_shares_one_watch_stream(
+class _RecordedWatch:
+    """A Watch call that notes every event it delivers, and when it has opened."""
+
+    def __init__(self, call: Any, log: list[pb.WatchEvent], positioned: asyncio.Event) -> None:
+        self._call, self._log, self._positioned = call, log, positioned
+
+    def __aiter__(self) -> AsyncIterator[pb.WatchResponse]:
+        return self._responses()
+
+    async def _responses(self) -> AsyncIterator[pb.WatchResponse]:
+        async for response in self._call:
+            self._log.extend(response.events)
+            self._positioned.set()
+            yield response
+
+    def cancel(self) -> bool:
+        return bool(self._call.cancel())
+
+
+async def test_many_result_waiters_share_one_watch_stream_that_carries_only_outcomes(
     server: TelhaServer, client: Client, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    opened: list[object] = []
+    opened: list[pb.WatchRequest] = []
+    delivered: list[pb.WatchEvent] = []
+    positioned = asyncio.Event()
     watch = client.stub.Watch
 
-    def counting_watch(*args: object, **kwargs: object) -> object:
-        opened.append(args)
-        return watch(*args, **kwargs)
+    def recording_watch(request: pb.WatchRequest, **kwargs: Any) -> _RecordedWatch:
+        opened.append(request)
+        return _RecordedWatch(watch(request, **kwargs), delivered, positioned)
 
-    monkeypatch.setattr(client.stub, "Watch", counting_watch)
+    monkeypatch.setattr(client.stub, "Watch", recording_watch)
     jobs = [r.job for r in await client.enqueue_batch([NewJob(kind, i) for i in range(100)], scope="acme")]
     waiting = [asyncio.ensure_future(client.result(j.job_id)) for j in jobs]
-    for job in jobs:
-        await client.cancel(job.job_id)
-    outcomes = await asyncio.gather(*waiting, return_exceptions=True)
-    assert all(isinstance(o, JobFailed) for o in outcomes) and len(opened) == 1
+    await signalled(positioned, "the result stream to open")
+    # Half are worked to completion (leases and completions on the server), half cancelled.
+    async with Client(server.address, token=WORKER) as worker_client:
+        worker = Worker(worker_client, concurrency=10)
+
+        @worker.handler(kind)
+        async def echo(job: JobContext) -> Any:
+            return job.json()
+
+        for job in jobs[50:]:
+            await client.cancel(job.job_id)
+        async with worker:
+            outcomes = await asyncio.gather(*waiting, return_exceptions=True)
+    assert [o.json() for o in outcomes[:50]] == list(range(50))  # type: ignore[union-attr]
+    assert all(isinstance(o, JobFailed) for o in outcomes[50:])
+    assert len(opened) == 1
+    # The server skipped the leases (and the completions' heartbeats): only the 100 outcomes travelled.
+    ours = [e for e in delivered if e.job.kind == kind]
+    assert sorted(e.transition for e in ours) == ["cancelled"] * 50 + ["completed"] * 50
 
 
 async def test_watch_yields_transitions_in_order_for_a_kind(client: Client, kind: str) -> None:

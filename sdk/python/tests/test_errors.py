@@ -45,3 +45,13 @@ def test_a_batch_item_outcome_is_the_error_its_single_call_would_raise() -> None
     assert isinstance(error, LeaseConflict) and (error.job_id, error.reason) == ("j1", "cancelled")
     invalid = from_outcome(pb.ItemOutcome(code=3, message="m", field="payload"), "j2")
     assert isinstance(invalid, InvalidArgument) and invalid.field == "payload"
+
+
+def test_headers_are_read_from_grpc_aio_metadata_which_iterates_as_pairs() -> None:
+    import grpc.aio
+
+    from telha.errors import headers_of
+
+    metadata = grpc.aio.Metadata(("telha-reason", "cancelled"), ("telha-job-id", "j1"))
+    assert headers_of(metadata) == {"telha-reason": "cancelled", "telha-job-id": "j1"}
+    assert headers_of({"telha-field": "kind"}) == {"telha-field": "kind"}

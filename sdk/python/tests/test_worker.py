@@ -11,7 +11,7 @@ from pathlib import Path
 from collections.abc import AsyncIterator
 
 import pytest
-from conftest import OPERATOR, WORKER, TelhaServer, eventually, signalled
+from conftest import OPERATOR, TENANT, WORKER, TelhaServer, eventually, signalled
 
 from telha import (
     CANCELLED,
@@ -22,7 +22,9 @@ from telha import (
     JobState,
     LeaseConflict,
     NewJob,
+    NotFound,
     PermanentError,
+    PermissionDenied,
     SyncJobContext,
     Worker,
 )
@@ -113,6 +115,57 @@ async def test_runs_at_most_its_concurrency_of_handlers_at_once(
         for job in jobs:
             await client.result(job.job_id)
     assert most == 2
+
+
+async def test_a_kinds_own_concurrency_bounds_it_while_other_kinds_use_the_rest(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    worker = Worker(worker_client, concurrency=4, prefetch=4)
+    narrow, wide = kind + ".narrow", kind + ".wide"
+    active = {narrow: 0, wide: 0}
+    most = {narrow: 0, wide: 0}
+    wide_all_running, gate = asyncio.Event(), asyncio.Event()
+
+    async def held(job: JobContext) -> None:
+        active[job.kind] += 1
+        most[job.kind] = max(most[job.kind], active[job.kind])
+        if active[wide] == 3:
+            wide_all_running.set()
+        await gate.wait()
+        active[job.kind] -= 1
+
+    worker.handler(narrow, concurrency=1)(held)
+    worker.handler(wide)(held)
+    async with worker:
+        jobs = [r.job for r in await client.enqueue_batch([NewJob(narrow, i) for i in range(3)], scope="acme")]
+        jobs += [r.job for r in await client.enqueue_batch([NewJob(wide, i) for i in range(3)], scope="acme")]
+        # One narrow job holds its kind's only slot; the three wide ones fill the rest of the four.
+        await signalled(wide_all_running, "the wide jobs to run beside one narrow job")
+        assert active == {narrow: 1, wide: 3}
+        gate.set()
+        for job in jobs:
+            await client.result(job.job_id)
+    assert most == {narrow: 1, wide: 3}
+
+
+async def test_a_tenant_token_may_not_work_and_sees_no_other_tenants_results(
+    server: TelhaServer, client: Client, kind: str
+) -> None:
+    theirs = (await client.enqueue(kind, {"who": "other"}, scope="other")).job
+    async with Client(server.address, token=TENANT) as acme:
+        worker = Worker(acme)
+
+        @worker.handler(kind)
+        async def never(job: JobContext) -> None:
+            raise AssertionError("a tenant's worker ran a job")
+
+        with pytest.raises(PermissionDenied):
+            await worker.start()
+        await worker.close()
+        with pytest.raises(NotFound):
+            await acme.result(theirs.job_id)
+    shown = await client.show(theirs.job_id)
+    assert (shown.state, shown.attempts) == (JobState.PENDING, 0)
 
 
 async def test_a_sync_handler_runs_in_a_thread_while_heartbeats_keep_its_lease(

@@ -10,7 +10,8 @@ import logging
 import os
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from typing import Any, Optional, TypeVar, Union
+import builtins
+from typing import Any, Optional, Protocol, TypeVar, Union
 
 import grpc
 import grpc.aio
@@ -40,6 +41,7 @@ from .types import (
     ScopeLike,
     WatchEvent,
     scope_to_wire,
+    state_to_wire,
 )
 
 log = logging.getLogger("telha.client")
@@ -48,9 +50,9 @@ log = logging.getLogger("telha.client")
 DEFAULT_ADDRESS = "127.0.0.1:7070"
 #: Seconds a call that does not wait may take (as the TypeScript client's ``timeoutMs``, 30 s).
 DEFAULT_TIMEOUT = 30.0
-#: Attempts of a call that is safe to repeat, on UNAVAILABLE or RESOURCE_EXHAUSTED.
-RETRY_ATTEMPTS = 5
-#: The first pause between them, doubled each time up to ``RETRY_MAX_DELAY``.
+#: A call that is safe to repeat is sent again on UNAVAILABLE or RESOURCE_EXHAUSTED until its
+#: ``timeout`` has passed (a restarting server takes seconds to listen again): first after this
+#: pause, doubled each time up to ``RETRY_MAX_DELAY``.
 RETRY_FIRST_DELAY = 0.05
 RETRY_MAX_DELAY = 2.0
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -89,6 +91,9 @@ class Client:
         options = [
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            # Reconnect quickly when a restarted server comes back (as the TypeScript client).
+            ("grpc.initial_reconnect_backoff_ms", 100),
+            ("grpc.max_reconnect_backoff_ms", 2_000),
         ]
         if tls or ca is not None:
             self._channel = grpc.aio.secure_channel(self.address, grpc.ssl_channel_credentials(ca), options=options)
@@ -96,7 +101,8 @@ class Client:
             self._channel = grpc.aio.insecure_channel(self.address, options=options)
         # The token travels in metadata only; it is never logged or shown in repr().
         self._metadata: tuple[tuple[str, str], ...] = (("authorization", f"Bearer {token}"),) if token else ()
-        self.stub = pb_grpc.QueueServiceStub(self._channel)
+        # The gRPC plugin's stubs carry no type hints: each method is a grpc.aio multi-callable.
+        self.stub: Any = pb_grpc.QueueServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._results: Optional[_ResultFollower] = None
         self._closed = False
 
@@ -131,19 +137,21 @@ class Client:
 
     async def _call(self, method: Callable[..., Awaitable[T]], request: Any, *, safe: bool = False) -> T:
         """One unary call; errors as ``TelhaError``. A ``safe`` call (a read, or a write that cannot
-        apply twice) is sent again with backoff on UNAVAILABLE or RESOURCE_EXHAUSTED."""
+        apply twice) is sent again with backoff on UNAVAILABLE or RESOURCE_EXHAUSTED for as long as
+        the client's ``timeout`` allows, so it outlasts a server restart."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
         delay = RETRY_FIRST_DELAY
-        for attempt in range(RETRY_ATTEMPTS if safe else 1):
+        while True:
             try:
-                return await method(request, metadata=self._metadata, timeout=self.timeout)
+                return await method(request, metadata=self._metadata, timeout=max(0.0, deadline - loop.time()))
             except grpc.aio.AioRpcError as raw:
                 error = from_rpc_error(raw)
-                if not (safe and error.retryable) or attempt == RETRY_ATTEMPTS - 1:
+                if not (safe and error.retryable) or loop.time() + delay >= deadline or self._closed:
                     raise error from None
                 log.debug("retrying %s after %s (%s)", type(request).__name__, error.code, error.message)
             await asyncio.sleep(delay)
             delay = min(RETRY_MAX_DELAY, delay * 2)
-        raise AssertionError("unreachable")
 
     # Producing
 
@@ -181,7 +189,7 @@ class Client:
         response = await self._call(self.stub.Enqueue, request, safe=job.idempotency_key is not None)
         return EnqueueResult.from_wire(response.result)
 
-    async def enqueue_batch(self, jobs: Iterable[NewJob], *, scope: ScopeLike = None) -> list[EnqueueResult]:
+    async def enqueue_batch(self, jobs: Iterable[NewJob], *, scope: ScopeLike = None) -> builtins.list[EnqueueResult]:
         """Enqueue several jobs in one atomic write: all of them, or (an error raised) none."""
         request = pb.EnqueueBatchRequest(scope=scope_to_wire(scope), jobs=[j.to_wire() for j in jobs])
         response = await self._call(self.stub.EnqueueBatch, request)
@@ -189,12 +197,12 @@ class Client:
 
     async def enqueue_each(
         self, jobs: Iterable[NewJob], *, scope: ScopeLike = None
-    ) -> list[Union[EnqueueResult, TelhaError]]:
+    ) -> builtins.list[Union[EnqueueResult, TelhaError]]:
         """Enqueue several jobs, each on its own: an invalid one comes back as its error, the others are stored."""
         jobs = list(jobs)
         request = pb.EnqueueEachRequest(scope=scope_to_wire(scope), jobs=[j.to_wire() for j in jobs])
         response = await self._call(self.stub.EnqueueEach, request)
-        answers: list[Union[EnqueueResult, TelhaError]] = []
+        answers: builtins.list[Union[EnqueueResult, TelhaError]] = []
         for answer in response.answers:
             if answer.WhichOneof("answer") == "result":
                 answers.append(EnqueueResult.from_wire(answer.result))
@@ -223,7 +231,7 @@ class Client:
         """One page of jobs in key order; pass ``next_page_token`` back for the next."""
         request = pb.ListRequest(
             scope=scope_to_wire(scope),
-            state=int(state) if state is not None else 0,
+            state=state_to_wire(state),
             kind_prefix=kind_prefix,
             limit=limit,
             page_token=page_token or "",
@@ -244,7 +252,7 @@ class Client:
                 return
             token = page.next_page_token
 
-    async def counts(self, scope: ScopeLike = None) -> list[CountRow]:
+    async def counts(self, scope: ScopeLike = None) -> builtins.list[CountRow]:
         """Jobs per state and kind."""
         response = await self._call(self.stub.Counts, pb.CountsRequest(scope=scope_to_wire(scope)), safe=True)
         return [CountRow(JobState(r.state), r.kind, r.count) for r in response.rows]
@@ -262,7 +270,7 @@ class Client:
     ) -> int:
         """Cancel every pending or leased job of a scope and kind prefix; how many were cancelled."""
         request = pb.CancelMatchingRequest(
-            scope=scope_to_wire(scope), state=int(state) if state is not None else 0, kind_prefix=kind_prefix
+            scope=scope_to_wire(scope), state=state_to_wire(state), kind_prefix=kind_prefix
         )
         return int((await self._call(self.stub.CancelMatching, request)).cancelled)
 
@@ -271,9 +279,9 @@ class Client:
         response = await self._call(self.stub.Retry, pb.RetryRequest(job_id=job_id))
         return Job.from_wire(response.job)
 
-    async def retry_many(self, job_ids: Iterable[str]) -> list[Union[Job, TelhaError]]:
+    async def retry_many(self, job_ids: Iterable[str]) -> builtins.list[Union[Job, TelhaError]]:
         """Retry each job on its own: a job that cannot be retried comes back as its error."""
-        outcomes: list[Union[Job, TelhaError]] = []
+        outcomes: builtins.list[Union[Job, TelhaError]] = []
         for job_id in job_ids:
             try:
                 outcomes.append(await self.retry(job_id))
@@ -283,7 +291,7 @@ class Client:
 
     async def retry_matching(
         self, *, scope: ScopeLike = None, kind_prefix: str = "", state: JobState = JobState.DEAD
-    ) -> list[Union[Job, TelhaError]]:
+    ) -> builtins.list[Union[Job, TelhaError]]:
         """Retry every Dead (or Cancelled) job of a scope and kind prefix."""
         ids = [job.job_id async for job in self.jobs(scope=scope, state=state, kind_prefix=kind_prefix)]
         return await self.retry_many(ids)
@@ -298,7 +306,7 @@ class Client:
         request = pb.ResumeKindsRequest(scope=scope_to_wire(scope), everywhere=everywhere, kind_prefix=kind_prefix)
         await self._call(self.stub.ResumeKinds, request)
 
-    async def pauses(self, scope: ScopeLike = None) -> list[KindPause]:
+    async def pauses(self, scope: ScopeLike = None) -> builtins.list[KindPause]:
         response = await self._call(self.stub.ListPauses, pb.ListPausesRequest(scope=scope_to_wire(scope)), safe=True)
         return [KindPause.from_wire(p) for p in response.pauses]
 
@@ -312,7 +320,7 @@ class Client:
     async def clear_kind_limit(self, kind_prefix: str) -> None:
         await self._call(self.stub.ClearKindLimit, pb.ClearKindLimitRequest(kind_prefix=kind_prefix))
 
-    async def kind_limits(self) -> list[KindLimit]:
+    async def kind_limits(self) -> builtins.list[KindLimit]:
         response = await self._call(self.stub.ListKindLimits, pb.ListKindLimitsRequest(), safe=True)
         return [KindLimit.from_wire(limit) for limit in response.limits]
 
@@ -361,9 +369,9 @@ class Client:
         request = pb.GetScheduleRequest(scope=scope_to_wire(scope), name=name)
         return Schedule.from_wire((await self._call(self.stub.GetSchedule, request, safe=True)).schedule)
 
-    async def schedules(self, *, scope: ScopeLike = None) -> list[Schedule]:
+    async def schedules(self, *, scope: ScopeLike = None) -> builtins.list[Schedule]:
         """Every schedule of the scope (all scopes for an operator without one), page after page."""
-        found: list[Schedule] = []
+        found: builtins.list[Schedule] = []
         token = ""
         while True:
             request = pb.ListSchedulesRequest(scope=scope_to_wire(scope), limit=1000, page_token=token)
@@ -384,6 +392,7 @@ class Client:
         scope: ScopeLike = None,
         kind_prefix: str = "",
         job_id: str = "",
+        states: Iterable[JobState] = (),
         resume_token: Optional[str] = None,
     ) -> "Watch":
         """The transitions of jobs as the server commits them, as an async iterator (``async for event in
@@ -393,7 +402,9 @@ class Client:
         the server no longer holds the events after raises ``FailedPrecondition``: read the jobs, then watch
         again without one."""
         return Watch(
-            self._watch_responses(scope=scope, kind_prefix=kind_prefix, job_id=job_id, resume_token=resume_token)
+            self._watch_responses(
+                scope=scope, kind_prefix=kind_prefix, job_id=job_id, states=states, resume_token=resume_token
+            )
         )
 
     async def _watch_responses(
@@ -402,13 +413,17 @@ class Client:
         scope: ScopeLike = None,
         kind_prefix: str = "",
         job_id: str = "",
+        states: Iterable[JobState] = (),
         resume_token: Optional[str] = None,
-    ) -> AsyncIterator[pb.WatchResponse]:
+    ) -> AsyncGenerator[pb.WatchResponse, None]:
         """Watch's messages, the first (no events) once the watch is open; reopened with the last token
         when the server drops it for a reason a reopen cures."""
         token = resume_token or ""
+        wire_states = [state_to_wire(state) for state in states]
         while True:
-            request = pb.WatchRequest(scope=scope_to_wire(scope), kind_prefix=kind_prefix, job_id=job_id, resume_token=token)
+            request = pb.WatchRequest(
+                scope=scope_to_wire(scope), kind_prefix=kind_prefix, job_id=job_id, states=wire_states, resume_token=token
+            )
             call = self.stub.Watch(request, metadata=self._metadata)
             try:
                 async for response in call:
@@ -492,10 +507,19 @@ class Watch:
         await self.aclose()
 
 
+#: The states a job's outcome leaves it in: all the result stream asks the server for.
+OUTCOME_STATES = (JobState.COMPLETED, JobState.DEAD, JobState.CANCELLED)
+
+
 class _ResultFollower:
-    """One Watch stream (every job in the token's reach) serving every ``result`` waiter of a client,
-    open while anyone waits. A waiter watches before it reads the job, so a completion between the two
-    is not missed."""
+    """One Watch stream (every job in the token's reach, outcomes only) serving every ``result`` waiter
+    of a client, open while anyone waits. A waiter watches before it reads the job, so a completion
+    between the two is not missed.
+
+    One stream, not one per waiter, and only outcomes on it: each stream is one more read of the
+    server's log on every commit, and an unfiltered one carries every enqueue, lease and heartbeat of
+    every job to a client that waits for a few completions (bench/RESULTS.md, "client.result with many
+    waiters", measured it for the TypeScript client, which does the same)."""
 
     def __init__(self, client: Client) -> None:
         self._client = client
@@ -550,7 +574,7 @@ class _ResultFollower:
         try:
             while True:
                 try:
-                    async for response in self._client._watch_responses():
+                    async for response in self._client._watch_responses(states=OUTCOME_STATES):
                         if not opened.done():
                             opened.set_result(None)
                         if lost_place:
@@ -592,13 +616,12 @@ class _ResultFollower:
                     future.set_exception(Unavailable("the client was closed"))
 
 
-class TaskLike:
+class TaskLike(Protocol):
     """What ``Client.enqueue`` needs of a ``@task``: its kind, and its payload checked and encoded."""
 
     kind: str
 
-    def payload_for_enqueue(self, payload: Any) -> Any:  # pragma: no cover - implemented by Task
-        raise NotImplementedError
+    def payload_for_enqueue(self, payload: Any) -> Any: ...
 
 
 M = TypeVar("M")

@@ -8,7 +8,7 @@ an ``except LeaseConflict`` here catches what ``LeaseConflictError`` catches the
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Literal, Optional, Union
+from typing import TYPE_CHECKING, Literal, Optional, Union, cast
 
 import grpc
 
@@ -142,8 +142,10 @@ Metadata = Union[Mapping[str, str], Iterable[tuple[str, Union[str, bytes]]], Non
 def headers_of(metadata: Metadata) -> dict[str, str]:
     if metadata is None:
         return {}
-    # grpc.aio.Metadata iterates as (key, value) pairs; a plain dict as keys.
-    items = metadata.items() if isinstance(metadata, dict) else metadata
+    # grpc.aio.Metadata iterates as (key, value) pairs, though it registers as a Mapping; a dict as keys.
+    items: Iterable[tuple[str, Union[str, bytes]]] = (
+        metadata.items() if isinstance(metadata, dict) else cast(Iterable[tuple[str, Union[str, bytes]]], metadata)
+    )
     headers: dict[str, str] = {}
     for key, value in items:
         headers.setdefault(key, value.decode() if isinstance(value, bytes) else value)
@@ -152,8 +154,10 @@ def headers_of(metadata: Metadata) -> dict[str, str]:
 
 def _reason(value: Optional[str]) -> LeaseConflictReason:
     """A reason this SDK does not know reads as ``worker_mismatch``: the lease is lost, whatever the cause."""
-    if value == "generation_superseded" or value == "cancelled":
-        return value
+    if value == "generation_superseded":
+        return "generation_superseded"
+    if value == "cancelled":
+        return "cancelled"
     return "worker_mismatch"
 
 
@@ -174,9 +178,10 @@ def from_status(status: grpc.StatusCode, details: str, metadata: Metadata = None
 
 def from_rpc_error(error: grpc.RpcError) -> TelhaError:
     """A failed call (``grpc.aio.AioRpcError`` or a sync ``grpc.RpcError``) as a Telha error."""
-    code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN  # type: ignore[attr-defined]
-    details = (error.details() if hasattr(error, "details") else None) or str(error)  # type: ignore[attr-defined]
-    trailers = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None  # type: ignore[attr-defined]
+    # grpc.RpcError itself declares none of these; the errors gRPC raises (grpc.Call) have them all.
+    code = getattr(error, "code", lambda: grpc.StatusCode.UNKNOWN)()
+    details = getattr(error, "details", lambda: None)() or str(error)
+    trailers = getattr(error, "trailing_metadata", lambda: None)()
     return from_status(code, details, trailers)
 
 

@@ -69,7 +69,7 @@ def _dataclass_from(cls: type, value: Any, path: str) -> Any:
     for name, spec in fields.items():
         where = f"{path}.{name}"
         if name not in value:
-            if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+            if spec.default is dataclasses.MISSING and spec.default_factory is dataclasses.MISSING:
                 raise InvalidArgument(f"{where}: required", field=where)
             continue
         arguments[name] = _typed(hints.get(name, Any), value[name], where)

@@ -8,7 +8,7 @@ import enum
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Any, Optional, Union, cast
 
 from ._gen.telha.v1 import queue_pb2 as pb
 
@@ -47,6 +47,11 @@ class Scope:
 SYSTEM = Scope(system=True)
 
 ScopeLike = Union[Scope, str, None]
+
+
+def state_to_wire(state: Optional[JobState]) -> "pb.JobState":
+    """The wire's number for ``state`` (the same numbers), ``UNSPECIFIED`` (0) for ``None``."""
+    return cast("pb.JobState", int(state) if state is not None else pb.JOB_STATE_UNSPECIFIED)
 
 
 def scope_to_wire(scope: ScopeLike) -> Optional[pb.Scope]:

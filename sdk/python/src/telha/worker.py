@@ -26,7 +26,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -62,13 +62,23 @@ SHUTDOWN = "shutdown"  # the worker closed and gave up waiting for the handler; 
 class _Context:
     def __init__(self, worker: "Worker", job: Job, fence: pb.Fence) -> None:
         self.job = job
-        #: Set when the handler should stop: see ``cancel_reason``. Sync handlers check it; async ones
-        #: are also cancelled (``asyncio.CancelledError``).
-        self.cancelled = threading.Event()
+        self._cancelled: Optional[threading.Event] = None
         self.cancel_reason: Optional[str] = None
         self._worker = worker
         self._fence = fence
         self._successors: list[NewJob] = []
+
+    @property
+    def cancelled(self) -> threading.Event:
+        """Set when the handler should stop: see ``cancel_reason``. Sync handlers check it; async ones
+        are also cancelled (``asyncio.CancelledError``)."""
+        if self._cancelled is None:
+            # Made on first use (a threading.Event is a lock and a condition: ~5% of a no-op job's
+            # CPU); a sync context makes it up front, as its thread and the loop both reach it.
+            self._cancelled = threading.Event()
+            if self.cancel_reason is not None:
+                self._cancelled.set()
+        return self._cancelled
 
     @property
     def id(self) -> str:
@@ -127,6 +137,10 @@ class JobContext(_Context):
 
 class SyncJobContext(_Context):
     """What a sync handler (run in the worker's thread pool) gets: blocking progress / checkpoint."""
+
+    def __init__(self, worker: "Worker", job: Job, fence: pb.Fence) -> None:
+        super().__init__(worker, job, fence)
+        self._cancelled = threading.Event()
 
     def progress(self, value: Any) -> None:
         self._worker._blocking(self._progress(value))
@@ -202,7 +216,12 @@ class Worker:
             self.add(task)
 
     def __repr__(self) -> str:
-        return f"Worker(worker_id={self.worker_id!r}, kinds={list(self._registry)!r})"
+        return f"Worker(worker_id={self.worker_id!r}, kinds={self.kinds!r})"
+
+    @property
+    def kinds(self) -> list[str]:
+        """The kinds (prefixes) registered, in the order they were."""
+        return list(self._registry)
 
     # Registering
 
@@ -295,10 +314,10 @@ class Worker:
                         opened.set_result(None)
                     # Jobs still running hold their slots: ask only for what is free.
                     stream.grant(self.concurrency + self.prefetch - len(self._running))
-                    error = await stream.ended
+                    ended_with = await stream.ended
                     if self._closing.is_set():
                         break
-                    log.warning("the work stream ended (%s); reconnecting", error.code if error else "ok")
+                    log.warning("the work stream ended (%s); reconnecting", ended_with.code if ended_with else "ok")
                 try:
                     await asyncio.wait_for(self._closing.wait(), delay)
                 except asyncio.TimeoutError:
@@ -374,7 +393,11 @@ class Worker:
         """On the stream while it is open; else the unary call that does the same."""
         stream = self._stream
         if stream is not None and stream.writable:
-            return await stream.send(field_name, request)
+            try:
+                return await stream.send(field_name, request)
+            except Unavailable:
+                # The stream ended under it (a server restart): not lost, sent again below.
+                log.debug("work stream ended before answering a %s of job %s", field_name, request.fence.job_id)
         unary = {
             "completes": self.client.stub.Complete,
             "fails": self.client.stub.Fail,
@@ -382,7 +405,9 @@ class Worker:
             "heartbeats": self.client.stub.Heartbeat,
             "checkpoints": self.client.stub.Checkpoint,
         }[field_name]
-        response = await self.client._call(unary, request)
+        # A fenced call cannot apply twice (a second one meets the changed generation), so it may
+        # wait out a server restart: a result finished meanwhile is not lost to a lease expiry.
+        response = await self.client._call(unary, request, safe=True)
         return getattr(response, "lease_deadline_us", None)
 
     async def _extend(self, context: _Context, field_name: str, request: Any) -> None:
@@ -395,15 +420,18 @@ class Worker:
         if running is not None and deadline:
             context.job = _with_deadline(context.job, deadline)
 
-    def _blocking(self, coroutine: Awaitable[Any]) -> Any:
+    def _blocking(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         assert self._loop is not None
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()  # type: ignore[arg-type]
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def _until_next_heartbeat(self, context: _Context) -> float:
+        """Seconds until ``heartbeat_fraction`` of the lease left has passed (at least ``MIN_HEARTBEAT_INTERVAL``)."""
+        deadline = context.job.lease_deadline_us
+        remaining = (deadline / 1e6 - self._clock()) if deadline else 0.0
+        return max(MIN_HEARTBEAT_INTERVAL, remaining * self.heartbeat_fraction)
 
     async def _heartbeats(self, context: _Context, fence: pb.Fence) -> None:
         while True:
-            deadline = context.job.lease_deadline_us
-            remaining = (deadline / 1e6 - self._clock()) if deadline else 0.0
-            await asyncio.sleep(max(MIN_HEARTBEAT_INTERVAL, remaining * self.heartbeat_fraction))
             try:
                 await self._extend(context, "heartbeats", pb.HeartbeatRequest(fence=fence))
             except LeaseConflict:
@@ -411,12 +439,21 @@ class Worker:
             except TelhaError as error:
                 # A transient failure: try again soon, well before the deadline.
                 log.debug("heartbeat of job %s failed (%s)", context.id, error.code)
+            await asyncio.sleep(self._until_next_heartbeat(context))
 
     async def _take_slot(self, registration: _Registration) -> bool:
-        """Wait for a slot (total, then the kind's); False when the worker closes first."""
+        """Wait for a slot (the kind's, then the total); False when the worker closes first. The kind's
+        comes first so that jobs waiting on their kind's bound do not hold total slots that other kinds'
+        jobs could run in."""
         assert self._slots is not None and self._closing is not None
-        for slots in (self._slots, registration.slots):
+        taken: list[asyncio.Semaphore] = []
+        for slots in (registration.slots, self._slots):
             if slots is None:
+                continue
+            if not slots.locked():
+                # Free now: taken without the two tasks a wait needs (most jobs, with prefetch).
+                await slots.acquire()
+                taken.append(slots)
                 continue
             acquiring = asyncio.ensure_future(slots.acquire())
             closing = asyncio.ensure_future(self._closing.wait())
@@ -425,10 +462,11 @@ class Worker:
             if not acquiring.done() or self._closing.is_set():
                 acquiring.cancel()
                 if acquiring.done() and not acquiring.cancelled():
-                    slots.release()
-                if slots is registration.slots:
-                    self._slots.release()
+                    taken.append(slots)
+                for held in taken:
+                    held.release()
                 return False
+            taken.append(slots)
         return True
 
     def _free_slot(self, registration: _Registration) -> None:
@@ -446,7 +484,7 @@ class Worker:
         )
         running = _Running(context)
         self._running[job.job_id] = running
-        heartbeats = asyncio.ensure_future(self._heartbeats(context, fence))
+        heartbeats = _Heartbeats(self, context, fence)
         timer: Optional[asyncio.TimerHandle] = None
         try:
             if registration is None or self._closing.is_set() or not await self._take_slot(registration):
@@ -495,16 +533,18 @@ class Worker:
         context = running.context
         call = registration.task.invoke if registration.task is not None else registration.run
         arguments = (context,)
+        handler: asyncio.Future[Any]
         if registration.is_async:
-            running.handler = asyncio.ensure_future(call(*arguments))
+            handler = asyncio.ensure_future(call(*arguments))
         else:
             assert self._loop is not None and self._pool is not None
             run = functools.partial(contextvars.copy_context().run, call, *arguments)
-            running.handler = asyncio.ensure_future(self._loop.run_in_executor(self._pool, run))
+            handler = asyncio.ensure_future(self._loop.run_in_executor(self._pool, run))
+        running.handler = handler
         try:
             # A sync handler cannot be interrupted: cancelling stops waiting for it (its thread runs on,
             # and what it returns is dropped) and it is told through ``ctx.cancelled``.
-            return True, await running.handler
+            return True, await handler
         except asyncio.CancelledError:
             if context.cancel_reason is None:
                 raise
@@ -539,6 +579,32 @@ class Worker:
             await self._send("releases", pb.ReleaseRequest(fence=fence))
         except TelhaError as error:
             log.warning("could not hand back job %s (%s); its lease will expire", fence.job_id, error.code)
+
+
+class _Heartbeats:
+    """A running job's heartbeats: a timer until the first is due, then a task that sends them. Most
+    jobs end before their first heartbeat, and a timer costs a fraction of a task made and cancelled
+    (the drain at concurrency 100 in bench/RESULTS.md, "The Python SDK beside Celery and RQ")."""
+
+    def __init__(self, worker: Worker, context: _Context, fence: pb.Fence) -> None:
+        assert worker._loop is not None
+        self._worker, self._context, self._fence = worker, context, fence
+        self._task: Optional[asyncio.Task[None]] = None
+        self._timer: Optional[asyncio.TimerHandle] = worker._loop.call_later(
+            worker._until_next_heartbeat(context), self._start
+        )
+
+    def _start(self) -> None:
+        self._timer = None
+        self._task = asyncio.ensure_future(self._worker._heartbeats(self._context, self._fence))
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
 
 
 def _result_bytes(value: Any) -> Optional[bytes]:
