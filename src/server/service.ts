@@ -2,6 +2,7 @@
  * The QueueService handlers: authenticate, authorize, translate, call the
  * engine, translate back. No queue logic lives here.
  */
+import { isAbsolute } from 'node:path';
 import type { ServerConfig } from '../core/config.ts';
 import { ErrorCode, invalidArgument, TelhaError } from '../core/errors.ts';
 import { effectiveMaxAttempts } from '../core/transitions.ts';
@@ -522,6 +523,20 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
     listKindLimits: handle('listKindLimits', 'limit', async () => {
       const limits = await queue.kindLimits();
       return { limits: limits.map(kindLimitToWire) };
+    }),
+
+    // The copy is written where the server runs, so its path is one on the server's machine.
+    backup: handle('backup', 'backup', async (req, { principal }) => {
+      if (!isAbsolute(req.path)) throw invalidArgument('path', 'must be an absolute path on the server');
+      const summary = await queue.backup(req.path);
+      logger.info({ ...summary, caller: principal.name }, 'backed up the store');
+      return {
+        path: summary.path,
+        jobs: BigInt(summary.jobs),
+        rows: BigInt(summary.rows),
+        pauseUs: BigInt(summary.pauseMicros),
+        durationUs: BigInt(summary.durationMicros),
+      };
     }),
   };
 
