@@ -96,7 +96,11 @@ export async function writeBackup(
   let copy: RocksDatabase | null = null;
   try {
     copy = await RocksDatabase.open(partial, COLUMNS, COLUMN_TUNING);
+    // The copy's batches are written on a thread of their own: on this one, each would hold up
+    // the store's serving for as long as its write took.
+    await copy.startWriteThread(0);
     let ops: WriteOp[] = [];
+    let writing: Promise<void> | void = undefined;
     for (const [i, name] of names.entries()) {
       const column = copy.column(name);
       for await (const [key, value] of (pinned[i] as (typeof pinned)[number]).rows()) {
@@ -104,13 +108,16 @@ export async function writeBackup(
         rows++;
         if (name === 'jobs') jobs++;
         if (ops.length === COPY_BATCH_ROWS) {
-          copy.write(ops, false);
+          // One batch in flight while the next is read.
+          await writing;
+          writing = copy.writeBatch(ops, false);
           ops = [];
         }
       }
     }
+    await writing;
     // The last batch syncs the write-ahead log, and with it every batch before it.
-    copy.write(ops, true);
+    await copy.writeBatch(ops, true);
   } finally {
     await Promise.all(pinned.map((column) => column.close()));
     await copy?.close();
