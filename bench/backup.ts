@@ -51,7 +51,7 @@ async function fill(queue: Queue): Promise<void> {
     );
   }
   // A tenth completed: finished rows and their index, besides the Pending ones.
-  for (let done = 0; done < JOBS / 10; ) {
+  for (let done = 0; done < JOBS / 10;) {
     const leased = await queue.lease({ workerId: 'bench', scope: acme, limit: 1_000 });
     for (const job of leased) {
       await queue.complete(job.jobId, { workerId: 'bench', leaseGeneration: job.leaseGeneration });
