@@ -78,6 +78,15 @@ export async function openStore(
 }
 
 /**
+ * Bring a RocksDB store back from a backup (`telha backup`) into `storeDir`, which must not exist
+ * or be empty; refuses a directory that is not a complete backup.
+ */
+export async function restoreBackup(backup: string, storeDir: string): Promise<{ path: string; jobs: number }> {
+  const { restoreBackup: restore } = await import('./storage/rocksdb/backup.ts');
+  return restore(backup, storeDir);
+}
+
+/**
  * Load configuration: defaults, then the TOML file (if given, or named by
  * `TELHA_CONFIG`), then `TELHA_<SECTION>__<KEY>` environment variables, then `overrides`.
  * Unknown keys, wrong types and refused values throw, naming the key.

@@ -39,6 +39,7 @@ export type OperatorClient = Pick<
   | 'setKindLimit'
   | 'clearKindLimit'
   | 'kindLimits'
+  | 'backup'
 >;
 
 /** The running process's streams and environment. */

@@ -1,6 +1,7 @@
 /**
  * `telha`: the operator CLI. `telha serve` runs the server; `telha jobs ...`
- * `telha schedules ...`, `telha pause`/`resume`/`pauses` and `telha limits ...` talk to one over gRPC. Exit codes: 0 success, 1 the call failed (the
+ * `telha schedules ...`, `telha pause`/`resume`/`pauses` and `telha limits ...` talk to one over gRPC;
+ * `telha backup` does too, or opens a store itself, as `restore`, `export` and `import` do. Exit codes: 0 success, 1 the call failed (the
  * server's error is printed), 2 bad usage: a flag's value this side or the server refused (said
  * with the flag's name), with the command's usage line. Confirmations go to stdout.
  *
@@ -15,6 +16,7 @@ import { isUnreachable, PLAINTEXT_SERVER } from '../client/errors.ts';
 import { ErrorCode, isTelhaError } from '../core/errors.ts';
 import { MAX_LIST_LIMIT } from '../core/bounds.ts';
 import { integerIn, LISTED_STATES, wireInteger, type ScopeOptions } from './args.ts';
+import type * as StoreCommandsModule from './store.ts';
 import { processIo, UsageError, type CliIo, type OperatorClient } from './io.ts';
 import { cancelJobs, CANCELLABLE_STATES, type CancelOptions } from './jobs/cancel.ts';
 import { countJobs } from './jobs/counts.ts';
@@ -30,6 +32,13 @@ import { deleteSchedule } from './schedules/delete.ts';
 import { listSchedules } from './schedules/list.ts';
 import { showSchedule } from './schedules/show.ts';
 import { updateSchedule, type UpdateScheduleOptions } from './schedules/update.ts';
+
+type StoreCommands = typeof StoreCommandsModule;
+
+interface StoreOptionsFlags {
+  config?: string;
+  data?: string;
+}
 
 interface GlobalOptions {
   address?: string;
@@ -336,6 +345,60 @@ function buildProgram(
     .description('every kind limit with its leased jobs and tokens now')
     .option('--json', 'print JSON')
     .action((o: { json?: boolean }) => jobsCall((client) => listLimits(o, client, io)));
+
+  const storeFlags = (command: Command): Command =>
+    command
+      .option('--config <file>', 'TOML config file naming the store (or TELHA_CONFIG)')
+      .option('--data <dir>', 'the RocksDB store directory (storage.path)');
+  // Loaded only when one runs, like `serve`: they open the engine and a store.
+  const storeCommands = (): Promise<StoreCommands> => import('./store.ts');
+
+  storeFlags(
+    program
+      .command('backup')
+      .description(
+        'copy the store to <dir> while it serves: through the server (the copy is written on its machine), or, with --config or --data, on a store no server has open',
+      )
+      .argument('<dir>', 'the backup directory; must not exist'),
+  )
+    .option('--json', 'print JSON')
+    .action((dir: string, o: StoreOptionsFlags & { json?: boolean }) =>
+      run(async (client) => (await storeCommands()).backup({ ...o, dir }, client, io)),
+    );
+
+  program
+    .command('restore')
+    .description('bring a RocksDB store back from a backup into an empty or new directory')
+    .argument('<backup>', 'a directory telha backup wrote')
+    .argument('<store-dir>', 'the store directory to create; must be empty or not exist')
+    .action((backup: string, storeDir: string) =>
+      run(async () => (await storeCommands()).restore({ backup, storeDir }, io)),
+    );
+
+  storeFlags(
+    program
+      .command('export')
+      .description(
+        "write every job, schedule, pause and kind limit of the config's store as newline-delimited JSON (servers stopped)",
+      ),
+  )
+    .option('--output <file>', 'write to this file (default stdout)')
+    .action((o: StoreOptionsFlags & { output?: string }) =>
+      run(async () => (await storeCommands()).exportRecords(o, io)),
+    );
+
+  storeFlags(
+    program
+      .command('import')
+      .description(
+        "write an export into the config's store, checked whole first; refuses a store holding jobs unless --merge",
+      )
+      .argument('<file>', 'a file telha export wrote'),
+  )
+    .option('--merge', 'keep what the store holds and add the rest')
+    .action((file: string, o: StoreOptionsFlags & { merge?: boolean }) =>
+      run(async () => (await storeCommands()).importRecords({ ...o, file }, io)),
+    );
 
   usageAfterErrors(program);
   return program;

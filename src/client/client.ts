@@ -188,6 +188,15 @@ export interface EnqueueCallOptions {
  * and the fenced calls a hand-written worker makes. Workers usually use `Worker`, which holds one
  * of these. `close()` when done.
  */
+/** What a backup wrote (`TelhaClient.backup`); times in microseconds. */
+export interface BackupResult {
+  readonly path: string;
+  readonly jobs: number;
+  readonly rows: number;
+  readonly pauseMicros: number;
+  readonly durationMicros: number;
+}
+
 export class TelhaClient {
   /** The server's `host:port`, as given (or the default). */
   readonly address: string;
@@ -665,6 +674,22 @@ export class TelhaClient {
   async kindLimits(): Promise<KindLimitStatus[]> {
     const res = await this.rpc('listKindLimits', {});
     return res.limits.map(kindLimitFromWire);
+  }
+
+  /**
+   * Copy the server's RocksDB store to `path`, an absolute path on the server's machine that does
+   * not exist yet, while it keeps serving. Operators only. A big store takes a while to copy, so
+   * the call waits up to `timeoutMs` (default an hour), not the client's per-call timeout.
+   */
+  async backup(path: string, options: { readonly timeoutMs?: number } = {}): Promise<BackupResult> {
+    const res = await this.rpc('backup', { path }, { timeoutMs: options.timeoutMs ?? 3_600_000 });
+    return {
+      path: res.path,
+      jobs: Number(res.jobs),
+      rows: Number(res.rows),
+      pauseMicros: Number(res.pauseUs),
+      durationMicros: Number(res.durationUs),
+    };
   }
 
   // ---- watch: job transitions as they happen ----

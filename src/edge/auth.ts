@@ -19,14 +19,16 @@ export type Role = 'tenant' | 'worker' | 'operator';
  * an operator in any scope or everywhere (`pauseScope`). Watch (the change feed) is a tenant's in
  * its own scope and an operator's in any; a worker has no use for it, and it would show every
  * tenant's jobs. limit (set, clear and list kind limits): operators only, since a limit holds
- * every tenant's jobs of the prefix.
+ * every tenant's jobs of the prefix. backup (copy the store to a directory on the server's machine):
+ * operators only, since the copy holds every tenant's jobs and is written where the server runs.
  */
-export type Permission = 'enqueue' | 'read' | 'work' | 'retry' | 'cancel' | 'schedule' | 'pause' | 'watch' | 'limit';
+export type Permission =
+  'enqueue' | 'read' | 'work' | 'retry' | 'cancel' | 'schedule' | 'pause' | 'watch' | 'limit' | 'backup';
 
 const GRANTS: Readonly<Record<Role, readonly Permission[]>> = {
   tenant: ['enqueue', 'read', 'cancel', 'schedule', 'pause', 'watch'],
   worker: ['work'],
-  operator: ['enqueue', 'read', 'work', 'retry', 'cancel', 'schedule', 'pause', 'watch', 'limit'],
+  operator: ['enqueue', 'read', 'work', 'retry', 'cancel', 'schedule', 'pause', 'watch', 'limit', 'backup'],
 };
 
 /** Who did it, as an event detail names them: `tenant:acme` for a tenant token, else the token's name. */

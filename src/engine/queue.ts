@@ -72,7 +72,7 @@ import {
   checkScope,
   checkWorkerId,
 } from '../core/validate.ts';
-import type { JobStore, SchedulePage, StoreMetrics, StoreStats, UpdateItem } from '../storage/types.ts';
+import type { BackupSummary, JobStore, SchedulePage, StoreMetrics, StoreStats, UpdateItem } from '../storage/types.ts';
 import { newJobId } from '../codec/job-ids.ts';
 import { Maintenance } from './maintenance.ts';
 import { ChangeFeed } from './feed.ts';
@@ -875,6 +875,22 @@ export class Queue {
   async storeMetrics(): Promise<StoreMetrics> {
     this.assertOpen();
     return (await this.store.metrics?.()) ?? {};
+  }
+
+  /**
+   * A consistent copy of the store in the directory `target`, on this machine, taken while the
+   * queue serves (`JobStore.backup`); `failed_precondition` for a store that has no such copy
+   * (PostgreSQL: its own tools back it up) or when `target` exists.
+   */
+  async backup(target: string): Promise<BackupSummary> {
+    this.assertOpen();
+    if (this.store.backup === undefined) {
+      throw new TelhaError(
+        ErrorCode.FailedPrecondition,
+        `the ${this.store.backend} store has no online backup: back a PostgreSQL store up with PostgreSQL's own tools (pg_dump, base backups)`,
+      );
+    }
+    return this.store.backup(target);
   }
 
   /** Stop the maintenance and the scheduler, end parked long-polls, close the store. Idempotent. */

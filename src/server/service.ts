@@ -14,6 +14,7 @@ import { requirePermission, type Authenticator, type Principal } from '../edge/a
 import { enqueueResultToWire, jobToWire } from './convert.ts';
 import { describeError, type WireStatus } from '../edge/status.ts';
 import { BudgetPerPrincipal, CallBudget } from './budgets.ts';
+import { backupHandlers } from './handlers/backup.ts';
 import { controlHandlers } from './handlers/controls.ts';
 import { jobHandlers } from './handlers/jobs.ts';
 import type { Handle, HandlerKit, QueueServiceImpl } from './handlers/kit.ts';
@@ -116,6 +117,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
     ...jobHandlers(kit),
     ...scheduleHandlers(kit),
     ...controlHandlers(kit),
+    ...backupHandlers(kit),
   };
 
   return {

@@ -17,6 +17,11 @@ export class CreatedAtSequence {
     return this.last;
   }
 
+  /** A job written as it was elsewhere (an import) took `at`: later ones come after it. */
+  observe(at: Micros): void {
+    this.last = Math.max(this.last, at);
+  }
+
   get current(): Micros {
     return this.last;
   }

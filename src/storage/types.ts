@@ -106,6 +106,28 @@ export interface FiredSchedule {
   readonly job: InsertOutcome;
 }
 
+/** What {@link JobStore.importJobs} wrote. */
+export interface ImportOutcome {
+  /** Records written as they are. */
+  readonly written: number;
+  /** Records skipped because the store already holds their job id, or their scope's idempotency key. */
+  readonly skipped: number;
+}
+
+/** What a backup wrote ({@link JobStore.backup}). */
+export interface BackupSummary {
+  /** The backup's directory, as complete (renamed from `<path>.partial`, its marker written). */
+  readonly path: string;
+  /** Job rows copied. */
+  readonly jobs: number;
+  /** Rows copied, every column's (jobs, indexes, counters, the transitions log, meta rows). */
+  readonly rows: number;
+  /** The longest writes were held back: from asking for a quiet moment to the copy's cut being taken. */
+  readonly pauseMicros: number;
+  /** From the start to the backup's rename. */
+  readonly durationMicros: number;
+}
+
 /** Counters a backend keeps about its own health. */
 export interface StoreStats {
   /** Rows skipped because their value could not be decoded. */
@@ -171,6 +193,25 @@ export interface JobStore {
    * the store itself fails.
    */
   updateMany(items: readonly UpdateItem[], now: Micros): Promise<ItemResult<JobRecord>[]>;
+
+  /**
+   * Write `records` as they are, for `telha import`: ids, states, attempts, lease generations and
+   * holders, deadlines, events, results and checkpoints, all as another store exported them, so a
+   * Leased job's holder can still complete it (and the reaper takes it on its deadline). A record
+   * whose job id, or whose scope's idempotency key, the store already holds is skipped and the
+   * stored job kept. One atomic write. Appends nothing to the transitions log: its entries are
+   * the history of the store they happened in. Jobs created later sort after every imported one.
+   */
+  importJobs(records: readonly JobRecord[], now: Micros): Promise<ImportOutcome>;
+
+  /**
+   * A consistent copy of the whole store, written to `target` on this machine while it keeps
+   * serving: every write acknowledged before the call is in it, no write is in it by halves.
+   * Written to `<target>.partial`, its marker file last, then renamed, so a copy cut short
+   * leaves nothing a restore accepts. Refuses `failed_precondition` when `target` exists.
+   * Embedded stores only: a PostgreSQL store is backed up by PostgreSQL's own tools.
+   */
+  backup?(target: string): Promise<BackupSummary>;
 
   /** Ids of Leased jobs whose deadline is at or before `now`, earliest deadline first. */
   expiredLeases(now: Micros, limit: number): Promise<string[]>;

@@ -110,3 +110,44 @@ for (const thread of [false, true]) {
     });
   });
 }
+
+describe('group commit, a quiet moment (between)', () => {
+  /** A write thread that lands each batch when the test says so. */
+  function heldWrites(): { commit: GroupCommit; landed: () => void; started: number[] } {
+    const started: number[] = [];
+    const waiting: (() => void)[] = [];
+    const commit = new GroupCommit(
+      {
+        writeBatch: (ops: readonly WriteOp[]) => {
+          started.push(ops.length);
+          return new Promise<void>((resolve) => waiting.push(resolve));
+        },
+      },
+      false,
+      () => [],
+    );
+    return { commit, landed: () => waiting.shift()?.(), started };
+  }
+  const op = { column: {} as never, key: Buffer.from('k'), value: Buffer.from('v') };
+
+  it('takes its cut only once the batch in flight has landed, and starts no batch until the cut is taken', async () => {
+    const { commit, landed, started } = heldWrites();
+    const first = commit.stage([op]);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    assert.deepEqual(started, [1], 'the first batch is in flight');
+    let cutAt: number[] | null = null;
+    const cut = commit.between(() => (cutAt = [...started]));
+    const second = commit.stage([op, op]);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    assert.equal(cutAt, null, 'no cut while a batch is being written');
+    assert.deepEqual(started, [1], 'no batch starts while a cut waits');
+    landed();
+    await first;
+    await cut;
+    assert.deepEqual(cutAt, [1], 'the cut saw only the landed batch');
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    assert.deepEqual(started, [1, 2], 'what was staged meanwhile is written right after the cut');
+    landed();
+    await second;
+  });
+});

@@ -68,6 +68,7 @@ import { idempotencySlot, inScope } from '../../core/scope.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import type {
   Change,
+  ImportOutcome,
   ClaimParams,
   CountRow,
   FiredSchedule,
@@ -157,6 +158,20 @@ export class MemoryJobStore implements JobStore {
       }
     }
     return outcomes;
+  }
+
+  importJobs(records: readonly JobRecord[]): Promise<ImportOutcome> {
+    if (this.closed) return Promise.reject(storeClosed());
+    let written = 0;
+    for (const record of records) {
+      const slot = record.idempotencyKey === null ? null : idempotencySlot(record.tenant, record.idempotencyKey);
+      if (this.jobs.has(record.jobId) || (slot !== null && this.idempotency.has(slot))) continue;
+      this.jobs.set(record.jobId, record);
+      if (slot !== null) this.idempotency.set(slot, record.jobId);
+      this.createdAt.observe(record.createdAt);
+      written++;
+    }
+    return Promise.resolve({ written, skipped: records.length - written });
   }
 
   claim(params: ClaimParams): Promise<JobRecord[]> {

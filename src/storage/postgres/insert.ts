@@ -7,11 +7,11 @@ import type pg from 'pg';
 import { withCreatedAt } from '../../core/drafts.ts';
 import { idempotencySlot } from '../../core/scope.ts';
 import { enqueue } from '../../core/transitions.ts';
-import { workNotices, type JobRecord, type Micros } from '../../core/types.ts';
+import { JobState, workNotices, type JobRecord, type Micros } from '../../core/types.ts';
 import { scopeOfTenant } from '../../codec/keys.ts';
 import { decodeRecord } from '../../codec/value.ts';
 import type { CreatedAtSequence } from '../shared.ts';
-import type { InsertOutcome, JobDraft } from '../types.ts';
+import type { ImportOutcome, InsertOutcome, JobDraft } from '../types.ts';
 import { BINARY_ARRAYS, TEXT_ARRAYS } from './binary-arrays.ts';
 import { named, type PgSchema } from './connection.ts';
 import { noticePayload } from './notices.ts';
@@ -137,4 +137,29 @@ export async function insertJobs(
     outcomes.push({ record: holder, created: false });
   }
   return outcomes;
+}
+
+/**
+ * `JobStore.importJobs`: `records` as they are, in the enqueue's INSERT (one statement, so all
+ * or none), without transitions log rows. A unique conflict (the job id, or its scope's
+ * idempotency key, held already) skips the row. Not retried: a lost answer's retry would
+ * count the rows it wrote as skipped.
+ */
+export async function importJobs(
+  db: Pick<pg.ClientBase, 'query'>,
+  schema: PgSchema,
+  records: readonly JobRecord[],
+  now: Micros,
+  context: { readonly origin: string; readonly createdAt: CreatedAtSequence },
+): Promise<ImportOutcome> {
+  if (records.length === 0) return { written: 0, skipped: 0 };
+  const { values } = encodeWrites(records, false);
+  const pending = records.filter((r) => r.state === JobState.Pending);
+  const inserted = await db.query<{ job_id: string }>(insertJobsText(schema.table), [
+    ...columns(records, values, now, BINARY_ARRAYS),
+    schema.channel,
+    noticePayload(context.origin, workNotices(pending, now)),
+  ]);
+  for (const record of records) context.createdAt.observe(record.createdAt);
+  return { written: inserted.rows.length, skipped: records.length - inserted.rows.length };
 }

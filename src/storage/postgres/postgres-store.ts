@@ -38,6 +38,7 @@ import type {
   ClaimParams,
   CountRow,
   FiredSchedule,
+  ImportOutcome,
   InsertOutcome,
   JobDraft,
   JobStore,
@@ -54,6 +55,7 @@ import type {
 import { Claims } from './claims.ts';
 import { openPool, pgSchema, StoreContext } from './connection.ts';
 import { Controls } from './controls.ts';
+import { importJobs } from './insert.ts';
 import { Listener } from './listener.ts';
 import { TransitionsLog } from './log.ts';
 import { migrate } from './migrations.ts';
@@ -224,6 +226,10 @@ export class PostgresJobStore implements JobStore {
 
   insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
     return this.writes.insert(drafts, now);
+  }
+
+  importJobs(records: readonly JobRecord[], now: Micros): Promise<ImportOutcome> {
+    return importJobs(this.pool, this.ctx.schema, records, now, this.ctx);
   }
 
   claim(params: ClaimParams): Promise<JobRecord[]> {

@@ -99,6 +99,12 @@ export interface ScanRange {
   readonly limit?: number;
 }
 
+/** A column as it stood when pinned (`RocksDatabase.pin`): read its rows once, or close it unread. */
+export interface PinnedColumn {
+  rows(pageSize?: number): AsyncGenerator<[Buffer, Buffer]>;
+  close(): Promise<void>;
+}
+
 export class RocksDatabase {
   /** Where batches are written when not on the calling thread (`startWriteThread`). */
   private thread: WriteThread | null = null;
@@ -233,6 +239,31 @@ export class RocksDatabase {
     } finally {
       await iterator.close();
     }
+  }
+
+  /**
+   * Readers of whole columns, made in one synchronous step: RocksDB pins what an iterator reads
+   * when it is made (an implicit snapshot), so, with no write landing in between (`GroupCommit.
+   * between`), they read the columns as they stood at one moment.
+   */
+  pin(columns: readonly ColumnHandle[]): PinnedColumn[] {
+    return columns.map((column) => {
+      const iterator = this.db.iterator({ column });
+      return {
+        async *rows(pageSize = 1024): AsyncGenerator<[Buffer, Buffer]> {
+          try {
+            for (;;) {
+              const entries = await iterator.nextv(pageSize);
+              if (entries.length === 0) return;
+              yield* entries;
+            }
+          } finally {
+            await iterator.close();
+          }
+        },
+        close: () => iterator.close(),
+      };
+    });
   }
 
   /** The first key at or after `from` (and before `lt`), or `null`. */

@@ -23,6 +23,8 @@ export class GroupCommit {
   private failure: Error | null = null;
   /** The batch on the write thread, if one is; settles (never rejects) once it landed or failed and the next began. */
   private writing: Promise<void> | null = null;
+  /** Callers of `between` waiting for the batch in flight: no new batch starts meanwhile. */
+  private holds = 0;
   /** Batches written and transitions carried, for benchmarks and metrics. */
   batches = 0;
   units = 0;
@@ -65,10 +67,27 @@ export class GroupCommit {
     }
   }
 
+  /**
+   * Run `take` at a moment no batch is being written, and so none half-written: once the batch in
+   * flight (if any) has landed, holding back the next. Batches are written on this thread, or
+   * started from it, so nothing lands while `take` runs. What is staged meanwhile goes in the
+   * next batch, written as soon as `take` returns: the writes' pause is at most one batch's write.
+   */
+  async between<T>(take: () => T): Promise<T> {
+    this.holds++;
+    try {
+      while (this.writing !== null) await this.writing;
+      return take();
+    } finally {
+      this.holds--;
+      this.flush();
+    }
+  }
+
   private flush(): void {
     // A batch in flight starts the next when it lands. A unit may have no ops (an enqueue that
     // found its idempotency key taken): it is answered with the batch it was staged in.
-    if (this.writing !== null || this.waiters.length === 0) return;
+    if (this.holds > 0 || this.writing !== null || this.waiters.length === 0) return;
     const ops = this.ops;
     const waiters = this.waiters;
     this.ops = [];

@@ -21,7 +21,9 @@ import type { Schedule, ScheduleFiring } from '../../core/schedules.ts';
 import type { LogFilter, LogPage, LogPruneParams } from '../../core/transitions-log.ts';
 import type { ItemResult, JobRecord, Micros, QueueScope, ScopeFilter } from '../../core/types.ts';
 import type {
+  BackupSummary,
   Change,
+  ImportOutcome,
   ClaimParams,
   CountRow,
   FiredSchedule,
@@ -218,6 +220,15 @@ export class ReopeningRocksStore implements JobStore {
 
   insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
     return this.run((store) => store.insert(drafts, now));
+  }
+
+  importJobs(records: readonly JobRecord[], now: Micros): Promise<ImportOutcome> {
+    return this.run((store) => store.importJobs(records, now));
+  }
+
+  /** A backup reads the store as it stands; it may run while a full disk stops writes. */
+  backup(target: string): Promise<BackupSummary> {
+    return this.run((store) => store.backup(target));
   }
 
   claim(params: ClaimParams): Promise<JobRecord[]> {

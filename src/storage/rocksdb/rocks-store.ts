@@ -69,7 +69,9 @@ import { decodeRecord, encodeWrite } from '../../codec/value.ts';
 import { idempotencySlot, inScope } from '../../core/scope.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import type {
+  BackupSummary,
   Change,
+  ImportOutcome,
   ClaimParams,
   CountRow,
   FiredSchedule,
@@ -96,6 +98,7 @@ import {
   type Columns,
 } from './columns.ts';
 import { latin1, RocksContext } from './context.ts';
+import { writeBackup } from './backup.ts';
 import { Controls } from './controls.ts';
 import { RocksDatabase, type WriteOp } from './database.ts';
 import { TransitionsLog, type LogState } from './log.ts';
@@ -174,6 +177,8 @@ export class RocksJobStore implements JobStore {
     private readonly logger: Logger,
     private readonly pendingCacheBytes: number,
     logState: LogState,
+    /** Times a backup (`backup`). */
+    private readonly clock: Clock,
   ) {
     this.committer = new GroupCommit(
       db,
@@ -212,6 +217,7 @@ export class RocksJobStore implements JobStore {
         pruned: logPruned,
         enabled: options.transitionsLog ?? true,
       },
+      options.clock ?? systemClock,
     );
     if (options.writeThread === true) await db.startWriteThread(options.writeThreadMinOps);
     await store.controls.load();
@@ -313,6 +319,70 @@ export class RocksJobStore implements JobStore {
   }
 
   // ---- writes ----
+
+  async importJobs(records: readonly JobRecord[], now: Micros): Promise<ImportOutcome> {
+    this.assertOpen();
+    const slots = records.map((r) =>
+      r.idempotencyKey === null ? null : idempotencyIndexKey(scopeOfTenant(r.tenant), r.idempotencyKey),
+    );
+    const release = await this.locks.acquire([
+      ...records.map((r) => r.jobId),
+      ...idempotencyLocks(records.map((r) => ({ tenant: r.tenant, idempotencyKey: r.idempotencyKey }))),
+    ]);
+    try {
+      const held = this.db.getManySync(
+        this.cf.ids,
+        records.map((r) => idIndexKey(r.jobId)),
+      );
+      const taken = this.db.getManySync(
+        this.cf.idempotency,
+        slots.filter((k): k is Buffer => k !== null),
+      );
+      const takenSlots = new Set<string>();
+      slots
+        .filter((k): k is Buffer => k !== null)
+        .forEach((k, i) => taken[i] !== undefined && takenSlots.add(latin1(k)));
+      const ops: WriteOp[] = [];
+      const counts: CountChange[] = [];
+      const written: Loaded[] = [];
+      const seen = new Set<string>();
+      for (const [i, record] of records.entries()) {
+        const slot = slots[i] ?? null;
+        if (held[i] !== undefined || seen.has(record.jobId) || (slot !== null && takenSlots.has(latin1(slot))))
+          continue;
+        seen.add(record.jobId);
+        if (slot !== null) takenSlots.add(latin1(slot));
+        const key = jobKeyOf(record);
+        ops.push(
+          { column: this.cf.jobs, key, value: encodeWrite(record, false).value },
+          { column: this.cf.ids, key: idIndexKey(record.jobId), value: key },
+        );
+        if (slot !== null) ops.push({ column: this.cf.idempotency, key: slot, value: idIndexKey(record.jobId) });
+        const finished = finishedAt(record);
+        if (finished !== null) {
+          ops.push({
+            column: this.cf.finished,
+            key: finishedIndexKey(record.state, finished, record.jobId),
+            value: key,
+          });
+        }
+        counts.push([record, +1]);
+        this.createdAt.observe(record.createdAt);
+        this.createdAtDirty = true;
+        written.push({ key, record });
+      }
+      await this.stageUnit(ops, counts);
+      for (const { key, record } of written) this.indexLive(key, record, now);
+      return { written: written.length, skipped: records.length - written.length };
+    } finally {
+      release();
+    }
+  }
+
+  backup(target: string): Promise<BackupSummary> {
+    this.assertOpen();
+    return writeBackup(this.db, this.committer, target, this.clock);
+  }
 
   async insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
     this.assertOpen();
@@ -881,7 +951,7 @@ export class RocksJobStore implements JobStore {
   }
 }
 
-function idempotencyLocks(drafts: readonly JobDraft[]): string[] {
+function idempotencyLocks(drafts: readonly Pick<JobDraft, 'tenant' | 'idempotencyKey'>[]): string[] {
   const keys: string[] = [];
   for (const d of drafts)
     if (d.idempotencyKey !== null) keys.push(`idem:${idempotencySlot(d.tenant, d.idempotencyKey)}`);

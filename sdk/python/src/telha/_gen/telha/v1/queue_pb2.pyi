@@ -13,6 +13,26 @@ JOB_STATE_LEASED: JobState
 JOB_STATE_PENDING: JobState
 JOB_STATE_UNSPECIFIED: JobState
 
+class BackupRequest(_message.Message):
+    __slots__ = ["path"]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    path: str
+    def __init__(self, path: _Optional[str] = ...) -> None: ...
+
+class BackupResponse(_message.Message):
+    __slots__ = ["duration_us", "jobs", "path", "pause_us", "rows"]
+    DURATION_US_FIELD_NUMBER: _ClassVar[int]
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    PAUSE_US_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    duration_us: int
+    jobs: int
+    path: str
+    pause_us: int
+    rows: int
+    def __init__(self, path: _Optional[str] = ..., jobs: _Optional[int] = ..., rows: _Optional[int] = ..., pause_us: _Optional[int] = ..., duration_us: _Optional[int] = ...) -> None: ...
+
 class CancelMatchingRequest(_message.Message):
     __slots__ = ["kind_prefix", "scope", "state"]
     KIND_PREFIX_FIELD_NUMBER: _ClassVar[int]

@@ -169,6 +169,11 @@ class QueueServiceStub(object):
                 request_serializer=telha_dot_v1_dot_queue__pb2.ListKindLimitsRequest.SerializeToString,
                 response_deserializer=telha_dot_v1_dot_queue__pb2.ListKindLimitsResponse.FromString,
                 )
+        self.Backup = channel.unary_unary(
+                '/telha.v1.QueueService/Backup',
+                request_serializer=telha_dot_v1_dot_queue__pb2.BackupRequest.SerializeToString,
+                response_deserializer=telha_dot_v1_dot_queue__pb2.BackupResponse.FromString,
+                )
         self.Produce = channel.stream_stream(
                 '/telha.v1.QueueService/Produce',
                 request_serializer=telha_dot_v1_dot_queue__pb2.ProduceRequest.SerializeToString,
@@ -447,6 +452,19 @@ class QueueServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Backup(self, request, context):
+        """A consistent copy of the server's RocksDB store, written to a directory on the server's
+        machine while it keeps serving: every job acknowledged before the call began is in it, no
+        write by halves. Writes wait only for the batch being written when the copy's cut is taken
+        (`pause_us`). The copy goes to `<path>.partial` and is renamed to `path` once complete, its
+        marker file written last; `telha restore` refuses a directory without one. Operators only.
+        FAILED_PRECONDITION when `path` exists, or on a PostgreSQL store (back it up with
+        PostgreSQL's own tools); INVALID_ARGUMENT for a relative or empty path.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Produce(self, request_iterator, context):
         """A producer's stream: Enqueue, EnqueueBatch and EnqueueEach requests go in,
         each carrying an id of the client's choosing, and each is answered by one
@@ -632,6 +650,11 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.ListKindLimits,
                     request_deserializer=telha_dot_v1_dot_queue__pb2.ListKindLimitsRequest.FromString,
                     response_serializer=telha_dot_v1_dot_queue__pb2.ListKindLimitsResponse.SerializeToString,
+            ),
+            'Backup': grpc.unary_unary_rpc_method_handler(
+                    servicer.Backup,
+                    request_deserializer=telha_dot_v1_dot_queue__pb2.BackupRequest.FromString,
+                    response_serializer=telha_dot_v1_dot_queue__pb2.BackupResponse.SerializeToString,
             ),
             'Produce': grpc.stream_stream_rpc_method_handler(
                     servicer.Produce,
@@ -1172,6 +1195,23 @@ class QueueService(object):
         return grpc.experimental.unary_unary(request, target, '/telha.v1.QueueService/ListKindLimits',
             telha_dot_v1_dot_queue__pb2.ListKindLimitsRequest.SerializeToString,
             telha_dot_v1_dot_queue__pb2.ListKindLimitsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Backup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/telha.v1.QueueService/Backup',
+            telha_dot_v1_dot_queue__pb2.BackupRequest.SerializeToString,
+            telha_dot_v1_dot_queue__pb2.BackupResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
