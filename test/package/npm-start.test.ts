@@ -24,10 +24,11 @@ describe('npm start', () => {
     assert.match(scripts['prestart'] ?? '', /^npm run compile\b/);
 
     // A checkout of its own: prestart compiles into dist/ in place, and other test files running
-    // beside this one execute and pack the dist/ of this checkout.
+    // beside this one execute and pack the dist/ of this checkout. Its dist/ (with the incremental
+    // build's state, when there is one) comes along, so prestart has as much to compile as here.
     const checkout = tempDir('telha-npm-start-checkout-');
-    for (const path of ['src', 'scripts', 'package.json', 'tsconfig.json', 'tsconfig.build.json']) {
-      cpSync(join(ROOT, path), join(checkout, path), { recursive: true });
+    for (const path of ['src', 'scripts', 'dist', 'package.json', 'tsconfig.json', 'tsconfig.build.json']) {
+      if (existsSync(join(ROOT, path))) cpSync(join(ROOT, path), join(checkout, path), { recursive: true });
     }
     symlinkSync(join(ROOT, 'node_modules'), join(checkout, 'node_modules'));
     const storage = tempDir('telha-npm-start-');

@@ -12,7 +12,7 @@ const acme = tenantScope('acme');
 const UNKNOWN_ID = '01890a5d-ac96-774b-bcce-b302099a8057';
 
 describe('bad input over the wire', () => {
-  const { server, client } = liveServer({ jobs: { max_payload_bytes: 1024 } });
+  const { client } = liveServer({ jobs: { max_payload_bytes: 1024 } });
   let pendingId: string;
 
   /** Everything the store holds, to compare before and after a refused call. */
