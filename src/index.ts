@@ -106,4 +106,4 @@ export type {
   TaskProducer,
 } from './client/tasks.ts';
 export type { StandardSchemaV1 } from './client/standard-schema.ts';
-export type { FiredSchedule, JobStore, ScheduleQuery } from './storage/types.ts';
+export type { BackupSummary, FiredSchedule, ImportOutcome, JobStore, ScheduleQuery } from './storage/types.ts';

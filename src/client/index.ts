@@ -4,6 +4,7 @@
  */
 export { TelhaClient, DEFAULT_ADDRESS } from './client.ts';
 export type {
+  BackupResult,
   CancelMatchingOptions,
   CancelOptions,
   ClientOptions,
