@@ -86,7 +86,9 @@ async function measure(workload: string, jobs: number): Promise<Count> {
   }
   const dir = mkdtempSync(join(work, 'data-'));
   // Under callgrind the server takes minutes to start on a loaded machine.
-  const server = await startServer(dir, {}, 600_000, [], callgrind(`${name}-server`));
+  // Leases long enough that no job is reaped while callgrind slows everything down.
+  const env = { TELHA_JOBS__LEASE_TTL_SECS: '3600' };
+  const server = await startServer(dir, env, 600_000, [], callgrind(`${name}-server`));
   try {
     const args =
       workload === 'single'
@@ -100,7 +102,10 @@ async function measure(workload: string, jobs: number): Promise<Count> {
   return { client: totalOf(name), server: totalOf(`${name}-server`) };
 }
 
-const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO, encoding: 'utf8' }).trim();
+/** The commit measured; a copy outside git (an A/B pair's other side) names itself through BENCH_INSTRUCTIONS_LABEL. */
+const commit =
+  process.env['BENCH_INSTRUCTIONS_LABEL'] ??
+  execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: REPO, encoding: 'utf8' }).trim();
 console.log(
   `Instructions per job (callgrind), ${fmt(JOBS)} jobs counted after ${fmt(WARM_UP)} uncounted; node ${process.version}, ${commit}`,
 );

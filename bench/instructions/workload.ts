@@ -17,6 +17,8 @@ import { makeConfig, openQueue } from 'telha';
 import { TelhaClient, Worker, tenantScope } from 'telha/client';
 
 const scope = tenantScope('bench');
+/** Under callgrind a call can take seconds: no deadline the workload could hit. */
+const timeoutMs = 3_600_000;
 const [mode, ...args] = process.argv.slice(2);
 const counted = [
   String(process.pid),
@@ -50,7 +52,7 @@ async function embedded(warmUp: number, jobs: number): Promise<void> {
 }
 
 async function single(address: string, warmUp: number, jobs: number): Promise<void> {
-  const client = new TelhaClient({ address });
+  const client = new TelhaClient({ address, timeoutMs });
   for (let i = 0; i < warmUp; i++) await client.enqueue({ kind: 'single' }, scope);
   await counting(true);
   for (let i = 0; i < jobs; i++) await client.enqueue({ kind: 'single' }, scope);
@@ -66,7 +68,7 @@ async function drainOnce(
   count = false,
 ): Promise<void> {
   if (count) await counting(true);
-  const producer = new TelhaClient({ address });
+  const producer = new TelhaClient({ address, timeoutMs });
   for (let i = 0; i < jobs; i += 100) {
     await producer.enqueueBatch(
       Array.from({ length: Math.min(100, jobs - i) }, () => ({ kind })),
