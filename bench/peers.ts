@@ -16,6 +16,9 @@
  *  4. the drain with 1M completed jobs retained, and with 100k delayed jobs ahead;
  *  5. recovery: a worker process SIGKILLed holding a job; time until the job
  *     runs again elsewhere, with the same 5 s lease on every system that has one.
+ * Before them, the transport's floor (bench/peers/floor.ts): sequential 64-byte echoes
+ * between two processes over raw TCP, node:http2 and grpc-js; the report gives each
+ * Telha server path's rate as a share of the grpc-js bidi echo's.
  * Tiers: "process-crash-safe" runs everything; "fsync" runs workloads 1
  * (bulk) and 2 on Telha and the peers' better-performing configurations.
  *
@@ -24,14 +27,16 @@
  * BENCH_PEERS_SEQUENTIAL, BENCH_PEERS_IN_FLIGHT_JOBS, BENCH_PEERS_RATE,
  * BENCH_PEERS_LATENCY_SECONDS, BENCH_PEERS_RETAINED, BENCH_PEERS_DELAYED,
  * BENCH_PEERS_LOADED_CONCURRENCY, BENCH_PEERS_CAP_SECONDS,
- * BENCH_PEERS_LEASE_SECONDS, BENCH_PEERS_CHECK_SECONDS, BENCH_PEERS_WARM_UP_JOBS; services:
+ * BENCH_PEERS_LEASE_SECONDS, BENCH_PEERS_CHECK_SECONDS, BENCH_PEERS_WARM_UP_JOBS,
+ * BENCH_PEERS_FLOOR_ROUND_TRIPS; services:
  * BENCH_PEERS_PG_URL / _PG_ADMIN_URL / _PG_DATABASE, BENCH_PEERS_REDIS_HOST / _PORT.
  */
 import { rmSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { count, envNumber, fmt } from './support.ts';
+import { count, envNumber, fmt, formatTable } from './support.ts';
+import { measureFloor, type FloorPath } from './peers/floor.ts';
 import { describe, RedisPersistence, TIERS, type Description } from './peers/environment.ts';
 import { FACTORIES, factory, RELEASES } from './peers/registry.ts';
 import { renderSettings, renderViolations, renderWorkload, type WorkloadSpec } from './peers/report.ts';
@@ -78,6 +83,8 @@ const RECOVERY_CAP_MS = (RECOVERY.leaseSeconds + 40) * 1000;
 const CONCURRENCY = [1, 10, 100];
 /** Jobs in each system's unmeasured warm-up pass, and in each fresh Telha server process's. */
 const WARM_UP_JOBS = size('BENCH_PEERS_WARM_UP_JOBS', 10_000, 100);
+/** Sequential echoes per transport path in the floor measurement. */
+const FLOOR_ROUND_TRIPS = size('BENCH_PEERS_FLOOR_ROUND_TRIPS', 5_000, 200);
 
 /** Systems per tier. The fsync tier leaves out pg-boss at its defaults: its polling caps it in the first tier already. */
 const PLAN: Readonly<Record<TierId, readonly string[]>> = {
@@ -396,11 +403,14 @@ async function main(): Promise<void> {
   }
   const tiers: TierRun[] = [];
   let description: Description | null = null;
+  let floor: FloorPath[] = [];
   try {
     await persistence.acquire();
     await ensureDatabase();
     description = await describe(redis, tmpRoot, RELEASES);
     log(`bench:peers ${QUICK ? '(QUICK: tiny sizes, smoke test only) ' : ''}temp dir ${tmpRoot}`);
+    floor = await measureFloor(FLOOR_ROUND_TRIPS);
+    log(`floor: ${floor.map((path) => `${path.label} ${fmt(path.rate)}/s`).join(', ')}`);
     for (const tierId of TIER_IDS) {
       const tier = TIERS[tierId];
       const tierStarted = performance.now();
@@ -423,10 +433,10 @@ async function main(): Promise<void> {
     await rm(tmpRoot, { recursive: true, force: true });
   }
   if (description === null) return;
-  printReport(description, tiers);
+  printReport(description, tiers, floor);
   const jsonPath = process.env['BENCH_PEERS_JSON'];
   if (jsonPath) {
-    await writeFile(jsonPath, JSON.stringify(jsonReport(description, tiers), null, 2));
+    await writeFile(jsonPath, JSON.stringify({ ...(jsonReport(description, tiers) as object), floor }, null, 2));
     log(`results written to ${jsonPath}`);
   }
 }
@@ -450,10 +460,43 @@ function settingsSummary(): Record<string, string | number> {
     checkSeconds: RECOVERY.checkSeconds,
     bulkChunk: BULK_CHUNK,
     warmUpJobs: WARM_UP_JOBS,
+    floorRoundTrips: FLOOR_ROUND_TRIPS,
   };
 }
 
-function printReport(description: Description, tiers: readonly TierRun[]): void {
+/**
+ * The floor's table, then each Telha server configuration's one-at-a-time enqueue as a share of the
+ * grpc-js bidi echo (an awaited enqueue is one message each way on a Produce stream, plus the queue's work).
+ */
+function renderFloor(floor: readonly FloorPath[], tiers: readonly TierRun[]): string {
+  const out = [
+    `== the transport's floor: ${count(FLOOR_ROUND_TRIPS)} sequential 64-byte round trips to another process on loopback`,
+    formatTable(
+      ['path', 'round trips/s', 'p50 µs'],
+      floor.map((path) => [path.label, fmt(path.rate), fmt(path.p50Micros)]),
+    ),
+  ];
+  const bidi = floor.find((path) => path.id === 'grpcBidi');
+  if (bidi === undefined) return out.join('\n');
+  const rows = tiers.flatMap((t) =>
+    t.systems
+      .filter((s) => s.isTelha && s.id.startsWith('telha-server'))
+      .map((s) => {
+        const sequential = s.cells['sequential']?.value ?? NaN;
+        return [`${s.label}, ${t.tier.id} tier`, fmt(sequential), fmt(sequential / bidi.rate, 2)];
+      }),
+  );
+  if (rows.length > 0) {
+    out.push(
+      '',
+      '   awaited single enqueue through the server ÷ the grpc-js bidi echo (target: at least 0.6)',
+      formatTable(['system', 'one at a time/s', '÷ bidi echo'], rows),
+    );
+  }
+  return out.join('\n');
+}
+
+function printReport(description: Description, tiers: readonly TierRun[], floor: readonly FloorPath[]): void {
   const out: string[] = [];
   const peers = [`BullMQ ${description.versions['bullmq'] ?? '?'}`]
     .concat(Object.entries(RELEASES).map(([name, release]) => `${name} ${release.version}`))
@@ -475,6 +518,7 @@ function printReport(description: Description, tiers: readonly TierRun[]): void 
     "  separate server processes, Telha's server a child process, Telha embedded runs inside the load generator.",
     '  Durability tiers are never compared with each other.',
   );
+  if (floor.length > 0) out.push('', renderFloor(floor, tiers));
   for (const spec of WORKLOADS) out.push('', renderWorkload(spec, tiers));
   out.push('', renderViolations(tiers), '', renderSettings(tiers));
   const fills = tiers.flatMap((t) => t.systems).filter((s) => s.cells['retainedFill']?.text === undefined);

@@ -128,6 +128,8 @@ export async function startServer(
   env: Readonly<Record<string, string>> = {},
   startTimeoutMs = 60_000,
   serverNodeArgs: readonly string[] = [],
+  /** A command the server runs under, e.g. `['valgrind', '--tool=callgrind']` (bench/instructions.ts). */
+  launcher: readonly string[] = [],
 ): Promise<RunningServer> {
   // BENCH_SERVER_NODE_ARGS: Node options for the server alone, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
   // (NODE_OPTIONS refuses --cpu-prof, and would profile the benchmark's own process too).
@@ -136,7 +138,8 @@ export async function startServer(
     ...(process.env['BENCH_SERVER_NODE_ARGS'] ?? '').split(' ').filter((arg) => arg !== ''),
   ];
   const serve = [...nodeArgs, CLI, 'serve', '--data', dir, '--listen', '127.0.0.1:0'];
-  const child = spawn(process.execPath, serve, {
+  const [command, ...prefix] = [...launcher, process.execPath];
+  const child = spawn(command ?? process.execPath, [...prefix, ...serve], {
     stdio: ['ignore', 'pipe', 'inherit'],
     // No HTTP listener unless `env` asks for one, so runs compare with those made before it existed.
     env: {

@@ -90,19 +90,21 @@ export function enqueueResultToWire(result: EnqueueResult, effectiveMaxAttempts:
   return create(EnqueueResultSchema, { job: jobToWire(result.job, effectiveMaxAttempts), created: result.created });
 }
 
-/** A wire job request as engine options; the engine validates every field. */
+/**
+ * A wire job request as engine options; the engine validates every field. Built field by
+ * field: a conditional spread per optional field cost every enqueue an object each on Node 20
+ * (bench/RESULTS.md, "The server at its transport's floor").
+ */
 export function newJobFromWire(job: WireNewJob | undefined, field: string): NewJob {
   if (job === undefined) throw invalidArgument(field, 'is required');
-  return {
-    kind: job.kind,
-    payload: job.payload,
-    ...(job.priority === undefined ? {} : { priority: job.priority }),
-    ...(job.delayMs === undefined ? {} : { delayMs: toSafeNumber(job.delayMs, `${field}.delay_ms`) }),
-    ...(job.notBeforeUs === undefined ? {} : { notBefore: toSafeNumber(job.notBeforeUs, `${field}.not_before_us`) }),
-    ...(job.maxAttempts === undefined ? {} : { maxAttempts: job.maxAttempts }),
-    ...(job.idempotencyKey === undefined ? {} : { idempotencyKey: job.idempotencyKey }),
-    ...(job.timeoutSecs === undefined ? {} : { timeoutSecs: job.timeoutSecs }),
-  };
+  const draft: { -readonly [K in keyof NewJob]: NewJob[K] } = { kind: job.kind, payload: job.payload };
+  if (job.priority !== undefined) draft.priority = job.priority;
+  if (job.delayMs !== undefined) draft.delayMs = toSafeNumber(job.delayMs, `${field}.delay_ms`);
+  if (job.notBeforeUs !== undefined) draft.notBefore = toSafeNumber(job.notBeforeUs, `${field}.not_before_us`);
+  if (job.maxAttempts !== undefined) draft.maxAttempts = job.maxAttempts;
+  if (job.idempotencyKey !== undefined) draft.idempotencyKey = job.idempotencyKey;
+  if (job.timeoutSecs !== undefined) draft.timeoutSecs = job.timeoutSecs;
+  return draft;
 }
 
 /** A completion's options: its successors, and its result when the request carries one. */
