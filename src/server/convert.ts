@@ -83,6 +83,14 @@ export function jobToWire(record: JobRecord, effectiveMaxAttempts: number): Job 
     timeoutSecs: record.timeoutSecs ?? undefined,
     result: record.result ?? undefined,
     progress: record.progress ?? undefined,
+    traceContext:
+      record.traceContext === null
+        ? undefined
+        : {
+            $typeName: 'telha.v1.TraceContext',
+            traceparent: record.traceContext.traceparent,
+            tracestate: record.traceContext.tracestate ?? '',
+          },
   };
 }
 
@@ -102,6 +110,11 @@ export function newJobFromWire(job: WireNewJob | undefined, field: string): NewJ
     ...(job.maxAttempts === undefined ? {} : { maxAttempts: job.maxAttempts }),
     ...(job.idempotencyKey === undefined ? {} : { idempotencyKey: job.idempotencyKey }),
     ...(job.timeoutSecs === undefined ? {} : { timeoutSecs: job.timeoutSecs }),
+    ...(job.traceContext === undefined
+      ? {}
+      : {
+          traceContext: { traceparent: job.traceContext.traceparent, tracestate: job.traceContext.tracestate || null },
+        }),
   };
 }
 

@@ -30,6 +30,7 @@ import { resultCases } from './results.ts';
 import { retentionCases } from './retention.ts';
 import { scheduleCases } from './schedules.ts';
 import { timeoutCases } from './timeout.ts';
+import { traceContextCases } from './trace-context.ts';
 import { transitionsLogCases } from './transitions-log.ts';
 
 /** Register every conformance case for one backend, each on a fresh store from `factory`. */
@@ -57,6 +58,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       pauseCases,
       limitCases,
       transitionsLogCases,
+      traceContextCases,
     ]) {
       area(suite);
     }
