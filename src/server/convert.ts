@@ -5,7 +5,7 @@ import type { KindLimit, KindLimitStatus } from '../core/kind-limits.ts';
 import type { Pause } from '../core/pauses.ts';
 import { formatRate } from '../core/rate.ts';
 import type { NewSchedule, Schedule, ScheduleChanges } from '../core/schedules.ts';
-import type { JobState, EnqueueResult, JobRecord, NewJob } from '../core/types.ts';
+import type { JobState, EnqueueResult, JobRecord, NewJob, TraceContext } from '../core/types.ts';
 import {
   EnqueueResultSchema,
   JobState as WireJobState,
@@ -116,6 +116,12 @@ export function newJobFromWire(job: WireNewJob | undefined, field: string): NewJ
           traceContext: { traceparent: job.traceContext.traceparent, tracestate: job.traceContext.tracestate || null },
         }),
   };
+}
+
+/** The trace context a wire job request carries, unchecked (the engine checks it when it drafts the job). */
+export function traceContextFromWire(job: WireNewJob | undefined): TraceContext | null {
+  const carried = job?.traceContext;
+  return carried === undefined ? null : { traceparent: carried.traceparent, tracestate: carried.tracestate || null };
 }
 
 /** A completion's options: its successors, and its result when the request carries one. */

@@ -52,6 +52,7 @@ import {
   enqueueResultToWire,
   jobToWire,
   newJobFromWire,
+  traceContextFromWire,
   newScheduleFromWire,
   scheduleChangesFromWire,
   kindLimitToWire,
@@ -71,6 +72,7 @@ import {
 } from './produce-session.ts';
 import { runWatch, type WatchStream } from './watch.ts';
 import { openWorkSession, type WorkSession, type WorkStream } from './work-session.ts';
+import { tracedHandling } from '../tracing/spans.ts';
 
 export interface ServiceDeps {
   readonly queue: Queue;
@@ -270,38 +272,41 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
   const enqueues: {
     readonly [K in ProduceMethod]: (req: RequestOf<K>, principal: Principal) => Promise<ResponseInitOf<K>>;
   } = {
-    enqueue: async (req, principal) => {
-      const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
-      const result = await queue.enqueue(newJobFromWire(req.job, 'job'), scope);
-      if (result.created) {
-        logger.debug({ jobId: result.job.jobId, kind: result.job.kind, tenant: result.job.tenant }, 'enqueued');
-      }
-      return { result: resultToWire(result) };
-    },
+    enqueue: (req, principal) =>
+      tracedHandling('Enqueue', [traceContextFromWire(req.job)], async () => {
+        const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
+        const result = await queue.enqueue(newJobFromWire(req.job, 'job'), scope);
+        if (result.created) {
+          logger.debug({ jobId: result.job.jobId, kind: result.job.kind, tenant: result.job.tenant }, 'enqueued');
+        }
+        return { result: resultToWire(result) };
+      }),
 
-    enqueueBatch: async (req, principal) => {
-      const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
-      const jobs = req.jobs.map((job, i) => newJobFromWire(job, `jobs[${i}]`));
-      const results = await queue.enqueueBatch(jobs, scope);
-      return { results: results.map(resultToWire) };
-    },
+    enqueueBatch: (req, principal) =>
+      tracedHandling('EnqueueBatch', req.jobs.map(traceContextFromWire), async () => {
+        const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
+        const jobs = req.jobs.map((job, i) => newJobFromWire(job, `jobs[${i}]`));
+        const results = await queue.enqueueBatch(jobs, scope);
+        return { results: results.map(resultToWire) };
+      }),
 
-    enqueueEach: async (req, principal) => {
-      const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
-      const results = await eachOnItsOwn(
-        req.jobs,
-        (job) => newJobFromWire(job, 'job'),
-        (jobs) => queue.enqueueEach(jobs, scope),
-      );
-      const answers = results.map((result, index) =>
-        create(EnqueueEachAnswerSchema, {
-          answer: result.ok
-            ? { case: 'result', value: resultToWire(result.value) }
-            : { case: 'error', value: errorOutcome(result.error, `jobs[${index}]`) },
-        }),
-      );
-      return { answers };
-    },
+    enqueueEach: (req, principal) =>
+      tracedHandling('EnqueueEach', req.jobs.map(traceContextFromWire), async () => {
+        const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
+        const results = await eachOnItsOwn(
+          req.jobs,
+          (job) => newJobFromWire(job, 'job'),
+          (jobs) => queue.enqueueEach(jobs, scope),
+        );
+        const answers = results.map((result, index) =>
+          create(EnqueueEachAnswerSchema, {
+            answer: result.ok
+              ? { case: 'result', value: resultToWire(result.value) }
+              : { case: 'error', value: errorOutcome(result.error, `jobs[${index}]`) },
+          }),
+        );
+        return { answers };
+      }),
   };
 
   /** A Produce stream's request, run as its unary call. */
