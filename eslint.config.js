@@ -22,6 +22,7 @@ export default tseslint.config(
       '.dependency-cruiser.cjs',
       'src/gen/',
       'test/support/record-loads.mjs',
+      'test/support/otel-spans.mjs',
       // A browser script, checked by the browser test rather than the type-aware rules.
       'src/http/assets/',
     ],

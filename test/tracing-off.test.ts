@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { TelhaClient } from '../src/client/client.ts';
+import type { TelhaClient } from '../src/client/client.ts';
 import { encodeRecord } from '../src/codec/value.ts';
 import { tenantScope } from '../src/core/types.ts';
 import { liveServer } from './support/server.ts';

@@ -150,7 +150,7 @@ describe('traces across processes', () => {
 describe('traces in one process', () => {
   it('makes the embedded worker’s attempt and its chained successor’s children of the embedded enqueue', async () => {
     const dir = tempDir('telha-traces-embedded-');
-    const queue = await openQueue(makeConfig({ storage: { path: dir } }));
+    const queue = await openQueue({ config: makeConfig({ storage: { path: dir } }) });
     try {
       const parent = trace.getTracer('test').startSpan('request');
       const { job } = await context.with(trace.setSpan(context.active(), parent), () =>
