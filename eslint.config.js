@@ -22,6 +22,7 @@ export default tseslint.config(
       '.dependency-cruiser.cjs',
       'src/gen/',
       'test/support/record-loads.mjs',
+      'test/support/otel-spans.mjs',
       // A browser script, checked by the browser test rather than the type-aware rules.
       'src/http/assets/',
     ],
@@ -73,6 +74,7 @@ export default tseslint.config(
       '**/telemetry/**',
       '**/serve/**',
       '**/http/**',
+      '**/tracing/**',
     ],
     "core/ holds the queue's meaning and does no I/O: it imports nothing outside core/.",
   ),
@@ -93,6 +95,7 @@ export default tseslint.config(
       '**/edge/**',
       '**/telemetry/**',
       '**/serve/**',
+      '**/tracing/**',
     ],
     'util/ holds small helpers that know nothing of the queue: it imports nothing of ours.',
   ),
@@ -209,6 +212,25 @@ export default tseslint.config(
     'the conformance suite runs against any store: it may not name a backend.',
   ),
   layer(
+    ['src/tracing/**'],
+    [
+      '**/codec/**',
+      '**/storage/**',
+      '**/engine/**',
+      '**/server/**',
+      '**/client/**',
+      '**/cli/**',
+      '**/worker/**',
+      '**/wire/**',
+      '**/gen/**',
+      '**/edge/**',
+      '**/telemetry/**',
+      '**/serve/**',
+      '**/http/**',
+    ],
+    'tracing/ is the spans of a job over @opentelemetry/api: it imports only core/ types, so every side can open them.',
+  ),
+  layer(
     ['src/worker/**'],
     [
       '**/codec/**',
@@ -224,7 +246,7 @@ export default tseslint.config(
       '**/serve/**',
       '**/http/**',
     ],
-    'worker/ is the transport-free worker loop: it imports only core/.',
+    'worker/ is the transport-free worker loop: it imports only core/ (and tracing/ for its spans).',
   ),
   layer(
     ['src/client/**'],

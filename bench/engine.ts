@@ -800,6 +800,7 @@ function recordSizes(): { enqueued: number; leased: number; completed: number } 
     timeoutSecs: null,
     result: null,
     progress: null,
+    traceContext: null,
     events: [{ at: RAW_EPOCH, transition: 'enqueued', detail: null }],
   };
   const leased: JobRecord = {

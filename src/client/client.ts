@@ -90,6 +90,7 @@ export interface ClientOptions {
 
 export { DEFAULT_ADDRESS } from '../core/defaults.ts';
 import { DEFAULT_ADDRESS } from '../core/defaults.ts';
+import { tracedEnqueue } from '../tracing/spans.ts';
 
 /** A page of `list`: the filters, the page size and where to continue. */
 export interface ListOptions {
@@ -322,8 +323,23 @@ export class TelhaClient {
    * Calls made in the same event-loop turn (a web server's concurrent requests, a loop of
    * un-awaited enqueues) go to the server together as one `EnqueueEach` call per scope: each
    * job is still validated and answered on its own, so one bad job fails only its own call.
+   *
+   * With an OpenTelemetry SDK registered, the call is an `enqueue` span whose context the job
+   * carries (unless it sets `traceContext` itself), so the worker's attempt joins the trace.
    */
   enqueue(job: NewJobInit, scope?: QueueScope, options: EnqueueCallOptions = {}): Promise<EnqueueResult<RemoteJob>> {
+    return tracedEnqueue(
+      [job],
+      ([traced]) => this.enqueueUntraced(traced ?? job, scope, options),
+      (result) => result.job.jobId,
+    );
+  }
+
+  private enqueueUntraced(
+    job: NewJobInit,
+    scope: QueueScope | undefined,
+    options: EnqueueCallOptions,
+  ): Promise<EnqueueResult<RemoteJob>> {
     return new Promise<EnqueueResult<RemoteJob>>((resolve, reject) => {
       const { signal } = options;
       if (signal?.aborted) {
@@ -393,18 +409,24 @@ export class TelhaClient {
     }
   }
 
-  /** Enqueue many jobs in one atomic write. */
-  async enqueueBatch(
+  /** Enqueue many jobs in one atomic write (one `enqueue` span for the batch when traced). */
+  enqueueBatch(
     jobs: readonly NewJobInit[],
     scope?: QueueScope,
     options: EnqueueCallOptions = {},
   ): Promise<EnqueueResult<RemoteJob>[]> {
-    const res = await this.produce(
-      'enqueueBatch',
-      { scope: scopeToWire(scope), jobs: jobs.map((job, i) => newJobToWire(job, `jobs[${i}].`)) },
-      options.signal,
+    return tracedEnqueue(
+      jobs,
+      async (traced) => {
+        const res = await this.produce(
+          'enqueueBatch',
+          { scope: scopeToWire(scope), jobs: traced.map((job, i) => newJobToWire(job, `jobs[${i}].`)) },
+          options.signal,
+        );
+        return res.results.map((r) => ({ job: jobFromWire(requireJob(r.job)), created: r.created }));
+      },
+      (results) => results[0]?.job.jobId ?? null,
     );
-    return res.results.map((r) => ({ job: jobFromWire(requireJob(r.job)), created: r.created }));
   }
 
   async show(jobId: string): Promise<RemoteJob> {

@@ -67,6 +67,10 @@ export function jobFromWire(job: Job): RemoteJob {
     timeoutSecs: job.timeoutSecs ?? null,
     result: job.result ?? null,
     progress: job.progress ?? null,
+    traceContext:
+      job.traceContext === undefined
+        ? null
+        : { traceparent: job.traceContext.traceparent, tracestate: job.traceContext.tracestate || null },
     effectiveMaxAttempts: job.effectiveMaxAttempts,
   };
 }
@@ -90,6 +94,14 @@ export function newJobToWire(job: NewJob, prefix = ''): WireNewJob {
     ...(job.maxAttempts === undefined ? {} : { maxAttempts: integer('max_attempts', job.maxAttempts, 'uint32') }),
     ...(job.idempotencyKey === undefined ? {} : { idempotencyKey: job.idempotencyKey }),
     ...(job.timeoutSecs === undefined ? {} : { timeoutSecs: integer('timeout_secs', job.timeoutSecs, 'uint32') }),
+    ...(job.traceContext === undefined
+      ? {}
+      : {
+          traceContext: {
+            traceparent: job.traceContext.traceparent,
+            tracestate: job.traceContext.tracestate ?? '',
+          },
+        }),
   });
 }
 

@@ -9,7 +9,7 @@
 import { Packr } from 'msgpackr';
 import { CorruptRecordError, ErrorCode, TelhaError } from '../core/errors.ts';
 import { logEntryOf } from '../core/transitions-log.ts';
-import { isJobState, type JobEvent, type JobRecord } from '../core/types.ts';
+import { isJobState, type JobEvent, type JobRecord, type TraceContext } from '../core/types.ts';
 import { JOB_ID_BYTES, jobIdFromBytes, writeJobId } from './keys.ts';
 import { MsgpackWriter, msgpackKey } from './msgpack-writer.ts';
 
@@ -77,6 +77,8 @@ const KEY_NAMES = [
   'timeout_secs',
   'result',
   'progress',
+  'traceparent',
+  'tracestate',
 ] as const;
 const KEYS = Object.fromEntries(KEY_NAMES.map((name) => [name, msgpackKey(name)])) as Readonly<
   Record<(typeof KEY_NAMES)[number], Buffer>
@@ -110,7 +112,8 @@ function writeRecord(record: JobRecord, spans: ValueSpans | null): Buffer {
     (record.attemptDeadline === null ? 0 : 1) +
     (record.timeoutSecs === null ? 0 : 1) +
     (record.result === null ? 0 : 1) +
-    (record.progress === null ? 0 : 1);
+    (record.progress === null ? 0 : 1) +
+    (record.traceContext === null ? 0 : record.traceContext.tracestate === null ? 1 : 2);
   w.mapHeader(16 + optional);
   w.key(KEYS.job_id);
   w.binWith(JOB_ID_BYTES, (target, offset) => writeJobId(target, record.jobId, offset));
@@ -173,6 +176,15 @@ function writeRecord(record: JobRecord, spans: ValueSpans | null): Buffer {
   if (record.progress !== null) {
     w.key(KEYS.progress);
     w.str(text(record, 'progress', record.progress));
+  }
+  // The trace context as its two headers, so a reader in any language hands them to its propagator.
+  if (record.traceContext !== null) {
+    w.key(KEYS.traceparent);
+    w.str(text(record, 'traceparent', record.traceContext.traceparent));
+    if (record.traceContext.tracestate !== null) {
+      w.key(KEYS.tracestate);
+      w.str(text(record, 'tracestate', record.traceContext.tracestate));
+    }
   }
   return w.take();
 }
@@ -290,7 +302,7 @@ function readRecord(raw: unknown, keyHex: string): JobRecord {
 function optionalFields(
   r: Record<string, unknown>,
   keyHex: string,
-): Pick<JobRecord, 'attemptDeadline' | 'timeoutSecs' | 'result' | 'progress'> {
+): Pick<JobRecord, 'attemptDeadline' | 'timeoutSecs' | 'result' | 'progress' | 'traceContext'> {
   const read = <T>(name: string, check: (v: unknown) => v is T, expected: string): T | null => {
     const v = r[name];
     if (v === undefined || v === null) return null;
@@ -302,7 +314,12 @@ function optionalFields(
     timeoutSecs: read('timeout_secs', isUint, 'an integer'),
     result: read('result', isBytes, 'bytes'),
     progress: read('progress', isString, 'a string'),
+    traceContext: readTraceContext(read('traceparent', isString, 'a string'), read('tracestate', isString, 'a string')),
   };
+}
+
+function readTraceContext(traceparent: string | null, tracestate: string | null): TraceContext | null {
+  return traceparent === null ? null : { traceparent, tracestate };
 }
 
 export function isString(v: unknown): v is string {

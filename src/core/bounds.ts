@@ -39,6 +39,13 @@ export const MAX_WORK_CREDIT = 10_000;
 export const MAX_PRODUCE_IN_FLIGHT = 100;
 /** Rows one list call may return. */
 export const MAX_LIST_LIMIT = 1_000;
+/**
+ * A job's W3C `tracestate` is at most this many characters: the limit the Trace Context
+ * recommendation lets a vendor cut a longer header to, so a propagator's value fits whole.
+ */
+export const MAX_TRACESTATE_CHARS = 512;
+/** A job's `traceparent`: a version-00 header is 55 characters; a later version may append fields. */
+export const MAX_TRACEPARENT_CHARS = 256;
 /** The prefix every system-scope kind carries, and no tenant kind may. */
 export const SYSTEM_KIND_PREFIX = 'system:';
 

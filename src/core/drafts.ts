@@ -10,6 +10,7 @@ import {
   checkKind,
   checkPriority,
   checkTimestamp,
+  checkTraceContext,
 } from './validate.ts';
 
 /** A job to create; the store assigns `createdAt` (strictly increasing per store). */
@@ -31,6 +32,7 @@ export function withCreatedAt(draft: JobDraft, createdAt: Micros): NewJobFields 
     idempotencyKey: draft.idempotencyKey,
     maxAttempts: draft.maxAttempts,
     timeoutSecs: draft.timeoutSecs,
+    traceContext: draft.traceContext ?? null,
   };
 }
 
@@ -85,6 +87,7 @@ export function draftJob(scope: QueueScope, job: NewJob, context: DraftContext):
       ? null
       : checkIntegerInRange(`${prefix}timeout_secs`, job.timeoutSecs, 1, MAX_DURATION_SECS);
   const idempotencyKey = checkIdempotencyKey(job.idempotencyKey, `${prefix}idempotency_key`);
+  const traceContext = checkTraceContext(job.traceContext, `${prefix}trace_context`);
   return {
     jobId: context.jobId,
     tenant,
@@ -95,5 +98,6 @@ export function draftJob(scope: QueueScope, job: NewJob, context: DraftContext):
     idempotencyKey,
     maxAttempts,
     timeoutSecs,
+    traceContext,
   };
 }

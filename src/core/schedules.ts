@@ -310,6 +310,8 @@ export function fire(schedule: Schedule, now: Micros, jobId: string): ScheduleFi
     idempotencyKey: firingKey(schedule.name, due),
     maxAttempts: job.maxAttempts,
     timeoutSecs: job.timeoutSecs,
+    // A firing starts no producer's trace: the schedule, not a caller, enqueued it.
+    traceContext: null,
   };
   return {
     draft,

@@ -66,6 +66,7 @@ export function logEntryOf(record: JobRecord): JobRecord | null {
     timeoutSecs: record.timeoutSecs,
     result: (record.result?.byteLength ?? 0) > LOG_RESULT_BYTES ? null : record.result,
     progress: record.progress,
+    traceContext: record.traceContext,
   };
 }
 

@@ -18,6 +18,7 @@ import {
   type JobRecord,
   type LeaseFence,
   type Micros,
+  type TraceContext,
 } from './types.ts';
 
 /** Where a transition may start: a state, or nothing (the job does not exist yet). */
@@ -91,6 +92,8 @@ export interface NewJobFields {
   readonly idempotencyKey: string | null;
   readonly maxAttempts: number | null;
   readonly timeoutSecs: number | null;
+  /** Left out for none: a job a producer did not trace (or a schedule fired) carries none. */
+  readonly traceContext?: TraceContext | null;
 }
 
 /** enqueue: a Pending row with no attempts, generation 0 and one `enqueued` event. */
@@ -120,6 +123,7 @@ export function enqueue(fields: NewJobFields, now: Micros): JobRecord {
     attemptDeadline: null,
     result: null,
     progress: null,
+    traceContext: fields.traceContext ?? null,
     events: [event(now, 'enqueued', details.length > 0 ? details.join(' ') : null)],
   });
 }
@@ -513,6 +517,7 @@ function withChanges(record: JobRecord, changes: Partial<JobRecord>): JobRecord 
     timeoutSecs: changes.timeoutSecs === undefined ? record.timeoutSecs : changes.timeoutSecs,
     result: changes.result === undefined ? record.result : changes.result,
     progress: changes.progress === undefined ? record.progress : changes.progress,
+    traceContext: changes.traceContext === undefined ? record.traceContext : changes.traceContext,
   };
 }
 

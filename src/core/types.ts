@@ -148,6 +148,22 @@ export interface JobRecord {
   readonly result: Uint8Array | null;
   /** The last progress the current (or last) attempt reported: JSON text, for people to read. */
   readonly progress: string | null;
+  /**
+   * The producer's W3C trace context, as enqueued, so each attempt's span joins the producer's
+   * trace; `null` when the producer traced nothing. Never read by the queue, kept for the job's life.
+   */
+  readonly traceContext: TraceContext | null;
+}
+
+/**
+ * A W3C Trace Context (https://www.w3.org/TR/trace-context/): the `traceparent` and `tracestate`
+ * headers a propagator writes, carried in a job instead of in a request's headers.
+ */
+export interface TraceContext {
+  /** `00-<32 hex trace id>-<16 hex parent span id>-<2 hex flags>`. */
+  readonly traceparent: string;
+  /** Vendor entries as the header carries them; `null` for none. */
+  readonly tracestate: string | null;
 }
 
 /**
@@ -203,6 +219,11 @@ export interface NewJob {
   readonly timeoutSecs?: number;
   /** A second enqueue with the same key in the same scope returns the first job, for as long as that job is retained. */
   readonly idempotencyKey?: string;
+  /**
+   * The trace this job continues. Left out, the SDK and the engine fill it from the active span
+   * when an OpenTelemetry SDK is registered (`telha` traces the enqueue); set, it is stored as given.
+   */
+  readonly traceContext?: TraceContext;
 }
 
 /** What an enqueue answers: the job, and whether this call created it. */

@@ -5,6 +5,8 @@
  */
 import { invalidArgument } from './errors.ts';
 import {
+  MAX_TRACEPARENT_CHARS,
+  MAX_TRACESTATE_CHARS,
   MAX_IDEMPOTENCY_KEY_BYTES,
   MAX_KIND_BYTES,
   MAX_PROGRESS_CHARS,
@@ -14,7 +16,7 @@ import {
   MAX_WORKER_ID_BYTES,
   SYSTEM_KIND_PREFIX,
 } from './bounds.ts';
-import type { Micros, QueueScope } from './types.ts';
+import type { Micros, QueueScope, TraceContext } from './types.ts';
 
 const encoder = new TextEncoder();
 
@@ -156,4 +158,39 @@ export function checkJobId(jobId: unknown, field = 'job_id'): string {
 export function checkScope(scope: QueueScope, field = 'scope'): QueueScope {
   if (scope.type === 'tenant') checkTenant(scope.tenant, `${field}.tenant`);
   return scope;
+}
+
+/**
+ * `traceparent` per W3C Trace Context: version, trace id, parent id and flags in lower-case hex,
+ * then, from a version after 00, more fields. An all-zero trace or parent id is invalid there too.
+ */
+const TRACEPARENT_PATTERN =
+  /^(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}(-[\x21-\x7e]*)?$/;
+/** `tracestate`: printable ASCII and spaces (the header's list syntax is the propagator's business). */
+const TRACESTATE_PATTERN = /^[\x20-\x7e]*$/;
+
+/**
+ * A job's trace context: a well-formed `traceparent` and an optional `tracestate` within
+ * bounds. The queue stores them and never reads them; the check keeps a record bounded and a
+ * worker's propagator from meeting garbage a producer wrote.
+ */
+export function checkTraceContext(value: unknown, field = 'trace_context'): TraceContext | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'object') throw invalidArgument(field, 'must be { traceparent, tracestate? }');
+  const { traceparent, tracestate } = value as { traceparent?: unknown; tracestate?: unknown };
+  if (
+    typeof traceparent !== 'string' ||
+    traceparent.length > MAX_TRACEPARENT_CHARS ||
+    !TRACEPARENT_PATTERN.test(traceparent)
+  ) {
+    throw invalidArgument(`${field}.traceparent`, 'must be a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)');
+  }
+  if (tracestate === undefined || tracestate === null || tracestate === '') return { traceparent, tracestate: null };
+  if (typeof tracestate !== 'string' || !TRACESTATE_PATTERN.test(tracestate)) {
+    throw invalidArgument(`${field}.tracestate`, 'must be printable ASCII');
+  }
+  if (tracestate.length > MAX_TRACESTATE_CHARS) {
+    throw invalidArgument(`${field}.tracestate`, `must be at most ${MAX_TRACESTATE_CHARS} characters`);
+  }
+  return { traceparent, tracestate };
 }

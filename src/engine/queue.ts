@@ -79,6 +79,7 @@ import { ChangeFeed } from './feed.ts';
 import { QueueEventEmitter } from './observers.ts';
 import { Scheduler } from './scheduler.ts';
 import { WorkSignal, type WakeReason } from './work-signal.ts';
+import { tracedEnqueue } from '../tracing/spans.ts';
 import type {
   LeaseOptions,
   LeaseManyOptions,
@@ -185,8 +186,15 @@ export class Queue {
     return result as EnqueueResult;
   }
 
-  /** Enqueue many jobs in one atomic write: all are stored, or none. */
-  async enqueueBatch(jobs: readonly NewJob[], scope: QueueScope): Promise<EnqueueResult[]> {
+  /**
+   * Enqueue many jobs in one atomic write: all are stored, or none. Under an `enqueue` span
+   * when an OpenTelemetry SDK is registered, whose context each job without one of its own carries.
+   */
+  enqueueBatch(jobs: readonly NewJob[], scope: QueueScope): Promise<EnqueueResult[]> {
+    return tracedEnqueue(jobs, (traced) => this.enqueueBatchUntraced(traced, scope), onlyJobId);
+  }
+
+  private async enqueueBatchUntraced(jobs: readonly NewJob[], scope: QueueScope): Promise<EnqueueResult[]> {
     this.assertOpen();
     checkScope(scope);
     if (jobs.length === 0) return [];
@@ -199,9 +207,13 @@ export class Queue {
   /**
    * Enqueue many jobs, each on its own: a job that fails validation gets its
    * own error and changes nothing; the others are stored in one write, as
-   * concurrent `enqueue` calls would be by group commit.
+   * concurrent `enqueue` calls would be by group commit. Traced as `enqueueBatch` is.
    */
-  async enqueueEach(jobs: readonly NewJob[], scope: QueueScope): Promise<ItemResult<EnqueueResult>[]> {
+  enqueueEach(jobs: readonly NewJob[], scope: QueueScope): Promise<ItemResult<EnqueueResult>[]> {
+    return tracedEnqueue(jobs, (traced) => this.enqueueEachUntraced(traced, scope), onlyItemJobId);
+  }
+
+  private async enqueueEachUntraced(jobs: readonly NewJob[], scope: QueueScope): Promise<ItemResult<EnqueueResult>[]> {
     this.assertOpen();
     checkScope(scope);
     if (jobs.length > MAX_BATCH_JOBS) throw invalidArgument('jobs', `at most ${MAX_BATCH_JOBS} jobs per batch`);
@@ -951,4 +963,14 @@ function failRequest(options: FailOptions): transitions.FailRequest {
 /** A tenant never learns that another tenant's job exists: out of scope reads as not found. */
 function assertInScope(record: JobRecord, scope: ScopeFilter): void {
   if (!inScope(record, scope)) throw notFound(`job ${record.jobId}`);
+}
+
+/** The job a one-job enqueue answered, for its span. */
+function onlyJobId(results: readonly EnqueueResult[]): string | null {
+  return results[0]?.job.jobId ?? null;
+}
+
+function onlyItemJobId(results: readonly ItemResult<EnqueueResult>[]): string | null {
+  const only = results[0];
+  return only?.ok === true ? only.value.job.jobId : null;
 }

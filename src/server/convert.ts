@@ -5,7 +5,7 @@ import type { KindLimit, KindLimitStatus } from '../core/kind-limits.ts';
 import type { Pause } from '../core/pauses.ts';
 import { formatRate } from '../core/rate.ts';
 import type { NewSchedule, Schedule, ScheduleChanges } from '../core/schedules.ts';
-import type { JobState, EnqueueResult, JobRecord, NewJob } from '../core/types.ts';
+import type { JobState, EnqueueResult, JobRecord, NewJob, TraceContext } from '../core/types.ts';
 import {
   EnqueueResultSchema,
   JobState as WireJobState,
@@ -83,6 +83,14 @@ export function jobToWire(record: JobRecord, effectiveMaxAttempts: number): Job 
     timeoutSecs: record.timeoutSecs ?? undefined,
     result: record.result ?? undefined,
     progress: record.progress ?? undefined,
+    traceContext:
+      record.traceContext === null
+        ? undefined
+        : {
+            $typeName: 'telha.v1.TraceContext',
+            traceparent: record.traceContext.traceparent,
+            tracestate: record.traceContext.tracestate ?? '',
+          },
   };
 }
 
@@ -104,7 +112,15 @@ export function newJobFromWire(job: WireNewJob | undefined, field: string): NewJ
   if (job.maxAttempts !== undefined) draft.maxAttempts = job.maxAttempts;
   if (job.idempotencyKey !== undefined) draft.idempotencyKey = job.idempotencyKey;
   if (job.timeoutSecs !== undefined) draft.timeoutSecs = job.timeoutSecs;
+  const traceContext = traceContextFromWire(job);
+  if (traceContext !== null) draft.traceContext = traceContext;
   return draft;
+}
+
+/** The trace context a wire job request carries, unchecked (the engine checks it when it drafts the job). */
+export function traceContextFromWire(job: WireNewJob | undefined): TraceContext | null {
+  const carried = job?.traceContext;
+  return carried === undefined ? null : { traceparent: carried.traceparent, tracestate: carried.tracestate || null };
 }
 
 /** A completion's options: its successors, and its result when the request carries one. */

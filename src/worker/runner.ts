@@ -28,6 +28,7 @@ import { progressText, resultBytes } from '../core/results.ts';
 import type { Logger } from '../core/logger.ts';
 import type { JobRecord, LeaseFence, NewJob } from '../core/types.ts';
 import type { LeaseItem, SettleItem, WorkSession, WorkSource } from './source.ts';
+import { startAttemptSpan } from '../tracing/spans.ts';
 
 /** Throw this from a handler to dead-letter the job at once, whatever attempts remain. */
 export class PermanentError extends Error {
@@ -765,6 +766,8 @@ export class WorkerRunner {
     }
 
     const successors: NewJob[] = [];
+    // From here the attempt runs: its span ends with how it ended, whichever way that is.
+    const attempt = startAttemptSpan(job, this.workerId);
     const context: JobContext = {
       jobId: job.jobId,
       id: job.jobId,
@@ -802,9 +805,10 @@ export class WorkerRunner {
 
     try {
       const started = performance.now();
-      const outcome = await Promise.race([this.runHandler(context), abandoned]);
+      const outcome = await Promise.race([attempt.run(() => this.runHandler(context)), abandoned]);
       if (outcome === null) {
         // Given up on at the close timeout: the job goes back now; what the handler returns later is dropped.
+        attempt.end('released');
         freeSlot();
         await release();
         return;
@@ -820,6 +824,7 @@ export class WorkerRunner {
         if (abort.reason instanceof AttemptTimeoutError) {
           this.options.logger?.warn(log, "attempt timed out; the server's reaper takes the job back");
         }
+        attempt.end(abort.reason instanceof AttemptTimeoutError ? 'timed_out' : 'lease_lost', abort.reason);
         return;
       }
       let failed: { readonly error: unknown } | null = outcome.ok ? null : { error: outcome.error };
@@ -830,9 +835,10 @@ export class WorkerRunner {
             type: 'complete',
             jobId: job.jobId,
             fence,
-            successors,
+            successors: attempt.stamp(successors),
             ...(result === undefined ? {} : { result }),
           });
+          attempt.end('completed');
           this.stats.completed++;
           this.options.onCompleted?.(job);
           this.emit('completed', job);
@@ -848,11 +854,13 @@ export class WorkerRunner {
         const permanent = failed.error instanceof PermanentError;
         const message = failed.error instanceof Error ? failed.error.message : String(failed.error);
         await this.settle({ type: 'fail', jobId: job.jobId, fence, error: message, permanent });
+        attempt.end(permanent ? 'dead' : 'failed', failed.error);
         this.stats.failed++;
         this.emit('failed', job, failed.error instanceof Error ? failed.error : new Error(message), { permanent });
         this.options.logger?.info({ ...log, permanent, err: message }, 'handler failed');
       }
     } catch (error) {
+      attempt.end(error instanceof LeaseConflictError ? 'lease_lost' : 'unsubmitted', error);
       if (lost(error)) return;
       if (isTelhaError(error, ErrorCode.Unavailable) || isTransient(error)) {
         // The result could not be delivered; the lease will expire and the job run again.
@@ -863,6 +871,8 @@ export class WorkerRunner {
     } finally {
       if (timer !== null) clearTimeout(timer);
       if (timeUp !== null) clearTimeout(timeUp);
+      // Every way out above ends the span with its outcome; this only keeps a new one from leaking it.
+      attempt.end('ended');
     }
   }
 }

@@ -55,6 +55,7 @@ const GOLDEN_RECORD: JobRecord = {
   timeoutSecs: null,
   result: null,
   progress: null,
+  traceContext: null,
 };
 const GOLDEN_VALUE_HEX =
   '01' + // VALUE_VERSION
@@ -232,6 +233,7 @@ describe('value codec', () => {
       timeoutSecs: fc.option(fc.integer({ min: 1, max: 315_360_000 })),
       result: fc.option(fc.uint8Array({ maxLength: 16 }).map((a) => Buffer.from(a))),
       progress: fc.option(fc.string()),
+      traceContext: fc.option(fc.record({ traceparent: fc.string(), tracestate: fc.option(fc.string()) })),
       events: fc.array(
         fc.record({
           at: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
@@ -244,7 +246,11 @@ describe('value codec', () => {
     fc.assert(
       fc.property(record, (r) => {
         // fast-check builds null-prototype objects; compare against plain copies.
-        assert.deepEqual(decodeRecord(encodeRecord(r), 'k'), { ...r, events: r.events.map((e) => ({ ...e })) });
+        assert.deepEqual(decodeRecord(encodeRecord(r), 'k'), {
+          ...r,
+          events: r.events.map((e) => ({ ...e })),
+          traceContext: r.traceContext === null ? null : { ...r.traceContext },
+        });
       }),
       { numRuns: 300 },
     );
@@ -280,6 +286,7 @@ describe('value codec', () => {
       timeoutSecs: fc.option(integer),
       result: fc.option(bytes),
       progress: fc.option(text),
+      traceContext: fc.option(fc.record({ traceparent: text, tracestate: fc.option(text) })),
       events: fc.array(fc.record({ at: integer, transition: text, detail: fc.option(text) }), { maxLength: 20 }),
     });
     fc.assert(
@@ -303,6 +310,7 @@ describe('value codec', () => {
       // Either side of LOG_RESULT_BYTES, where the entry drops the result.
       result: fc.option(fc.constantFrom(0, 16, LOG_RESULT_BYTES, LOG_RESULT_BYTES + 1).map((n) => Buffer.alloc(n, 9))),
       progress: fc.option(fc.string({ maxLength: 20 })),
+      traceContext: fc.option(fc.record({ traceparent: fc.string(), tracestate: fc.option(fc.string()) })),
       // Up to twice LOG_JOB_EVENTS, where the entry keeps the last ones; an unlogged last event has no entry.
       events: fc.array(
         fc.record({
@@ -409,6 +417,8 @@ function genericEncoding(record: JobRecord): Buffer {
     ...(record.timeoutSecs === null ? {} : { timeout_secs: int(record.timeoutSecs) }),
     ...(record.result === null ? {} : { result: record.result }),
     ...(record.progress === null ? {} : { progress: record.progress }),
+    ...(record.traceContext === null ? {} : { traceparent: record.traceContext.traceparent }),
+    ...(record.traceContext?.tracestate == null ? {} : { tracestate: record.traceContext.tracestate }),
   });
   return Buffer.concat([Buffer.of(VALUE_VERSION), body]);
 }

@@ -65,6 +65,7 @@ const wildRecord: fc.Arbitrary<JobRecord> = fc.record({
   timeoutSecs: fc.option(anyNumber),
   result: fc.option(fc.uint8Array({ maxLength: 8 }).map((a) => Buffer.from(a))),
   progress: fc.option(anyText),
+  traceContext: fc.option(fc.record({ traceparent: anyText, tracestate: fc.option(anyText) }).map((c) => ({ ...c }))),
   events: fc.array(
     fc.record({
       at: anyNumber,
@@ -104,6 +105,14 @@ const boundedRecord: fc.Arbitrary<JobRecord> = fc.record({
   timeoutSecs: fc.option(fc.integer({ min: 1, max: 315_360_000 })),
   result: fc.option(fc.uint8Array({ maxLength: 8 }).map((a) => Buffer.from(a))),
   progress: fc.option(text(0)),
+  traceContext: fc.option(
+    fc
+      .record({
+        traceparent: fc.constant('00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'),
+        tracestate: fc.option(text(1)),
+      })
+      .map((context) => ({ ...context })),
+  ),
   events: fc.array(
     fc.record({
       at: time,

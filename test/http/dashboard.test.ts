@@ -157,6 +157,19 @@ describe('the HTTP listener with tokens', () => {
     }
     assert.ok(page.text.includes('&quot;to&quot;: &quot;a@b.c&quot;'), 'payload pretty-printed as text');
     assert.ok(page.text.includes('order-17'));
+    assert.equal(page.text.includes('Trace id'), false, 'an untraced job shows no trace id');
+  });
+
+  it('shows the trace id of a job enqueued with a trace context on its page', async () => {
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const { job } = await server.queue.enqueue(
+      { kind: 'traced', traceContext: { traceparent, tracestate: null } },
+      acme,
+    );
+    const page = await (await operator()).get(`/jobs/${job.jobId}`);
+    assert.equal(page.status, 200);
+    assert.ok(page.text.includes('Trace id'), 'job page lacks its trace id');
+    assert.ok(page.text.includes('4bf92f3577b34da6a3ce929d0e0e4736'));
   });
 
   it('streams a job page its transitions from where the page was read, and resumes from the last one seen', async () => {

@@ -38,6 +38,15 @@ async def test_enqueues_a_job_with_its_options_and_shows_it(client: Client, kind
     assert job.payload_json() == {"to": "a@example.com"} and job.not_before_us is not None
 
 
+async def test_carries_a_trace_context_a_propagator_filled_to_the_job(client: Client, kind: str) -> None:
+    # What an OpenTelemetry propagator's inject(carrier) writes; a worker's extract(job.trace_context) reads it.
+    carrier = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "tracestate": "congo=t61"}
+    enqueued = await client.enqueue(NewJob(kind, "x", trace_context=carrier), scope="acme")
+    assert (await client.show(enqueued.job.job_id)).trace_context == carrier
+    plain = await client.enqueue(kind, "y", scope="acme")
+    assert (await client.show(plain.job.job_id)).trace_context is None
+
+
 async def test_an_idempotency_key_used_again_returns_the_first_job(client: Client, kind: str) -> None:
     first = await client.enqueue(kind, b"one", scope="acme", idempotency_key="k1")
     again = await client.enqueue(kind, b"two", scope="acme", idempotency_key="k1")

@@ -311,6 +311,7 @@ export function jobPage(viewer: Viewer, job: JobRecord, context: JobPageContext)
           ${fact('Not before', job.notBefore === null ? none : when(job.notBefore, now))}
           ${fact('Idempotency key', job.idempotencyKey === null ? none : html`<span class="mono">${job.idempotencyKey}</span>`)}
           ${fact('Created', when(job.createdAt, now))}
+          ${job.traceContext === null ? '' : fact('Trace id', html`<span class="mono">${job.traceContext.traceparent.split('-')[1] ?? ''}</span>`)}
         </dl>
       </section>
       <div class="split">

@@ -5,7 +5,8 @@ import { create } from '@bufbuild/protobuf';
 import { EnqueueEachAnswerSchema } from '../../gen/telha/v1/queue_pb.ts';
 import type { ProduceMethod, RequestOf, ResponseInitOf } from '../../wire/service.ts';
 import { resolveScope, writeScope, type Principal } from '../../edge/auth.ts';
-import { newJobFromWire, scopeFromWire } from '../convert.ts';
+import { newJobFromWire, scopeFromWire, traceContextFromWire } from '../convert.ts';
+import { tracedHandling } from '../../tracing/spans.ts';
 import type { ProduceAnswer, ProduceEnqueue } from '../produce-session.ts';
 import type { HandlerKit, QueueServiceImpl } from './kit.ts';
 
@@ -22,39 +23,43 @@ export interface ProduceHandlers {
 export function produceHandlers(kit: HandlerKit): ProduceHandlers {
   const { queue, logger, handle, resultToWire, errorOutcome } = kit;
 
+  // Each enqueue is a span of the server's handling, in its jobs' trace (tracing/spans.ts).
   const enqueues: Enqueues = {
-    enqueue: async (req, principal) => {
-      const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
-      const result = await queue.enqueue(newJobFromWire(req.job, 'job'), scope);
-      if (result.created) {
-        logger.debug({ jobId: result.job.jobId, kind: result.job.kind, tenant: result.job.tenant }, 'enqueued');
-      }
-      return { result: resultToWire(result) };
-    },
+    enqueue: (req, principal) =>
+      tracedHandling('Enqueue', [traceContextFromWire(req.job)], async () => {
+        const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
+        const result = await queue.enqueue(newJobFromWire(req.job, 'job'), scope);
+        if (result.created) {
+          logger.debug({ jobId: result.job.jobId, kind: result.job.kind, tenant: result.job.tenant }, 'enqueued');
+        }
+        return { result: resultToWire(result) };
+      }),
 
-    enqueueBatch: async (req, principal) => {
-      const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
-      const jobs = req.jobs.map((job, i) => newJobFromWire(job, `jobs[${i}]`));
-      const results = await queue.enqueueBatch(jobs, scope);
-      return { results: results.map(resultToWire) };
-    },
+    enqueueBatch: (req, principal) =>
+      tracedHandling('EnqueueBatch', req.jobs.map(traceContextFromWire), async () => {
+        const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
+        const jobs = req.jobs.map((job, i) => newJobFromWire(job, `jobs[${i}]`));
+        const results = await queue.enqueueBatch(jobs, scope);
+        return { results: results.map(resultToWire) };
+      }),
 
-    enqueueEach: async (req, principal) => {
-      const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
-      const results = await eachOnItsOwn(
-        req.jobs,
-        (job) => newJobFromWire(job, 'job'),
-        (jobs) => queue.enqueueEach(jobs, scope),
-      );
-      const answers = results.map((result, index) =>
-        create(EnqueueEachAnswerSchema, {
-          answer: result.ok
-            ? { case: 'result', value: resultToWire(result.value) }
-            : { case: 'error', value: errorOutcome(result.error, `jobs[${index}]`) },
-        }),
-      );
-      return { answers };
-    },
+    enqueueEach: (req, principal) =>
+      tracedHandling('EnqueueEach', req.jobs.map(traceContextFromWire), async () => {
+        const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
+        const results = await eachOnItsOwn(
+          req.jobs,
+          (job) => newJobFromWire(job, 'job'),
+          (jobs) => queue.enqueueEach(jobs, scope),
+        );
+        const answers = results.map((result, index) =>
+          create(EnqueueEachAnswerSchema, {
+            answer: result.ok
+              ? { case: 'result', value: resultToWire(result.value) }
+              : { case: 'error', value: errorOutcome(result.error, `jobs[${index}]`) },
+          }),
+        );
+        return { answers };
+      }),
   };
 
   async function produce(request: ProduceEnqueue, principal: Principal): Promise<ProduceAnswer> {

@@ -31,6 +31,7 @@ import { retentionCases } from './retention.ts';
 import { scheduleCases } from './schedules.ts';
 import { timeoutCases } from './timeout.ts';
 import { transferCases } from './transfer.ts';
+import { traceContextCases } from './trace-context.ts';
 import { transitionsLogCases } from './transitions-log.ts';
 
 /** Register every conformance case for one backend, each on a fresh store from `factory`. */
@@ -59,6 +60,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       limitCases,
       transitionsLogCases,
       transferCases,
+      traceContextCases,
     ]) {
       area(suite);
     }

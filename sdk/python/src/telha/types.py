@@ -128,6 +128,9 @@ class Job:
     #: The last progress reported, as JSON text.
     progress: Optional[str] = None
     events: Sequence[JobEvent] = ()
+    #: The producer's W3C trace context as a carrier (``traceparent``, and ``tracestate`` when set), for an
+    #: OpenTelemetry propagator's ``extract``; ``None`` when the producer traced nothing.
+    trace_context: Optional[dict[str, str]] = None
 
     def payload_json(self) -> Any:
         """The payload read as JSON."""
@@ -166,7 +169,15 @@ class Job:
             events=tuple(
                 JobEvent(e.at_us, e.transition, e.detail if e.HasField("detail") else None) for e in job.events
             ),
+            trace_context=_carrier(job.trace_context) if job.HasField("trace_context") else None,
         )
+
+
+def _carrier(context: pb.TraceContext) -> dict[str, str]:
+    carrier = {"traceparent": context.traceparent}
+    if context.tracestate:
+        carrier["tracestate"] = context.tracestate
+    return carrier
 
 
 Seconds = Union[float, dt.timedelta]
@@ -193,6 +204,9 @@ class NewJob:
     idempotency_key: Optional[str] = None
     #: The longest one attempt may run, heartbeats or not (seconds or a timedelta).
     timeout: Optional[Seconds] = None
+    #: A W3C trace context carrier (``traceparent``, optionally ``tracestate``), as an OpenTelemetry
+    #: propagator's ``inject`` fills a dict: workers' attempts then join the producer's trace.
+    trace_context: Optional[dict[str, str]] = None
 
     def to_wire(self) -> pb.NewJob:
         message = pb.NewJob(kind=self.kind, payload=payload_bytes(self.payload))
@@ -209,6 +223,9 @@ class NewJob:
             message.idempotency_key = self.idempotency_key
         if self.timeout is not None:
             message.timeout_secs = max(1, round(_seconds(self.timeout)))
+        if self.trace_context is not None and "traceparent" in self.trace_context:
+            message.trace_context.traceparent = self.trace_context["traceparent"]
+            message.trace_context.tracestate = self.trace_context.get("tracestate", "")
         return message
 
 

@@ -300,7 +300,7 @@ class ItemOutcome(_message.Message):
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., field: _Optional[str] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ["attempt_deadline_us", "attempts", "continuation", "created_at_us", "effective_max_attempts", "events", "idempotency_key", "job_id", "kind", "lease_deadline_us", "lease_generation", "max_attempts", "not_before_us", "payload", "priority", "progress", "result", "state", "tenant", "timeout_secs", "worker_id"]
+    __slots__ = ["attempt_deadline_us", "attempts", "continuation", "created_at_us", "effective_max_attempts", "events", "idempotency_key", "job_id", "kind", "lease_deadline_us", "lease_generation", "max_attempts", "not_before_us", "payload", "priority", "progress", "result", "state", "tenant", "timeout_secs", "trace_context", "worker_id"]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_DEADLINE_US_FIELD_NUMBER: _ClassVar[int]
     CONTINUATION_FIELD_NUMBER: _ClassVar[int]
@@ -321,6 +321,7 @@ class Job(_message.Message):
     STATE_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_SECS_FIELD_NUMBER: _ClassVar[int]
+    TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     attempt_deadline_us: int
     attempts: int
@@ -342,8 +343,9 @@ class Job(_message.Message):
     state: JobState
     tenant: str
     timeout_secs: int
+    trace_context: TraceContext
     worker_id: str
-    def __init__(self, job_id: _Optional[str] = ..., tenant: _Optional[str] = ..., kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., created_at_us: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., attempts: _Optional[int] = ..., lease_generation: _Optional[int] = ..., worker_id: _Optional[str] = ..., lease_deadline_us: _Optional[int] = ..., not_before_us: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., max_attempts: _Optional[int] = ..., continuation: _Optional[bytes] = ..., events: _Optional[_Iterable[_Union[JobEvent, _Mapping]]] = ..., effective_max_attempts: _Optional[int] = ..., attempt_deadline_us: _Optional[int] = ..., timeout_secs: _Optional[int] = ..., result: _Optional[bytes] = ..., progress: _Optional[str] = ...) -> None: ...
+    def __init__(self, job_id: _Optional[str] = ..., tenant: _Optional[str] = ..., kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., created_at_us: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., attempts: _Optional[int] = ..., lease_generation: _Optional[int] = ..., worker_id: _Optional[str] = ..., lease_deadline_us: _Optional[int] = ..., not_before_us: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., max_attempts: _Optional[int] = ..., continuation: _Optional[bytes] = ..., events: _Optional[_Iterable[_Union[JobEvent, _Mapping]]] = ..., effective_max_attempts: _Optional[int] = ..., attempt_deadline_us: _Optional[int] = ..., timeout_secs: _Optional[int] = ..., result: _Optional[bytes] = ..., progress: _Optional[str] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ["at_us", "detail", "transition"]
@@ -478,7 +480,7 @@ class ListSchedulesResponse(_message.Message):
     def __init__(self, schedules: _Optional[_Iterable[_Union[Schedule, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class NewJob(_message.Message):
-    __slots__ = ["delay_ms", "idempotency_key", "kind", "max_attempts", "not_before_us", "payload", "priority", "timeout_secs"]
+    __slots__ = ["delay_ms", "idempotency_key", "kind", "max_attempts", "not_before_us", "payload", "priority", "timeout_secs", "trace_context"]
     DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -487,6 +489,7 @@ class NewJob(_message.Message):
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_SECS_FIELD_NUMBER: _ClassVar[int]
+    TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
     delay_ms: int
     idempotency_key: str
     kind: str
@@ -495,7 +498,8 @@ class NewJob(_message.Message):
     payload: bytes
     priority: int
     timeout_secs: int
-    def __init__(self, kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., delay_ms: _Optional[int] = ..., not_before_us: _Optional[int] = ..., max_attempts: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., timeout_secs: _Optional[int] = ...) -> None: ...
+    trace_context: TraceContext
+    def __init__(self, kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., delay_ms: _Optional[int] = ..., not_before_us: _Optional[int] = ..., max_attempts: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., timeout_secs: _Optional[int] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ...) -> None: ...
 
 class PauseKindsRequest(_message.Message):
     __slots__ = ["everywhere", "kind_prefix", "scope"]
@@ -650,6 +654,14 @@ class ShowResponse(_message.Message):
     JOB_FIELD_NUMBER: _ClassVar[int]
     job: Job
     def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
+
+class TraceContext(_message.Message):
+    __slots__ = ["traceparent", "tracestate"]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
+    TRACESTATE_FIELD_NUMBER: _ClassVar[int]
+    traceparent: str
+    tracestate: str
+    def __init__(self, traceparent: _Optional[str] = ..., tracestate: _Optional[str] = ...) -> None: ...
 
 class UpdateScheduleRequest(_message.Message):
     __slots__ = ["cron", "every_secs", "job", "name", "paused", "scope", "timezone"]
