@@ -13,7 +13,7 @@
  */
 import { ErrorCode, TelhaError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
-import { transitionOf, type LogFilter, type LogPage } from '../core/transitions-log.ts';
+import { resultBytesOf, transitionOf, type LogFilter, type LogPage } from '../core/transitions-log.ts';
 import type { JobRecord } from '../core/types.ts';
 import { checkJobId, checkKindPrefix } from '../core/validate.ts';
 import type { ChangeFeed } from '../engine/feed.ts';
@@ -128,6 +128,7 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
     await write({
       events: page.entries.map(({ job, seq, position: after }) => {
         const { transition, detail, at } = transitionOf(job);
+        const resultBytes = resultBytesOf(job);
         return {
           sequence: BigInt(seq),
           transition,
@@ -135,6 +136,7 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
           atUs: BigInt(at),
           job: deps.toWire(job),
           resumeToken: after,
+          ...(resultBytes === null ? {} : { resultBytes: BigInt(resultBytes) }),
         };
       }),
       resumeToken: page.position,
