@@ -69,6 +69,7 @@ import {
   type ProduceSession,
   type ProduceStream,
 } from './produce-session.ts';
+import { WatchMessages } from './watch-messages.ts';
 import { runWatch, type WatchStream } from './watch.ts';
 import { openWorkSession, type WorkSession, type WorkStream } from './work-session.ts';
 
@@ -142,6 +143,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
     'open Watch streams',
     'watch.max_streams_per_principal',
   );
+  const watchMessages = new WatchMessages(toWire);
 
   /** Every handler runs through here: admission, authentication, authorization, one error mapping. */
   function handle<K extends MethodName>(
@@ -562,7 +564,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
         shutdown: deps.shutdown,
         admit: () => parkedCalls.admit(),
         admitOwn: (principal) => watchStreams.admit(principal),
-        toWire,
+        messages: watchMessages,
       }),
   };
 }
