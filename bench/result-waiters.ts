@@ -3,7 +3,8 @@
  * process on a fresh RocksDB store. In this process one client waits on `result` for N jobs at
  * once while another leases and completes them, each with a small result: one `complete` call
  * after another (N jobs), then, in a second table, in `completeEach` calls of 100 (a commit each,
- * as a worker's batched completions are) over 1,000 jobs of which N are awaited. Each sample is
+ * as a worker's batched completions are) over 1,000 jobs of which N are awaited, and in a third
+ * all N in one `completeEach` (one commit) without results. Each sample is
  * the time from a job's commit (its `completed` event, stamped by the server as the commit
  * begins) to its `result` resolving here, on the same machine's clock. N = 1, 10, 100, 200, 1,000
  * by default.
@@ -34,14 +35,15 @@ const scope = tenantScope('bench');
 const nowMs = (): number => performance.timeOrigin + performance.now();
 
 /**
- * How a round completes its jobs: one `complete` call after another, or `completeEach` calls of
- * up to 100 (one commit each, as a worker's batched completions are).
+ * How a round completes its jobs: one `complete` call after another, `completeEach` calls of up to
+ * 100 (one commit each, as a worker's batched completions are), or all in one `completeEach`
+ * without results (a waiter learns from the event alone that there is none).
  */
-type Completion = 'one by one' | 'in batches of 100';
+type Completion = 'one by one' | 'in batches of 100' | 'in one commit, without results';
 
 const COMPLETIONS: readonly Completion[] =
   process.env['BENCH_COMPLETION'] === undefined
-    ? ['one by one', 'in batches of 100']
+    ? ['one by one', 'in batches of 100', 'in one commit, without results']
     : [process.env['BENCH_COMPLETION'] as Completion];
 
 /** What each job's handler returned: a small result, carried by its event (a job without one is read again). */
@@ -56,7 +58,7 @@ async function round(address: string, waiters: number, kind: string, completion:
   const waiting = new TelhaClient({ address });
   const completer = new TelhaClient({ address });
   try {
-    const jobs = completion === 'one by one' ? waiters : JOBS;
+    const jobs = completion === 'in batches of 100' ? JOBS : waiters;
     const enqueued = await completer.enqueueBatch(
       Array.from({ length: jobs }, () => ({ kind })),
       scope,
@@ -79,6 +81,8 @@ async function round(address: string, waiters: number, kind: string, completion:
       }));
       if (completion === 'one by one') {
         for (const { jobId, fence } of fences) await completer.complete(jobId, fence, { result: RESULT });
+      } else if (completion === 'in one commit, without results') {
+        await completer.completeEach(fences);
       } else {
         for (let i = 0; i < fences.length; i += 100) {
           await completer.completeEach(fences.slice(i, i + 100).map((item) => ({ ...item, result: RESULT })));
@@ -106,7 +110,7 @@ try {
         const latencies = await round(
           server.address,
           waiters,
-          `wait.${completion.replaceAll(' ', '-')}.${waiters}.${r}`,
+          `wait.${completion.replaceAll(/[ ,]+/g, '-')}.${waiters}.${r}`,
           completion,
         );
         samples.push(...latencies);

@@ -16,7 +16,7 @@
 import { ErrorCode, TelhaError } from '../core/errors.ts';
 import { JobState } from '../core/types.ts';
 import type { RemoteJob } from './convert.ts';
-import { outcomeOf, watchBatches, type JobResult, type WatchTransport } from './watch.ts';
+import { outcomeOf, watchBatches, type JobResult, type WatchEvent, type WatchTransport } from './watch.ts';
 
 /** The states a job's outcome leaves it in: all the stream asks the server for. */
 const OUTCOME_STATES: readonly JobState[] = [JobState.Completed, JobState.Dead, JobState.Cancelled];
@@ -117,7 +117,7 @@ export class ResultFollower {
       let failure: Error;
       try {
         const batches = watchBatches(this.transport, { states: OUTCOME_STATES, signal: stop.signal, onOpen: open });
-        for await (const batch of batches) for (const event of batch.events) this.settle(event.job);
+        for await (const batch of batches) for (const event of batch.events) this.settle(event);
         failure = new TelhaError(ErrorCode.Unavailable, 'the server ended the watch that results wait on');
       } catch (error) {
         failure = error instanceof Error ? error : new Error(String(error));
@@ -128,15 +128,17 @@ export class ResultFollower {
   }
 
   /** An outcome from the stream: settle the job's waiters, if it has any. */
-  private settle(job: RemoteJob): void {
+  private settle({ job, resultBytes }: WatchEvent): void {
     const same = this.waiters.get(job.jobId);
     if (same === undefined) return;
     const settle = (settled: RemoteJob): void => {
       for (const waiter of same) waiter.settleWith(settled);
     };
     // An event carries a result of at most 1 KiB (the server's log stays small); a completion
-    // whose event has none may have a bigger one: read the job itself.
-    if (job.state === JobState.Completed && job.result === null) {
+    // whose event has none and does not say it had none (`resultBytes` 0) may have a bigger one:
+    // read the job itself. Without the mark, 1,000 completions in one commit cost 1,000 reads
+    // (bench/RESULTS.md, "client.result with many waiters").
+    if (job.state === JobState.Completed && job.result === null && resultBytes !== 0) {
       this.show(job.jobId).then(settle, (error: unknown) => {
         for (const waiter of same) waiter.reject(error);
       });

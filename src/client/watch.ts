@@ -46,6 +46,13 @@ export interface WatchEvent {
   readonly job: RemoteJob;
   /** Pass as `resumeToken` to continue after this event. */
   readonly resumeToken: string;
+  /**
+   * The size in bytes of the job's result, where the server can tell: 0 for a completed job
+   * without one; over 1 KiB the event leaves the result out (`job.result` is `null`: read the job
+   * with `show`). `null` where the server cannot tell (an older server, or an event it logged
+   * before it could), and for a job that is not completed and has no result.
+   */
+  readonly resultBytes: number | null;
 }
 
 /** One message of a Watch stream: its events, and the token after them. */
@@ -137,6 +144,7 @@ export async function* watchBatches(
             at: Number(event.atUs),
             job: jobFromWire(event.job ?? failMissingJob()),
             resumeToken: event.resumeToken,
+            resultBytes: event.resultBytes === undefined ? null : Number(event.resultBytes),
           }))
           .filter((event) => states === null || states.has(event.job.state));
         yield { events, resumeToken: message.resumeToken };

@@ -8,7 +8,7 @@
  */
 import { Packr } from 'msgpackr';
 import { CorruptRecordError, ErrorCode, TelhaError } from '../core/errors.ts';
-import { logEntryOf } from '../core/transitions-log.ts';
+import { logEntryOf, type LogRecord } from '../core/transitions-log.ts';
 import { isJobState, type JobEvent, type JobRecord, type TraceContext } from '../core/types.ts';
 import { JOB_ID_BYTES, jobIdFromBytes, writeJobId } from './keys.ts';
 import { MsgpackWriter, msgpackKey } from './msgpack-writer.ts';
@@ -79,6 +79,7 @@ const KEY_NAMES = [
   'progress',
   'traceparent',
   'tracestate',
+  'result_bytes',
 ] as const;
 const KEYS = Object.fromEntries(KEY_NAMES.map((name) => [name, msgpackKey(name)])) as Readonly<
   Record<(typeof KEY_NAMES)[number], Buffer>
@@ -100,11 +101,24 @@ interface ValueSpans {
  * and a generic packer pays for finding out its shape each time.
  */
 export function encodeRecord(record: JobRecord): Buffer {
-  return writeRecord(record, null);
+  return writeRecord(record, null, null);
 }
 
-/** `encodeRecord`, noting in `spans`, when given, where the payload and the continuation went. */
-function writeRecord(record: JobRecord, spans: ValueSpans | null): Buffer {
+/**
+ * The stored value of a transitions-log entry: its job's, and, after every field a record has,
+ * `result_bytes` when the entry says what result it does not carry (`LogRecord.resultBytes`). An
+ * entry without it is byte for byte what entries always were, and a reader that does not know the
+ * key (an older server) passes over it.
+ */
+export function encodeEntry(entry: LogRecord): Buffer {
+  return writeRecord(entry, null, entry.resultBytes);
+}
+
+/**
+ * `encodeRecord`, noting in `spans`, when given, where the payload and the continuation went, with
+ * a log entry's `resultBytes` when not `null`.
+ */
+function writeRecord(record: JobRecord, spans: ValueSpans | null, resultBytes: number | null): Buffer {
   const w = writer;
   w.reset();
   w.byte(VALUE_VERSION);
@@ -113,7 +127,8 @@ function writeRecord(record: JobRecord, spans: ValueSpans | null): Buffer {
     (record.timeoutSecs === null ? 0 : 1) +
     (record.result === null ? 0 : 1) +
     (record.progress === null ? 0 : 1) +
-    (record.traceContext === null ? 0 : record.traceContext.tracestate === null ? 1 : 2);
+    (record.traceContext === null ? 0 : record.traceContext.tracestate === null ? 1 : 2) +
+    (resultBytes === null ? 0 : 1);
   w.mapHeader(16 + optional);
   w.key(KEYS.job_id);
   w.binWith(JOB_ID_BYTES, (target, offset) => writeJobId(target, record.jobId, offset));
@@ -186,6 +201,19 @@ function writeRecord(record: JobRecord, spans: ValueSpans | null): Buffer {
       w.str(text(record, 'tracestate', record.traceContext.tracestate));
     }
   }
+  if (resultBytes !== null) {
+    w.key(KEYS.result_bytes);
+    w.uint(u64(record, 'result_bytes', resultBytes));
+  }
+  return w.take();
+}
+
+/** The msgpack of a log entry's `result_bytes`, key and value: what an entry cut from its record adds at its end. */
+function resultBytesField(record: JobRecord, resultBytes: number): Buffer {
+  const w = writer;
+  w.reset();
+  w.key(KEYS.result_bytes);
+  w.uint(u64(record, 'result_bytes', resultBytes));
   return w.take();
 }
 
@@ -196,15 +224,19 @@ function writeRecord(record: JobRecord, spans: ValueSpans | null): Buffer {
  * record's with two values replaced, cut from them rather than encoded again (every transition
  * writes both; the codec tests compare the cut with the entry encoded on its own).
  */
-export function encodeRecordAndEntry(record: JobRecord, entry: JobRecord): { value: Buffer; entryValue: Buffer } {
+export function encodeRecordAndEntry(record: JobRecord, entry: LogRecord): { value: Buffer; entryValue: Buffer } {
   const spans: ValueSpans = { payloadAt: 0, payloadEnd: 0, continuationAt: 0, continuationEnd: 0 };
-  const value = writeRecord(record, spans);
+  const value = writeRecord(record, spans, null);
   if (entry.events.length !== record.events.length || entry.result !== record.result) {
-    return { value, entryValue: encodeRecord(entry) };
+    return { value, entryValue: encodeEntry(entry) };
   }
   const { payloadAt, payloadEnd, continuationAt, continuationEnd } = spans;
   const middle = continuationAt - payloadEnd;
-  const entryValue = Buffer.allocUnsafe(payloadAt + 2 + middle + 1 + (value.length - continuationEnd));
+  // A completed job without a result: its entry says so in one more field, at the end.
+  const tail = entry.resultBytes === null ? null : resultBytesField(record, entry.resultBytes);
+  const entryValue = Buffer.allocUnsafe(
+    payloadAt + 2 + middle + 1 + (value.length - continuationEnd) + (tail?.length ?? 0),
+  );
   value.copy(entryValue, 0, 0, payloadAt);
   let at = payloadAt;
   entryValue[at++] = 0xc4; // an empty bin: the payload
@@ -212,13 +244,18 @@ export function encodeRecordAndEntry(record: JobRecord, entry: JobRecord): { val
   value.copy(entryValue, at, payloadEnd, continuationAt);
   at += middle;
   entryValue[at++] = 0xc0; // nil: the continuation
-  value.copy(entryValue, at, continuationEnd);
+  at += value.copy(entryValue, at, continuationEnd);
+  if (tail !== null) {
+    // A record has 16 fields and more, so its map header is always map16 (0xde, a 16-bit count).
+    entryValue.writeUInt16BE(value.readUInt16BE(2) + 1, 2);
+    tail.copy(entryValue, at);
+  }
   return { value, entryValue };
 }
 
 /** A transitions-log entry (`logEntryOf`) and its stored value. */
 export interface EncodedEntry {
-  readonly record: JobRecord;
+  readonly record: LogRecord;
   readonly value: Buffer;
 }
 
@@ -239,6 +276,21 @@ export function encodeWrite(record: JobRecord, log: boolean): { value: Buffer; e
  * find it; callers that scan skip such rows and count them.
  */
 export function decodeRecord(value: Uint8Array, keyHex: string): JobRecord {
+  return readRecord(unpackValue(value, keyHex), keyHex);
+}
+
+/** Decode a stored transitions-log entry (`encodeEntry`): its job, and `result_bytes` where it has one. */
+export function decodeEntry(value: Uint8Array, keyHex: string): LogRecord {
+  const raw = unpackValue(value, keyHex);
+  const record = readRecord(raw, keyHex);
+  const stored = raw['result_bytes'];
+  if (stored !== undefined && !isUint(stored))
+    throw new CorruptRecordError(keyHex, 'field result_bytes is not an integer');
+  return { ...record, resultBytes: stored ?? null };
+}
+
+/** The msgpack map of a stored value, its version checked. */
+function unpackValue(value: Uint8Array, keyHex: string): Record<string, unknown> {
   if (value.byteLength === 0) throw new CorruptRecordError(keyHex, 'empty value');
   const version = value[0];
   if (version !== VALUE_VERSION) throw new CorruptRecordError(keyHex, `unknown value version ${version}`);
@@ -248,14 +300,13 @@ export function decodeRecord(value: Uint8Array, keyHex: string): JobRecord {
   } catch (cause) {
     throw new CorruptRecordError(keyHex, 'msgpack body does not decode', cause);
   }
-  return readRecord(raw, keyHex);
-}
-
-function readRecord(raw: unknown, keyHex: string): JobRecord {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw new CorruptRecordError(keyHex, 'body is not a map');
   }
-  const r = raw as Record<string, unknown>;
+  return raw as Record<string, unknown>;
+}
+
+function readRecord(r: Record<string, unknown>, keyHex: string): JobRecord {
   const field = <T>(name: string, check: (v: unknown) => v is T, expected: string): T => {
     const v = r[name];
     if (!check(v)) throw new CorruptRecordError(keyHex, `field ${name} is not ${expected}`);

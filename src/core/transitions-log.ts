@@ -13,7 +13,7 @@
  */
 import { ErrorCode, invalidArgument, TelhaError } from './errors.ts';
 import { inScope } from './scope.ts';
-import type { JobEvent, JobRecord, JobState, Micros, ScopeFilter } from './types.ts';
+import { JobState, type JobEvent, type JobRecord, type Micros, type ScopeFilter } from './types.ts';
 
 /**
  * Events kept on each entry's job: enough for the transition's own (a failure that dead-letters
@@ -28,6 +28,20 @@ export const LOG_JOB_EVENTS = 3;
  */
 export const LOG_RESULT_BYTES = 1_024;
 
+/**
+ * A log entry's job: the record as written, trimmed (see {@link logEntryOf}), and what the entry
+ * knows of a result it does not carry.
+ */
+export interface LogRecord extends JobRecord {
+  /**
+   * The size in bytes of the job's result when the entry does not carry it: 0 for a completed job
+   * without one, the size of one over {@link LOG_RESULT_BYTES}. `null` when the entry carries the
+   * result (or the job has none and is not completed), and on entries written before entries
+   * said: there a completed job without a result may have had one left out.
+   */
+  readonly resultBytes: number | null;
+}
+
 /** Job events that only extend a lease: frequent, and no change a watcher waits for. */
 const UNLOGGED: ReadonlySet<string> = new Set(['extended', 'checkpoint']);
 
@@ -40,8 +54,10 @@ export function logsTransition(record: JobRecord): boolean {
 }
 
 /** The entry a write of `record` appends to the log: the job trimmed, or `null` when the write is no transition a watcher sees. */
-export function logEntryOf(record: JobRecord): JobRecord | null {
+export function logEntryOf(record: JobRecord): LogRecord | null {
   if (!logsTransition(record)) return null;
+  const resultBytes = record.result?.byteLength ?? 0;
+  const inline = record.result !== null && resultBytes <= LOG_RESULT_BYTES;
   // Field by field, not a spread: records reach here in several shapes (decoded, enqueued, moved
   // by a transition), and spreading an object of a shape V8 has seen many of is far slower than
   // this (bench/RESULTS.md, "Transitions without object spreads").
@@ -64,10 +80,21 @@ export function logEntryOf(record: JobRecord): JobRecord | null {
     events: record.events.slice(-LOG_JOB_EVENTS),
     attemptDeadline: record.attemptDeadline,
     timeoutSecs: record.timeoutSecs,
-    result: (record.result?.byteLength ?? 0) > LOG_RESULT_BYTES ? null : record.result,
+    result: inline ? record.result : null,
     progress: record.progress,
     traceContext: record.traceContext,
+    // Said only where a reader would otherwise have to look: a completed job's result not carried.
+    resultBytes: inline || (record.result === null && record.state !== JobState.Completed) ? null : resultBytes,
   };
+}
+
+/**
+ * The size of an entry's job's result, as far as the entry knows: that of the result it carries,
+ * else its {@link LogRecord.resultBytes}; `null` when it cannot tell (an entry written before
+ * entries said).
+ */
+export function resultBytesOf(entry: LogRecord): number | null {
+  return entry.result === null ? entry.resultBytes : entry.result.byteLength;
 }
 
 /** The transition an entry records: its job's last event. */
@@ -84,7 +111,7 @@ export interface LogEntry {
   /** The store's number for the entry: increasing in log order on one store (RocksDB, memory); unique on PostgreSQL. */
   readonly seq: number;
   /** The job as written, trimmed (see {@link logEntryOf}). */
-  readonly job: JobRecord;
+  readonly job: LogRecord;
 }
 
 /** Which entries a reader wants. */

@@ -31,7 +31,6 @@ import type { Authenticator } from '../edge/auth.ts';
 import { create } from '@bufbuild/protobuf';
 import {
   ProduceResponseSchema,
-  WatchResponseSchema,
   WorkResponseSchema,
   type ProduceRequest,
   type ProduceResponse,
@@ -274,7 +273,7 @@ function adaptWatch(
   service: QueueServiceHandlers,
   logger: Logger,
   calls: CallObserver,
-): grpc.handleServerStreamingCall<Decoded<WatchRequest>, WatchResponse> {
+): grpc.handleServerStreamingCall<Decoded<WatchRequest>, WatchResponse | Uint8Array> {
   return (call) => {
     const opened = streamCall(call, 'watch', calls);
     if (call.request instanceof UndecodableRequest) {
@@ -293,7 +292,7 @@ function adaptWatch(
  * counts its status).
  */
 export function grpcWatchStream(
-  call: grpc.ServerWritableStream<unknown, WatchResponse>,
+  call: grpc.ServerWritableStream<unknown, WatchResponse | Uint8Array>,
   opened: { authorization: string | null; signal: AbortSignal; ending: (code: Status) => void },
 ): WatchStream {
   const { authorization, signal, ending } = opened;
@@ -311,7 +310,8 @@ export function grpcWatchStream(
           resolve();
         };
         signal.addEventListener('abort', done, { once: true });
-        call.write(create(WatchResponseSchema, message), done);
+        // Already encoded (`WatchMessages`): the server's serializer passes the bytes through.
+        call.write(Buffer.from(message.buffer, message.byteOffset, message.byteLength), done);
       }),
     end: () => {
       ending(Status.OK);

@@ -22,6 +22,7 @@ import { produceHandlers } from './handlers/produce.ts';
 import { scheduleHandlers } from './handlers/schedules.ts';
 import { workHandlers } from './handlers/work.ts';
 import { openProduceSession, type ProduceSession, type ProduceStream } from './produce-session.ts';
+import { WatchMessages } from './watch-messages.ts';
 import { runWatch, type WatchStream } from './watch.ts';
 import { openWorkSession, type WorkSession, type WorkStream } from './work-session.ts';
 
@@ -109,6 +110,8 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
       });
     },
   };
+  // Each log entry's Watch event is encoded once for every watcher that reads it.
+  const watchMessages = new WatchMessages(kit.toWire);
   const produce = produceHandlers(kit);
   const work = workHandlers(kit);
   const unary: QueueServiceImpl = {
@@ -153,7 +156,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
         shutdown: deps.shutdown,
         admit: () => parkedCalls.admit(),
         admitOwn: (principal) => watchStreams.admit(principal),
-        toWire: kit.toWire,
+        messages: watchMessages,
       }),
   };
 }

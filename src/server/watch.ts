@@ -13,16 +13,15 @@
  */
 import { ErrorCode, TelhaError } from '../core/errors.ts';
 import type { Logger } from '../core/logger.ts';
-import { transitionOf, type LogFilter, type LogPage } from '../core/transitions-log.ts';
-import type { JobRecord } from '../core/types.ts';
+import type { LogFilter, LogPage } from '../core/transitions-log.ts';
 import { checkJobId, checkKindPrefix } from '../core/validate.ts';
 import type { ChangeFeed } from '../engine/feed.ts';
 import type { Queue } from '../engine/queue.ts';
-import type { MessageInitShape } from '@bufbuild/protobuf';
-import type { Job, WatchRequest, WatchResponseSchema } from '../gen/telha/v1/queue_pb.ts';
+import type { WatchRequest } from '../gen/telha/v1/queue_pb.ts';
 import { requirePermission, resolveScope, type Authenticator, type Principal } from '../edge/auth.ts';
 import { scopeFromWire, statesFromWire } from './convert.ts';
 import { describeError, type WireStatus } from '../edge/status.ts';
+import type { WatchMessages } from './watch-messages.ts';
 
 /**
  * Events per message. A grpc-js client takes 16 messages into its buffers before its reader asks
@@ -38,10 +37,11 @@ export interface WatchStream {
   /** Aborts when the watcher cancels or the connection drops. */
   readonly signal: AbortSignal;
   /**
-   * Send a message; resolves once the transport has taken it (or the stream went away). The watch
-   * writes nothing more until then, so what waits on a watcher is one message, not a queue of them.
+   * Send a message, a WatchResponse encoded; resolves once the transport has taken it (or the
+   * stream went away). The watch writes nothing more until then, so what waits on a watcher is
+   * one message, not a queue of them.
    */
-  send(message: MessageInitShape<typeof WatchResponseSchema>): Promise<void>;
+  send(message: Uint8Array): Promise<void>;
   end(): void;
   /** End the stream with an error status, carrying `resumeToken` when the watcher may continue. */
   fail(status: WireStatus, resumeToken: string | null): void;
@@ -58,7 +58,8 @@ export interface WatchDeps {
   admit(): () => void;
   /** Counts the stream as one of its caller's (`watch.max_streams_per_principal`). Returns the release. */
   admitOwn(principal: Principal): () => void;
-  toWire(job: JobRecord): Job;
+  /** Encodes the messages, every entry's event once for all the server's watchers. */
+  readonly messages: WatchMessages;
 }
 
 /**
@@ -118,27 +119,14 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
   }
 
   /** Write `message` and wait until the transport has taken it, or the stream ended. */
-  async function write(message: MessageInitShape<typeof WatchResponseSchema>): Promise<void> {
+  async function write(message: Uint8Array): Promise<void> {
     await Promise.race([stream.send(message), endedSignal]);
   }
 
   /** Send the page's entries (or, with `tokenOnly`, its position alone), once the transport has taken the last. */
   async function send(page: LogPage, tokenOnly: boolean): Promise<void> {
     if (page.entries.length === 0 && !tokenOnly) return;
-    await write({
-      events: page.entries.map(({ job, seq, position: after }) => {
-        const { transition, detail, at } = transitionOf(job);
-        return {
-          sequence: BigInt(seq),
-          transition,
-          ...(detail === null ? {} : { detail }),
-          atUs: BigInt(at),
-          job: deps.toWire(job),
-          resumeToken: after,
-        };
-      }),
-      resumeToken: page.position,
-    });
+    await write(deps.messages.message(page.entries, page.position));
   }
 
   async function pump(filter: LogFilter): Promise<void> {
@@ -147,7 +135,7 @@ export function runWatch(request: WatchRequest, stream: WatchStream, deps: Watch
     // The first read checks the token (another store's, or past retention) before the watch opens.
     let next = await pages.next();
     position = from;
-    await write({ resumeToken: from });
+    await write(deps.messages.message([], from));
     let skipped = 0;
     while (!next.done && !ended) {
       const page = next.value;

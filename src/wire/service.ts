@@ -30,11 +30,13 @@ export type ResponseInitOf<K extends MethodName> = MessageInitShape<Methods[K]['
 
 function codec<D extends DescMessage>(
   schema: D,
-): { serialize: (value: MessageShape<D>) => Buffer; deserialize: (bytes: Buffer) => MessageShape<D> } {
+): { serialize: (value: MessageShape<D> | Uint8Array) => Buffer; deserialize: (bytes: Buffer) => MessageShape<D> } {
   return {
+    // Bytes are a message already encoded, written as they are: a Watch message is laid out from
+    // events encoded once for all its watchers (`server/watch-messages.ts`).
     serialize: (value) => {
-      const bytes = toBinary(schema, value);
-      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      const bytes = value instanceof Uint8Array ? value : toBinary(schema, value);
+      return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     },
     deserialize: (bytes) => fromBinary(schema, bytes),
   };

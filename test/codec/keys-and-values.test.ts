@@ -15,7 +15,14 @@ import {
 } from '../../src/codec/keys.ts';
 import { parse as parseUuid } from 'uuid';
 import { MsgpackWriter, msgpackKey } from '../../src/codec/msgpack-writer.ts';
-import { decodeRecord, encodeRecord, encodeRecordAndEntry, VALUE_VERSION } from '../../src/codec/value.ts';
+import {
+  decodeEntry,
+  decodeRecord,
+  encodeEntry,
+  encodeRecord,
+  encodeRecordAndEntry,
+  VALUE_VERSION,
+} from '../../src/codec/value.ts';
 import { LOG_JOB_EVENTS, LOG_RESULT_BYTES, logEntryOf } from '../../src/core/transitions-log.ts';
 import { CorruptRecordError } from '../../src/core/errors.ts';
 import { EVENT_TRANSITIONS, JobState, type JobRecord } from '../../src/core/types.ts';
@@ -308,9 +315,14 @@ describe('value codec', () => {
       ),
       continuation: fc.option(bytes(300)),
       // Either side of LOG_RESULT_BYTES, where the entry drops the result.
-      result: fc.option(fc.constantFrom(0, 16, LOG_RESULT_BYTES, LOG_RESULT_BYTES + 1).map((n) => Buffer.alloc(n, 9))),
+      result: fc.option(
+        fc.constantFrom(0, 16, LOG_RESULT_BYTES, LOG_RESULT_BYTES + 1).map((n) => Buffer.alloc(n, 9)),
+        { freq: 2 },
+      ),
       progress: fc.option(fc.string({ maxLength: 20 })),
       traceContext: fc.option(fc.record({ traceparent: fc.string(), tracestate: fc.option(fc.string()) })),
+      // Completed, where an entry without the result says how big it was (0 for none).
+      state: fc.constantFrom(JobState.Leased, JobState.Completed),
       // Up to twice LOG_JOB_EVENTS, where the entry keeps the last ones; an unlogged last event has no entry.
       events: fc.array(
         fc.record({
@@ -322,6 +334,7 @@ describe('value codec', () => {
       ),
     });
     let cut = 0;
+    let cutWithSize = 0;
     fc.assert(
       fc.property(changes, (change) => {
         const record: JobRecord = { ...GOLDEN_RECORD, ...change };
@@ -329,12 +342,17 @@ describe('value codec', () => {
         if (entry === null) return;
         const { value, entryValue } = encodeRecordAndEntry(record, entry);
         assert.ok(value.equals(encodeRecord(record)));
-        assert.equal(entryValue.toString('hex'), encodeRecord(entry).toString('hex'));
-        if (entry.events.length === record.events.length && entry.result === record.result) cut++;
+        assert.equal(entryValue.toString('hex'), encodeEntry(entry).toString('hex'));
+        assert.equal(decodeEntry(entryValue, 'entry').resultBytes, entry.resultBytes);
+        if (entry.events.length === record.events.length && entry.result === record.result) {
+          cut++;
+          if (entry.resultBytes !== null) cutWithSize++;
+        }
       }),
       { numRuns: 500 },
     );
     assert.ok(cut > 100, `${cut} entries took the cut`);
+    assert.ok(cutWithSize > 10, `${cutWithSize} entries took the cut and said their result's size`);
   });
 
   it('writes every header size msgpackr writes, at each boundary', () => {

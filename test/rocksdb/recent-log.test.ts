@@ -7,15 +7,15 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { makeConfig } from '../../src/core/config.ts';
-import { tenantScope, type JobRecord } from '../../src/core/types.ts';
-import type { LogFilter, LogPage } from '../../src/core/transitions-log.ts';
+import { tenantScope } from '../../src/core/types.ts';
+import type { LogFilter, LogPage, LogRecord } from '../../src/core/transitions-log.ts';
 import { openQueue } from '../../src/open.ts';
 import { RecentLog } from '../../src/storage/rocksdb/recent-log.ts';
 import { tempDir } from '../support/backends.ts';
 
 const acme = tenantScope('acme');
 const globex = tenantScope('globex');
-const entry = (jobId: string): JobRecord => ({ jobId }) as JobRecord;
+const entry = (jobId: string): LogRecord => ({ jobId }) as LogRecord;
 
 /** Bytes as hex, objects with their keys sorted: a record decoded from the store holds Buffers where the written one held Uint8Arrays. */
 function plain(value: unknown): unknown {

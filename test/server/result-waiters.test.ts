@@ -12,6 +12,7 @@ import { TelhaClient } from '../../src/client/client.ts';
 import { JobFailedError } from '../../src/client/watch.ts';
 import { ErrorCode, type TelhaError } from '../../src/core/errors.ts';
 import { silentLogger } from '../../src/core/logger.ts';
+import { LOG_RESULT_BYTES } from '../../src/core/transitions-log.ts';
 import { JobState, tenantScope, type QueueScope } from '../../src/core/types.ts';
 import type { Queue } from '../../src/engine/queue.ts';
 import { JobState as WireJobState, WatchRequestSchema } from '../../src/gen/telha/v1/queue_pb.ts';
@@ -67,6 +68,26 @@ async function completeAll(queue: Queue, kind: string, scope: QueueScope): Promi
 
 const text = (bytes: Uint8Array | null): string => Buffer.from(bytes ?? new Uint8Array()).toString();
 
+/** Counts the reads of a job (`show`) `queue` answers from now on: Show calls, and each waiter's first look. */
+function countReads(queue: Queue): { readonly count: number; reached(count: number): Promise<void> } {
+  const show = queue.show.bind(queue);
+  let answered = 0;
+  const waiting: { count: number; resolve: () => void }[] = [];
+  queue.show = async (...args) => {
+    const job = await show(...args);
+    answered++;
+    for (const w of waiting) if (w.count === answered) w.resolve();
+    return job;
+  };
+  return {
+    get count() {
+      return answered;
+    },
+    reached: (count) =>
+      answered >= count ? Promise.resolve() : new Promise((resolve) => waiting.push({ count, resolve })),
+  };
+}
+
 describe('live.client.result with many waiters', () => {
   const live = liveServer({ server: { http_address: '' } });
 
@@ -83,6 +104,39 @@ describe('live.client.result with many waiters', () => {
     );
     assert.equal(streams.length, 1, `the client opened ${streams.length} Watch streams for 1,000 waiters`);
     await once(streams[0] as AbortSignal, 'abort');
+  });
+
+  it('reads again only the jobs whose result was too big for their event, not those completed without one', async () => {
+    const kind = 'sizes';
+    const enqueued = await live.client.enqueueBatch(
+      Array.from({ length: 40 }, () => ({ kind })),
+      acme,
+    );
+    const reads = countReads(live.server.queue);
+    const results = enqueued.map(({ job }) => live.client.result(job.jobId));
+    // Each waiter's first look at its job: after it, what a waiter reads is a completion's.
+    await reads.reached(enqueued.length);
+    const big = (i: number): Uint8Array => new Uint8Array(LOG_RESULT_BYTES + 1 + i).fill(i);
+    const leased = await live.server.queue.lease({ workerId: 'w', kinds: [kind], scope: acme, limit: 40 });
+    const fence = (job: { jobId: string; leaseGeneration: number }) => ({
+      jobId: job.jobId,
+      fence: { workerId: 'w', leaseGeneration: job.leaseGeneration },
+    });
+    // One commit of 30 completions without a result, then 10 with results the events leave out.
+    const byId = new Map(enqueued.map(({ job }, i) => [job.jobId, i]));
+    const withResult = (job: { jobId: string }): boolean => (byId.get(job.jobId) ?? 0) >= 30;
+    await live.server.queue.completeEach(leased.filter((job) => !withResult(job)).map(fence), acme);
+    await live.server.queue.completeEach(
+      leased.filter(withResult).map((job) => ({ ...fence(job), result: big(byId.get(job.jobId) ?? 0) })),
+      acme,
+    );
+    const outcomes = await Promise.all(results);
+    assert.deepEqual(
+      outcomes.map((outcome) => outcome.result?.byteLength ?? null),
+      enqueued.map((_, i) => (i < 30 ? null : LOG_RESULT_BYTES + 1 + i)),
+    );
+    assert.ok(outcomes.slice(30).every((outcome, i) => outcome.result?.every((byte) => byte === 30 + i)));
+    assert.equal(reads.count - enqueued.length, 10, 'one read for each result left out of its event, and no other');
   });
 
   it('ends its stream when the last waiter goes, and opens one again for the next', async () => {

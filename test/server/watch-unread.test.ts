@@ -6,14 +6,19 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:http2';
 import { after, before, describe, it } from 'node:test';
-import { create, toBinary } from '@bufbuild/protobuf';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import * as grpc from '@grpc/grpc-js';
 import { TelhaClient } from '../../src/client/client.ts';
 import type { WatchEvent } from '../../src/client/watch.ts';
 import { ErrorCode, type TelhaError } from '../../src/core/errors.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { tenantScope, type NewJob } from '../../src/core/types.ts';
-import { WatchRequestSchema, type WatchRequest, type WatchResponse } from '../../src/gen/telha/v1/queue_pb.ts';
+import {
+  WatchRequestSchema,
+  WatchResponseSchema,
+  type WatchRequest,
+  type WatchResponse,
+} from '../../src/gen/telha/v1/queue_pb.ts';
 import { Authenticator } from '../../src/edge/auth.ts';
 import { grpcWatchStream } from '../../src/server/server.ts';
 import { createQueueService } from '../../src/server/service.ts';
@@ -69,7 +74,7 @@ describe('a Watch stream whose caller does not read', () => {
           service.watch(call.request, {
             ...stream,
             send: (message) => {
-              const events = message.events?.length ?? 0;
+              const events = fromBinary(WatchResponseSchema, message).events.length;
               sent.push({ events, heldBefore: call.writableLength });
               if (events > 0) firstBatch.resolve();
               return stream.send(message);

@@ -17,8 +17,8 @@ import { ErrorCode, type TelhaError } from '../../src/core/errors.ts';
 import { silentLogger } from '../../src/core/logger.ts';
 import { JobState, tenantScope, type JobRecord, type NewJob } from '../../src/core/types.ts';
 import { rmSync } from 'node:fs';
-import { create } from '@bufbuild/protobuf';
-import { WatchRequestSchema } from '../../src/gen/telha/v1/queue_pb.ts';
+import { create, fromBinary } from '@bufbuild/protobuf';
+import { WatchRequestSchema, WatchResponseSchema } from '../../src/gen/telha/v1/queue_pb.ts';
 import { Authenticator } from '../../src/edge/auth.ts';
 import { createQueueService } from '../../src/server/service.ts';
 import { tempDir } from '../support/backends.ts';
@@ -450,7 +450,7 @@ describe('a Watch stream on a transport that is not reading', () => {
         authorization: null,
         signal: abort.signal,
         send: (message) => {
-          sent.push(message.events?.length ?? 0);
+          sent.push(fromBinary(WatchResponseSchema, message).events.length);
           if (sent.reduce((a, b) => a + b, 0) === 2_000) all.resolve();
           if (reading) return Promise.resolve();
           waiting.resolve();

@@ -48,6 +48,7 @@ import {
   type LogFilter,
   type LogPage,
   type LogPruneParams,
+  type LogRecord,
 } from '../../core/transitions-log.ts';
 import { randomBytes } from 'node:crypto';
 import {
@@ -105,7 +106,7 @@ const LOG_FORMAT = 'm1';
 export class MemoryJobStore implements JobStore {
   readonly backend = 'memory';
   /** The transitions log: entry `seq` is at index `seq - logFirst`. */
-  private readonly log: JobRecord[] = [];
+  private readonly log: LogRecord[] = [];
   /** The seq of `log[0]`; entries before it were pruned. */
   private logFirst = 1;
   private readonly logId = randomBytes(6).toString('hex');
@@ -390,7 +391,7 @@ export class MemoryJobStore implements JobStore {
       let seq = from;
       while (seq < last && entries.length < limit) {
         seq++;
-        const job = this.log[seq - this.logFirst] as JobRecord;
+        const job = this.log[seq - this.logFirst] as LogRecord;
         if (logMatches(job, filter)) entries.push({ position: this.position(seq), seq, job });
       }
       return Promise.resolve({ entries, position: this.position(seq) });

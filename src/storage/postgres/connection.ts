@@ -14,8 +14,9 @@ import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { CorruptRecordError, ErrorCode, storeClosed, TelhaError } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
+import type { LogRecord } from '../../core/transitions-log.ts';
 import type { JobRecord, Micros } from '../../core/types.ts';
-import { decodeRecord } from '../../codec/value.ts';
+import { decodeEntry, decodeRecord } from '../../codec/value.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import { isConnectionFailure, pgFailure } from './failures.ts';
 import { schemaTable } from './migrations.ts';
@@ -227,8 +228,17 @@ export class StoreContext {
   }
 
   decode(row: { job_id: string; record: Buffer }): JobRecord | null {
+    return this.skipCorrupt(() => decodeRecord(row.record, `job ${row.job_id}`));
+  }
+
+  /** A transitions-log entry decoded, or `null`, counted and logged, when it is corrupt; `name` says which. */
+  decodeLogEntry(name: string, entry: Buffer): LogRecord | null {
+    return this.skipCorrupt(() => decodeEntry(entry, name));
+  }
+
+  private skipCorrupt<T>(decode: () => T): T | null {
     try {
-      return decodeRecord(row.record, `job ${row.job_id}`);
+      return decode();
     } catch (error) {
       if (!(error instanceof CorruptRecordError)) throw error;
       this.corruptRows++;

@@ -89,7 +89,7 @@ export class TransitionsLog {
       if (row.xid === null || row.seq === null) continue;
       position = this.position(row.xid, row.seq);
       if (row.entry === null) continue;
-      const job = this.ctx.decode({ job_id: `log ${row.xid}.${row.seq}`, record: row.entry });
+      const job = this.ctx.decodeLogEntry(`log ${row.xid}.${row.seq}`, row.entry);
       if (job !== null && logMatches(job, filter)) entries.push({ position, seq: Number(row.seq), job });
     }
     return { entries, position };

@@ -5,8 +5,9 @@
  */
 import { CorruptRecordError, storeClosed } from '../../core/errors.ts';
 import type { Logger } from '../../core/logger.ts';
+import type { LogRecord } from '../../core/transitions-log.ts';
 import type { JobRecord } from '../../core/types.ts';
-import { decodeRecord } from '../../codec/value.ts';
+import { decodeEntry, decodeRecord } from '../../codec/value.ts';
 import type { Columns } from './columns.ts';
 import type { RocksDatabase } from './database.ts';
 import type { GroupCommit } from './group-commit.ts';
@@ -38,10 +39,19 @@ export class RocksContext {
     if (this.closed) throw storeClosed();
   }
 
-  /** A job row (or log entry) decoded, or `null`, counted and logged, when it is corrupt. */
+  /** A job row decoded, or `null`, counted and logged, when it is corrupt. */
   decodeOrSkip(key: Buffer, value: Buffer): JobRecord | null {
+    return this.skipCorrupt(() => decodeRecord(value, key.toString('hex')));
+  }
+
+  /** A transitions-log entry decoded, or `null`, counted and logged, when it is corrupt. */
+  decodeEntryOrSkip(key: Buffer, value: Buffer): LogRecord | null {
+    return this.skipCorrupt(() => decodeEntry(value, key.toString('hex')));
+  }
+
+  private skipCorrupt<T>(decode: () => T): T | null {
     try {
-      return decodeRecord(value, key.toString('hex'));
+      return decode();
     } catch (error) {
       if (!(error instanceof CorruptRecordError)) throw error;
       this.corruptRows++;

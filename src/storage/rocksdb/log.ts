@@ -16,8 +16,8 @@ import {
   type LogFilter,
   type LogPage,
   type LogPruneParams,
+  type LogRecord,
 } from '../../core/transitions-log.ts';
-import type { JobRecord } from '../../core/types.ts';
 import { encodeU64, readU64 } from '../../codec/keys.ts';
 import type { EncodedEntry } from '../../codec/value.ts';
 import { META_LOG_PRUNED } from './columns.ts';
@@ -48,7 +48,7 @@ export class TransitionsLog {
   private logFlushing: number;
   private logPruned: number;
   /** Log entries staged since the last write, by seq, for `recentLog` once they are written. */
-  private readonly stagedLog = new Map<number, JobRecord>();
+  private readonly stagedLog = new Map<number, LogRecord>();
   /** The newest entries written, which live watchers read instead of the store. */
   private readonly recentLog = new RecentLog(RECENT_LOG_ENTRIES);
 
@@ -130,7 +130,7 @@ export class TransitionsLog {
     const range = { gt: encodeU64(seen), lt: encodeU64(written + 1), limit };
     for await (const [key, value] of this.ctx.db.scan(this.ctx.cf.log, range, Math.min(limit, 256))) {
       position = readU64(key, 0);
-      const job = this.ctx.decodeOrSkip(key, value);
+      const job = this.ctx.decodeEntryOrSkip(key, value);
       if (job !== null && logMatches(job, filter))
         entries.push({ position: this.position(position), seq: position, job });
     }
@@ -145,7 +145,7 @@ export class TransitionsLog {
     let last = this.logPruned;
     for await (const [key, value] of this.ctx.db.scan(this.ctx.cf.log, { gt: encodeU64(last), limit: params.limit })) {
       const seq = readU64(key, 0);
-      const job = this.ctx.decodeOrSkip(key, value);
+      const job = this.ctx.decodeEntryOrSkip(key, value);
       if (job !== null && !logEntryExpired(transitionOf(job).at, this.logWritten - seq, params)) break;
       ops.push({ column: this.ctx.cf.log, key, value: null });
       last = seq;

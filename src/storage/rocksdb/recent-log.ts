@@ -7,10 +7,10 @@
  * It holds exactly what the store wrote: entries go in after their batch is written, by sequence
  * number, and a number staged but never written (its write refused) is a hole here as on disk.
  */
-import type { JobRecord } from '../../core/types.ts';
+import type { LogRecord } from '../../core/transitions-log.ts';
 
 export class RecentLog {
-  private readonly jobs: (JobRecord | undefined)[];
+  private readonly jobs: (LogRecord | undefined)[];
   /** The sequence numbers this covers: `oldest > newest` when it covers none. */
   private oldest = 1;
   private newest = 0;
@@ -18,11 +18,11 @@ export class RecentLog {
   private floor = 0;
 
   constructor(private readonly capacity: number) {
-    this.jobs = new Array<JobRecord | undefined>(capacity);
+    this.jobs = new Array<LogRecord | undefined>(capacity);
   }
 
   /** Entry `seq`, written after every entry held. */
-  add(seq: number, job: JobRecord): void {
+  add(seq: number, job: LogRecord): void {
     // Out of order cannot happen (numbers are taken as entries are staged, and staged units are
     // written in order); were it to, covering nothing up to the newest number seen keeps every
     // read right: those go to the store.
@@ -52,7 +52,7 @@ export class RecentLog {
   }
 
   /** Entry `seq` if one was written (`covers(seq)` must hold), else `undefined`. */
-  at(seq: number): JobRecord | undefined {
+  at(seq: number): LogRecord | undefined {
     return seq > this.newest ? undefined : this.jobs[seq % this.capacity];
   }
 

@@ -1,7 +1,13 @@
 /** Conformance cases: the transitions log every transition appends to, which Watch reads. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { transitionOf, type LogEntry, type LogFilter } from '../../core/transitions-log.ts';
+import {
+  LOG_RESULT_BYTES,
+  resultBytesOf,
+  transitionOf,
+  type LogEntry,
+  type LogFilter,
+} from '../../core/transitions-log.ts';
 import { ANY_SCOPE, JobState, type ScopeFilter } from '../../core/types.ts';
 import { fenceOf } from './harness.ts';
 import { acme, ErrorCode, globex, rejects, SECOND, type Suite } from './context.ts';
@@ -53,6 +59,30 @@ export function transitionsLogCases(s: Suite): void {
       } finally {
         unsubscribe();
       }
+    });
+
+    it('says in a completion’s entry how big a result it leaves out, and that a job completed without one', async () => {
+      const kind = 'log.result-sizes';
+      const head = await s.q.feed.head();
+      await s.q.enqueueBatch([{ kind }, { kind }, { kind }], acme);
+      const sizes = [null, LOG_RESULT_BYTES, LOG_RESULT_BYTES + 1];
+      for (const size of sizes) {
+        const job = await s.lease(acme, 'w1', [kind]);
+        const result = size === null ? {} : { result: new Uint8Array(size).fill(7) };
+        await s.q.complete(job.jobId, fenceOf(job), result);
+      }
+      const { entries } = await readAll(head, { ...only(acme, kind), states: new Set([JobState.Completed]) }, 3);
+      assert.deepEqual(
+        entries.map(({ job }) => ({ carried: job.result?.byteLength ?? null, resultBytes: resultBytesOf(job) })),
+        [
+          { carried: null, resultBytes: 0 },
+          { carried: LOG_RESULT_BYTES, resultBytes: LOG_RESULT_BYTES },
+          { carried: null, resultBytes: LOG_RESULT_BYTES + 1 },
+        ],
+      );
+      // Entries of jobs that are not done say nothing of a result: there is none to wait for.
+      const enqueued = (await readAll(head, only(acme, kind), 1)).entries[0]?.job;
+      assert.equal(enqueued === undefined ? undefined : resultBytesOf(enqueued), null);
     });
 
     it('appends each transition in the write that makes it, in one order, and no lease extension', async () => {

@@ -688,20 +688,22 @@ class UpdateScheduleResponse(_message.Message):
     def __init__(self, schedule: _Optional[_Union[Schedule, _Mapping]] = ...) -> None: ...
 
 class WatchEvent(_message.Message):
-    __slots__ = ["at_us", "detail", "job", "resume_token", "sequence", "transition"]
+    __slots__ = ["at_us", "detail", "job", "result_bytes", "resume_token", "sequence", "transition"]
     AT_US_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     JOB_FIELD_NUMBER: _ClassVar[int]
+    RESULT_BYTES_FIELD_NUMBER: _ClassVar[int]
     RESUME_TOKEN_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
     TRANSITION_FIELD_NUMBER: _ClassVar[int]
     at_us: int
     detail: str
     job: Job
+    result_bytes: int
     resume_token: str
     sequence: int
     transition: str
-    def __init__(self, sequence: _Optional[int] = ..., transition: _Optional[str] = ..., detail: _Optional[str] = ..., at_us: _Optional[int] = ..., job: _Optional[_Union[Job, _Mapping]] = ..., resume_token: _Optional[str] = ...) -> None: ...
+    def __init__(self, sequence: _Optional[int] = ..., transition: _Optional[str] = ..., detail: _Optional[str] = ..., at_us: _Optional[int] = ..., job: _Optional[_Union[Job, _Mapping]] = ..., resume_token: _Optional[str] = ..., result_bytes: _Optional[int] = ...) -> None: ...
 
 class WatchRequest(_message.Message):
     __slots__ = ["job_id", "kind_prefix", "resume_token", "scope", "states"]
