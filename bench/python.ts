@@ -42,7 +42,10 @@ async function typescript(address: string, concurrency: number, run: number): Pr
   const enqueue = ENQUEUES / ((performance.now() - started) / 1000);
   const kind = `bench.ts.${run}`;
   for (let i = 0; i < JOBS; i += 1000) {
-    await producer.enqueueBatch(Array.from({ length: Math.min(1000, JOBS - i) }, () => ({ kind })), scope);
+    await producer.enqueueBatch(
+      Array.from({ length: Math.min(1000, JOBS - i) }, () => ({ kind })),
+      scope,
+    );
   }
   let first = 0;
   let completed = 0;
