@@ -5,7 +5,7 @@
  */
 import { once } from 'node:events';
 import type { FastifyInstance } from 'fastify';
-import { ErrorCode, TelhaError } from '../../core/errors.ts';
+import { ErrorCode, isTelhaError, TelhaError } from '../../core/errors.ts';
 import { effectiveMaxAttempts } from '../../core/transitions.ts';
 import { transitionOf } from '../../core/transitions-log.ts';
 import { JOB_STATE_NAMES } from '../../core/types.ts';
@@ -24,7 +24,7 @@ import {
   type JobFilter,
 } from '../params.ts';
 import { notice } from '../views/layout.ts';
-import { bulkDonePage, confirmRetryPage, jobPage, jobsPage } from '../views/jobs.ts';
+import { bulkDonePage, confirmRetryPage, jobNotFoundPage, jobPage, jobsPage } from '../views/jobs.ts';
 
 /** Transitions a job page's stream reads at a time: one job's come a few at once. */
 const JOB_EVENTS_PER_PAGE = 100;
@@ -32,12 +32,47 @@ const JOB_EVENTS_PER_PAGE = 100;
 export function jobRoutes(app: FastifyInstance, context: HttpContext): void {
   const { queue, logger, viewerOf, actor, readScope, sendHtml, eventStream, shutdown } = context;
 
+  // A filter the server refuses (a bad value, a page token of another store) answers 400 with the
+  // page and the message where the rows go: the filter form swaps that in (app.js), so the operator
+  // reads why instead of looking at the old rows.
   app.get('/jobs', async (request, reply) => {
     const viewer = viewerOf(request, reply, true);
-    const params = parseList(request.query as Record<string, unknown>);
-    const scope = readScope(viewer.principal, params.tenant);
-    const result = await listJobs(queue, scope, params);
-    return sendHtml(reply, jobsPage(viewer, params, result, queue.clock.now()));
+    const query = request.query as Record<string, unknown>;
+    try {
+      const params = parseList(query);
+      const scope = readScope(viewer.principal, params.tenant);
+      const result = await listJobs(queue, scope, params);
+      return sendHtml(reply, jobsPage(viewer, { params, result }, queue.clock.now()));
+    } catch (error) {
+      if (!isTelhaError(error, ErrorCode.InvalidArgument)) throw error;
+      const values = Object.fromEntries(
+        FILTER_PARAMS.flatMap((name) => (typeof query[name] === 'string' ? [[name, query[name]]] : [])),
+      );
+      return sendHtml(reply, jobsPage(viewer, { refused: error.message, values }, queue.clock.now()), 400);
+    }
+  });
+
+  // The job-id box: the job's page, or a message. Another tenant's job reads exactly as a missing
+  // one (the scope makes it not found), so a tenant learns nothing of it.
+  app.get('/jobs/find', async (request, reply) => {
+    const viewer = viewerOf(request, reply, true);
+    const query = request.query as Record<string, unknown>;
+    onlyKnown(query, ['id']);
+    const given = typeof query['id'] === 'string' ? query['id'].trim() : '';
+    let jobId: string;
+    try {
+      jobId = parseJobId(given);
+    } catch {
+      const message = `"${given.slice(0, 64)}" is not a job id: a job id is a UUID like 0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b.`;
+      return sendHtml(reply, jobNotFoundPage(viewer, given, message), 400);
+    }
+    try {
+      await queue.show(jobId, readScope(viewer.principal, null));
+    } catch (error) {
+      if (!isTelhaError(error, ErrorCode.NotFound)) throw error;
+      return sendHtml(reply, jobNotFoundPage(viewer, given, `No job ${jobId} here.`), 404);
+    }
+    return reply.redirect(`/jobs/${jobId}`, 303);
   });
 
   app.get('/jobs/retry-dead', async (request, reply) => {
