@@ -2,8 +2,21 @@
 import { JOB_STATE_NAMES, JobState, type JobEvent, type JobRecord, type Micros } from '../../core/types.ts';
 import { MAX_BULK_JOBS, MAX_SCANNED_ROWS, type BulkResult, type JobsPage } from '../browse.ts';
 import { href, html, type Html } from '../html.ts';
+import type { FILTER_PARAMS } from '../params.ts';
 import { filterQuery, type JobFilter, type ListParams } from '../params.ts';
-import { csrfField, notice, number, page, span, stateBadge, timestamp, when, type Viewer } from './layout.ts';
+import {
+  csrfField,
+  LIVE_ON_COUNTS,
+  liveBadge,
+  notice,
+  number,
+  page,
+  span,
+  stateBadge,
+  timestamp,
+  when,
+  type Viewer,
+} from './layout.ts';
 import { valueView } from './values.ts';
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
@@ -17,8 +30,24 @@ function localInput(at: Micros | null): string {
   return at === null ? '' : new Date(Math.floor(at / 1000)).toISOString().slice(0, 16);
 }
 
-function filterForm(viewer: Viewer, filter: JobFilter): Html {
-  const stateName = filter.state === null ? '' : JOB_STATE_NAMES[filter.state];
+/**
+ * What the filter form shows, by parameter name: a parsed filter's values, or the values as the
+ * browser sent them when the server refused one, so the operator sees what to correct.
+ */
+export type FilterValues = Readonly<Partial<Record<(typeof FILTER_PARAMS)[number], string>>>;
+
+function formValues(filter: JobFilter): FilterValues {
+  return {
+    state: filter.state === null ? '' : JOB_STATE_NAMES[filter.state],
+    kind: filter.kind ?? '',
+    tenant: filter.tenant ?? '',
+    created_after: localInput(filter.createdAfter),
+    created_before: localInput(filter.createdBefore),
+  };
+}
+
+function filterForm(viewer: Viewer, values: FilterValues): Html {
+  const stateName = values.state ?? '';
   const option = (value: string, label: string): Html =>
     html`<option value="${value}" ${value === stateName ? html` selected` : ''}>${label}</option>`;
   return html`<form
@@ -40,7 +69,7 @@ function filterForm(viewer: Viewer, filter: JobFilter): Html {
     >
     <label
       >Kind prefix
-      <input name="kind" value="${filter.kind ?? ''}" placeholder="email." spellcheck="false" autocomplete="off"
+      <input name="kind" value="${values.kind ?? ''}" placeholder="email." spellcheck="false" autocomplete="off"
     /></label>
     ${
       viewer.principal.role === 'tenant'
@@ -49,17 +78,17 @@ function filterForm(viewer: Viewer, filter: JobFilter): Html {
             >Tenant
             <input
               name="tenant"
-              value="${filter.tenant ?? ''}"
+              value="${values.tenant ?? ''}"
               placeholder="every tenant"
               spellcheck="false"
               autocomplete="off"
           /></label>`
     }
     <label
-      >Created after <input type="datetime-local" name="created_after" value="${localInput(filter.createdAfter)}"
+      >Created after <input type="datetime-local" name="created_after" value="${values.created_after ?? ''}"
     /></label>
     <label
-      >Created before <input type="datetime-local" name="created_before" value="${localInput(filter.createdBefore)}"
+      >Created before <input type="datetime-local" name="created_before" value="${values.created_before ?? ''}"
     /></label>
     <button type="submit">Filter</button>
     <a class="button subtle" href="/jobs">Clear</a>
@@ -70,18 +99,88 @@ function lastEvent(job: JobRecord): JobEvent | undefined {
   return job.events[job.events.length - 1];
 }
 
-export function jobsPage(viewer: Viewer, params: ListParams, result: JobsPage, now: Micros): Html {
-  const filter = filterQuery(params);
-  const showTenant = viewer.principal.role !== 'tenant';
-  const timeFiltered = params.createdAfter !== null || params.createdBefore !== null;
+/** Failures whose error a list row shows: a job still to run again, or dead. */
+const SHOWS_LAST_ERROR: ReadonlySet<JobState> = new Set([JobState.Pending, JobState.Leased, JobState.Dead]);
+/** Characters of an error a list row shows; the job page has the whole. */
+const ROW_ERROR_CHARS = 160;
+
+/**
+ * The error of the job's latest failed attempt (a handler's message, or an expired lease), or
+ * null when none failed. A Completed or Cancelled job's earlier failures are history, not news.
+ */
+export function lastError(job: JobRecord): string | null {
+  if (!SHOWS_LAST_ERROR.has(job.state)) return null;
+  for (let i = job.events.length - 1; i >= 0; i--) {
+    const event = job.events[i] as JobEvent;
+    if (event.transition === 'failed') return parseDetail(event.detail).message ?? 'failed';
+    if (event.transition === 'reaped') return 'the lease expired (no heartbeat in time)';
+    if (event.transition === 'enqueued') return null;
+  }
+  return null;
+}
+
+/** The box that opens a job by its id (`/jobs/find`), on the Jobs page and the page that answers it. */
+export function findForm(value = ''): Html {
+  return html`<form class="find" method="get" action="/jobs/find" role="search">
+    <label
+      >Job id
+      <input name="id" value="${value}" placeholder="0193…-…" size="38" spellcheck="false" autocomplete="off" required
+    /></label>
+    <button type="submit">Open</button>
+  </form>`;
+}
+
+/** The answer to a job id that opens no job: the same words for a missing job and another tenant's. */
+export function jobNotFoundPage(viewer: Viewer, value: string, message: string): Html {
+  return page({
+    title: 'Job not found',
+    section: 'jobs',
+    viewer,
+    body: html`<div class="heading"><h1>Jobs</h1></div>
+      ${findForm(value)} ${notice('error', message)}
+      <p><a href="/jobs">Back to the list</a></p>`,
+  });
+}
+
+/** What the Jobs page lists: a page of rows, or the message of a filter the server refused. */
+export type JobsView =
+  | { readonly params: ListParams; readonly result: JobsPage }
+  | { readonly refused: string; readonly values: FilterValues };
+
+export function jobsPage(viewer: Viewer, view: JobsView, now: Micros): Html {
+  const values = 'refused' in view ? view.values : formValues(view.params);
   const bulk =
-    canRetry(viewer) && params.state === JobState.Dead
-      ? html`<a class="button danger" href="${href('/jobs/retry-dead', filter)}"
+    'params' in view && canRetry(viewer) && view.params.state === JobState.Dead
+      ? html`<a class="button danger" href="${href('/jobs/retry-dead', filterQuery(view.params))}"
           >Retry all Dead jobs matching this filter…</a
         >`
       : '';
-  const rows = result.jobs.map((job) => {
+  return page({
+    title: 'Jobs',
+    section: 'jobs',
+    viewer,
+    body: html`<div class="heading">
+        <h1>Jobs</h1>
+        ${liveBadge()} ${findForm()} ${bulk}
+      </div>
+      ${filterForm(viewer, values)}
+      ${
+        'refused' in view
+          ? html`<div id="results">${notice('error', view.refused)}</div>`
+          : jobsResults(viewer, view.params, view.result, now)
+      }`,
+  });
+}
+
+function jobsResults(viewer: Viewer, params: ListParams, result: JobsPage, now: Micros): Html {
+  const filter = filterQuery(params);
+  const showTenant = viewer.principal.role !== 'tenant';
+  const timeFiltered = params.createdAfter !== null || params.createdBefore !== null;
+  const errors = result.jobs.map(lastError);
+  const showErrors = errors.some((error) => error !== null);
+  const rows = result.jobs.map((job, i) => {
     const last = lastEvent(job);
+    const error = errors[i] ?? null;
     return html`<tr>
       <td><a class="mono id" href="${href(`/jobs/${job.jobId}`)}">${job.jobId}</a></td>
       <td class="mono">${job.kind}</td>
@@ -93,62 +192,66 @@ export function jobsPage(viewer: Viewer, params: ListParams, result: JobsPage, n
       <td>
         ${last === undefined ? '' : html`<span class="ev ${last.transition}">${last.transition}</span> ${when(last.at, now)}`}
       </td>
+      ${
+        showErrors
+          ? html`<td class="last-error">
+              ${
+                error === null
+                  ? ''
+                  : html`<span class="error-text"
+                      >${error.length > ROW_ERROR_CHARS ? `${error.slice(0, ROW_ERROR_CHARS)}…` : error}</span
+                    >`
+              }
+            </td>`
+          : ''
+      }
     </tr>`;
   });
-  return page({
-    title: 'Jobs',
-    section: 'jobs',
-    viewer,
-    body: html`<div class="heading">
-        <h1>Jobs</h1>
-        ${bulk}
-      </div>
-      ${filterForm(viewer, params)}
-      <div id="results">
-        ${
-          result.jobs.length === 0
-            ? html`<p class="empty">
-                No jobs
-                match${timeFiltered && result.nextPageToken !== null ? html` in the first ${number(result.scanned)} rows read` : ''}.
-              </p>`
-            : html`<table class="grid jobs">
-                <thead>
-                  <tr>
-                    <th>Job</th>
-                    <th>Kind</th>
-                    ${showTenant ? html`<th>Tenant</th>` : ''}
-                    <th>State</th>
-                    <th class="num">Attempts</th>
-                    <th class="num">Priority</th>
-                    <th>Created</th>
-                    <th>Last event</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${rows}
-                </tbody>
-              </table>`
-        }
-        <nav class="pager" hx-boost="true" hx-target="#results" hx-select="#results" hx-swap="outerHTML">
-          ${params.pageToken === null ? '' : html`<a class="button subtle" href="${href('/jobs', filter)}">« First page</a>`}
-          <span class="hint"
-            >${number(result.jobs.length)}
-            shown${timeFiltered ? html` · ${number(result.scanned)} read (the time filter applies within pages of at most ${number(MAX_SCANNED_ROWS)} rows)` : ''}
-            · in key order: scope, state, priority, creation</span
-          >
-          ${
-            result.nextPageToken === null
-              ? ''
-              : html`<a
-                  class="button"
-                  rel="next"
-                  href="${href('/jobs', { ...filter, page_token: result.nextPageToken, limit: params.limit === 50 ? null : params.limit })}"
-                  >Next page »</a
-                >`
-          }
-        </nav>
-      </div>`,
-  });
+  return html`<div id="results" data-live="${LIVE_ON_COUNTS}">
+    ${
+      result.jobs.length === 0
+        ? html`<p class="empty">
+            No jobs
+            match${timeFiltered && result.nextPageToken !== null ? html` in the first ${number(result.scanned)} rows read` : ''}.
+          </p>`
+        : html`<table class="grid jobs">
+            <thead>
+              <tr>
+                <th>Job</th>
+                <th>Kind</th>
+                ${showTenant ? html`<th>Tenant</th>` : ''}
+                <th>State</th>
+                <th class="num">Attempts</th>
+                <th class="num">Priority</th>
+                <th>Created</th>
+                <th>Last event</th>
+                ${showErrors ? html`<th>Last error</th>` : ''}
+              </tr>
+            </thead>
+            <tbody>
+              ${rows}
+            </tbody>
+          </table>`
+    }
+    <nav class="pager" hx-boost="true" hx-target="#results" hx-select="#results" hx-swap="outerHTML">
+      ${params.pageToken === null ? '' : html`<a class="button subtle" href="${href('/jobs', filter)}">« First page</a>`}
+      <span class="hint"
+        >${number(result.jobs.length)}
+        shown${timeFiltered ? html` · ${number(result.scanned)} read (the time filter applies within pages of at most ${number(MAX_SCANNED_ROWS)} rows)` : ''}
+        · in key order: scope, state, priority, creation</span
+      >
+      ${
+        result.nextPageToken === null
+          ? ''
+          : html`<a
+              class="button"
+              rel="next"
+              href="${href('/jobs', { ...filter, page_token: result.nextPageToken, limit: params.limit === 50 ? null : params.limit })}"
+              >Next page »</a
+            >`
+      }
+    </nav>
+  </div>`;
 }
 
 /** Words a detail may carry on their own (a permanent failure's mark). */
@@ -202,7 +305,70 @@ const TITLES: Readonly<Record<string, string>> = {
   cancelled: 'Cancelled',
 };
 
-function eventView(event: JobEvent, previous: JobEvent | undefined): Html {
+/** Transitions a long lease repeats, in turn: a run of them shows as one row with counts. */
+const RUNS: ReadonlySet<string> = new Set(['extended', 'progress']);
+/** Lines of a stack trace a failure's row shows at most; the detail itself is bounded by the record. */
+const STACK_LINES = 40;
+
+/** One row of the timeline: an event, or a run of heartbeats and progress reports folded into one. */
+interface TimelineRow {
+  readonly event: JobEvent;
+  /** The event the row's gap counts from: the last one before it that is a moment (not a fold). */
+  readonly previous: JobEvent | undefined;
+  /** For a run: its first event and how many heartbeats and progress reports it holds. */
+  readonly run: { readonly first: JobEvent; readonly heartbeats: number; readonly progress: number } | null;
+}
+
+const countOf = (event: JobEvent): number => Number(/ ?count=(\d+)$/.exec(event.detail ?? '')?.[1] ?? '1');
+
+/**
+ * The rows of a trail: runs of heartbeats and progress reports (which alternate for a job that
+ * reports progress, so the store's own folding of repeats cannot join them) as one row each.
+ */
+export function timelineRows(events: readonly JobEvent[]): TimelineRow[] {
+  const rows: TimelineRow[] = [];
+  let previous: JobEvent | undefined;
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i] as JobEvent;
+    let end = i;
+    while (RUNS.has(event.transition) && RUNS.has(events[end + 1]?.transition ?? '')) end++;
+    if (end > i) {
+      const run = events.slice(i, end + 1);
+      const sum = (transition: string): number =>
+        run.filter((e) => e.transition === transition).reduce((total, e) => total + countOf(e), 0);
+      const last = run[run.length - 1] as JobEvent;
+      rows.push({
+        event: last,
+        previous,
+        run: { first: event, heartbeats: sum('extended'), progress: sum('progress') },
+      });
+      previous = last;
+      i = end;
+      continue;
+    }
+    rows.push({ event, previous, run: null });
+    // A `stats` event is stamped when it folded, later than the events after it: no moment to count from.
+    if (event.transition !== 'stats') previous = event;
+  }
+  return rows;
+}
+
+/** A failure's text: its first line as the message, any `    at ...` lines after it as a stack trace. */
+function errorView(message: string): Html {
+  const lines = message.split('\n');
+  const stackAt = lines.findIndex((line, i) => i > 0 && /^\s+at /.test(line));
+  if (stackAt === -1) return html`<div class="message error">${linkIds(message)}</div>`;
+  const stack = lines.slice(stackAt);
+  const shown = stack.slice(0, STACK_LINES);
+  return html`<div class="message error">${linkIds(lines.slice(0, stackAt).join('\n'))}</div>
+    <details class="stack">
+      <summary>Stack trace <span class="hint">${number(stack.length)} lines</span></summary>
+      <pre>
+${shown.join('\n')}${stack.length > shown.length ? `\n… ${number(stack.length - shown.length)} more lines` : ''}</pre>
+    </details>`;
+}
+
+function eventView({ event, previous, run }: TimelineRow): Html {
   const { fields, flags, message } = parseDetail(event.detail);
   const count = Number(fields.get('count') ?? '1');
   const chips: Html[] = [];
@@ -223,25 +389,70 @@ function eventView(event: JobEvent, previous: JobEvent | undefined): Html {
       >`,
     );
   }
+  if (run !== null) chips.push(html`<span class="chip">over <b>${span(event.at - run.first.at)}</b></span>`);
   const title =
-    event.transition === 'extended' && count > 1
-      ? `Heartbeats ×${number(count)}`
-      : event.transition === 'checkpoint' && count > 1
-        ? `Checkpoints ×${number(count)}`
-        : event.transition === 'progress' && count > 1
-          ? `Progress reports ×${number(count)}`
-          : (TITLES[event.transition] ?? event.transition);
-  return html`<li class="event ${event.transition}">
-    <div class="when">
-      <time datetime="${new Date(Math.floor(event.at / 1000)).toISOString()}">${timestamp(event.at)}</time>${
-        previous === undefined ? '' : html`<span class="delta">+${span(event.at - previous.at)}</span>`
-      }
-    </div>
+    run !== null
+      ? `Heartbeats ×${number(run.heartbeats)} · progress reports ×${number(run.progress)}`
+      : event.transition === 'extended' && count > 1
+        ? `Heartbeats ×${number(count)}`
+        : event.transition === 'checkpoint' && count > 1
+          ? `Checkpoints ×${number(count)}`
+          : event.transition === 'progress' && count > 1
+            ? `Progress reports ×${number(count)}`
+            : (TITLES[event.transition] ?? event.transition);
+  const when =
+    event.transition === 'stats'
+      ? html`<span class="delta">folded</span>`
+      : html`<time datetime="${new Date(Math.floor(event.at / 1000)).toISOString()}">${timestamp(event.at)}</time>${
+            previous === undefined ? '' : html`<span class="delta">+${span(event.at - previous.at)}</span>`
+          }`;
+  return html`<li class="event ${run === null ? event.transition : 'extended run'}">
+    <div class="when">${when}</div>
     <div class="what">
       <span class="title">${title}</span>${chips}
-      ${message === null ? '' : html`<div class="message${event.transition === 'failed' ? ' error' : ''}">${linkIds(message)}</div>`}
+      ${
+        message === null
+          ? ''
+          : event.transition === 'failed'
+            ? errorView(message)
+            : html`<div class="message">${linkIds(message)}</div>`
+      }
     </div>
   </li>`;
+}
+
+/**
+ * How far a job's progress says it is, as a fraction, when it is a number: a bare number is a
+ * percentage (0-100, BullMQ's convention), `{"percent": n}` too, and `{"done": a, "total": b}` (or
+ * `current`/`total`) a count. Anything else is the handler's own shape, shown only as JSON.
+ */
+export function progressFraction(progress: string): number | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(progress);
+  } catch {
+    return null;
+  }
+  const finite = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n);
+  let fraction: number | null = null;
+  if (finite(value)) fraction = value / 100;
+  else if (typeof value === 'object' && value !== null) {
+    const fields = value as Record<string, unknown>;
+    const done = fields['done'] ?? fields['current'];
+    if (finite(fields['percent'])) fraction = fields['percent'] / 100;
+    else if (finite(done) && finite(fields['total']) && fields['total'] > 0) fraction = done / fields['total'];
+  }
+  return fraction === null || fraction < 0 || fraction > 1 ? null : fraction;
+}
+
+function progressBar(progress: string): Html {
+  const fraction = progressFraction(progress);
+  if (fraction === null) return html``;
+  const percent = Math.floor(fraction * 1000) / 10;
+  return html`<div class="progress">
+    <progress max="1000" value="${Math.round(fraction * 1000)}">${percent}%</progress>
+    <span class="progress-text">${percent}%</span>
+  </div>`;
 }
 
 function fact(label: string, value: Html | string | number): Html {
@@ -318,7 +529,7 @@ export function jobPage(viewer: Viewer, job: JobRecord, context: JobPageContext)
         <section class="panel">
           <h2>Audit trail <span class="hint">${number(job.events.length)} events, oldest first</span></h2>
           <ol class="timeline">
-            ${job.events.map((event, i) => eventView(event, job.events[i - 1]))}
+            ${timelineRows(job.events).map(eventView)}
           </ol>
         </section>
         <section class="panel">
@@ -327,7 +538,7 @@ export function jobPage(viewer: Viewer, job: JobRecord, context: JobPageContext)
           <h2>Continuation <span class="hint">the last checkpoint of the current lease</span></h2>
           ${job.continuation === null ? nothing : valueView(job.jobId, 'continuation', job.continuation)}
           <h2>Progress <span class="hint">the last the current (or last) attempt reported</span></h2>
-          ${job.progress === null ? nothing : valueView(job.jobId, 'progress', job.progress)}
+          ${job.progress === null ? nothing : html`${progressBar(job.progress)}${valueView(job.jobId, 'progress', job.progress)}`}
           <h2>Result <span class="hint">what the handler returned</span></h2>
           ${job.result === null ? nothing : valueView(job.jobId, 'result', job.result)}
         </section>
