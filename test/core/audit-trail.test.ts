@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { MAX_EVENTS } from '../src/core/bounds.ts';
-import { appendEvent } from '../src/core/transitions.ts';
-import type { JobEvent } from '../src/core/types.ts';
+import { MAX_EVENTS } from '../../src/core/bounds.ts';
+import { appendEvent } from '../../src/core/transitions.ts';
+import type { JobEvent } from '../../src/core/types.ts';
 
 const at = (n: number): number => 1_700_000_000_000_000 + n * 10_000_000;
 const ev = (n: number, transition: string, detail: string | null = null): JobEvent => ({

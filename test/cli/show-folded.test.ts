@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { formatShow } from '../src/cli/format.ts';
-import { appendEvent } from '../src/core/transitions.ts';
-import { JobState, type JobEvent, type JobRecord } from '../src/core/types.ts';
+import { formatShow } from '../../src/cli/format.ts';
+import { appendEvent } from '../../src/core/transitions.ts';
+import { JobState, type JobEvent, type JobRecord } from '../../src/core/types.ts';
 
 const T0 = 1_700_000_000_000_000;
 
