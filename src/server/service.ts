@@ -36,7 +36,7 @@ import {
   type WatchRequest,
 } from '../gen/telha/v1/queue_pb.ts';
 import type { MethodName, ProduceMethod, RequestOf, ResponseInitOf } from '../wire/service.ts';
-import { stateToWire } from '../wire/states.ts';
+import { listOrderFromWire, stateToWire } from '../wire/states.ts';
 import {
   pauseScope,
   principalLabel,
@@ -409,6 +409,8 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
         ...(req.kindPrefix === '' ? {} : { kindPrefix: req.kindPrefix }),
         ...(req.limit === 0 ? {} : { limit: req.limit }),
         ...(req.pageToken === '' ? {} : { pageToken: req.pageToken }),
+        order: listOrderFromWire(req.order),
+        ...(req.includeSystem ? { includeSystem: true } : {}),
       });
       return { jobs: page.jobs.map(toWire), nextPageToken: page.nextPageToken ?? '' };
     }),
@@ -433,6 +435,24 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
         resolveScope(principal, null, true),
       );
       logger.info({ jobId: job.jobId, kind: job.kind, tenant: job.tenant, caller: principal.name }, 'cancelled');
+      return { job: toWire(job) };
+    }),
+
+    // Giving up on a Dead job is stopping it from outside, as a cancel is: the same callers.
+    discard: handle('discard', 'cancel', async (req, { principal }) => {
+      const job = await queue.discard(
+        req.jobId,
+        { by: principalLabel(principal), ...(req.reason === undefined ? {} : { reason: req.reason }) },
+        resolveScope(principal, null, true),
+      );
+      logger.info({ jobId: job.jobId, kind: job.kind, tenant: job.tenant, caller: principal.name }, 'discarded');
+      return { job: toWire(job) };
+    }),
+
+    // Running a job sooner is what its producer could have asked at enqueue: the same callers.
+    runNow: handle('runNow', 'enqueue', async (req, { principal }) => {
+      const job = await queue.runNow(req.jobId, { by: principalLabel(principal) }, resolveScope(principal, null, true));
+      logger.info({ jobId: job.jobId, kind: job.kind, tenant: job.tenant, caller: principal.name }, 'run now');
       return { job: toWire(job) };
     }),
 
