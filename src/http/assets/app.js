@@ -1,5 +1,6 @@
 // The dashboard's own script: the overview's live charts and counts, fed by
-// server-sent events from /events, and a job page that follows its job's
+// server-sent events from /events, list pages that fetch their visible rows
+// again as those counts move, and a job page that follows its job's
 // transitions (/jobs/:id/events) and has htmx fetch the page again on each.
 // It writes only text (textContent) and numbers into the page; markup comes
 // only from this server's own pages, swapped in by htmx. Loaded from this
@@ -152,9 +153,70 @@
     events.addEventListener('error', () => show('offline', 'reconnecting…'));
   }
 
+  // A list page (Jobs, Leases, Schedules): the overview's stream says, once per sample, what the
+  // viewer's counts are; the part marked data-live (the visible page of rows, never more) is fetched
+  // again when they changed, or on every sample where data-live says so. One fetch at a time, and a
+  // sample during a fetch costs one more fetch, not one each; none while the operator is typing in it.
+  function startListLive() {
+    const marked = document.querySelector('[data-live]');
+    if (marked === null || marked.id === '') return;
+    if (typeof EventSource === 'undefined' || typeof htmx === 'undefined') return;
+    const id = marked.id;
+    let counts = null;
+    let fetching = false;
+    let again = false;
+    const busy = (root) =>
+      root.contains(document.activeElement) && /^(INPUT|SELECT|TEXTAREA)$/.test(document.activeElement.tagName);
+    const refresh = () => {
+      const root = document.getElementById(id);
+      // A refused filter shows its message in place of the rows: nothing live to fetch until it is fixed.
+      if (root === null || root.dataset.live === undefined || busy(root)) return;
+      if (fetching) {
+        again = true;
+        return;
+      }
+      fetching = true;
+      const done = () => {
+        fetching = false;
+        if (again) {
+          again = false;
+          refresh();
+        }
+      };
+      htmx
+        .ajax('GET', location.pathname + location.search, { target: '#' + id, select: '#' + id, swap: 'outerHTML' })
+        .then(done, done);
+    };
+    const events = new EventSource('/events');
+    events.addEventListener('snapshot', (message) => {
+      counts = JSON.stringify(JSON.parse(message.data).counts);
+      setLive('live', 'live');
+    });
+    events.addEventListener('sample', (message) => {
+      const now = JSON.stringify(JSON.parse(message.data).counts);
+      const root = document.getElementById(id);
+      const changed = now !== counts;
+      counts = now;
+      setLive('live', 'live · updated ' + new Date().toLocaleTimeString());
+      if (root !== null && (changed || root.dataset.live === 'every-sample')) refresh();
+    });
+    events.addEventListener('error', () => setLive('offline', 'reconnecting…'));
+  }
+
+  // A filter the server refused answers 400 with its message where the rows go. htmx keeps the old
+  // rows on an error status, which reads as if the filter applied: swap the message in instead.
+  document.addEventListener('htmx:beforeSwap', (event) => {
+    const target = event.detail.target;
+    if (event.detail.xhr.status === 400 && target !== null && target.id === 'results') {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+
   function start() {
     startOverview();
     startJobLive();
+    startListLive();
   }
 
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);

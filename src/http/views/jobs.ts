@@ -2,8 +2,21 @@
 import { JOB_STATE_NAMES, JobState, type JobEvent, type JobRecord, type Micros } from '../../core/types.ts';
 import { MAX_BULK_JOBS, MAX_SCANNED_ROWS, type BulkResult, type JobsPage } from '../browse.ts';
 import { href, html, type Html } from '../html.ts';
+import type { FILTER_PARAMS } from '../params.ts';
 import { filterQuery, type JobFilter, type ListParams } from '../params.ts';
-import { csrfField, notice, number, page, span, stateBadge, timestamp, when, type Viewer } from './layout.ts';
+import {
+  csrfField,
+  LIVE_ON_COUNTS,
+  liveBadge,
+  notice,
+  number,
+  page,
+  span,
+  stateBadge,
+  timestamp,
+  when,
+  type Viewer,
+} from './layout.ts';
 import { valueView } from './values.ts';
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
@@ -17,8 +30,24 @@ function localInput(at: Micros | null): string {
   return at === null ? '' : new Date(Math.floor(at / 1000)).toISOString().slice(0, 16);
 }
 
-function filterForm(viewer: Viewer, filter: JobFilter): Html {
-  const stateName = filter.state === null ? '' : JOB_STATE_NAMES[filter.state];
+/**
+ * What the filter form shows, by parameter name: a parsed filter's values, or the values as the
+ * browser sent them when the server refused one, so the operator sees what to correct.
+ */
+export type FilterValues = Readonly<Partial<Record<(typeof FILTER_PARAMS)[number], string>>>;
+
+function formValues(filter: JobFilter): FilterValues {
+  return {
+    state: filter.state === null ? '' : JOB_STATE_NAMES[filter.state],
+    kind: filter.kind ?? '',
+    tenant: filter.tenant ?? '',
+    created_after: localInput(filter.createdAfter),
+    created_before: localInput(filter.createdBefore),
+  };
+}
+
+function filterForm(viewer: Viewer, values: FilterValues): Html {
+  const stateName = values.state ?? '';
   const option = (value: string, label: string): Html =>
     html`<option value="${value}" ${value === stateName ? html` selected` : ''}>${label}</option>`;
   return html`<form
@@ -40,7 +69,7 @@ function filterForm(viewer: Viewer, filter: JobFilter): Html {
     >
     <label
       >Kind prefix
-      <input name="kind" value="${filter.kind ?? ''}" placeholder="email." spellcheck="false" autocomplete="off"
+      <input name="kind" value="${values.kind ?? ''}" placeholder="email." spellcheck="false" autocomplete="off"
     /></label>
     ${
       viewer.principal.role === 'tenant'
@@ -49,17 +78,17 @@ function filterForm(viewer: Viewer, filter: JobFilter): Html {
             >Tenant
             <input
               name="tenant"
-              value="${filter.tenant ?? ''}"
+              value="${values.tenant ?? ''}"
               placeholder="every tenant"
               spellcheck="false"
               autocomplete="off"
           /></label>`
     }
     <label
-      >Created after <input type="datetime-local" name="created_after" value="${localInput(filter.createdAfter)}"
+      >Created after <input type="datetime-local" name="created_after" value="${values.created_after ?? ''}"
     /></label>
     <label
-      >Created before <input type="datetime-local" name="created_before" value="${localInput(filter.createdBefore)}"
+      >Created before <input type="datetime-local" name="created_before" value="${values.created_before ?? ''}"
     /></label>
     <button type="submit">Filter</button>
     <a class="button subtle" href="/jobs">Clear</a>
@@ -70,18 +99,88 @@ function lastEvent(job: JobRecord): JobEvent | undefined {
   return job.events[job.events.length - 1];
 }
 
-export function jobsPage(viewer: Viewer, params: ListParams, result: JobsPage, now: Micros): Html {
-  const filter = filterQuery(params);
-  const showTenant = viewer.principal.role !== 'tenant';
-  const timeFiltered = params.createdAfter !== null || params.createdBefore !== null;
+/** Failures whose error a list row shows: a job still to run again, or dead. */
+const SHOWS_LAST_ERROR: ReadonlySet<JobState> = new Set([JobState.Pending, JobState.Leased, JobState.Dead]);
+/** Characters of an error a list row shows; the job page has the whole. */
+const ROW_ERROR_CHARS = 160;
+
+/**
+ * The error of the job's latest failed attempt (a handler's message, or an expired lease), or
+ * null when none failed. A Completed or Cancelled job's earlier failures are history, not news.
+ */
+export function lastError(job: JobRecord): string | null {
+  if (!SHOWS_LAST_ERROR.has(job.state)) return null;
+  for (let i = job.events.length - 1; i >= 0; i--) {
+    const event = job.events[i] as JobEvent;
+    if (event.transition === 'failed') return parseDetail(event.detail).message ?? 'failed';
+    if (event.transition === 'reaped') return 'the lease expired (no heartbeat in time)';
+    if (event.transition === 'enqueued') return null;
+  }
+  return null;
+}
+
+/** The box that opens a job by its id (`/jobs/find`), on the Jobs page and the page that answers it. */
+export function findForm(value = ''): Html {
+  return html`<form class="find" method="get" action="/jobs/find" role="search">
+    <label
+      >Job id
+      <input name="id" value="${value}" placeholder="0193…-…" size="38" spellcheck="false" autocomplete="off" required
+    /></label>
+    <button type="submit">Open</button>
+  </form>`;
+}
+
+/** The answer to a job id that opens no job: the same words for a missing job and another tenant's. */
+export function jobNotFoundPage(viewer: Viewer, value: string, message: string): Html {
+  return page({
+    title: 'Job not found',
+    section: 'jobs',
+    viewer,
+    body: html`<div class="heading"><h1>Jobs</h1></div>
+      ${findForm(value)} ${notice('error', message)}
+      <p><a href="/jobs">Back to the list</a></p>`,
+  });
+}
+
+/** What the Jobs page lists: a page of rows, or the message of a filter the server refused. */
+export type JobsView =
+  | { readonly params: ListParams; readonly result: JobsPage }
+  | { readonly refused: string; readonly values: FilterValues };
+
+export function jobsPage(viewer: Viewer, view: JobsView, now: Micros): Html {
+  const values = 'refused' in view ? view.values : formValues(view.params);
   const bulk =
-    canRetry(viewer) && params.state === JobState.Dead
-      ? html`<a class="button danger" href="${href('/jobs/retry-dead', filter)}"
+    'params' in view && canRetry(viewer) && view.params.state === JobState.Dead
+      ? html`<a class="button danger" href="${href('/jobs/retry-dead', filterQuery(view.params))}"
           >Retry all Dead jobs matching this filter…</a
         >`
       : '';
-  const rows = result.jobs.map((job) => {
+  return page({
+    title: 'Jobs',
+    section: 'jobs',
+    viewer,
+    body: html`<div class="heading">
+        <h1>Jobs</h1>
+        ${liveBadge()} ${findForm()} ${bulk}
+      </div>
+      ${filterForm(viewer, values)}
+      ${
+        'refused' in view
+          ? html`<div id="results">${notice('error', view.refused)}</div>`
+          : jobsResults(viewer, view.params, view.result, now)
+      }`,
+  });
+}
+
+function jobsResults(viewer: Viewer, params: ListParams, result: JobsPage, now: Micros): Html {
+  const filter = filterQuery(params);
+  const showTenant = viewer.principal.role !== 'tenant';
+  const timeFiltered = params.createdAfter !== null || params.createdBefore !== null;
+  const errors = result.jobs.map(lastError);
+  const showErrors = errors.some((error) => error !== null);
+  const rows = result.jobs.map((job, i) => {
     const last = lastEvent(job);
+    const error = errors[i] ?? null;
     return html`<tr>
       <td><a class="mono id" href="${href(`/jobs/${job.jobId}`)}">${job.jobId}</a></td>
       <td class="mono">${job.kind}</td>
@@ -93,62 +192,66 @@ export function jobsPage(viewer: Viewer, params: ListParams, result: JobsPage, n
       <td>
         ${last === undefined ? '' : html`<span class="ev ${last.transition}">${last.transition}</span> ${when(last.at, now)}`}
       </td>
+      ${
+        showErrors
+          ? html`<td class="last-error">
+              ${
+                error === null
+                  ? ''
+                  : html`<span class="error-text"
+                      >${error.length > ROW_ERROR_CHARS ? `${error.slice(0, ROW_ERROR_CHARS)}…` : error}</span
+                    >`
+              }
+            </td>`
+          : ''
+      }
     </tr>`;
   });
-  return page({
-    title: 'Jobs',
-    section: 'jobs',
-    viewer,
-    body: html`<div class="heading">
-        <h1>Jobs</h1>
-        ${bulk}
-      </div>
-      ${filterForm(viewer, params)}
-      <div id="results">
-        ${
-          result.jobs.length === 0
-            ? html`<p class="empty">
-                No jobs
-                match${timeFiltered && result.nextPageToken !== null ? html` in the first ${number(result.scanned)} rows read` : ''}.
-              </p>`
-            : html`<table class="grid jobs">
-                <thead>
-                  <tr>
-                    <th>Job</th>
-                    <th>Kind</th>
-                    ${showTenant ? html`<th>Tenant</th>` : ''}
-                    <th>State</th>
-                    <th class="num">Attempts</th>
-                    <th class="num">Priority</th>
-                    <th>Created</th>
-                    <th>Last event</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  ${rows}
-                </tbody>
-              </table>`
-        }
-        <nav class="pager" hx-boost="true" hx-target="#results" hx-select="#results" hx-swap="outerHTML">
-          ${params.pageToken === null ? '' : html`<a class="button subtle" href="${href('/jobs', filter)}">« First page</a>`}
-          <span class="hint"
-            >${number(result.jobs.length)}
-            shown${timeFiltered ? html` · ${number(result.scanned)} read (the time filter applies within pages of at most ${number(MAX_SCANNED_ROWS)} rows)` : ''}
-            · in key order: scope, state, priority, creation</span
-          >
-          ${
-            result.nextPageToken === null
-              ? ''
-              : html`<a
-                  class="button"
-                  rel="next"
-                  href="${href('/jobs', { ...filter, page_token: result.nextPageToken, limit: params.limit === 50 ? null : params.limit })}"
-                  >Next page »</a
-                >`
-          }
-        </nav>
-      </div>`,
-  });
+  return html`<div id="results" data-live="${LIVE_ON_COUNTS}">
+    ${
+      result.jobs.length === 0
+        ? html`<p class="empty">
+            No jobs
+            match${timeFiltered && result.nextPageToken !== null ? html` in the first ${number(result.scanned)} rows read` : ''}.
+          </p>`
+        : html`<table class="grid jobs">
+            <thead>
+              <tr>
+                <th>Job</th>
+                <th>Kind</th>
+                ${showTenant ? html`<th>Tenant</th>` : ''}
+                <th>State</th>
+                <th class="num">Attempts</th>
+                <th class="num">Priority</th>
+                <th>Created</th>
+                <th>Last event</th>
+                ${showErrors ? html`<th>Last error</th>` : ''}
+              </tr>
+            </thead>
+            <tbody>
+              ${rows}
+            </tbody>
+          </table>`
+    }
+    <nav class="pager" hx-boost="true" hx-target="#results" hx-select="#results" hx-swap="outerHTML">
+      ${params.pageToken === null ? '' : html`<a class="button subtle" href="${href('/jobs', filter)}">« First page</a>`}
+      <span class="hint"
+        >${number(result.jobs.length)}
+        shown${timeFiltered ? html` · ${number(result.scanned)} read (the time filter applies within pages of at most ${number(MAX_SCANNED_ROWS)} rows)` : ''}
+        · in key order: scope, state, priority, creation</span
+      >
+      ${
+        result.nextPageToken === null
+          ? ''
+          : html`<a
+              class="button"
+              rel="next"
+              href="${href('/jobs', { ...filter, page_token: result.nextPageToken, limit: params.limit === 50 ? null : params.limit })}"
+              >Next page »</a
+            >`
+      }
+    </nav>
+  </div>`;
 }
 
 /** Words a detail may carry on their own (a permanent failure's mark). */

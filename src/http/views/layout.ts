@@ -121,3 +121,20 @@ export function errorPage(viewer: Viewer | null, status: number, message: string
       <p><a href="/">Back to the overview</a></p>`,
   });
 }
+
+/**
+ * How a list page stays live (`data-live` on the part app.js fetches again, the visible page only):
+ * on each of the overview stream's samples when the viewer's counts changed (a list of jobs moves
+ * only by transitions, which move counts), or on every sample (leases: heartbeats move deadlines
+ * without moving counts; schedules: edits move nothing the counts see). Either way at most one
+ * fetch per `metrics.refresh_ms` per page, and none while one is in flight.
+ */
+export const LIVE_ON_COUNTS = 'counts';
+export const LIVE_EVERY_SAMPLE = 'every-sample';
+
+/** The live indicator of a list page, which app.js keeps up to date. */
+export function liveBadge(): Html {
+  return html`<span class="live" id="live" data-state="connecting"
+    ><span class="dot"></span><span id="live-text">connecting…</span></span
+  >`;
+}

@@ -1,7 +1,7 @@
 /** Jobs leased now, by worker: a stuck worker shows as leases past their deadline or without heartbeats. */
 import type { JobRecord, Micros } from '../../core/types.ts';
 import { href, html, type Html } from '../html.ts';
-import { number, span, when, type Viewer, page } from './layout.ts';
+import { LIVE_EVERY_SAMPLE, liveBadge, number, span, when, type Viewer, page } from './layout.ts';
 
 function lastOf(job: JobRecord, transition: string): { at: Micros; detail: string | null } | null {
   for (let i = job.events.length - 1; i >= 0; i--) {
@@ -89,13 +89,15 @@ export function leasesPage(
     viewer,
     body: html`<div class="heading">
         <h1>Leases${worker === null ? '' : html` of <span class="mono">${worker}</span>`}</h1>
-        ${worker === null ? '' : html`<a class="button subtle" href="/leases">Every worker</a>`}
+        ${liveBadge()} ${worker === null ? '' : html`<a class="button subtle" href="/leases">Every worker</a>`}
       </div>
-      <p class="hint">
-        ${number(jobs.length)} job${jobs.length === 1 ? '' : 's'} leased now by ${number(byWorker.size)}
-        worker${byWorker.size === 1 ? '' : 's'}${jobs.length >= limit ? html` (the first ${number(limit)})` : ''}. A
-        lease past its deadline is reclaimed at the reaper's next pass.
-      </p>
-      ${workers.length === 0 ? html`<p class="empty">No job is leased.</p>` : workers.map(section)}`,
+      <div id="live-list" data-live="${LIVE_EVERY_SAMPLE}">
+        <p class="hint">
+          ${number(jobs.length)} job${jobs.length === 1 ? '' : 's'} leased now by ${number(byWorker.size)}
+          worker${byWorker.size === 1 ? '' : 's'}${jobs.length >= limit ? html` (the first ${number(limit)})` : ''}. A
+          lease past its deadline is reclaimed at the reaper's next pass.
+        </p>
+        ${workers.length === 0 ? html`<p class="empty">No job is leased.</p>` : workers.map(section)}
+      </div>`,
   });
 }
