@@ -144,6 +144,16 @@ if (shots !== null) {
   await page.screenshot({ path: join(shots, 'dashboard-overview.png'), fullPage: true });
   await page.goto(`${dashboard}/jobs/${lifeId}`);
   await page.screenshot({ path: join(shots, 'dashboard-job.png'), fullPage: true });
+  // The lists an operator works from: Dead rows with their last error, a refused filter's message, live leases.
+  await page.goto(`${dashboard}/jobs?state=dead`);
+  await page.screenshot({ path: join(shots, 'dashboard-dead-list.png'), fullPage: false });
+  await page.fill('input[name="kind"]', 'email welcome');
+  await page.press('input[name="kind"]', 'Enter');
+  await page.locator('#results .notice.error').waitFor();
+  await page.screenshot({ path: join(shots, 'dashboard-refused-filter.png'), fullPage: false });
+  await page.goto(`${dashboard}/leases`);
+  await page.locator('#live[data-state="live"]').waitFor();
+  await page.screenshot({ path: join(shots, 'dashboard-leases.png'), fullPage: false });
   await context.close();
   rmSync(profile, { recursive: true, force: true });
   console.log(`screenshots in ${shots}/`);

@@ -75,6 +75,14 @@ export function formatShow(job: JobRecord & { effectiveMaxAttempts: number }, no
   lines.push('', 'lifecycle');
   let previous = job.createdAt;
   for (const e of job.events) {
+    if (e.transition === 'stats') {
+      // A fold, not a moment: it stands where the folded events were but is stamped when it folded
+      // (later than the events after it), so it gets no time and moves no gap.
+      lines.push(
+        `  ${'(folded)'.padEnd(time(e.at).length)}  ${''.padStart(9)}  ${e.transition.padEnd(10)} ${e.detail ?? ''}`,
+      );
+      continue;
+    }
     const gap = e.at - previous;
     previous = e.at;
     lines.push(

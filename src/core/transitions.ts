@@ -609,7 +609,7 @@ const COUNT_SUFFIX = / count=(\d+)$/;
 /**
  * Append an event, keeping the trail bounded: a repeat of the last heartbeat,
  * progress report or checkpoint replaces it with a running count, and past {@link MAX_EVENTS} the
- * oldest events after the first fold into one `stats` event.
+ * oldest events after the first fold into one `stats` event, all but the latest `leased` one.
  */
 export function appendEvent(events: readonly JobEvent[], next: JobEvent): JobEvent[] {
   const last = events[events.length - 1];
@@ -629,8 +629,13 @@ export function appendEvent(events: readonly JobEvent[], next: JobEvent): JobEve
   const first = all[0] as JobEvent;
   const statsIndex = all[1]?.transition === 'stats' ? 1 : -1;
   const previouslyDropped = statsIndex === 1 ? Number(/dropped=(\d+)/.exec(all[1]?.detail ?? '')?.[1] ?? '0') : 0;
-  const keepFrom = all.length - (MAX_EVENTS - 2);
-  const droppedNow = keepFrom - 1 - (statsIndex === 1 ? 1 : 0);
+  let keepFrom = all.length - (MAX_EVENTS - 2);
+  // The latest `leased` event stays too: it dates the current lease (the Leases page, `jobs show`),
+  // and a long lease's alternating heartbeats and progress reports would otherwise push it out.
+  const leasedIndex = all.findLastIndex((e) => e.transition === 'leased');
+  const keepLeased = leasedIndex > 0 && leasedIndex < keepFrom;
+  if (keepLeased) keepFrom += 1;
+  const droppedNow = keepFrom - 1 - (statsIndex === 1 ? 1 : 0) - (keepLeased ? 1 : 0);
   const stats = event(next.at, 'stats', `dropped=${previouslyDropped + droppedNow} older events`);
-  return [first, stats, ...all.slice(keepFrom)];
+  return [first, stats, ...(keepLeased ? [all[leasedIndex] as JobEvent] : []), ...all.slice(keepFrom)];
 }

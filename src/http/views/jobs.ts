@@ -319,7 +319,70 @@ const TITLES: Readonly<Record<string, string>> = {
   cancelled: 'Cancelled',
 };
 
-function eventView(event: JobEvent, previous: JobEvent | undefined): Html {
+/** Transitions a long lease repeats, in turn: a run of them shows as one row with counts. */
+const RUNS: ReadonlySet<string> = new Set(['extended', 'progress']);
+/** Lines of a stack trace a failure's row shows at most; the detail itself is bounded by the record. */
+const STACK_LINES = 40;
+
+/** One row of the timeline: an event, or a run of heartbeats and progress reports folded into one. */
+interface TimelineRow {
+  readonly event: JobEvent;
+  /** The event the row's gap counts from: the last one before it that is a moment (not a fold). */
+  readonly previous: JobEvent | undefined;
+  /** For a run: its first event and how many heartbeats and progress reports it holds. */
+  readonly run: { readonly first: JobEvent; readonly heartbeats: number; readonly progress: number } | null;
+}
+
+const countOf = (event: JobEvent): number => Number(/ ?count=(\d+)$/.exec(event.detail ?? '')?.[1] ?? '1');
+
+/**
+ * The rows of a trail: runs of heartbeats and progress reports (which alternate for a job that
+ * reports progress, so the store's own folding of repeats cannot join them) as one row each.
+ */
+export function timelineRows(events: readonly JobEvent[]): TimelineRow[] {
+  const rows: TimelineRow[] = [];
+  let previous: JobEvent | undefined;
+  for (let i = 0; i < events.length; i++) {
+    const event = events[i] as JobEvent;
+    let end = i;
+    while (RUNS.has(event.transition) && RUNS.has(events[end + 1]?.transition ?? '')) end++;
+    if (end > i) {
+      const run = events.slice(i, end + 1);
+      const sum = (transition: string): number =>
+        run.filter((e) => e.transition === transition).reduce((total, e) => total + countOf(e), 0);
+      const last = run[run.length - 1] as JobEvent;
+      rows.push({
+        event: last,
+        previous,
+        run: { first: event, heartbeats: sum('extended'), progress: sum('progress') },
+      });
+      previous = last;
+      i = end;
+      continue;
+    }
+    rows.push({ event, previous, run: null });
+    // A `stats` event is stamped when it folded, later than the events after it: no moment to count from.
+    if (event.transition !== 'stats') previous = event;
+  }
+  return rows;
+}
+
+/** A failure's text: its first line as the message, any `    at ...` lines after it as a stack trace. */
+function errorView(message: string): Html {
+  const lines = message.split('\n');
+  const stackAt = lines.findIndex((line, i) => i > 0 && /^\s+at /.test(line));
+  if (stackAt === -1) return html`<div class="message error">${linkIds(message)}</div>`;
+  const stack = lines.slice(stackAt);
+  const shown = stack.slice(0, STACK_LINES);
+  return html`<div class="message error">${linkIds(lines.slice(0, stackAt).join('\n'))}</div>
+    <details class="stack">
+      <summary>Stack trace <span class="hint">${number(stack.length)} lines</span></summary>
+      <pre>
+${shown.join('\n')}${stack.length > shown.length ? `\n… ${number(stack.length - shown.length)} more lines` : ''}</pre>
+    </details>`;
+}
+
+function eventView({ event, previous, run }: TimelineRow): Html {
   const { fields, flags, message } = parseDetail(event.detail);
   const count = Number(fields.get('count') ?? '1');
   const chips: Html[] = [];
@@ -340,25 +403,70 @@ function eventView(event: JobEvent, previous: JobEvent | undefined): Html {
       >`,
     );
   }
+  if (run !== null) chips.push(html`<span class="chip">over <b>${span(event.at - run.first.at)}</b></span>`);
   const title =
-    event.transition === 'extended' && count > 1
-      ? `Heartbeats ×${number(count)}`
-      : event.transition === 'checkpoint' && count > 1
-        ? `Checkpoints ×${number(count)}`
-        : event.transition === 'progress' && count > 1
-          ? `Progress reports ×${number(count)}`
-          : (TITLES[event.transition] ?? event.transition);
-  return html`<li class="event ${event.transition}">
-    <div class="when">
-      <time datetime="${new Date(Math.floor(event.at / 1000)).toISOString()}">${timestamp(event.at)}</time>${
-        previous === undefined ? '' : html`<span class="delta">+${span(event.at - previous.at)}</span>`
-      }
-    </div>
+    run !== null
+      ? `Heartbeats ×${number(run.heartbeats)} · progress reports ×${number(run.progress)}`
+      : event.transition === 'extended' && count > 1
+        ? `Heartbeats ×${number(count)}`
+        : event.transition === 'checkpoint' && count > 1
+          ? `Checkpoints ×${number(count)}`
+          : event.transition === 'progress' && count > 1
+            ? `Progress reports ×${number(count)}`
+            : (TITLES[event.transition] ?? event.transition);
+  const when =
+    event.transition === 'stats'
+      ? html`<span class="delta">folded</span>`
+      : html`<time datetime="${new Date(Math.floor(event.at / 1000)).toISOString()}">${timestamp(event.at)}</time>${
+            previous === undefined ? '' : html`<span class="delta">+${span(event.at - previous.at)}</span>`
+          }`;
+  return html`<li class="event ${run === null ? event.transition : 'extended run'}">
+    <div class="when">${when}</div>
     <div class="what">
       <span class="title">${title}</span>${chips}
-      ${message === null ? '' : html`<div class="message${event.transition === 'failed' ? ' error' : ''}">${linkIds(message)}</div>`}
+      ${
+        message === null
+          ? ''
+          : event.transition === 'failed'
+            ? errorView(message)
+            : html`<div class="message">${linkIds(message)}</div>`
+      }
     </div>
   </li>`;
+}
+
+/**
+ * How far a job's progress says it is, as a fraction, when it is a number: a bare number is a
+ * percentage (0-100, BullMQ's convention), `{"percent": n}` too, and `{"done": a, "total": b}` (or
+ * `current`/`total`) a count. Anything else is the handler's own shape, shown only as JSON.
+ */
+export function progressFraction(progress: string): number | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(progress);
+  } catch {
+    return null;
+  }
+  const finite = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n);
+  let fraction: number | null = null;
+  if (finite(value)) fraction = value / 100;
+  else if (typeof value === 'object' && value !== null) {
+    const fields = value as Record<string, unknown>;
+    const done = fields['done'] ?? fields['current'];
+    if (finite(fields['percent'])) fraction = fields['percent'] / 100;
+    else if (finite(done) && finite(fields['total']) && fields['total'] > 0) fraction = done / fields['total'];
+  }
+  return fraction === null || fraction < 0 || fraction > 1 ? null : fraction;
+}
+
+function progressBar(progress: string): Html {
+  const fraction = progressFraction(progress);
+  if (fraction === null) return html``;
+  const percent = Math.floor(fraction * 1000) / 10;
+  return html`<div class="progress">
+    <progress max="1000" value="${Math.round(fraction * 1000)}">${percent}%</progress>
+    <span class="progress-text">${percent}%</span>
+  </div>`;
 }
 
 function fact(label: string, value: Html | string | number): Html {
@@ -468,7 +576,7 @@ export function jobPage(viewer: Viewer, job: JobRecord, context: JobPageContext)
         <section class="panel">
           <h2>Audit trail <span class="hint">${number(job.events.length)} events, oldest first</span></h2>
           <ol class="timeline">
-            ${job.events.map((event, i) => eventView(event, job.events[i - 1]))}
+            ${timelineRows(job.events).map(eventView)}
           </ol>
         </section>
         <section class="panel">
@@ -477,7 +585,7 @@ export function jobPage(viewer: Viewer, job: JobRecord, context: JobPageContext)
           <h2>Continuation <span class="hint">the last checkpoint of the current lease</span></h2>
           ${job.continuation === null ? nothing : valueView(job.jobId, 'continuation', job.continuation)}
           <h2>Progress <span class="hint">the last the current (or last) attempt reported</span></h2>
-          ${job.progress === null ? nothing : valueView(job.jobId, 'progress', job.progress)}
+          ${job.progress === null ? nothing : html`${progressBar(job.progress)}${valueView(job.jobId, 'progress', job.progress)}`}
           <h2>Result <span class="hint">what the handler returned</span></h2>
           ${job.result === null ? nothing : valueView(job.jobId, 'result', job.result)}
         </section>
