@@ -25,6 +25,7 @@ export type {
   QueueOptions,
   Release,
   ResumeOptions,
+  RunNowOptions,
   ScheduleListOptions,
   SetKindLimitOptions,
 } from './engine/queue-options.ts';
@@ -46,6 +47,7 @@ export type {
 } from './core/schedules.ts';
 export type { QueueEvents, TransitionEvent, RefusedEvent, QueueEventEmitter } from './engine/observers.ts';
 export type { TransitionName } from './core/transitions.ts';
+export type { ListOrder } from './core/list-order.ts';
 export { Maintenance, PRUNE_KIND } from './engine/maintenance.ts';
 export type { ReapResult } from './engine/maintenance.ts';
 export { LocalWorker } from './engine/worker.ts';

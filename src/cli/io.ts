@@ -25,6 +25,8 @@ export type OperatorClient = Pick<
   | 'list'
   | 'counts'
   | 'retry'
+  | 'discard'
+  | 'runNow'
   | 'cancel'
   | 'cancelMatching'
   | 'enqueue'

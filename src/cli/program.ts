@@ -22,7 +22,7 @@ import { cancelJobs, CANCELLABLE_STATES, type CancelOptions } from './jobs/cance
 import { countJobs } from './jobs/counts.ts';
 import { enqueueJob } from './jobs/enqueue.ts';
 import { listJobs } from './jobs/list.ts';
-import { retryJobs } from './jobs/retry.ts';
+import { discardJobs, retryJobs, runJobsNow } from './jobs/retry.ts';
 import { showJob } from './jobs/show.ts';
 import { clearLimit, listLimits, setLimit } from './limits/limits.ts';
 import { listPauses } from './pauses/list.ts';
@@ -109,7 +109,7 @@ function buildProgram(
 
   jobs
     .command('list')
-    .description('list jobs in key order (priority, then age)')
+    .description('list jobs newest first (system jobs only with --include-system or a system: --kind-prefix)')
     .addOption(new Option('--state <state>', 'only this state').choices(Object.keys(LISTED_STATES)))
     .option('--kind-prefix <prefix>', 'only kinds starting with this')
     .option('--tenant <tenant>', "one tenant's jobs (operators)")
@@ -117,6 +117,8 @@ function buildProgram(
     .option(`--limit <n>`, `page size (1-${MAX_LIST_LIMIT})`, integerIn('--limit', 1, MAX_LIST_LIMIT), 50)
     .option('--page-token <token>', 'continue from a previous page')
     .option('--all', 'follow every page')
+    .option('--oldest-first', 'oldest first instead of newest first')
+    .option('--include-system', 'across every scope, list system jobs (system:prune) too')
     .option('--json', 'print JSON')
     .action(
       (
@@ -126,6 +128,8 @@ function buildProgram(
           limit: number;
           pageToken?: string;
           all?: boolean;
+          oldestFirst?: boolean;
+          includeSystem?: boolean;
           json?: boolean;
         },
       ) =>
@@ -149,6 +153,32 @@ function buildProgram(
     .action((ids: string[], o: ScopeOptions & { dead?: boolean; kindPrefix?: string; json?: boolean }) =>
       jobsCall((client) => retryJobs({ ids, ...o }, client, io)),
     );
+
+  jobs
+    .command('discard')
+    .description(
+      'give up on dead jobs (operators, or a tenant its own): each moves to cancelled with a discarded event, kept until retention prunes it; by id, or every dead job of a scope with --dead',
+    )
+    .argument('[ids...]', 'job ids')
+    .option('--dead', 'discard every dead job of the scope (--tenant or --system), optionally of --kind-prefix')
+    .option('--kind-prefix <prefix>', 'with --dead: only kinds starting with this')
+    .option('--tenant <tenant>', "with --dead: this tenant's dead jobs")
+    .option('--system', "with --dead: the system scope's dead jobs")
+    .option('--reason <text>', "why, kept in each job's discarded event")
+    .option('--json', 'print what moved and what failed as JSON')
+    .action(
+      (ids: string[], o: ScopeOptions & { dead?: boolean; kindPrefix?: string; reason?: string; json?: boolean }) =>
+        jobsCall((client) => discardJobs({ ids, ...o }, client, io)),
+    );
+
+  jobs
+    .command('run-now')
+    .description(
+      'make pending jobs that wait behind a delay or a backoff ready now, keeping their attempts (operators, or a tenant its own)',
+    )
+    .argument('<ids...>', 'job ids')
+    .option('--json', 'print what moved and what failed as JSON')
+    .action((ids: string[], o: { json?: boolean }) => jobsCall((client) => runJobsNow({ ids, ...o }, client, io)));
 
   jobs
     .command('cancel')

@@ -66,7 +66,8 @@ import type { WorkSessionEvents } from '../worker/source.ts';
 import { WorkChannel } from './work-channel.ts';
 import { ResultFollower } from './result-follower.ts';
 import { watchBatches, type JobResult, type WatchTransport, type WatchEvent, type WatchOptions } from './watch.ts';
-import { stateFromWire, stateToWire } from '../wire/states.ts';
+import { listOrderToWire, stateFromWire, stateToWire } from '../wire/states.ts';
+import type { ListOrder } from '../core/list-order.ts';
 
 /** Where the server is and how to reach it; every field is optional. */
 export interface ClientOptions {
@@ -104,6 +105,13 @@ export interface ListOptions {
   readonly limit?: number;
   /** The previous page's `nextPageToken`. */
   readonly pageToken?: string;
+  /** Default `newest_first`: by creation time, then job id, across priorities and scopes. */
+  readonly order?: ListOrder;
+  /**
+   * Across every scope, list the system scope's own jobs (`system:prune`) too; default only when
+   * `kindPrefix` starts with `system:`.
+   */
+  readonly includeSystem?: boolean;
 }
 
 /** Options of `cancel`. */
@@ -441,6 +449,8 @@ export class TelhaClient {
       kindPrefix: params.kindPrefix ?? '',
       limit: checkWireInteger('limit', params.limit ?? 0, 'uint32'),
       pageToken: params.pageToken ?? '',
+      order: listOrderToWire(params.order),
+      includeSystem: params.includeSystem ?? false,
     });
     return { jobs: res.jobs.map(jobFromWire), nextPageToken: res.nextPageToken === '' ? null : res.nextPageToken };
   }
@@ -469,6 +479,27 @@ export class TelhaClient {
       jobId,
       ...(options.reason === undefined ? {} : { reason: options.reason }),
     });
+    return jobFromWire(requireJob(res.job));
+  }
+
+  /**
+   * Operator, or the owning tenant: give up on a Dead job. It moves to Cancelled with a
+   * `discarded` event and leaves the Dead list; the record stays until retention prunes it.
+   */
+  async discard(jobId: string, options: CancelOptions = {}): Promise<RemoteJob> {
+    const res = await this.rpc('discard', {
+      jobId,
+      ...(options.reason === undefined ? {} : { reason: options.reason }),
+    });
+    return jobFromWire(requireJob(res.job));
+  }
+
+  /**
+   * Operator, or the owning tenant: make a Pending job that waits behind a delay or a backoff
+   * ready now, keeping its attempts. Refused (`failed_precondition`) for a job already ready.
+   */
+  async runNow(jobId: string): Promise<RemoteJob> {
+    const res = await this.rpc('runNow', { jobId });
     return jobFromWire(requireJob(res.job));
   }
 

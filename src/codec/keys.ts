@@ -13,6 +13,7 @@
 import { createHash } from 'node:crypto';
 import { parse as parseUuid, stringify as stringifyUuid } from 'uuid';
 import { invalidArgument } from '../core/errors.ts';
+import type { ListPosition } from '../core/list-order.ts';
 import type { JobRecord, JobState, Micros, QueueScope } from '../core/types.ts';
 
 export const SCOPE_BYTES = 32;
@@ -202,6 +203,12 @@ export function prefixUpperBound(prefix: Uint8Array): Buffer | null {
 /** The token that resumes a listing after `record`: the hex of its job key. */
 export function pageTokenAfter(record: JobRecord): string {
   return jobKeyOf(record).toString('hex');
+}
+
+/** Where a listing resumes after the page a token ends: the last job's creation time and id. */
+export function pageTokenPosition(token: string): ListPosition {
+  const { createdAt, jobId } = decodeJobKey(pageTokenKey(token));
+  return { createdAt, jobId };
 }
 
 const PAGE_TOKEN_PATTERN = new RegExp(`^[0-9a-f]{${JOB_KEY_BYTES * 2}}$`);

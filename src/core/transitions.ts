@@ -45,6 +45,8 @@ export const TRANSITIONS = [
   { name: 'retry', from: 'Cancelled', to: 'Pending' },
   { name: 'cancel', from: 'Pending', to: 'Cancelled' },
   { name: 'cancel', from: 'Leased', to: 'Cancelled' },
+  { name: 'discard', from: 'Dead', to: 'Cancelled' },
+  { name: 'runNow', from: 'Pending', to: 'Pending' },
 ] as const satisfies readonly { name: string; from: TransitionSource; to: keyof typeof JobState }[];
 
 export type TransitionName = (typeof TRANSITIONS)[number]['name'];
@@ -443,20 +445,79 @@ export function cancel(record: JobRecord, request: CancelRequest, now: Micros): 
       `job ${record.jobId}: cannot cancel a ${JOB_STATE_NAMES[record.state]} job (must be pending or leased)`,
     );
   }
-  const details: string[] = [];
-  if (record.state === JobState.Leased) {
-    details.push(`worker=${record.workerId ?? ''} generation=${record.leaseGeneration}`);
-  }
-  if (request.by !== null) details.push(`by=${request.by}`);
-  if (request.reason !== null && request.reason !== '') details.push(`reason=${request.reason}`);
+  const holder =
+    record.state === JobState.Leased ? [`worker=${record.workerId ?? ''} generation=${record.leaseGeneration}`] : [];
   return taking(
     'cancel',
     record.state,
     leaveLease(record, {
       state: JobState.Cancelled,
-      events: appendEvent(record.events, event(now, 'cancelled', details.length > 0 ? details.join(' ') : null)),
+      events: appendEvent(record.events, event(now, 'cancelled', operatorDetail(holder, request))),
     }),
   );
+}
+
+/**
+ * discard (operator): a Dead job the operator has looked at and given up on, moved to Cancelled
+ * with its own `discarded` event, so the Dead list holds only what still needs a decision. The
+ * record stays, audit trail and all, until retention prunes it after `retention.cancelled_secs`
+ * from the discard; nothing is deleted out of sight. A retry can still bring it back.
+ */
+export function discard(record: JobRecord, request: CancelRequest, now: Micros): JobRecord {
+  expectState(record, 'discard', JobState.Dead);
+  return taking(
+    'discard',
+    record.state,
+    withChanges(record, {
+      state: JobState.Cancelled,
+      events: appendEvent(record.events, event(now, 'discarded', operatorDetail([], request))),
+    }),
+  );
+}
+
+/** Who asked for a run now, kept in the `run_now` event. */
+export interface RunNowRequest {
+  /** The caller's principal, or `null` when unknown (an in-process call). */
+  readonly by: string | null;
+}
+
+/**
+ * runNow (operator): a Pending job behind a gate (enqueued with a delay, or backing off after a
+ * failure) made ready at once. Only the gate goes: the attempts, the priority and the place in
+ * line (`created_at`) stay, and a pause or kind limit still holds it back. A job already ready
+ * is refused, so an operator learns that waiting was not what held it.
+ */
+export function runNow(record: JobRecord, request: RunNowRequest, now: Micros): JobRecord {
+  expectState(record, 'run now', JobState.Pending);
+  if (record.notBefore === null || record.notBefore <= now) {
+    throw new TelhaError(
+      ErrorCode.FailedPrecondition,
+      `job ${record.jobId}: already ready (no delay or backoff to skip)`,
+    );
+  }
+  return taking(
+    'runNow',
+    record.state,
+    withChanges(record, {
+      notBefore: null,
+      events: appendEvent(
+        record.events,
+        event(now, 'run_now', operatorDetail([`not_before=${record.notBefore}`], request)),
+      ),
+    }),
+  );
+}
+
+/** An operator event's detail: `details`, then who asked and why, as the `cancelled` event spells them. */
+function operatorDetail(
+  details: readonly string[],
+  request: { readonly by: string | null; readonly reason?: string | null },
+): string | null {
+  const all = [...details];
+  if (request.by !== null) all.push(`by=${request.by}`);
+  if (request.reason !== undefined && request.reason !== null && request.reason !== '')
+    all.push(`reason=${request.reason}`);
+  return all.length > 0 ? all.join(' ') : null;
 }
 
 /** The job's own ceiling, else its kind's (`jobs.kinds`), else `jobs.max_attempts`. */

@@ -73,6 +73,8 @@ export const EVENT_TRANSITIONS = [
   'released',
   'progress',
   'cancelled',
+  'discarded',
+  'run_now',
 ] as const;
 export type EventTransition = (typeof EVENT_TRANSITIONS)[number];
 

@@ -5,6 +5,7 @@
  */
 import type { Clock } from '../core/clock.ts';
 import type { TelhaConfig } from '../core/config.ts';
+import type { ListOrder } from '../core/list-order.ts';
 import type { Logger } from '../core/logger.ts';
 import type { PauseScope } from '../core/pauses.ts';
 import type { Rate } from '../core/rate.ts';
@@ -87,12 +88,24 @@ export interface ListOptions {
   readonly limit?: number;
   /** The previous page's `nextPageToken`. */
   readonly pageToken?: string;
+  /** Default `newest_first`: by `created_at`, then job id (`core/list-order.ts`). */
+  readonly order?: ListOrder;
+  /**
+   * With every scope: whether the system scope's own jobs (`system:prune`, one a minute) are
+   * listed too. Default: only when `kindPrefix` asks for `system:` kinds, as a lease filter does.
+   */
+  readonly includeSystem?: boolean;
 }
 
 export interface CancelOptions {
   /** Why, kept (cut to 1,024 characters) in the job's `cancelled` event. */
   readonly reason?: string;
   /** Who asked (`operator`, `tenant:acme`), kept in the event; the server fills it in from the caller's token. */
+  readonly by?: string;
+}
+
+export interface RunNowOptions {
+  /** Who asked (`operator`, `tenant:acme`), kept in the job's `run_now` event; the server fills it in from the caller's token. */
   readonly by?: string;
 }
 

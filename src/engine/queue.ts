@@ -8,7 +8,7 @@
  *     producers   enqueue · enqueueBatch (all or none) · enqueueEach (each on its own)
  *     workers     leaseNext · lease (many, optional long poll) · heartbeat · checkpoint
  *                 complete · fail · release · completeEach · failEach · releaseEach
- *     operators   show · list · counts · leased · retry · cancel · cancelMatching
+ *     operators   show · list · counts · leased · retry · cancel · cancelMatching · discard · runNow
  *     schedules   createSchedule · updateSchedule · getSchedule · listSchedules · deleteSchedule
  *                 (fired by the scheduler, or `scheduler.tick()` in tests)
  *     pauses      pause · resume · pauses
@@ -20,7 +20,14 @@ import { DEFAULT_CONFIG, type TelhaConfig } from '../core/config.ts';
 import { asBuffer, draftJob } from '../core/drafts.ts';
 import { eachOnItsOwn } from './each.ts';
 import { ErrorCode, invalidArgument, notFound, TelhaError } from '../core/errors.ts';
-import { MAX_BATCH_JOBS, MAX_LEASE_BATCH, MAX_LIST_LIMIT, MAX_SCHEDULES_PER_SCOPE } from '../core/bounds.ts';
+import {
+  MAX_BATCH_JOBS,
+  MAX_LEASE_BATCH,
+  MAX_LIST_LIMIT,
+  MAX_SCHEDULES_PER_SCOPE,
+  SYSTEM_KIND_PREFIX,
+} from '../core/bounds.ts';
+import { LIST_ORDERS } from '../core/list-order.ts';
 import { silentLogger, type Logger } from '../core/logger.ts';
 import { inScope } from '../core/scope.ts';
 import { checkPause, checkPausePrefix, DEFAULT_PAUSE_BOUNDS, type Pause } from '../core/pauses.ts';
@@ -92,6 +99,7 @@ import type {
   Release,
   ListOptions,
   CancelOptions,
+  RunNowOptions,
   CancelMatchingOptions,
   LeasedOptions,
   ScheduleListOptions,
@@ -551,22 +559,9 @@ export class Queue {
 
   /** Move a Dead or Cancelled job back to Pending with its attempts reset to 0. */
   async retry(jobId: string, scope: ScopeFilter = ANY_SCOPE): Promise<JobRecord> {
-    this.assertOpen();
-    const id = checkJobId(jobId);
-    const now = this.clock.now();
-    let previous: JobState = JobState.Dead;
-    const outcome = await this.store.update(
-      id,
-      (current) => {
-        assertInScope(current, scope);
-        previous = current.state;
-        return { record: transitions.retry(current, now) };
-      },
-      now,
-    );
-    this.transitioned('retry', [outcome.record], previous, now);
-    this.announce([outcome.record], now);
-    return outcome.record;
+    const record = await this.operate('retry', jobId, scope, (current, now) => transitions.retry(current, now));
+    this.announce([record], this.clock.now());
+    return record;
   }
 
   /**
@@ -577,9 +572,43 @@ export class Queue {
    * for a Completed, Dead or Cancelled job.
    */
   async cancel(jobId: string, options: CancelOptions = {}, scope: ScopeFilter = ANY_SCOPE): Promise<JobRecord> {
+    const request = cancelRequest(options);
+    return this.operate('cancel', jobId, scope, (current, now) => transitions.cancel(current, request, now));
+  }
+
+  /**
+   * Discard a Dead job: it moves to Cancelled with a `discarded` event and leaves the Dead list;
+   * its record stays until retention prunes it. Refused with `failed_precondition` for a job
+   * that is not Dead.
+   */
+  async discard(jobId: string, options: CancelOptions = {}, scope: ScopeFilter = ANY_SCOPE): Promise<JobRecord> {
+    const request = cancelRequest(options);
+    return this.operate('discard', jobId, scope, (current, now) => transitions.discard(current, request, now));
+  }
+
+  /**
+   * Make a Pending job that waits behind a gate (a delay, or a failure's backoff) ready now,
+   * keeping its attempts and its place in line. Refused with `failed_precondition` for a job
+   * that is not Pending, or already ready.
+   */
+  async runNow(jobId: string, options: RunNowOptions = {}, scope: ScopeFilter = ANY_SCOPE): Promise<JobRecord> {
+    const request = { by: options.by ?? null };
+    const record = await this.operate('runNow', jobId, scope, (current, now) =>
+      transitions.runNow(current, request, now),
+    );
+    this.announce([record], this.clock.now());
+    return record;
+  }
+
+  /** One operator's transition of one job in `scope`: the store's atomic read-check-write, then the observers. */
+  private async operate(
+    name: transitions.TransitionName,
+    jobId: string,
+    scope: ScopeFilter,
+    change: (current: JobRecord, now: Micros) => JobRecord,
+  ): Promise<JobRecord> {
     this.assertOpen();
     const id = checkJobId(jobId);
-    const request = cancelRequest(options);
     const now = this.clock.now();
     let previous: JobState = JobState.Pending;
     const outcome = await this.store.update(
@@ -587,11 +616,11 @@ export class Queue {
       (current) => {
         assertInScope(current, scope);
         previous = current.state;
-        return { record: transitions.cancel(current, request, now) };
+        return { record: change(current, now) };
       },
       now,
     );
-    this.transitioned('cancel', [outcome.record], previous, now);
+    this.transitioned(name, [outcome.record], previous, now);
     return outcome.record;
   }
 
@@ -631,6 +660,8 @@ export class Queue {
           kindPrefix,
           limit: Math.min(CANCEL_PAGE, limit - cancelled),
           pageToken,
+          order: 'oldest_first',
+          includeSystem: true,
         });
         const now = this.clock.now();
         const results = await this.store.updateMany(
@@ -664,18 +695,23 @@ export class Queue {
     return record;
   }
 
-  /** Jobs in key order (scope, state, priority, created_at), one page at a time. */
+  /** Jobs newest first (or `order: 'oldest_first'`), one page at a time; system jobs only when asked for. */
   async list(options: ListOptions = {}): Promise<ListPage> {
     this.assertOpen();
     const scope = options.scope ?? ANY_SCOPE;
     if (scope.type !== 'any') checkScope(scope);
     const limit = checkIntegerInRange('limit', options.limit ?? 100, 1, MAX_LIST_LIMIT);
+    const kindPrefix = options.kindPrefix === undefined ? null : checkKindPrefix(options.kindPrefix);
+    const order = options.order ?? 'newest_first';
+    if (!LIST_ORDERS.includes(order)) throw invalidArgument('order', `must be one of ${LIST_ORDERS.join(', ')}`);
     return this.store.list({
       scope,
       state: options.state ?? null,
-      kindPrefix: options.kindPrefix === undefined ? null : checkKindPrefix(options.kindPrefix),
+      kindPrefix,
       limit,
       pageToken: options.pageToken ?? null,
+      order,
+      includeSystem: options.includeSystem ?? kindPrefix?.startsWith(SYSTEM_KIND_PREFIX) === true,
     });
   }
 

@@ -97,7 +97,16 @@ export async function exportStore(
     pageToken = page.nextPageToken;
   } while (pageToken !== null);
   do {
-    const page = await store.list({ scope: ANY_SCOPE, state: null, kindPrefix: null, limit: PAGE, pageToken });
+    // Every job, the system scope's too, oldest first: the order they were enqueued in.
+    const page = await store.list({
+      scope: ANY_SCOPE,
+      state: null,
+      kindPrefix: null,
+      limit: PAGE,
+      pageToken,
+      order: 'oldest_first',
+      includeSystem: true,
+    });
     for (const job of page.jobs) await write(item('job', encodeRecord(job)));
     counts.job += page.jobs.length;
     pageToken = page.nextPageToken;

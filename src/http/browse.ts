@@ -44,6 +44,8 @@ export async function listJobs(queue: Queue, scope: ScopeFilter, params: ListPar
       scope,
       ...(params.state === null ? {} : { state: params.state }),
       ...(params.kind === null ? {} : { kindPrefix: params.kind }),
+      order: params.order,
+      ...(params.includeSystem ? { includeSystem: true } : {}),
       limit: params.limit - jobs.length,
       ...(pageToken === null ? {} : { pageToken }),
     });
@@ -63,6 +65,8 @@ async function* deadJobs(queue: Queue, scope: ScopeFilter, filter: JobFilter, ca
       scope,
       state: JobState.Dead,
       ...(filter.kind === null ? {} : { kindPrefix: filter.kind }),
+      ...(filter.includeSystem ? { includeSystem: true } : {}),
+      order: 'oldest_first',
       limit: STORE_PAGE,
       ...(pageToken === null ? {} : { pageToken }),
     });

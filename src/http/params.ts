@@ -2,6 +2,7 @@
  * Query and form parameters, validated before anything is read or changed:
  * a bad one is `invalid_argument` naming it (HTTP 400), as on gRPC.
  */
+import type { ListOrder } from '../core/list-order.ts';
 import { invalidArgument } from '../core/errors.ts';
 import { JobState } from '../core/types.ts';
 import { MAX_KIND_BYTES } from '../core/bounds.ts';
@@ -17,6 +18,10 @@ export interface JobFilter {
   readonly createdAfter: number | null;
   /** µs; jobs created strictly before. */
   readonly createdBefore: number | null;
+  /** Newest first unless `order=oldest`. */
+  readonly order: ListOrder;
+  /** `system=1`: across every scope, the system scope's jobs (`system:prune`) too. */
+  readonly includeSystem: boolean;
 }
 
 export interface ListParams extends JobFilter {
@@ -67,7 +72,7 @@ function time(query: Query, name: string): number | null {
   return ms * 1000;
 }
 
-export const FILTER_PARAMS = ['state', 'kind', 'tenant', 'created_after', 'created_before'] as const;
+export const FILTER_PARAMS = ['state', 'kind', 'tenant', 'created_after', 'created_before', 'order', 'system'] as const;
 
 export function parseFilter(query: Query): JobFilter {
   const stateName = text(query, 'state');
@@ -87,12 +92,19 @@ export function parseFilter(query: Query): JobFilter {
   const tenant = text(query, 'tenant');
   const createdAfter = time(query, 'created_after');
   const createdBefore = time(query, 'created_before');
+  const order = text(query, 'order');
+  if (order !== null && order !== 'newest' && order !== 'oldest')
+    throw invalidArgument('order', 'must be newest or oldest');
+  const system = text(query, 'system');
+  if (system !== null && system !== '1') throw invalidArgument('system', 'must be 1 (show system jobs) or left out');
   return {
     state,
     kind,
     tenant: tenant === null ? null : checkTenant(tenant, 'tenant'),
     createdAfter,
     createdBefore,
+    order: order === 'oldest' ? 'oldest_first' : 'newest_first',
+    includeSystem: system === '1',
   };
 }
 
@@ -139,5 +151,7 @@ export function filterQuery(filter: JobFilter): Record<string, string | null> {
     tenant: filter.tenant,
     created_after: filter.createdAfter === null ? null : String(filter.createdAfter),
     created_before: filter.createdBefore === null ? null : String(filter.createdBefore),
+    order: filter.order === 'oldest_first' ? 'oldest' : null,
+    system: filter.includeSystem ? '1' : null,
   };
 }

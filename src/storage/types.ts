@@ -7,6 +7,7 @@
  * `src/testing/conformance/` (exported as `telha/testing`) runs against every
  * implementation; `test/conformance/` holds the four-line file per backend.
  */
+import type { ListOrder } from '../core/list-order.ts';
 import type { JobDraft } from '../core/drafts.ts';
 import type { KindLimit, KindLimitStatus } from '../core/kind-limits.ts';
 import type { Pause, PauseBounds, PauseScope } from '../core/pauses.ts';
@@ -77,6 +78,13 @@ export interface ListQuery {
    * `invalid_argument` naming `page_token`.
    */
   readonly pageToken: string | null;
+  /** By `created_at` then job id (`core/list-order.ts`), served from an index, never by sorting a page. */
+  readonly order: ListOrder;
+  /**
+   * With scope `any`: whether the system scope's jobs (`system:prune`, one a minute) are listed
+   * too. Other scopes ignore it.
+   */
+  readonly includeSystem: boolean;
 }
 
 export interface PruneParams {

@@ -1,6 +1,8 @@
-/** Job states between the engine's numbering (the key's state byte) and the wire enum, in both directions. */
+/** Job states (and a listing's order) between the engine's names and the wire enums, in both directions. */
+import { invalidArgument } from '../core/errors.ts';
+import type { ListOrder } from '../core/list-order.ts';
 import { JobState } from '../core/types.ts';
-import { JobState as WireJobState } from '../gen/telha/v1/queue_pb.ts';
+import { JobState as WireJobState, ListOrder as WireListOrder } from '../gen/telha/v1/queue_pb.ts';
 
 const TO_WIRE: Readonly<Record<JobState, WireJobState>> = {
   [JobState.Pending]: WireJobState.PENDING,
@@ -22,4 +24,23 @@ export function stateToWire(state: JobState): WireJobState {
 /** The engine state of a wire state; `null` for UNSPECIFIED or a value this build does not know. */
 export function stateFromWire(state: WireJobState): JobState | null {
   return FROM_WIRE.get(state) ?? null;
+}
+
+/** A listing's order on the wire; the engine's default (`newest_first`) travels as UNSPECIFIED. */
+export function listOrderToWire(order: ListOrder | undefined): WireListOrder {
+  if (order === undefined) return WireListOrder.UNSPECIFIED;
+  return order === 'oldest_first' ? WireListOrder.OLDEST_FIRST : WireListOrder.NEWEST_FIRST;
+}
+
+/** The engine's order of a wire one: UNSPECIFIED is newest first; a value this build does not know is `invalid_argument`. */
+export function listOrderFromWire(order: WireListOrder): ListOrder {
+  switch (order) {
+    case WireListOrder.UNSPECIFIED:
+    case WireListOrder.NEWEST_FIRST:
+      return 'newest_first';
+    case WireListOrder.OLDEST_FIRST:
+      return 'oldest_first';
+    default:
+      throw invalidArgument('order', `unknown order ${String(order)}`);
+  }
 }

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { main } from '../../src/cli/program.ts';
 import type { Clock } from '../../src/core/clock.ts';
-import { JobState, tenantScope, type QueueScope } from '../../src/core/types.ts';
+import { JobState, SYSTEM_SCOPE, tenantScope, type QueueScope } from '../../src/core/types.ts';
 import type { Queue } from '../../src/engine/queue.ts';
 import { freePort, liveServer, startTestServer, type TestServer } from '../support/server.ts';
 
@@ -282,6 +282,50 @@ describe('the telha CLI', () => {
     assert.equal((await run('jobs', 'retry', deadId, '--dead', '--tenant', 'acme')).code, 2);
     assert.equal((await run('jobs', 'retry', deadId, '--tenant', 'acme')).code, 2);
     assert.equal((await run('jobs', 'retry')).code, 2);
+  });
+
+  it('discards dead jobs by id and every dead job of a kind with --dead, keeping each record', async () => {
+    const [one] = (await deadJobs(server.queue, acme, 'discard.one', 1)) as [string];
+    const byId = await run('jobs', 'discard', one, '--reason', 'bad input');
+    assert.equal(byId.code, 0, byId.stderr);
+    assert.match(byId.stdout, new RegExp(`^discarded ${one}: cancelled, attempts 1$`, 'm'));
+    const shown = await server.queue.show(one);
+    assert.deepEqual(shown.events.at(-1)?.transition, 'discarded');
+    assert.match(shown.events.at(-1)?.detail ?? '', /reason=bad input$/);
+    const many = await deadJobs(server.queue, acme, 'discard.many', 3);
+    const unscoped = await run('jobs', 'discard', '--dead', '--kind-prefix', 'discard.many');
+    assert.equal(unscoped.code, 2, 'a filter needs its scope named');
+    const bulk = await run('jobs', 'discard', '--dead', '--tenant', 'acme', '--kind-prefix', 'discard.many', '--json');
+    assert.equal(bulk.code, 0, bulk.stderr);
+    const parsed = JSON.parse(bulk.stdout) as { discarded: { jobId: string; state: string }[] };
+    assert.deepEqual(parsed.discarded.map((j) => j.jobId).sort(), [...many].sort());
+    assert.ok(parsed.discarded.every((j) => j.state === 'cancelled'));
+  });
+
+  it('runs a delayed job now, and refuses one that is ready already', async () => {
+    const { job: later } = await server.queue.enqueue({ kind: 'run.later', delayMs: 3_600_000 }, acme);
+    const { job: ready } = await server.queue.enqueue({ kind: 'run.ready' }, acme);
+    const ran = await run('jobs', 'run-now', later.jobId, ready.jobId);
+    assert.equal(ran.code, 1, 'a job that could not be moved fails the command');
+    assert.match(ran.stdout, new RegExp(`^ready ${later.jobId}: pending, attempts 0$`, 'm'));
+    assert.match(ran.stderr, new RegExp(`^error: failed_precondition: job ${ready.jobId}: already ready`, 'm'));
+    assert.equal((await server.queue.show(later.jobId)).notBefore, null);
+    assert.equal((await run('jobs', 'run-now', later.jobId, '--dead')).code, 2);
+  });
+
+  it('lists newest first, oldest first with --oldest-first, and system jobs only with --include-system', async () => {
+    const first = (await server.queue.enqueue({ kind: 'order.x' }, globex)).job.jobId;
+    const second = (await server.queue.enqueue({ kind: 'order.x' }, acme)).job.jobId;
+    const system = (await server.queue.enqueue({ kind: 'system:order' }, SYSTEM_SCOPE)).job.jobId;
+    const ids = async (...flags: string[]): Promise<string[]> => {
+      const listed = await run('jobs', 'list', '--state', 'pending', '--limit', '1000', '--json', ...flags);
+      assert.equal(listed.code, 0, listed.stderr);
+      const jobs = (JSON.parse(listed.stdout) as { jobs: { jobId: string }[] }).jobs.map((j) => j.jobId);
+      return jobs.filter((id) => [first, second, system].includes(id));
+    };
+    assert.deepEqual(await ids(), [second, first]);
+    assert.deepEqual(await ids('--oldest-first'), [first, second]);
+    assert.deepEqual(await ids('--include-system'), [system, second, first]);
   });
 
   it('cancels jobs by id, each on its own, and says which could not be cancelled', async () => {

@@ -42,6 +42,7 @@ describe('jobs show on a folded trail', () => {
     timeoutSecs: null,
     result: null,
     progress: null,
+    traceContext: null,
     effectiveMaxAttempts: 5,
   } satisfies JobRecord & { effectiveMaxAttempts: number };
   const lines = formatShow(job, T0 + 400_000_000).split('\n');

@@ -70,6 +70,9 @@ describe('the transition table', () => {
     job = leased({ ...job, notBefore: null });
     const dead = take('fail', job, transitions.fail(job, fence(job), { error: 'e', permanent: false }, NOW, policy));
     take('retry', dead, transitions.retry(dead, NOW));
+    take('discard', dead, transitions.discard(dead, { by: 'operator', reason: null }, NOW));
+    const gated = transitions.enqueue({ ...NEW_JOB, notBefore: NOW + 1 }, NOW);
+    take('runNow', gated, transitions.runNow(gated, { by: 'operator' }, NOW));
 
     job = leased(fresh());
     take('release', job, transitions.release(job, fence(job), NOW));

@@ -120,15 +120,17 @@ describe('the HTTP listener with tokens', () => {
     const ids = (text: string) => [...text.matchAll(/href="\/jobs\/([0-9a-f-]{36})"/g)].map((m) => m[1]);
     const first = await browser.get('/jobs?state=pending&kind=list.&tenant=acme&limit=2');
     assert.equal(first.status, 200);
+    // Newest first.
+    const newest = created.toReversed();
     assert.deepEqual(
       ids(first.text),
-      created.slice(0, 2).map((j) => j.jobId),
+      newest.slice(0, 2).map((j) => j.jobId),
     );
     const next = /href="(\/jobs\?[^"]*page_token=[^"]*)"/.exec(first.text)?.[1]?.replace(/&amp;/g, '&');
     assert.ok(next);
     assert.deepEqual(
       ids((await browser.get(next)).text),
-      created.slice(2, 4).map((j) => j.jobId),
+      newest.slice(2, 4).map((j) => j.jobId),
     );
     const all = await browser.get('/jobs?kind=list.paged');
     assert.equal(ids(all.text).length, 6);
@@ -136,7 +138,7 @@ describe('the HTTP listener with tokens', () => {
     const timed = await browser.get(
       `/jobs?kind=list.&created_after=${middle.createdAt}&created_before=${(created[4] as JobRecord).createdAt}&tenant=acme`,
     );
-    assert.deepEqual(ids(timed.text), [middle.jobId, (created[3] as JobRecord).jobId]);
+    assert.deepEqual(ids(timed.text), [(created[3] as JobRecord).jobId, middle.jobId]);
   });
 
   it('shows one job with its record, payload and audit trail', async () => {

@@ -86,6 +86,10 @@ export type Command =
   | { readonly t: 'retry'; readonly dead: boolean; readonly job: number; readonly scope: OpScope }
   /** Cancel a job; with `live`, one that is Pending or Leased if any is (index 0 = newest). */
   | { readonly t: 'cancel'; readonly live: boolean; readonly job: number; readonly scope: OpScope }
+  /** Discard a job; with `dead`, one that is Dead if any is (index 0 = newest). */
+  | { readonly t: 'discard'; readonly dead: boolean; readonly job: number; readonly scope: OpScope }
+  /** Run a job now; with `gated`, one that is Pending behind a gate if any is (index 0 = newest). */
+  | { readonly t: 'runNow'; readonly gated: boolean; readonly job: number; readonly scope: OpScope }
   /** Cancel every Pending and/or Leased job of a scope filter whose kind starts with a prefix. */
   | {
       readonly t: 'cancelMatching';
@@ -119,7 +123,8 @@ export type Command =
   /** An operation on a job id the store never issued: `not_found` for all of them. */
   | {
       readonly t: 'ghost';
-      readonly op: 'extend' | 'checkpoint' | 'complete' | 'fail' | 'release' | 'retry' | 'cancel' | 'show';
+      readonly op:
+        'extend' | 'checkpoint' | 'complete' | 'fail' | 'release' | 'retry' | 'cancel' | 'discard' | 'runNow' | 'show';
     }
   /** Close and reopen the store (RocksDB only; a no-op in memory). */
   | { readonly t: 'restart' };
@@ -287,6 +292,18 @@ const COMMANDS: { readonly [T in Command['t']]: fc.Arbitrary<Extract<Command, { 
     job: fc.nat(10),
     scope: opScope,
   }),
+  discard: fc.record({
+    t: fc.constant('discard' as const),
+    dead: fc.oneof({ arbitrary: fc.constant(true), weight: 3 }, { arbitrary: fc.constant(false), weight: 1 }),
+    job: fc.nat(10),
+    scope: opScope,
+  }),
+  runNow: fc.record({
+    t: fc.constant('runNow' as const),
+    gated: fc.oneof({ arbitrary: fc.constant(true), weight: 3 }, { arbitrary: fc.constant(false), weight: 1 }),
+    job: fc.nat(10),
+    scope: opScope,
+  }),
   cancelMatching: fc.record({
     t: fc.constant('cancelMatching' as const),
     scope: leaseScope,
@@ -321,6 +338,8 @@ const COMMANDS: { readonly [T in Command['t']]: fc.Arbitrary<Extract<Command, { 
       'release' as const,
       'retry' as const,
       'cancel' as const,
+      'discard' as const,
+      'runNow' as const,
       'show' as const,
     ),
   }),
@@ -347,6 +366,8 @@ export const BROAD_MIX: CommandMix = {
     reap: 2,
     retry: 2,
     cancel: 2,
+    discard: 1,
+    runNow: 1,
     cancelMatching: 1,
     pause: 2,
     setLimit: 2,
@@ -374,6 +395,8 @@ export const LIFECYCLE_MIX: CommandMix = {
     reap: 3,
     retry: 2,
     cancel: 1,
+    discard: 1,
+    runNow: 2,
     cancelMatching: 0,
     pause: 0,
     setLimit: 1,

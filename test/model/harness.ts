@@ -19,6 +19,7 @@ import {
   SYSTEM_SCOPE,
   tenantScope,
   type JobRecord,
+  type ListPage,
   type LeaseFence,
   type QueueScope,
   type ScopeFilter,
@@ -580,6 +581,34 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         same(mapOk(observed, summarize), mapOk(expected, summarizeModel), context);
         break;
       }
+      case 'discard': {
+        const dead = command.dead ? model.jobs.filter((j) => j.state === JobState.Dead) : [];
+        const pool = dead.length > 0 ? dead : model.jobs;
+        const n = pool.length;
+        if (n === 0) break;
+        const job = pool[n - 1 - (command.job % n)]!;
+        const filter = opFilter(command.scope, job.tenant);
+        const observed = await attempt(() => queue.discard(job.id, { by: 'model' }, filter.engine));
+        const expected = model.discard(job.id, filter.model);
+        tally(coverage, command, observed);
+        same(mapOk(observed, summarize), mapOk(expected, summarizeModel), context);
+        break;
+      }
+      case 'runNow': {
+        const gated = command.gated
+          ? model.jobs.filter((j) => j.state === JobState.Pending && j.notBefore !== null && j.notBefore > now)
+          : [];
+        const pool = gated.length > 0 ? gated : model.jobs;
+        const n = pool.length;
+        if (n === 0) break;
+        const job = pool[n - 1 - (command.job % n)]!;
+        const filter = opFilter(command.scope, job.tenant);
+        const observed = await attempt(() => queue.runNow(job.id, { by: 'model' }, filter.engine));
+        const expected = model.runNow(job.id, filter.model, now);
+        tally(coverage, command, observed);
+        same(mapOk(observed, summarize), mapOk(expected, summarizeModel), context);
+        break;
+      }
       case 'cancelMatching': {
         const filter = leaseFilter(command.scope);
         const prefix = CANCEL_PREFIXES[command.prefix % CANCEL_PREFIXES.length];
@@ -664,6 +693,10 @@ export async function runCommands(commands: readonly Command[], backend: Backend
               return queue.retry(GHOST_ID);
             case 'cancel':
               return queue.cancel(GHOST_ID);
+            case 'discard':
+              return queue.discard(GHOST_ID);
+            case 'runNow':
+              return queue.runNow(GHOST_ID);
             case 'show':
               return queue.show(GHOST_ID);
           }
@@ -790,13 +823,32 @@ async function checkStore(
     `${context}\n  findLeasedAny`,
   );
 
-  // Key order, per state, across every scope.
+  // Listings per state across every scope: newest first in pages of 3 (page tokens between
+  // scopes and priorities), system jobs included; oldest first in one page, without them.
   for (const state of STATES_LISTED) {
-    const page = await queue.list({ scope: ANY_SCOPE, state, limit: 1000 });
+    const newest: string[] = [];
+    let pageToken: string | null = null;
+    do {
+      const page: ListPage = await queue.list({
+        scope: ANY_SCOPE,
+        state,
+        limit: 3,
+        includeSystem: true,
+        ...(pageToken === null ? {} : { pageToken }),
+      });
+      newest.push(...page.jobs.map((r) => r.jobId));
+      pageToken = page.nextPageToken;
+    } while (pageToken !== null && newest.length <= model.jobs.length);
     same(
-      page.jobs.map((r) => r.jobId),
-      model.inKeyOrder(state).map((j) => j.id),
-      `${context}\n  list(${JOB_STATE_NAMES[state]}) key order`,
+      newest,
+      model.listed(state, 'newest_first', true).map((j) => j.id),
+      `${context}\n  list(${JOB_STATE_NAMES[state]}) newest first`,
+    );
+    const oldest = await queue.list({ scope: ANY_SCOPE, state, limit: 1000, order: 'oldest_first' });
+    same(
+      oldest.jobs.map((r) => r.jobId),
+      model.listed(state, 'oldest_first', false).map((j) => j.id),
+      `${context}\n  list(${JOB_STATE_NAMES[state]}) oldest first, no system jobs`,
     );
   }
 

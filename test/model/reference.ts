@@ -537,6 +537,28 @@ export class ReferenceModel {
     return { ok: true, value: job };
   }
 
+  /** Operator discard: only a Dead job, to Cancelled; attempts, generation and gate as they were. */
+  discard(id: string, filter: ModelScopeFilter): Expected<ModelJob> {
+    const job = this.locate(id, filter);
+    if ('ok' in job) return job;
+    if (job.state !== JobState.Dead) return err('failed_precondition');
+    job.state = JobState.Cancelled;
+    job.lastEvent = 'discarded';
+    return { ok: true, value: job };
+  }
+
+  /** Operator run now: only a Pending job whose gate is still closed; the gate goes, nothing else. */
+  runNow(id: string, filter: ModelScopeFilter, now: number): Expected<ModelJob> {
+    const job = this.locate(id, filter);
+    if ('ok' in job) return job;
+    if (job.state !== JobState.Pending || job.notBefore === null || job.notBefore <= now) {
+      return err('failed_precondition');
+    }
+    job.notBefore = null;
+    job.lastEvent = 'run_now';
+    return { ok: true, value: job };
+  }
+
   /** Cancel every job of `states` in the filter whose kind starts with `prefix`; returns how many. */
   cancelMatching(filter: ModelScopeFilter, states: readonly JobState[], prefix: string | undefined): number {
     let cancelled = 0;
@@ -563,8 +585,14 @@ export class ReferenceModel {
   }
 
   /** Jobs of one state in key order (every scope). */
-  inKeyOrder(state: JobState): ModelJob[] {
-    return this.jobs.filter((j) => j.state === state).sort((a, b) => this.compareKeyOrder(a, b));
+  /**
+   * A listing of one state across every scope: by enqueue order (`created_at`, whatever the
+   * priority or scope), newest first unless asked otherwise; system jobs only when asked for.
+   */
+  listed(state: JobState, order: 'newest_first' | 'oldest_first', includeSystem: boolean): ModelJob[] {
+    return this.jobs
+      .filter((j) => j.state === state && (includeSystem || j.tenant !== null))
+      .sort((a, b) => (order === 'newest_first' ? b.seq - a.seq : a.seq - b.seq));
   }
 
   /**

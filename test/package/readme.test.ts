@@ -221,6 +221,11 @@ function assertShellOutput(code: string, stdout: string): void {
     assert.match(stdout, /^acme\s+nightly-report\s+0 2 \* \* \* Europe\/Berlin\s+report\s+active/m, 'the list');
     return;
   }
+  if (code.includes('npx telha jobs run-now')) {
+    assert.match(stdout, /^ready [0-9a-f-]{36}: pending, attempts 0$/m, 'the delayed job made ready');
+    assert.match(stdout, /^discarded \d+ of \d+ dead jobs$/m, 'the discard by filter');
+    return;
+  }
   if (!code.includes('npx telha')) return;
   assert.match(stdout, /^[0-9a-f-]{36}$/m, 'an enqueued job id');
   assert.match(stdout, /^state\s+pending, gated until .* \(delay\)/m);

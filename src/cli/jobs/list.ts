@@ -1,4 +1,4 @@
-/** `telha jobs list`: jobs in key order, a page at a time or every page. */
+/** `telha jobs list`: jobs newest first (or oldest first), a page at a time or every page. */
 import type { RemoteJob } from '../../client/convert.ts';
 import type { JobState } from '../../core/types.ts';
 import { scopeOf, type ScopeOptions } from '../args.ts';
@@ -13,6 +13,9 @@ export interface ListJobsOptions extends ScopeOptions {
   readonly pageToken?: string;
   /** Follow every page. */
   readonly all?: boolean;
+  readonly oldestFirst?: boolean;
+  /** Across every scope, the system scope's jobs too. */
+  readonly includeSystem?: boolean;
   readonly json?: boolean;
 }
 
@@ -28,6 +31,8 @@ export async function listJobs(options: ListJobsOptions, client: OperatorClient,
       ...(options.kindPrefix ? { kindPrefix: options.kindPrefix } : {}),
       limit: options.limit,
       ...(pageToken ? { pageToken } : {}),
+      ...(options.oldestFirst ? { order: 'oldest_first' as const } : {}),
+      ...(options.includeSystem ? { includeSystem: true } : {}),
     });
     jobs.push(...page.jobs);
     next = page.nextPageToken;

@@ -213,6 +213,14 @@
     }
   });
 
+  // An action that cannot be taken back as it was, or changes more than one job, asks first: its
+  // form carries the question in data-confirm. Without script the form posts as before.
+  document.addEventListener('submit', (event) => {
+    const form = event.target;
+    if (!(form instanceof HTMLFormElement) || form.dataset.confirm === undefined) return;
+    if (!window.confirm(form.dataset.confirm)) event.preventDefault();
+  });
+
   function start() {
     startOverview();
     startJobLive();

@@ -88,7 +88,7 @@ export function jobRoutes(app: FastifyInstance, context: HttpContext): void {
   app.get<{ Params: { id: string } }>('/jobs/:id', async (request, reply) => {
     const viewer = viewerOf(request, reply, true);
     const query = request.query as Record<string, unknown>;
-    onlyKnown(query, ['retried', 'cancelled']);
+    onlyKnown(query, ['retried', 'cancelled', 'discarded', 'run_now']);
     const jobId = parseJobId(request.params.id);
     // The log's head before the read: the page follows the job from there, so a transition that
     // commits between the read and the page's stream opening is shown, not lost.
@@ -99,7 +99,11 @@ export function jobRoutes(app: FastifyInstance, context: HttpContext): void {
         ? notice('ok', html`Retried: the job is Pending again.`)
         : query['cancelled'] !== undefined
           ? notice('ok', html`Cancelled: the job will not run again unless an operator retries it.`)
-          : null;
+          : query['discarded'] !== undefined
+            ? notice('ok', html`Discarded: the job is Cancelled; its record stays until retention prunes it.`)
+            : query['run_now'] !== undefined
+              ? notice('ok', html`Ready now: the next worker free for its kind takes it.`)
+              : null;
     return sendHtml(
       reply,
       jobPage(viewer, job, {
@@ -148,6 +152,26 @@ export function jobRoutes(app: FastifyInstance, context: HttpContext): void {
     const job = await queue.cancel(jobId, { by: principalLabel(viewer.principal) }, readScope(viewer.principal, null));
     logger.info({ jobId, kind: job.kind, tenant: job.tenant, caller: viewer.principal.name }, 'cancelled');
     return reply.redirect(`/jobs/${jobId}?cancelled=1`, 303);
+  });
+
+  app.post<{ Params: { id: string } }>('/jobs/:id/discard', async (request, reply) => {
+    const viewer = actor(request, reply);
+    onlyKnown(request.body as Record<string, unknown>, ['_csrf']);
+    const jobId = parseJobId(request.params.id);
+    requirePermission(viewer.principal, 'cancel');
+    const job = await queue.discard(jobId, { by: principalLabel(viewer.principal) }, readScope(viewer.principal, null));
+    logger.info({ jobId, kind: job.kind, tenant: job.tenant, caller: viewer.principal.name }, 'discarded');
+    return reply.redirect(`/jobs/${jobId}?discarded=1`, 303);
+  });
+
+  app.post<{ Params: { id: string } }>('/jobs/:id/run-now', async (request, reply) => {
+    const viewer = actor(request, reply);
+    onlyKnown(request.body as Record<string, unknown>, ['_csrf']);
+    const jobId = parseJobId(request.params.id);
+    requirePermission(viewer.principal, 'enqueue');
+    const job = await queue.runNow(jobId, { by: principalLabel(viewer.principal) }, readScope(viewer.principal, null));
+    logger.info({ jobId, kind: job.kind, tenant: job.tenant, caller: viewer.principal.name }, 'run now');
+    return reply.redirect(`/jobs/${jobId}?run_now=1`, 303);
   });
 
   app.post('/jobs/retry-dead', async (request, reply) => {

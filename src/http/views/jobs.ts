@@ -24,6 +24,8 @@ const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 export const canRetry = (viewer: Viewer): boolean => viewer.principal.role === 'operator';
 /** Operators anywhere, tenants their own jobs (the only ones they can see); workers never. */
 export const canCancel = (viewer: Viewer): boolean => viewer.principal.role !== 'worker';
+/** Run now takes the enqueue permission, as on gRPC: an operator's or a tenant's. */
+export const canEnqueue = (viewer: Viewer): boolean => viewer.principal.role !== 'worker';
 
 /** `datetime-local` value (UTC) for µs. */
 function localInput(at: Micros | null): string {
@@ -43,6 +45,8 @@ function formValues(filter: JobFilter): FilterValues {
     tenant: filter.tenant ?? '',
     created_after: localInput(filter.createdAfter),
     created_before: localInput(filter.createdBefore),
+    order: filter.order === 'oldest_first' ? 'oldest' : 'newest',
+    system: filter.includeSystem ? '1' : '',
   };
 }
 
@@ -90,6 +94,16 @@ function filterForm(viewer: Viewer, values: FilterValues): Html {
     <label
       >Created before <input type="datetime-local" name="created_before" value="${values.created_before ?? ''}"
     /></label>
+    <label
+      >Order
+      <select name="order">
+        <option value="newest" ${values.order === 'oldest' ? '' : 'selected'}>newest first</option>
+        <option value="oldest" ${values.order === 'oldest' ? 'selected' : ''}>oldest first</option>
+      </select></label
+    >
+    <label
+      ><input type="checkbox" name="system" value="1" ${values.system === '1' ? 'checked' : ''} /> system jobs</label
+    >
     <button type="submit">Filter</button>
     <a class="button subtle" href="/jobs">Clear</a>
   </form>`;
@@ -477,13 +491,47 @@ export function jobPage(viewer: Viewer, job: JobRecord, context: JobPageContext)
   const { now, effectiveMaxAttempts, message, liveFrom } = context;
   const retry =
     canRetry(viewer) && (job.state === JobState.Dead || job.state === JobState.Cancelled)
-      ? html`<form method="post" action="${href(`/jobs/${job.jobId}/retry`)}" class="inline">
+      ? html`<form
+          method="post"
+          action="${href(`/jobs/${job.jobId}/retry`)}"
+          class="inline"
+          data-confirm="Retry this job? It goes back to Pending with its attempts reset."
+        >
           ${csrfField(viewer)}<button class="primary" id="retry">Retry this job</button>
+        </form>`
+      : '';
+  // Discard and run now: the same callers as gRPC's (a tenant on its own jobs), each confirmed
+  // in the browser first (app.js reads data-confirm), since neither can be taken back as it was.
+  const discard =
+    canCancel(viewer) && job.state === JobState.Dead
+      ? html`<form
+          method="post"
+          action="${href(`/jobs/${job.jobId}/discard`)}"
+          class="inline"
+          data-confirm="Discard this dead job? It leaves the Dead list for Cancelled; its record stays until retention prunes it."
+        >
+          ${csrfField(viewer)}<button class="danger" id="discard">Discard</button>
+        </form>`
+      : '';
+  const runNow =
+    canEnqueue(viewer) && job.state === JobState.Pending && job.notBefore !== null && job.notBefore > now
+      ? html`<form
+          method="post"
+          action="${href(`/jobs/${job.jobId}/run-now`)}"
+          class="inline"
+          data-confirm="Run this job now, skipping its delay or backoff?"
+        >
+          ${csrfField(viewer)}<button class="primary" id="run-now">Run now</button>
         </form>`
       : '';
   const cancel =
     canCancel(viewer) && (job.state === JobState.Pending || job.state === JobState.Leased)
-      ? html`<form method="post" action="${href(`/jobs/${job.jobId}/cancel`)}" class="inline">
+      ? html`<form
+          method="post"
+          action="${href(`/jobs/${job.jobId}/cancel`)}"
+          class="inline"
+          data-confirm="Cancel this job? It will not run again unless an operator retries it."
+        >
           ${csrfField(viewer)}<button class="danger" id="cancel">Cancel this job</button>
         </form>`
       : '';
@@ -506,7 +554,7 @@ export function jobPage(viewer: Viewer, job: JobRecord, context: JobPageContext)
                 ><span class="dot"></span><span id="live-text">connecting…</span></span
               >`
         }
-        ${retry}${cancel}
+        ${runNow}${retry}${discard}${cancel}
       </div>
       ${message ?? ''}
       <p class="mono id-line">${job.jobId}</p>

@@ -1,10 +1,10 @@
 /** Reading and steering jobs: show, list, counts (permission `read`), retry and cancel. */
 import { principalLabel, resolveScope } from '../../edge/auth.ts';
-import { stateToWire } from '../../wire/states.ts';
+import { listOrderFromWire, stateToWire } from '../../wire/states.ts';
 import { scopeFromWire, stateFilterFromWire } from '../convert.ts';
 import { optional, type HandlerKit, type QueueServiceImpl } from './kit.ts';
 
-type JobMethod = 'show' | 'list' | 'counts' | 'retry' | 'cancel' | 'cancelMatching';
+type JobMethod = 'show' | 'list' | 'counts' | 'retry' | 'cancel' | 'cancelMatching' | 'discard' | 'runNow';
 
 export function jobHandlers(kit: HandlerKit): Pick<QueueServiceImpl, JobMethod> {
   const { queue, logger, handle, toWire } = kit;
@@ -21,6 +21,8 @@ export function jobHandlers(kit: HandlerKit): Pick<QueueServiceImpl, JobMethod> 
         ...(req.kindPrefix === '' ? {} : { kindPrefix: req.kindPrefix }),
         ...(req.limit === 0 ? {} : { limit: req.limit }),
         ...(req.pageToken === '' ? {} : { pageToken: req.pageToken }),
+        order: listOrderFromWire(req.order),
+        ...(req.includeSystem ? { includeSystem: true } : {}),
       });
       return { jobs: page.jobs.map(toWire), nextPageToken: page.nextPageToken ?? '' };
     }),
@@ -59,6 +61,24 @@ export function jobHandlers(kit: HandlerKit): Pick<QueueServiceImpl, JobMethod> 
       });
       logger.info({ kindPrefix: req.kindPrefix, caller: principal.name, cancelled }, 'cancelled matching jobs');
       return { cancelled: BigInt(cancelled) };
+    }),
+
+    // Giving up on a Dead job is stopping it from outside, as a cancel is: the same callers.
+    discard: handle('discard', 'cancel', async (req, { principal }) => {
+      const job = await queue.discard(
+        req.jobId,
+        { by: principalLabel(principal), ...(req.reason === undefined ? {} : { reason: req.reason }) },
+        resolveScope(principal, null, true),
+      );
+      logger.info({ jobId: job.jobId, kind: job.kind, tenant: job.tenant, caller: principal.name }, 'discarded');
+      return { job: toWire(job) };
+    }),
+
+    // Running a job sooner is what its producer could have asked at enqueue: the same callers.
+    runNow: handle('runNow', 'enqueue', async (req, { principal }) => {
+      const job = await queue.runNow(req.jobId, { by: principalLabel(principal) }, resolveScope(principal, null, true));
+      logger.info({ jobId: job.jobId, kind: job.kind, tenant: job.tenant, caller: principal.name }, 'run now');
+      return { job: toWire(job) };
     }),
   };
 }

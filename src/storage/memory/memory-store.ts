@@ -36,6 +36,7 @@ import {
 } from '../../core/kind-limits.ts';
 import { enqueue, isLeasable, isLeaseExpired, kindMatches } from '../../core/transitions.ts';
 import { withCreatedAt } from '../../core/drafts.ts';
+import { compareListed, listedAfter } from '../../core/list-order.ts';
 import {
   formatPosition,
   logEntryExpired,
@@ -62,7 +63,7 @@ import {
   type QueueScope,
   type ScopeFilter,
 } from '../../core/types.ts';
-import { jobKeyOf, pageTokenAfter, pageTokenKey, scopeOfTenant } from '../../codec/keys.ts';
+import { jobKeyOf, pageTokenAfter, pageTokenPosition, scopeOfTenant } from '../../codec/keys.ts';
 import { schedulePageKey, schedulePageToken, scheduleSortKey } from '../../codec/schedules.ts';
 import { fairPick } from '../../core/fair-order.ts';
 import { idempotencySlot, inScope } from '../../core/scope.ts';
@@ -335,22 +336,22 @@ export class MemoryJobStore implements JobStore {
   }
 
   list(query: ListQuery): Promise<ListPage> {
-    const after = query.pageToken === null ? null : pageTokenKey(query.pageToken).toString('hex');
+    const after = query.pageToken === null ? null : pageTokenPosition(query.pageToken);
     const rows = [...this.jobs.values()]
       .filter(
         (r) =>
           inScope(r, query.scope) &&
+          (query.includeSystem || query.scope.type !== 'any' || r.tenant !== null) &&
           (query.state === null || r.state === query.state) &&
-          (query.kindPrefix === null || kindMatches(r.kind, [query.kindPrefix])),
+          (query.kindPrefix === null || kindMatches(r.kind, [query.kindPrefix])) &&
+          listedAfter(r, after, query.order),
       )
-      .map((r) => ({ r, key: jobKeyOf(r).toString('hex') }))
-      .filter(({ key }) => after === null || key > after)
-      .sort((a, b) => (a.key < b.key ? -1 : 1));
+      .sort((a, b) => compareListed(a, b, query.order));
     const page = rows.slice(0, query.limit);
     const last = page[page.length - 1];
     return Promise.resolve({
-      jobs: page.map(({ r }) => r),
-      nextPageToken: rows.length > query.limit && last ? pageTokenAfter(last.r) : null,
+      jobs: page,
+      nextPageToken: rows.length > query.limit && last ? pageTokenAfter(last) : null,
     });
   }
 

@@ -287,7 +287,7 @@ export class Claims {
   }
 }
 
-/** Key order: (scope, priority, created_at, job_id), as the `jobs_key` index sorts. */
+/** Key order: (scope, priority, created_at, job_id), as the ready indexes (`jobs_ready`, `jobs_lanes`) sort. */
 function compareKeyOrder(a: JobRecord, b: JobRecord): number {
   return (
     Buffer.compare(scopeOfTenant(a.tenant), scopeOfTenant(b.tenant)) ||

@@ -134,6 +134,15 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
     );
     INSERT INTO ${s}.job_transitions_meta VALUES (1, substr(md5(random()::text || clock_timestamp()::text), 1, 12), '0', 0);
   `,
+  // Listings newest first (core/list-order.ts): by created_at across priorities, served by index
+  // scans in either direction. `jobs_key` served only the old key-order listing (claims have the
+  // ready indexes; counts and leased rows find their scope or state in `jobs_recent` as well), so
+  // it goes and the table keeps one index more than before, not two.
+  (s) => `
+    DROP INDEX ${s}.jobs_key;
+    CREATE INDEX jobs_recent ON ${s}.jobs (scope, state, created_at, job_id);
+    CREATE INDEX jobs_recent_tenants ON ${s}.jobs (state, created_at, job_id) WHERE tenant IS NOT NULL;
+  `,
 ];
 
 /** The quoted schema name of a store, checked to be a plain identifier. */

@@ -5,11 +5,12 @@
  */
 import { laneTokenDue } from '../../core/kind-limits.ts';
 import type { JobState, JobRecord, Micros, ScopeFilter } from '../../core/types.ts';
-import { decodeJobKey, pageTokenAfter, pageTokenKey, scopeBytes } from '../../codec/keys.ts';
+import { pageTokenAfter, pageTokenPosition, scopeBytes } from '../../codec/keys.ts';
 import { decodeRecord } from '../../codec/value.ts';
 import type { CountRow, ListPage, ListQuery, PruneParams, StoreMetrics } from '../types.ts';
 import type { StoreContext } from './connection.ts';
 import { bucketOfRow, LIMIT_COLUMNS, limitOfRow, type LimitRow } from './sql/controls.ts';
+import { listSql } from './sql/list.ts';
 
 /** The store's reads of jobs. */
 export class Reads {
@@ -66,31 +67,9 @@ export class Reads {
   }
 
   async list(query: ListQuery): Promise<ListPage> {
-    const args: unknown[] = [query.limit + 1];
-    const where: string[] = [];
-    if (query.scope.type !== 'any') {
-      args.push(scopeBytes(query.scope));
-      where.push(`scope = $${args.length}`);
-    }
-    if (query.state !== null) {
-      args.push(query.state);
-      where.push(`state = $${args.length}`);
-    }
-    if (query.kindPrefix !== null) {
-      args.push(query.kindPrefix);
-      where.push(`starts_with(kind, $${args.length})`);
-    }
-    if (query.pageToken !== null) {
-      const after = decodeJobKey(pageTokenKey(query.pageToken));
-      args.push(after.scope, after.state, after.priority, after.createdAt, after.jobId);
-      const n = args.length;
-      where.push(`(scope, state, priority, created_at, job_id) > ($${n - 4}, $${n - 3}, $${n - 2}, $${n - 1}, $${n})`);
-    }
-    const { rows } = await this.ctx.query<{ job_id: string; record: Buffer }>(
-      `SELECT job_id, record FROM ${this.t}.jobs ${where.length > 0 ? `WHERE ${where.join(' AND ')}` : ''}
-       ORDER BY scope, state, priority, created_at, job_id LIMIT $1`,
-      args,
-    );
+    const after = query.pageToken === null ? null : pageTokenPosition(query.pageToken);
+    const { text, args } = listSql(this.t, query, after);
+    const { rows } = await this.ctx.query<{ job_id: string; record: Buffer }>(text, args);
     const more = rows.length > query.limit;
     const jobs = rows
       .slice(0, query.limit)

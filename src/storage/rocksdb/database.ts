@@ -97,6 +97,8 @@ export interface ScanRange {
   readonly gt?: Buffer;
   readonly lt?: Buffer;
   readonly limit?: number;
+  /** Descending key order. */
+  readonly reverse?: boolean;
 }
 
 /** A column as it stood when pinned (`RocksDatabase.pin`): read its rows once, or close it unread. */
@@ -227,7 +229,7 @@ export class RocksDatabase {
     return value;
   }
 
-  /** Entries of a key range in ascending order, fetched `pageSize` at a time. */
+  /** Entries of a key range in ascending order (descending with `reverse`), fetched `pageSize` at a time. */
   async *scan(column: ColumnHandle, range: ScanRange, pageSize = 256): AsyncGenerator<[Buffer, Buffer]> {
     const iterator = this.db.iterator({ column, ...range });
     try {

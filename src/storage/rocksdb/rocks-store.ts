@@ -31,7 +31,7 @@ import { type Pause, type PauseBounds, type PauseScope } from '../../core/pauses
 import { type KindLimit, type KindLimitStatus } from '../../core/kind-limits.ts';
 import { type Schedule, type ScheduleFiring } from '../../core/schedules.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
-import { enqueue, isLeasable, kindMatches } from '../../core/transitions.ts';
+import { enqueue, isLeasable } from '../../core/transitions.ts';
 import { withCreatedAt } from '../../core/drafts.ts';
 import {
   finishedAt,
@@ -55,15 +55,12 @@ import {
   idIndexKey,
   jobIdFromBytes,
   jobKeyOf,
-  pageTokenAfter,
-  pageTokenKey,
   prefixUpperBound,
   readU64,
   scopeBytes,
   scopeOfTenant,
   SCOPE_BYTES,
   stateRangePrefix,
-  SYSTEM_SCOPE_BYTES,
 } from '../../codec/keys.ts';
 import { decodeRecord, encodeWrite } from '../../codec/value.ts';
 import { idempotencySlot, inScope } from '../../core/scope.ts';
@@ -102,6 +99,7 @@ import { writeBackup } from './backup.ts';
 import { Controls } from './controls.ts';
 import { RocksDatabase, type WriteOp } from './database.ts';
 import { TransitionsLog, type LogState } from './log.ts';
+import { listInOrder } from './listing.ts';
 import { Schedules } from './schedules.ts';
 import { GroupCommit } from './group-commit.ts';
 import { KeyedLock } from './keyed-lock.ts';
@@ -842,56 +840,9 @@ export class RocksJobStore implements JobStore {
     return Promise.resolve(rows.map((r) => r.record));
   }
 
-  async list(query: ListQuery): Promise<ListPage> {
+  list(query: ListQuery): Promise<ListPage> {
     this.assertOpen();
-    const after = query.pageToken === null ? null : pageTokenKey(query.pageToken);
-    const jobs: JobRecord[] = [];
-    let more = false;
-    for await (const [key, value] of this.scanScopes(query.scope, query.state, after)) {
-      const record = this.ctx.decodeOrSkip(key, value);
-      if (record === null) continue;
-      if (query.kindPrefix !== null && !kindMatches(record.kind, [query.kindPrefix])) continue;
-      if (jobs.length === query.limit) {
-        more = true;
-        break;
-      }
-      jobs.push(record);
-    }
-    const last = jobs[jobs.length - 1];
-    return { jobs, nextPageToken: more && last !== undefined ? pageTokenAfter(last) : null };
-  }
-
-  /**
-   * Rows in key order within a scope filter and optional state, after a cursor.
-   * Across scopes it seeks from one scope's range to the next, so rows of other
-   * states are skipped by seeking, not read.
-   */
-  private async *scanScopes(
-    filter: ScopeFilter,
-    state: JobState | null,
-    after: Buffer | null,
-  ): AsyncGenerator<[Buffer, Buffer]> {
-    const rangeOf = (scope: Buffer): { gte: Buffer; lt: Buffer | undefined } =>
-      state === null
-        ? { gte: scope, lt: prefixUpperBound(scope) ?? undefined }
-        : { gte: stateRangePrefix(scope, state), lt: stateRangePrefix(scope, (state + 1) as JobState) };
-    const scan = (scope: Buffer): AsyncGenerator<[Buffer, Buffer]> => {
-      const { gte, lt } = rangeOf(scope);
-      const start = after !== null && Buffer.compare(after, gte) >= 0 ? { gt: after } : { gte };
-      return this.db.scan(this.cf.jobs, { ...start, ...(lt ? { lt } : {}) });
-    };
-    if (filter.type !== 'any') {
-      yield* scan(scopeBytes(filter));
-      return;
-    }
-    let from: Buffer | null = after !== null ? after.subarray(0, SCOPE_BYTES) : SYSTEM_SCOPE_BYTES;
-    while (from !== null) {
-      const first = await this.db.firstKey(this.cf.jobs, from);
-      if (first === null) return;
-      const scope = Buffer.from(first.subarray(0, SCOPE_BYTES));
-      yield* scan(scope);
-      from = prefixUpperBound(scope);
-    }
+    return listInOrder(this.db, this.cf.jobs, query, (key, value) => this.ctx.decodeOrSkip(key, value));
   }
 
   counts(scope: ScopeFilter): Promise<CountRow[]> {

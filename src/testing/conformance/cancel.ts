@@ -144,7 +144,8 @@ export function cancelCases(s: Suite): void {
       const listed = await s.q.list({ scope: acme, state: JobState.Cancelled });
       assert.deepEqual(
         listed.jobs.map((j) => j.jobId),
-        [a.jobId, b.jobId],
+        [b.jobId, a.jobId],
+        'newest first',
       );
       assert.equal((await s.q.list({ state: JobState.Cancelled, kindPrefix: 'a' })).jobs.length, 2);
     });

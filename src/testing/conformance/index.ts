@@ -21,6 +21,7 @@ import type { HarnessFactory } from './harness.ts';
 import { leaseCases } from './lease.ts';
 import { limitCases } from './limits.ts';
 import { observeCases } from './observe.ts';
+import { operatorCases } from './operators.ts';
 import { pauseCases } from './pauses.ts';
 import { readCases } from './reads.ts';
 import { reaperCases } from './reaper.ts';
@@ -47,6 +48,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       releaseCases,
       resultCases,
       cancelCases,
+      operatorCases,
       reaperCases,
       timeoutCases,
       eachCases,

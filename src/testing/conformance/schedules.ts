@@ -17,9 +17,9 @@ function iso(micros: number): string {
 }
 
 export function scheduleCases(s: Suite): void {
-  /** Jobs of `scope` with their idempotency keys, in key order. */
+  /** Jobs of `scope` with their idempotency keys, oldest first. */
   async function firedKeys(scope: QueueScope = acme): Promise<(string | null)[]> {
-    return (await s.q.list({ scope })).jobs.map((job) => job.idempotencyKey);
+    return (await s.q.list({ scope, order: 'oldest_first' })).jobs.map((job) => job.idempotencyKey);
   }
 
   describe('schedules', () => {

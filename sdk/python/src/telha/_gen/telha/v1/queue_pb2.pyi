@@ -12,6 +12,9 @@ JOB_STATE_FAILED: JobState
 JOB_STATE_LEASED: JobState
 JOB_STATE_PENDING: JobState
 JOB_STATE_UNSPECIFIED: JobState
+LIST_ORDER_NEWEST_FIRST: ListOrder
+LIST_ORDER_OLDEST_FIRST: ListOrder
+LIST_ORDER_UNSPECIFIED: ListOrder
 
 class BackupRequest(_message.Message):
     __slots__ = ["path"]
@@ -162,6 +165,20 @@ class DeleteScheduleRequest(_message.Message):
 class DeleteScheduleResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
+
+class DiscardRequest(_message.Message):
+    __slots__ = ["job_id", "reason"]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    reason: str
+    def __init__(self, job_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class DiscardResponse(_message.Message):
+    __slots__ = ["job"]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: Job
+    def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
 
 class EnqueueBatchRequest(_message.Message):
     __slots__ = ["jobs", "scope"]
@@ -440,18 +457,22 @@ class ListPausesResponse(_message.Message):
     def __init__(self, pauses: _Optional[_Iterable[_Union[KindPause, _Mapping]]] = ...) -> None: ...
 
 class ListRequest(_message.Message):
-    __slots__ = ["kind_prefix", "limit", "page_token", "scope", "state"]
+    __slots__ = ["include_system", "kind_prefix", "limit", "order", "page_token", "scope", "state"]
+    INCLUDE_SYSTEM_FIELD_NUMBER: _ClassVar[int]
     KIND_PREFIX_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
+    ORDER_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     SCOPE_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    include_system: bool
     kind_prefix: str
     limit: int
+    order: ListOrder
     page_token: str
     scope: Scope
     state: JobState
-    def __init__(self, scope: _Optional[_Union[Scope, _Mapping]] = ..., state: _Optional[_Union[JobState, str]] = ..., kind_prefix: _Optional[str] = ..., limit: _Optional[int] = ..., page_token: _Optional[str] = ...) -> None: ...
+    def __init__(self, scope: _Optional[_Union[Scope, _Mapping]] = ..., state: _Optional[_Union[JobState, str]] = ..., kind_prefix: _Optional[str] = ..., limit: _Optional[int] = ..., page_token: _Optional[str] = ..., order: _Optional[_Union[ListOrder, str]] = ..., include_system: bool = ...) -> None: ...
 
 class ListResponse(_message.Message):
     __slots__ = ["jobs", "next_page_token"]
@@ -588,6 +609,18 @@ class RetryRequest(_message.Message):
     def __init__(self, job_id: _Optional[str] = ...) -> None: ...
 
 class RetryResponse(_message.Message):
+    __slots__ = ["job"]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: Job
+    def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
+
+class RunNowRequest(_message.Message):
+    __slots__ = ["job_id"]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    job_id: str
+    def __init__(self, job_id: _Optional[str] = ...) -> None: ...
+
+class RunNowResponse(_message.Message):
     __slots__ = ["job"]
     JOB_FIELD_NUMBER: _ClassVar[int]
     job: Job
@@ -778,4 +811,7 @@ class WorkResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ..., settle_id: _Optional[int] = ..., complete_outcomes: _Optional[_Iterable[_Union[ItemOutcome, _Mapping]]] = ..., fail_outcomes: _Optional[_Iterable[_Union[ItemOutcome, _Mapping]]] = ..., release_outcomes: _Optional[_Iterable[_Union[ItemOutcome, _Mapping]]] = ..., heartbeat_outcomes: _Optional[_Iterable[_Union[LeaseOutcome, _Mapping]]] = ..., checkpoint_outcomes: _Optional[_Iterable[_Union[LeaseOutcome, _Mapping]]] = ...) -> None: ...
 
 class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class ListOrder(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

@@ -109,6 +109,16 @@ class QueueServiceStub(object):
                 request_serializer=telha_dot_v1_dot_queue__pb2.CancelMatchingRequest.SerializeToString,
                 response_deserializer=telha_dot_v1_dot_queue__pb2.CancelMatchingResponse.FromString,
                 )
+        self.Discard = channel.unary_unary(
+                '/telha.v1.QueueService/Discard',
+                request_serializer=telha_dot_v1_dot_queue__pb2.DiscardRequest.SerializeToString,
+                response_deserializer=telha_dot_v1_dot_queue__pb2.DiscardResponse.FromString,
+                )
+        self.RunNow = channel.unary_unary(
+                '/telha.v1.QueueService/RunNow',
+                request_serializer=telha_dot_v1_dot_queue__pb2.RunNowRequest.SerializeToString,
+                response_deserializer=telha_dot_v1_dot_queue__pb2.RunNowResponse.FromString,
+                )
         self.CreateSchedule = channel.unary_unary(
                 '/telha.v1.QueueService/CreateSchedule',
                 request_serializer=telha_dot_v1_dot_queue__pb2.CreateScheduleRequest.SerializeToString,
@@ -306,7 +316,9 @@ class QueueServiceServicer(object):
         raise NotImplementedError('Method not implemented!')
 
     def List(self, request, context):
-        """Jobs by scope, state and kind prefix, in key order, page by page.
+        """Jobs by scope, state and kind prefix, newest first (or oldest first), page by page. Across
+        every scope the system scope's own jobs are left out unless include_system asks for them
+        (or the kind prefix starts with "system:").
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -338,6 +350,24 @@ class QueueServiceServicer(object):
     def CancelMatching(self, request, context):
         """Cancel every pending or leased job of a scope matching a state and a kind prefix. Without a
         scope (an operator, every scope) the kind prefix is required: INVALID_ARGUMENT otherwise.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Discard(self, request, context):
+        """Give up on a dead job: it moves to cancelled with a discarded event and leaves the dead list;
+        the record stays until retention prunes it, and a retry still applies (operator, or a tenant
+        in its own scope). FAILED_PRECONDITION for a job that is not dead.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RunNow(self, request, context):
+        """Make a pending job that waits behind a delay or a failure's backoff ready now, keeping its
+        attempts and place in line (operator, or a tenant in its own scope). FAILED_PRECONDITION for
+        a job that is not pending or is ready already.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -590,6 +620,16 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.CancelMatching,
                     request_deserializer=telha_dot_v1_dot_queue__pb2.CancelMatchingRequest.FromString,
                     response_serializer=telha_dot_v1_dot_queue__pb2.CancelMatchingResponse.SerializeToString,
+            ),
+            'Discard': grpc.unary_unary_rpc_method_handler(
+                    servicer.Discard,
+                    request_deserializer=telha_dot_v1_dot_queue__pb2.DiscardRequest.FromString,
+                    response_serializer=telha_dot_v1_dot_queue__pb2.DiscardResponse.SerializeToString,
+            ),
+            'RunNow': grpc.unary_unary_rpc_method_handler(
+                    servicer.RunNow,
+                    request_deserializer=telha_dot_v1_dot_queue__pb2.RunNowRequest.FromString,
+                    response_serializer=telha_dot_v1_dot_queue__pb2.RunNowResponse.SerializeToString,
             ),
             'CreateSchedule': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateSchedule,
@@ -991,6 +1031,40 @@ class QueueService(object):
         return grpc.experimental.unary_unary(request, target, '/telha.v1.QueueService/CancelMatching',
             telha_dot_v1_dot_queue__pb2.CancelMatchingRequest.SerializeToString,
             telha_dot_v1_dot_queue__pb2.CancelMatchingResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def Discard(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/telha.v1.QueueService/Discard',
+            telha_dot_v1_dot_queue__pb2.DiscardRequest.SerializeToString,
+            telha_dot_v1_dot_queue__pb2.DiscardResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RunNow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/telha.v1.QueueService/RunNow',
+            telha_dot_v1_dot_queue__pb2.RunNowRequest.SerializeToString,
+            telha_dot_v1_dot_queue__pb2.RunNowResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
