@@ -61,6 +61,7 @@ export type {
   ItemResult,
   JobEvent,
   JobRecord,
+  TraceContext,
   LeaseFence,
   ListPage,
   Micros,

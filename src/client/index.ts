@@ -57,6 +57,7 @@ export type {
   ItemResult,
   JobEvent,
   JobRecord,
+  TraceContext,
   LeaseFence,
   ListPage,
   NewJob,
