@@ -32,6 +32,9 @@ describe('the dashboard in a browser', () => {
   let page: Page;
   let profile: string;
   const dialogs: string[] = [];
+  /** The questions the dashboard asks before a job action, and those it asked. */
+  const confirmations = ['Retry this job? It goes back to Pending with its attempts reset.'];
+  const asked: string[] = [];
   const problems: string[] = [];
   let deadId: string;
 
@@ -62,6 +65,13 @@ describe('the dashboard in a browser', () => {
     context = await launchChromium(profile);
     page = context.pages()[0] ?? (await context.newPage());
     page.on('dialog', (dialog) => {
+      // The dashboard's own confirmations are answered yes (and checked where they are asked);
+      // any other dialog is hostile content that ran, and is counted.
+      if (dialog.type() === 'confirm' && confirmations.includes(dialog.message())) {
+        asked.push(dialog.message());
+        void dialog.accept();
+        return;
+      }
       dialogs.push(dialog.message());
       void dialog.dismiss();
     });
@@ -135,6 +145,7 @@ describe('the dashboard in a browser', () => {
 
   it('retries the Dead job and shows it Pending', async () => {
     await Promise.all([page.waitForURL(`${server.http}/jobs/${deadId}?retried=1`), page.click('#retry')]);
+    assert.deepEqual(asked, ['Retry this job? It goes back to Pending with its attempts reset.'], 'asked first');
     assert.equal(await page.locator('h1 .badge').innerText(), 'pending');
     assert.ok(await page.locator('text=Retried: the job is Pending again.').isVisible());
     assert.equal((await page.locator('.timeline .event .title').allInnerTexts()).at(-1), 'Retried by an operator');

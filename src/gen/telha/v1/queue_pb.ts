@@ -88,7 +88,7 @@ export type JobEvent = Message<"telha.v1.JobEvent"> & {
 
   /**
    * enqueued, leased, extended, completed, failed, reaped, dead, retried, checkpoint, stats,
-   * released, progress, cancelled
+   * released, progress, cancelled, discarded, run_now
    *
    * @generated from field: string transition = 2;
    */
