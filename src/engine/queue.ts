@@ -31,16 +31,7 @@ import { LIST_ORDERS } from '../core/list-order.ts';
 import { silentLogger, type Logger } from '../core/logger.ts';
 import { inScope } from '../core/scope.ts';
 import { checkPause, checkPausePrefix, DEFAULT_PAUSE_BOUNDS, type Pause } from '../core/pauses.ts';
-import {
-  checkKindLimit,
-  checkLimitPrefix,
-  checkLimitRate,
-  configKindLimits,
-  limitLane,
-  MAX_KIND_LIMITS,
-  type KindLimit,
-  type KindLimitStatus,
-} from '../core/kind-limits.ts';
+import type { KindLimit, KindLimitStatus } from '../core/kind-limits.ts';
 import {
   applyChanges,
   checkChanges,
@@ -85,6 +76,7 @@ import { Maintenance } from './maintenance.ts';
 import { ChangeFeed } from './feed.ts';
 import { QueueEventEmitter } from './observers.ts';
 import { Scheduler } from './scheduler.ts';
+import { KindLanes } from './kind-lanes.ts';
 import { WorkSignal, type WakeReason } from './work-signal.ts';
 import { tracedEnqueue } from '../tracing/spans.ts';
 import type {
@@ -131,14 +123,8 @@ export class Queue {
   readonly feed: ChangeFeed;
   private readonly work = new WorkSignal(() => this.events.parked());
   private readonly waitsEnded: Record<WakeReason, number> = { woken: 0, timeout: 0, aborted: 0 };
-  /**
-   * The kind limits as this queue last read or wrote them: which lanes a job leaving Leased frees,
-   * to wake the waiters of that lane. On a shared store another server's change reaches it at the
-   * next listing; until then its waiters look again after the store's poll interval.
-   */
-  private laneLimits: readonly KindLimit[] = [];
-  /** Settles when the `[jobs.kinds]` limits are in the store: claims and listings wait for it. */
-  private readonly limitsSeeded: Promise<void>;
+  /** The kind limits and the lanes they make: claims wait for the `[jobs.kinds]` ones to be stored. */
+  private readonly lanes: KindLanes;
   private closed = false;
 
   constructor(options: QueueOptions) {
@@ -172,7 +158,13 @@ export class Queue {
         this.announce(records, now);
       },
     });
-    this.limitsSeeded = this.seedKindLimits();
+    this.lanes = new KindLanes({
+      store: this.store,
+      config: this.config,
+      clock: this.clock,
+      logger: this.logger,
+      work: this.work,
+    });
     // Work announced by other servers sharing the store, or by transactional enqueues.
     this.store.watch?.((notices) => (notices === 'all' ? this.work.notifyAll() : this.work.notify(notices)));
     if (options.services ?? true) {
@@ -290,7 +282,7 @@ export class Queue {
 
   private async claim(options: LeaseOptions, limit: number): Promise<JobRecord[]> {
     this.assertOpen();
-    await this.limitsSeeded;
+    await this.lanes.seeded;
     const scope = options.scope ?? ANY_SCOPE;
     if (scope.type !== 'any') checkScope(scope);
     const workerId = checkWorkerId(options.workerId);
@@ -841,49 +833,19 @@ export class Queue {
    */
   async setKindLimit(options: SetKindLimitOptions): Promise<KindLimit> {
     this.assertOpen();
-    await this.limitsSeeded;
-    const limit = checkKindLimit({
-      kindPrefix: options.kindPrefix,
-      concurrency: options.concurrency ?? null,
-      rate: checkLimitRate(options.rate),
-      setAt: this.clock.now(),
-      by: options.by ?? 'local',
-    });
-    const stored = await this.store.setKindLimit(limit, MAX_KIND_LIMITS);
-    await this.kindLimits();
-    // A raised limit may let parked waiters take work now.
-    this.work.notifyAll();
-    return stored;
+    return this.lanes.set(options);
   }
 
   /** Remove a prefix's limit: its jobs are unlimited (or in a shorter prefix's lane) from the next claim. `not_found` when there is none. */
   async clearKindLimit(kindPrefix: string): Promise<void> {
     this.assertOpen();
-    await this.limitsSeeded;
-    const prefix = checkLimitPrefix(kindPrefix);
-    if (!(await this.store.clearKindLimit(prefix))) throw notFound(`kind limit of ${prefix}`);
-    await this.kindLimits();
-    this.work.notifyAll();
+    return this.lanes.clear(kindPrefix);
   }
 
   /** Every kind limit by prefix, with its lane's leased jobs and whole tokens now. */
   async kindLimits(): Promise<KindLimitStatus[]> {
     this.assertOpen();
-    await this.limitsSeeded;
-    const limits = await this.store.listKindLimits(this.clock.now());
-    this.laneLimits = limits;
-    return limits;
-  }
-
-  /** Store the `[jobs.kinds]` tables that set a concurrency or a rate, `by: 'config'`, each replacing its prefix's limit. */
-  private async seedKindLimits(): Promise<void> {
-    try {
-      const seeds = configKindLimits(this.config.jobs.kinds, this.clock.now());
-      for (const limit of seeds) await this.store.setKindLimit(limit, MAX_KIND_LIMITS);
-      this.laneLimits = await this.store.listKindLimits(this.clock.now());
-    } catch (error) {
-      this.logger.error({ err: String(error) }, 'could not store the kind limits of [jobs.kinds]');
-    }
+    return this.lanes.list();
   }
 
   /** Tell listeners of a committed transition; a job that left Leased frees room in its lane. */
@@ -894,14 +856,7 @@ export class Queue {
     now: Micros,
   ): void {
     this.events.transition(transition, records, previous, now);
-    if (previous !== JobState.Leased || this.laneLimits.length === 0) return;
-    const lanes = new Set<string>();
-    for (const record of records) {
-      if (record.state === JobState.Leased) continue;
-      const lane = limitLane(this.laneLimits, record.kind);
-      if (lane !== null) lanes.add(lane);
-    }
-    for (const lane of lanes) this.work.notifyLane(lane);
+    if (previous === JobState.Leased) this.lanes.freed(records);
   }
 
   // ---- lifecycle ----
@@ -945,7 +900,7 @@ export class Queue {
   async close(): Promise<void> {
     if (this.closed) return;
     // The [jobs.kinds] limits land (or are logged as failed) before the store goes.
-    await Promise.all([this.maintenance.stop(), this.scheduler.stop(), this.limitsSeeded]);
+    await Promise.all([this.maintenance.stop(), this.scheduler.stop(), this.lanes.seeded]);
     this.closed = true;
     this.work.wakeAll();
     await this.store.close();
