@@ -8,7 +8,7 @@
  * bytes laid end to end, then its own resume token. Protobuf encodes a repeated message field as
  * each element's bytes in turn, so the message is byte for byte what encoding it whole writes.
  *
- * Encoding every event once per watcher (converting the job and writing protobuf, ~20 µs an event)
+ * Encoding every event once per watcher (converting the job and writing protobuf, each time)
  * was the CPU that let 500 watchers of one scope push Enqueue past 1 s at p99 (bench/RESULTS.md,
  * "Unread Watch streams").
  */

@@ -107,6 +107,33 @@
     );
   }
 
+  // Fetch this page again and swap in its element `id`, when `ready()` says so: one fetch at a
+  // time, and calls during a fetch cost one more fetch, not one each; `swapped` runs after each.
+  function coalescedSwap(id, ready, swapped) {
+    let fetching = false;
+    let again = false;
+    const refresh = () => {
+      if (!ready()) return;
+      if (fetching) {
+        again = true;
+        return;
+      }
+      fetching = true;
+      const done = () => {
+        fetching = false;
+        swapped();
+        if (again) {
+          again = false;
+          refresh();
+        }
+      };
+      htmx
+        .ajax('GET', location.pathname + location.search, { target: '#' + id, select: '#' + id, swap: 'outerHTML' })
+        .then(done, done);
+    };
+    return refresh;
+  }
+
   // A job page: each transition of the job (a heartbeat, progress, the completion) fetches the page
   // again and swaps its body in; transitions that come during a fetch cost one more fetch, not one each.
   function startJobLive() {
@@ -118,31 +145,12 @@
       status = [state, text];
       setLive(state, text);
     };
-    let fetching = false;
-    let again = false;
-    const refresh = () => {
-      if (fetching) {
-        again = true;
-        return;
-      }
-      fetching = true;
-      const done = () => {
-        fetching = false;
-        // The swapped-in page carries a fresh indicator; it says what this stream knows.
-        setLive(status[0], status[1]);
-        if (again) {
-          again = false;
-          refresh();
-        }
-      };
-      htmx
-        .ajax('GET', location.pathname + location.search, {
-          target: '#job-live',
-          select: '#job-live',
-          swap: 'outerHTML',
-        })
-        .then(done, done);
-    };
+    // The swapped-in page carries a fresh indicator; it says what this stream knows.
+    const refresh = coalescedSwap(
+      'job-live',
+      () => true,
+      () => setLive(status[0], status[1]),
+    );
     const events = new EventSource(root.dataset.events);
     events.addEventListener('open', () => show('live', 'live'));
     events.addEventListener('transition', (message) => {
@@ -163,30 +171,17 @@
     if (typeof EventSource === 'undefined' || typeof htmx === 'undefined') return;
     const id = marked.id;
     let counts = null;
-    let fetching = false;
-    let again = false;
     const busy = (root) =>
       root.contains(document.activeElement) && /^(INPUT|SELECT|TEXTAREA)$/.test(document.activeElement.tagName);
-    const refresh = () => {
-      const root = document.getElementById(id);
-      // A refused filter shows its message in place of the rows: nothing live to fetch until it is fixed.
-      if (root === null || root.dataset.live === undefined || busy(root)) return;
-      if (fetching) {
-        again = true;
-        return;
-      }
-      fetching = true;
-      const done = () => {
-        fetching = false;
-        if (again) {
-          again = false;
-          refresh();
-        }
-      };
-      htmx
-        .ajax('GET', location.pathname + location.search, { target: '#' + id, select: '#' + id, swap: 'outerHTML' })
-        .then(done, done);
-    };
+    const refresh = coalescedSwap(
+      id,
+      () => {
+        const root = document.getElementById(id);
+        // A refused filter shows its message in place of the rows: nothing live to fetch until it is fixed.
+        return root !== null && root.dataset.live !== undefined && !busy(root);
+      },
+      () => undefined,
+    );
     const events = new EventSource('/events');
     events.addEventListener('snapshot', (message) => {
       counts = JSON.stringify(JSON.parse(message.data).counts);

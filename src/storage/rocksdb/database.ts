@@ -231,16 +231,7 @@ export class RocksDatabase {
 
   /** Entries of a key range in ascending order (descending with `reverse`), fetched `pageSize` at a time. */
   async *scan(column: ColumnHandle, range: ScanRange, pageSize = 256): AsyncGenerator<[Buffer, Buffer]> {
-    const iterator = this.db.iterator({ column, ...range });
-    try {
-      for (;;) {
-        const entries = await iterator.nextv(pageSize);
-        if (entries.length === 0) return;
-        yield* entries;
-      }
-    } finally {
-      await iterator.close();
-    }
+    yield* drain(this.db.iterator({ column, ...range }), pageSize);
   }
 
   /**
@@ -252,17 +243,7 @@ export class RocksDatabase {
     return columns.map((column) => {
       const iterator = this.db.iterator({ column });
       return {
-        async *rows(pageSize = 1024): AsyncGenerator<[Buffer, Buffer]> {
-          try {
-            for (;;) {
-              const entries = await iterator.nextv(pageSize);
-              if (entries.length === 0) return;
-              yield* entries;
-            }
-          } finally {
-            await iterator.close();
-          }
-        },
+        rows: (pageSize = 1024) => drain(iterator, pageSize),
         close: () => iterator.close(),
       };
     });
@@ -380,5 +361,18 @@ async function diskIsFull(path: string): Promise<boolean> {
     } catch {
       if (dirname(at) === at) return false;
     }
+  }
+}
+
+/** An iterator's entries, fetched `pageSize` at a time, closing it when done or abandoned. */
+async function* drain(iterator: RawIterator, pageSize: number): AsyncGenerator<[Buffer, Buffer]> {
+  try {
+    for (;;) {
+      const entries = await iterator.nextv(pageSize);
+      if (entries.length === 0) return;
+      yield* entries;
+    }
+  } finally {
+    await iterator.close();
   }
 }
