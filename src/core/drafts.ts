@@ -115,6 +115,8 @@ export function draftJob(scope: QueueScope, job: NewJob, context: DraftContext):
     maxAttempts,
     timeoutSecs,
     traceContext,
-    ...(supersedeKey === null ? {} : { supersedeKey, supersede }),
+    // Always both, never a conditional spread: every draft keeps one shape (see `withCreatedAt`).
+    supersedeKey,
+    supersede,
   };
 }

@@ -411,7 +411,8 @@ export class RocksJobStore implements JobStore {
   private async lockInsert(drafts: readonly JobDraft[], held?: string): Promise<() => void> {
     for (;;) {
       const { names, snapshot } = this.supersedeKeys.locksFor(drafts, held);
-      const release = await this.locks.acquire([...idempotencyLocks(drafts), ...names]);
+      const idempotent = idempotencyLocks(drafts);
+      const release = await this.locks.acquire(names.length === 0 ? idempotent : [...idempotent, ...names]);
       if (this.supersedeKeys.unchanged(snapshot)) return release;
       release();
     }
