@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import { TelhaClient } from '../../src/client/client.ts';
-import type { WatchEvent } from '../../src/client/watch.ts';
 import { ErrorCode, LeaseConflictError, TelhaError } from '../../src/core/errors.ts';
 import { JobState, tenantScope, type JobRecord, type LeaseFence } from '../../src/core/types.ts';
 import { completeInTransaction, failInTransaction } from '../../src/storage/postgres/transactional.ts';
@@ -38,7 +37,9 @@ describe('completing and failing a job in the application’s transaction', () =
 
   before(async () => {
     server = await startTestServer({
-      storage: { kind: 'postgres', url: TEST_PG_URL, schema },
+      // Readers look at the log again only when told (no poll within a test): Watch sees an
+      // application's commit by its notification or not at all.
+      storage: { kind: 'postgres', url: TEST_PG_URL, schema, poll_interval_ms: 600_000 },
       jobs: { lease_ttl_secs: TTL_SECS, max_attempts: 2, backoff_base_secs: BACKOFF_SECS, backoff_factor: 1 },
       server: { http_address: '' },
     });
@@ -63,55 +64,75 @@ describe('completing and failing a job in the application’s transaction', () =
     return { job, fence: { workerId: 'w1', leaseGeneration: job.leaseGeneration } };
   }
 
+  /** Once the server's Watch is open: the transitions of jobs of `kind` it delivers, up to the first completion. */
+  async function watchUntilCompleted(kind: string): Promise<{ done: Promise<string[]> }> {
+    let opened!: () => void;
+    const open = new Promise<void>((resolve) => (opened = resolve));
+    const seen = (async () => {
+      const events: string[] = [];
+      for await (const event of client.watch({ kindPrefix: kind, onOpen: () => opened() })) {
+        events.push(`${event.job.jobId} ${event.transition}`);
+        if (event.transition === 'completed') break;
+      }
+      return events;
+    })();
+    await Promise.race([open, seen]);
+    return { done: seen };
+  }
+
   async function orderExists(id: string): Promise<boolean> {
     return (await app.query('SELECT 1 FROM "' + schema + '".orders WHERE id = $1', [id])).rows.length === 1;
   }
 
-  it('commits the completion, its result and successors together with the application’s row', async () => {
-    const { job, fence } = await leased();
-    const seen: WatchEvent[] = [];
-    let opened!: () => void;
-    const open = new Promise<void>((resolve) => (opened = resolve));
-    const watch = (async () => {
-      for await (const event of client.watch({ kindPrefix: job.kind, onOpen: () => opened() })) {
-        seen.push(event);
-        if (event.transition === 'completed') break;
-      }
-    })();
-    await open;
+  it(
+    'commits the completion, its result and successors together with the application’s row',
+    { timeout: 60_000 },
+    async () => {
+      const { job, fence } = await leased();
+      const watch = await watchUntilCompleted(job.kind);
 
-    await app.query('BEGIN');
-    await app.query(`INSERT INTO "${schema}".orders VALUES ('order-1')`);
-    const done = await completeInTransaction(
-      app,
-      job.jobId,
-      fence,
-      { result: Buffer.from('{"shipped":true}'), successors: [{ kind: 'receipt', payload: 'order-1' }] },
-      acme,
-      settings(),
-    );
-    assert.equal(done.job.state, JobState.Completed);
-    // Until the application commits, everyone else still sees the lease.
-    assert.equal((await server.queue.show(job.jobId)).state, JobState.Leased);
-    await app.query('COMMIT');
+      await app.query('BEGIN');
+      await app.query(`INSERT INTO "${schema}".orders VALUES ('order-1')`);
+      const done = await completeInTransaction(
+        app,
+        job.jobId,
+        fence,
+        { result: Buffer.from('{"shipped":true}'), successors: [{ kind: 'receipt', payload: 'order-1' }] },
+        acme,
+        settings(),
+      );
+      assert.equal(done.job.state, JobState.Completed);
+      // Until the application commits, everyone else still sees the lease.
+      assert.equal((await server.queue.show(job.jobId)).state, JobState.Leased);
+      await app.query('COMMIT');
 
-    const stored = await server.queue.show(job.jobId);
-    assert.equal(stored.state, JobState.Completed);
-    assert.equal(Buffer.from(stored.result ?? []).toString(), '{"shipped":true}');
-    assert.equal(lastTransition(stored), 'completed');
-    assert.ok(await orderExists('order-1'));
-    const [successor] = done.successors;
-    assert.ok(successor?.created);
-    const chained = await server.queue.show(successor.job.jobId);
-    assert.deepEqual([chained.state, chained.kind, chained.tenant], [JobState.Pending, 'receipt', 'acme']);
-    // The server's watchers learn of it from the transitions log, woken by the commit's notification.
-    await watch;
-    assert.deepEqual(
-      seen.map((e) => e.transition),
-      ['completed'],
-    );
-    assert.equal(seen[0]?.job.jobId, job.jobId);
-  });
+      const stored = await server.queue.show(job.jobId);
+      assert.equal(stored.state, JobState.Completed);
+      assert.equal(Buffer.from(stored.result ?? []).toString(), '{"shipped":true}');
+      assert.equal(lastTransition(stored), 'completed');
+      assert.ok(await orderExists('order-1'));
+      const [successor] = done.successors;
+      assert.ok(successor?.created);
+      const chained = await server.queue.show(successor.job.jobId);
+      assert.deepEqual([chained.state, chained.kind, chained.tenant], [JobState.Pending, 'receipt', 'acme']);
+      // The server's watchers learn of it from the transitions log.
+      assert.deepEqual(await watch.done, [`${job.jobId} completed`]);
+    },
+  );
+
+  it(
+    'wakes the watchers of every server when a completion with nothing to enqueue commits',
+    { timeout: 60_000 },
+    async () => {
+      const { job, fence } = await leased();
+      const watch = await watchUntilCompleted(job.kind);
+      await app.query('BEGIN');
+      await completeInTransaction(app, job.jobId, fence, {}, acme, settings());
+      await app.query('COMMIT');
+      // Only the commit's notification tells the server to read the log again (its poll is off).
+      assert.deepEqual(await watch.done, [`${job.jobId} completed`]);
+    },
+  );
 
   it('refuses a stale fence, and the application’s COMMIT then keeps nothing', async () => {
     const { job, fence } = await leased();
@@ -171,9 +192,12 @@ describe('completing and failing a job in the application’s transaction', () =
     await app.query('BEGIN');
     await completeInTransaction(app, job.jobId, fence, {}, acme, settings());
     // The row is locked until the application commits: a heartbeat sent now waits for it, then is refused.
-    const heartbeat = server.queue.heartbeat(job.jobId, fence);
+    const heartbeat = assert.rejects(
+      server.queue.heartbeat(job.jobId, fence),
+      (e: unknown) => e instanceof LeaseConflictError && e.reason === 'worker_mismatch',
+    );
     await app.query('COMMIT');
-    await assert.rejects(heartbeat, (e: unknown) => e instanceof LeaseConflictError && e.reason === 'worker_mismatch');
+    await heartbeat;
     await assert.rejects(server.queue.heartbeat(job.jobId, fence), LeaseConflictError);
     await assert.rejects(server.queue.complete(job.jobId, fence), LeaseConflictError);
     // Past the lease's deadline the reaper passes it by (other tests' leases expire too, and go).
