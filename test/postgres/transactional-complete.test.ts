@@ -304,6 +304,21 @@ describe('completing and failing a job in the application’s transaction', () =
     assert.deepEqual(stored, job);
   });
 
+  it('aborts a REPEATABLE READ transaction whose snapshot predates a change to the job', async () => {
+    const { job, fence } = await leased();
+    await app.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+    await app.query(`INSERT INTO "${schema}".orders VALUES ('order-snapshot')`);
+    // The holder's heartbeat changes the row after the snapshot was taken.
+    await server.queue.heartbeat(job.jobId, fence);
+    await assert.rejects(
+      completeInTransaction(app, job.jobId, fence, {}, acme, settings()),
+      (e: unknown) => (e as { code?: unknown }).code === '40001',
+    );
+    assert.equal((await app.query('COMMIT')).command, 'ROLLBACK');
+    assert.equal(await orderExists('order-snapshot'), false);
+    assert.equal((await server.queue.show(job.jobId)).state, JobState.Leased);
+  });
+
   it('refuses a client outside a transaction before writing anything', async () => {
     const { job, fence } = await leased();
     await assert.rejects(
