@@ -200,6 +200,11 @@ describe('completing and failing a job in the application’s transaction', () =
     await heartbeat;
     await assert.rejects(server.queue.heartbeat(job.jobId, fence), LeaseConflictError);
     await assert.rejects(server.queue.complete(job.jobId, fence), LeaseConflictError);
+    // Through the wire too: the SDK hears ABORTED with the reason, as for a job completed elsewhere.
+    await assert.rejects(
+      client.heartbeat(job.jobId, fence),
+      (e: unknown) => e instanceof LeaseConflictError && e.reason === 'worker_mismatch',
+    );
     // Past the lease's deadline the reaper passes it by (other tests' leases expire too, and go).
     server.clock.advance((TTL_SECS + 1) * 1_000_000);
     await server.queue.maintenance.reapExpired();
