@@ -49,6 +49,11 @@ export function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
+/** A completion's result as stored: bounded by `maxBytes` (`jobs.max_result_bytes`), or `null` for none. */
+export function checkResult(result: Uint8Array | undefined, maxBytes: number): Buffer | null {
+  return result === undefined ? null : asBuffer(checkBytes('result', result, maxBytes));
+}
+
 /** A payload as stored: bytes as given, a string as its UTF-8 bytes. */
 function payloadBytes(payload: unknown, field: string): unknown {
   if (payload === undefined) return EMPTY;

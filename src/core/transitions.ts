@@ -7,7 +7,7 @@
 import { backoffMicros } from './backoff.ts';
 import { secondsToMicros } from './clock.ts';
 import type { JobsConfig } from './config.ts';
-import { LeaseConflictError, TelhaError, ErrorCode } from './errors.ts';
+import { invalidArgument, LeaseConflictError, TelhaError, ErrorCode } from './errors.ts';
 import { kindPolicy } from './kind-policy.ts';
 import { MAX_EVENT_DETAIL_CHARS, MAX_EVENTS, SYSTEM_KIND_PREFIX } from './bounds.ts';
 import {
@@ -317,6 +317,12 @@ export interface FailRequest {
   readonly error: string;
   /** `true` dead-letters at once, whatever attempts remain. */
   readonly permanent: boolean;
+}
+
+/** A caller's failure checked for shape (`error` a string; `permanent` default `false`). */
+export function failRequest(options: { readonly error: unknown; readonly permanent?: boolean }): FailRequest {
+  if (typeof options.error !== 'string') throw invalidArgument('error', 'must be a string');
+  return { error: options.error, permanent: options.permanent ?? false };
 }
 
 /** fail: attempts + 1, then back to Pending behind a backoff gate, or Dead at the ceiling or when not retryable. */

@@ -276,6 +276,25 @@ export interface CountRow {
   readonly count: number;
 }
 
+export interface CompleteOptions {
+  /** Jobs to enqueue in the completed job's scope, in the same fenced write (chained enqueue). */
+  readonly successors?: readonly NewJob[];
+  /** What the handler returned, stored in the same fenced write; at most `jobs.max_result_bytes`. */
+  readonly result?: Uint8Array;
+}
+
+export interface CompleteResult {
+  readonly job: JobRecord;
+  readonly successors: readonly EnqueueResult[];
+}
+
+export interface FailOptions {
+  /** What went wrong; kept (cut to 1,024 characters) in the job's `failed` event. */
+  readonly error: string;
+  /** `true` dead-letters at once, whatever attempts remain. Default `false`. */
+  readonly permanent?: boolean;
+}
+
 /** What a worker proves it holds when it submits: the fencing pair granted at lease time. */
 export interface LeaseFence {
   readonly workerId: string;

@@ -17,7 +17,7 @@ import {
   MAX_WORKER_ID_BYTES,
   SYSTEM_KIND_PREFIX,
 } from './bounds.ts';
-import type { Micros, QueueScope, TraceContext } from './types.ts';
+import type { LeaseFence, Micros, QueueScope, TraceContext } from './types.ts';
 
 const encoder = new TextEncoder();
 
@@ -201,4 +201,15 @@ export function checkTraceContext(value: unknown, field = 'trace_context'): Trac
     throw invalidArgument(`${field}.tracestate`, `must be at most ${MAX_TRACESTATE_CHARS} characters`);
   }
   return { traceparent, tracestate };
+}
+
+/**
+ * A caller's fence with its fields checked for shape (a worker id, a generation in range): whether
+ * it still holds the lease is `transitions.checkFence`'s question, asked inside the store's write.
+ */
+export function parseFence(fence: LeaseFence): LeaseFence {
+  return {
+    workerId: checkWorkerId(fence.workerId),
+    leaseGeneration: checkIntegerInRange('lease_generation', fence.leaseGeneration, 0, Number.MAX_SAFE_INTEGER),
+  };
 }
