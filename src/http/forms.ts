@@ -19,6 +19,15 @@ export function formText(form: Form, name: string, field = name): string | null 
   return value;
 }
 
+/** The typed values of a form, to show again (never the CSRF token). */
+export function typedValues(form: Form): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(form).flatMap(([name, value]) =>
+      name !== '_csrf' && typeof value === 'string' ? [[name, value]] : [],
+    ),
+  );
+}
+
 /** A whole number field (digits only), or `null` when left empty. The engine checks its range. */
 export function formInteger(form: Form, name: string, field = name): number | null {
   const value = formText(form, name, field)?.trim() ?? null;

@@ -283,7 +283,7 @@ describe('the HTTP listener with tokens', () => {
     assert.match(row, /<td class="num">1<\/td>\s*<td>[^]*?<\/td>\s*<td class="num">4<\/td>/);
   });
 
-  it("lists schedules read-only: an operator sees every scope's, a tenant its own", async () => {
+  it("lists schedules: an operator sees every scope's, a tenant its own", async () => {
     await server.queue.createSchedule(
       { name: 'acme-nightly', cron: '0 2 * * *', timezone: 'Europe/Berlin', job: { kind: 'cleanup' } },
       acme,
