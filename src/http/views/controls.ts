@@ -187,18 +187,20 @@ export function limitsPanel(viewer: Viewer, limits: readonly KindLimitStatus[], 
                   <td class="num">${l.tokens === null ? '–' : number(l.tokens)}</td>
                   <td>${l.by}</td>
                   <td class="actions">
-                    <form method="post" action="/limits/set" class="inline" id="${id}">
-                      ${csrfField(viewer)}<input type="hidden" name="kind_prefix" value="${l.kindPrefix}" /><button>
-                        Save
-                      </button>
-                    </form>
-                    <form method="post" action="/limits/clear" class="inline">
-                      ${csrfField(viewer)}<input type="hidden" name="kind_prefix" value="${l.kindPrefix}" /><button
-                        class="subtle"
-                      >
-                        Clear
-                      </button>
-                    </form>
+                    <div class="row-actions">
+                      <form method="post" action="/limits/set" class="inline" id="${id}">
+                        ${csrfField(viewer)}<input type="hidden" name="kind_prefix" value="${l.kindPrefix}" /><button>
+                          Save
+                        </button>
+                      </form>
+                      <form method="post" action="/limits/clear" class="inline">
+                        ${csrfField(viewer)}<input type="hidden" name="kind_prefix" value="${l.kindPrefix}" /><button
+                          class="subtle"
+                        >
+                          Clear
+                        </button>
+                      </form>
+                    </div>
                   </td>
                 </tr>`;
               })}

@@ -19,30 +19,35 @@ function identity(viewer: Viewer, s: Schedule): Html {
 
 function actions(viewer: Viewer, s: Schedule): Html {
   return html`<td class="actions">
-    <form
-      method="post"
-      action="/schedules/run"
-      class="inline"
-      data-confirm="Enqueue a job of schedule ${s.name} now? Its next due time stays."
-    >
-      ${identity(viewer, s)}<button class="primary" data-action="run">Run now</button>
-    </form>
-    <form method="post" action="${s.paused ? '/schedules/resume' : '/schedules/pause'}" class="inline">
-      ${identity(viewer, s)}<button data-action="${s.paused ? 'resume' : 'pause'}">
-        ${s.paused ? 'Resume' : 'Pause'}
-      </button>
-    </form>
-    <a class="button" data-action="edit" href="${href('/schedules/edit', { scope: scopeValue(s.scope), name: s.name })}"
-      >Edit</a
-    >
-    <form
-      method="post"
-      action="/schedules/delete"
-      class="inline"
-      data-confirm="Delete schedule ${s.name}? It stops firing; the jobs it enqueued stay."
-    >
-      ${identity(viewer, s)}<button class="danger" data-action="delete">Delete</button>
-    </form>
+    <div class="row-actions">
+      <form
+        method="post"
+        action="/schedules/run"
+        class="inline"
+        data-confirm="Enqueue a job of schedule ${s.name} now? Its next due time stays."
+      >
+        ${identity(viewer, s)}<button class="primary" data-action="run">Run now</button>
+      </form>
+      <form method="post" action="${s.paused ? '/schedules/resume' : '/schedules/pause'}" class="inline">
+        ${identity(viewer, s)}<button data-action="${s.paused ? 'resume' : 'pause'}">
+          ${s.paused ? 'Resume' : 'Pause'}
+        </button>
+      </form>
+      <a
+        class="button"
+        data-action="edit"
+        href="${href('/schedules/edit', { scope: scopeValue(s.scope), name: s.name })}"
+        >Edit</a
+      >
+      <form
+        method="post"
+        action="/schedules/delete"
+        class="inline"
+        data-confirm="Delete schedule ${s.name}? It stops firing; the jobs it enqueued stay."
+      >
+        ${identity(viewer, s)}<button class="danger" data-action="delete">Delete</button>
+      </form>
+    </div>
   </td>`;
 }
 
