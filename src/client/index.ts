@@ -57,6 +57,7 @@ export type {
   ItemResult,
   JobEvent,
   JobRecord,
+  SupersedeMode,
   TraceContext,
   LeaseFence,
   ListPage,

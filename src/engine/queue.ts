@@ -239,6 +239,10 @@ export class Queue {
     const outcomes = await this.store.insert(drafts, now);
     const created = outcomes.filter((o) => o.created).map((o) => o.record);
     this.transitioned('enqueue', created, null, now);
+    for (const from of [JobState.Pending, JobState.Leased]) {
+      const superseded = outcomes.flatMap((o) => (o.superseded?.from === from ? [o.superseded.record] : []));
+      if (superseded.length > 0) this.transitioned('cancel', superseded, from, now);
+    }
     this.announce(created, now);
     return outcomes.map(({ record, created }) => ({ job: record, created }));
   }

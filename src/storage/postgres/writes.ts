@@ -43,16 +43,26 @@ export class Writes {
   async insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
     // One INSERT statement is atomic by itself: no transaction round trips needed. Run again
     // after a lost answer it cannot create a job twice: each draft carries its job id, and a
-    // row already holding that id is the earlier try's (see `insertJobs`).
-    return this.ctx.retrying(() =>
-      insertJobs(this.ctx.pool, this.ctx.schema, drafts, now, {
-        origin: this.ctx.origin,
-        createdAt: this.ctx.createdAt,
-        log: this.ctx.logging,
-        prepare: this.ctx.prepare,
-        binaryArrays: true,
-      }),
+    // row already holding that id is the earlier try's (see `insertJobs`). Supersede keys need
+    // a transaction: the holders are locked, read and replaced before the INSERT.
+    const context = {
+      origin: this.ctx.origin,
+      createdAt: this.ctx.createdAt,
+      log: this.ctx.logging,
+      prepare: this.ctx.prepare,
+      binaryArrays: true,
+    };
+    if (!drafts.some((d) => d.supersedeKey !== undefined && d.supersedeKey !== null)) {
+      return this.ctx.retrying(() => insertJobs(this.ctx.pool, this.ctx.schema, drafts, now, context));
+    }
+    const outcomes = await this.ctx.retrying(() =>
+      this.ctx.tx(
+        (db) => insertJobs(db, this.ctx.schema, drafts, now, context),
+        `BEGIN; LOCK TABLE ${this.t}.kind_pauses, ${this.t}.kind_limits IN ROW SHARE MODE`,
+      ),
     );
+    this.announced(outcomes.flatMap((o) => (o.superseded === undefined ? [] : [o.superseded.record])));
+    return outcomes;
   }
 
   async update(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
