@@ -43,6 +43,23 @@ const client = new TelhaClient({ address: server.address });
 const tenants = ['acme', 'globex', 'initech'].map(tenantScope);
 console.log(`sending ${SECONDS} s of traffic; the dashboard's address follows when it is done`);
 
+// The controls' panels and pages with something in them: a pause, kind limits and schedules.
+await client.pause('webhook.', tenantScope('globex'));
+await client.setKindLimit('image.', { concurrency: 4, rate: '50/1s' });
+await client.setKindLimit('report.', { concurrency: 2 });
+await client.createSchedule(
+  { name: 'nightly-report', cron: '0 2 * * *', timezone: 'Europe/Berlin', job: { kind: 'report.daily' } },
+  tenantScope('acme'),
+);
+await client.createSchedule(
+  { name: 'hourly-digest', everySecs: 3_600, job: { kind: 'email.digest', payload: '{"since":"1h"}' } },
+  tenantScope('globex'),
+);
+await client.createSchedule(
+  { name: 'weekly-cleanup', cron: '30 4 * * 0', job: { kind: 'image.cleanup' }, paused: true },
+  tenantScope('initech'),
+);
+
 // One job's long life, step by step through the engine, for the timeline.
 async function longLife(): Promise<string> {
   const acme = tenantScope('acme');
@@ -154,6 +171,26 @@ if (shots !== null) {
   await page.goto(`${dashboard}/leases`);
   await page.locator('#live[data-state="live"]').waitFor();
   await page.screenshot({ path: join(shots, 'dashboard-leases.png'), fullPage: false });
+  // The controls: pause and limits on the overview (and a refused limit), schedules and their form.
+  await page.goto(`${dashboard}/#pauses`);
+  await page.screenshot({ path: join(shots, 'dashboard-pauses-limits.png'), fullPage: false });
+  await page.locator('#limits tr[data-prefix="image."] input[name="rate"]').fill('fast');
+  await page.locator('#limits tr[data-prefix="image."] button:text("Save")').click();
+  await page.locator('#limits .notice.error').waitFor();
+  await page.locator('#limits').screenshot({ path: join(shots, 'dashboard-limit-refused.png') });
+  await page.goto(`${dashboard}/schedules`);
+  page.once('dialog', (dialog) => void dialog.accept());
+  await page.locator('tr[data-schedule="hourly-digest"] [data-action="run"]').click();
+  await page.waitForURL(/done=ran/);
+  await page.screenshot({ path: join(shots, 'dashboard-schedules.png'), fullPage: false });
+  await page.goto(`${dashboard}/schedules/new`);
+  await page.fill('input[name="name"]', 'month-end');
+  await page.fill('input[name="cron"]', '0 0 L * * *');
+  await page.fill('input[name="kind"]', 'report.month');
+  await page.fill('textarea[name="payload"]', '{"close":"books"}');
+  await page.click('#save-schedule');
+  await page.locator('.notice.error').waitFor();
+  await page.screenshot({ path: join(shots, 'dashboard-schedule-form.png'), fullPage: false });
   await context.close();
   rmSync(profile, { recursive: true, force: true });
   console.log(`screenshots in ${shots}/`);

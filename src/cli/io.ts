@@ -35,6 +35,7 @@ export type OperatorClient = Pick<
   | 'getSchedule'
   | 'listSchedules'
   | 'deleteSchedule'
+  | 'runSchedule'
   | 'pause'
   | 'resume'
   | 'pauses'

@@ -30,6 +30,7 @@ import { pauseKinds, resumeKinds } from './pauses/pause.ts';
 import { createSchedule } from './schedules/create.ts';
 import { deleteSchedule } from './schedules/delete.ts';
 import { listSchedules } from './schedules/list.ts';
+import { runSchedule } from './schedules/run.ts';
 import { showSchedule } from './schedules/show.ts';
 import { updateSchedule, type UpdateScheduleOptions } from './schedules/update.ts';
 
@@ -341,6 +342,17 @@ function buildProgram(
   ).action((name: string, o: Named) =>
     run((client, token) => deleteSchedule({ ...o, name, withToken: token !== undefined }, client(), io)),
   );
+
+  scopeFlags(
+    schedules
+      .command('run')
+      .description("enqueue a schedule's job now and print its id; its next due time stays, a pause too")
+      .argument('<name>', 'schedule name'),
+  )
+    .option('--json', 'print JSON')
+    .action((name: string, o: Named) =>
+      run((client, token) => runSchedule({ ...o, name, withToken: token !== undefined }, client(), io)),
+    );
 
   for (const [command, what, act] of [
     ['pause', "stop leasing a kind prefix's Pending jobs until it is resumed (enqueues still accepted)", pauseKinds],

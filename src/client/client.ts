@@ -553,6 +553,15 @@ export class TelhaClient {
     await this.rpc('deleteSchedule', { scope: scopeToWire(scope), name });
   }
 
+  /**
+   * Enqueue a schedule's job now, outside its timing: its next due time stays, and a paused
+   * schedule stays paused. `created` is false when a run in the same millisecond enqueued it.
+   */
+  async runSchedule(name: string, scope?: QueueScope): Promise<EnqueueResult<RemoteJob>> {
+    const res = await this.rpc('runSchedule', { scope: scopeToWire(scope), name });
+    return { job: jobFromWire(requireJob(res.job)), created: res.created };
+  }
+
   // ---- worker calls ----
 
   /** Lease up to `limit` jobs, waiting up to `waitMs` for one. */

@@ -292,6 +292,24 @@ export function firingKey(name: string, due: Micros): string {
 }
 
 /**
+ * The job a schedule enqueues when run now, outside its timing: its template, ready at once, keyed
+ * `schedule:<name>@run:<now ISO>` so the job says where it came from and a repeat within the same
+ * millisecond (a double click) creates nothing more. The schedule itself is not touched: its next
+ * due time stays, and a paused one stays paused.
+ */
+export function runNowJob(schedule: Schedule, now: Micros): NewJob {
+  const { job } = schedule;
+  return {
+    kind: job.kind,
+    payload: job.payload,
+    priority: job.priority,
+    idempotencyKey: `schedule:${schedule.name}@run:${new Date(Math.floor(now / 1000)).toISOString()}`,
+    ...(job.maxAttempts === null ? {} : { maxAttempts: job.maxAttempts }),
+    ...(job.timeoutSecs === null ? {} : { timeoutSecs: job.timeoutSecs }),
+  };
+}
+
+/**
  * What firing a schedule at `now` writes, or `null` when it is not due (paused, or its next
  * due time is still ahead). One job for the latest due time that has passed, however many were
  * missed (the catch-up policy), and the schedule due next strictly after `now`.

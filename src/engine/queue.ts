@@ -9,7 +9,7 @@
  *     workers     leaseNext · lease (many, optional long poll) · heartbeat · checkpoint
  *                 complete · fail · release · completeEach · failEach · releaseEach
  *     operators   show · list · counts · leased · retry · cancel · cancelMatching · discard · runNow
- *     schedules   createSchedule · updateSchedule · getSchedule · listSchedules · deleteSchedule
+ *     schedules   createSchedule · updateSchedule · getSchedule · listSchedules · deleteSchedule · runSchedule
  *                 (fired by the scheduler, or `scheduler.tick()` in tests)
  *     pauses      pause · resume · pauses
  *     limits      setKindLimit · clearKindLimit · kindLimits (seeded from `[jobs.kinds]` at open)
@@ -36,6 +36,7 @@ import {
   applyChanges,
   checkChanges,
   draftSchedule,
+  runNowJob,
   type NewSchedule,
   type Schedule,
   type ScheduleChanges,
@@ -781,6 +782,16 @@ export class Queue {
     checkScope(scope);
     const checked = checkScheduleName(name);
     if (!(await this.store.deleteSchedule(scope, checked))) throw notFound(`schedule ${checked}`);
+  }
+
+  /**
+   * Enqueue a schedule's job now (`runNowJob`), outside its timing: its next due time stays, so
+   * it still fires then, and a paused schedule runs too, since someone asked. `not_found` when
+   * the scope has no schedule of that name.
+   */
+  async runSchedule(name: string, scope: QueueScope): Promise<EnqueueResult> {
+    const schedule = await this.getSchedule(name, scope);
+    return this.enqueue(runNowJob(schedule, this.clock.now()), scope);
   }
 
   private scheduleContext(): { now: Micros; maxPayloadBytes: number } {

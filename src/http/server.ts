@@ -10,12 +10,16 @@
  *     GET  /metrics                              routes/metrics.ts
  *     GET  /assets/:file                         routes/assets.ts
  *     GET  /login  POST /login  POST /logout     routes/login.ts (sessions, with tokens configured)
- *     GET  /  /events  POST /pauses/resume       routes/overview.ts (page, live stream, Resume)
+ *     GET  /  /events                            routes/overview.ts (page, live stream)
+ *     POST /pauses/pause  /pauses/resume  /limits/set  /limits/clear
+ *                                                routes/controls.ts (the overview's panels' controls)
  *     GET  /jobs  /jobs/:id  /jobs/:id/raw/:value  /jobs/:id/events
  *     POST /jobs/:id/retry  /jobs/:id/cancel  /jobs/retry-dead
  *                                                routes/jobs.ts (actions need the CSRF token)
  *     GET  /leases                               routes/leases.ts
- *     GET  /schedules                            routes/schedules.ts
+ *     GET  /schedules  /schedules/new  /schedules/edit
+ *     POST /schedules/create  /schedules/update  /schedules/pause  /schedules/resume
+ *          /schedules/run  /schedules/delete     routes/schedules.ts
  */
 import { createServer as createHttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -29,6 +33,7 @@ import { assertLoopbackWhenOpen, joinAddress, splitAddress } from '../edge/addre
 import { describeError } from '../edge/status.ts';
 import { acceptsHtml, createHttpContext, Refused, type HttpContext, type HttpOptions } from './context.ts';
 import { assetRoutes, ASSETS } from './routes/assets.ts';
+import { controlRoutes } from './routes/controls.ts';
 import { jobRoutes } from './routes/jobs.ts';
 import { leaseRoutes } from './routes/leases.ts';
 import { loginRoutes } from './routes/login.ts';
@@ -54,6 +59,7 @@ const AREAS: readonly ((app: FastifyInstance, context: HttpContext) => void)[] =
   assetRoutes,
   loginRoutes,
   overviewRoutes,
+  controlRoutes,
   jobRoutes,
   leaseRoutes,
   scheduleRoutes,

@@ -30,6 +30,7 @@ import { MAX_TIMER_MS, MAX_WORK_CREDIT } from '../core/bounds.ts';
 import { progressText, resultBytes } from '../core/results.ts';
 import type { Logger } from '../core/logger.ts';
 import type { FailOptions, JobRecord, LeaseFence, NewJob } from '../core/types.ts';
+import { failureText } from './failure.ts';
 import type { LeaseItem, SettleItem, WorkSession, WorkSource } from './source.ts';
 import { startAttemptSpan, type AttemptSpan } from '../tracing/spans.ts';
 
@@ -912,7 +913,7 @@ export class WorkerRunner {
       if (failed !== null) {
         const permanent = failed.error instanceof PermanentError;
         const message = failed.error instanceof Error ? failed.error.message : String(failed.error);
-        await this.settle({ type: 'fail', jobId: job.jobId, fence, error: message, permanent });
+        await this.settle({ type: 'fail', jobId: job.jobId, fence, error: failureText(failed.error), permanent });
         this.failed(job, failed.error instanceof Error ? failed.error : new Error(message), permanent, attempt, log);
       }
     } catch (error) {

@@ -540,6 +540,7 @@ describe('the telha CLI', () => {
       ['schedules', 'pause'],
       ['schedules', 'resume'],
       ['schedules', 'delete'],
+      ['schedules', 'run'],
     ]) {
       const help = await run(...args, '--help');
       assert.equal(help.code, 0, args.join(' '));
@@ -601,6 +602,16 @@ describe('the telha CLI', () => {
     assert.match(noScope.stderr, /--tenant <tenant> or --system/);
     const nothing = await run('schedules', 'update', 'nightly', '--tenant', 'acme');
     assert.equal(nothing.code, 2);
+
+    const ran = await run('schedules', 'run', 'nightly', '--tenant', 'acme', '--json');
+    assert.equal(ran.code, 0, ran.stderr);
+    const enqueued = JSON.parse(ran.stdout) as { created: boolean; job: { jobId: string; kind: string } };
+    assert.equal(enqueued.created, true);
+    assert.equal(enqueued.job.kind, 'cleanup');
+    assert.match((await run('schedules', 'show', 'nightly', '--tenant', 'acme')).stdout, /state\s+active/);
+    const missing = await run('schedules', 'run', 'absent', '--tenant', 'acme');
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /^error: not_found: /m);
 
     const deleted = await run('schedules', 'delete', 'nightly', '--tenant', 'acme');
     assert.equal(deleted.code, 0, deleted.stderr);

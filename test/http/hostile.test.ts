@@ -1,7 +1,8 @@
 /**
  * Everything a job carries is the producer's to choose: kinds, tenants,
- * payloads, error messages, idempotency keys and worker ids full of markup
- * and `javascript:` URLs render as inert text on every page.
+ * payloads, error messages, idempotency keys, worker ids, schedule names, paused
+ * prefixes and limited ones full of markup and `javascript:` URLs render as inert
+ * text on every page.
  */
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
@@ -42,6 +43,13 @@ describe('hostile job content', () => {
         { error: LOOSE, permanent: true },
       );
     }
+    // The controls' panels and pages show names, prefixes and templates a tenant chose.
+    for (const word of TIGHT) {
+      const scope = tenantScope(word);
+      await q.createSchedule({ name: word, everySecs: 60, job: { kind: word, payload: LOOSE } }, scope);
+      await q.pause({ kindPrefix: word, scope, by: word });
+      await q.setKindLimit({ kindPrefix: word, concurrency: 100, by: word });
+    }
   });
 
   it('renders as text on every page', async () => {
@@ -56,6 +64,11 @@ describe('hostile job content', () => {
       ...TIGHT.map((word) => `/leases?${new URLSearchParams({ worker: word }).toString()}`),
       `/jobs/retry-dead?${new URLSearchParams({ kind: TIGHT[0] as string, tenant: TIGHT[1] as string }).toString()}`,
       '/%3Cscript%3Ealert(1)%3C/script%3E',
+      '/schedules',
+      ...TIGHT.map(
+        (word) => `/schedules/edit?${new URLSearchParams({ scope: `tenant:${word}`, name: word }).toString()}`,
+      ),
+      ...TIGHT.map((word) => `/schedules?${new URLSearchParams({ done: 'deleted', name: word }).toString()}`),
     ];
     for (const path of paths) {
       const page = await browser.get(path);
@@ -65,6 +78,12 @@ describe('hostile job content', () => {
     const job = await browser.get(`/jobs/${ids[1] ?? ''}`);
     assert.ok(job.text.includes('&lt;script&gt;alert(1)&lt;/script&gt;'), 'the payload and error shown as text');
     assert.ok(job.text.includes('&quot;&gt;&lt;img src=x onerror=alert(1)&gt;'));
+    const edit = await browser.get(
+      `/schedules/edit?${new URLSearchParams({ scope: `tenant:${TIGHT[1] ?? ''}`, name: TIGHT[1] ?? '' }).toString()}`,
+    );
+    assert.equal(edit.status, 200);
+    assert.ok(edit.text.includes('value="&quot;&gt;&lt;img/src=x/onerror=alert(1)&gt;"'), 'the name as text');
+    assert.ok(edit.text.includes('&lt;svg onload=alert(1)&gt;</textarea>'), 'the payload as text');
     const list = await browser.get('/jobs');
     assert.ok(list.text.includes('&quot;&gt;&lt;img/src=x/onerror=alert(1)&gt;'), 'kind and tenant shown as text');
   });

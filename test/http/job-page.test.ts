@@ -6,8 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { tenantScope } from '../../src/core/types.ts';
+import { PermanentError, Worker } from '../../src/client/index.ts';
+import { silentLogger } from '../../src/core/logger.ts';
+import { JobState, tenantScope } from '../../src/core/types.ts';
 import { progressFraction } from '../../src/http/views/jobs.ts';
+import { written } from '../support/events.ts';
 import { Browser } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -65,6 +68,27 @@ describe('the job page of a long job', () => {
     const pre = (/<details class="stack">[\s\S]*?<pre>([\s\S]*?)<\/pre>/.exec(page.text)?.[1] ?? '').replace(/^\n/, ''); // a newline after <pre> is not content
     assert.ok(pre.startsWith('    at frame0 '), pre.slice(0, 80));
     assert.ok(pre.split('\n').length <= 41, 'at most 40 lines and a note of the rest');
+  });
+
+  it('shows the stack an SDK worker sent with its failure, and only the message in the list row', async () => {
+    const { job } = await server.queue.enqueue({ kind: 'stack.sdk' }, acme);
+    const failed = written(server.queue, 'the failure', (r) => r.jobId === job.jobId && r.state === JobState.Dead);
+    const worker = new Worker({
+      address: server.address,
+      kinds: ['stack.sdk'],
+      logger: silentLogger,
+      handler: function renderInvoice() {
+        throw new PermanentError('font cache corrupted');
+      },
+    }).start();
+    await failed;
+    await worker.close();
+    const page = await new Browser(server.http).get(`/jobs/${job.jobId}`);
+    assert.match(page.text, /<div class="message error">font cache corrupted<\/div>/);
+    const pre = /<details class="stack">[\s\S]*?<pre>([\s\S]*?)<\/pre>/.exec(page.text)?.[1] ?? '';
+    assert.match(pre, /at renderInvoice \(.*job-page\.test\.ts:\d+:\d+\)/, 'the frame that threw');
+    const list = await new Browser(server.http).get('/jobs?state=dead&kind=stack.sdk');
+    assert.match(list.text, /<span class="error-text"\s*>font cache corrupted<\/span\s*>/);
   });
 
   it('reads progress as a fraction only from the shapes it knows', () => {

@@ -66,7 +66,14 @@ describe('examples', () => {
         { env: { ...process.env, DEMO_SECONDS: '3' } },
       );
       assert.match(stdout, /the long-lived job is http:\/\/\S+\/jobs\/[0-9a-f-]{36}$/m);
-      for (const file of ['dashboard-overview.png', 'dashboard-job.png']) {
+      for (const file of [
+        'dashboard-overview.png',
+        'dashboard-job.png',
+        'dashboard-pauses-limits.png',
+        'dashboard-limit-refused.png',
+        'dashboard-schedules.png',
+        'dashboard-schedule-form.png',
+      ]) {
         assert.ok(statSync(join(shots, file)).size > 10_000, `${file} holds a picture`);
       }
     } finally {

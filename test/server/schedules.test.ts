@@ -70,6 +70,15 @@ describe('schedules over the SDK', () => {
       'scope',
     );
 
+    const before = await client.getSchedule('nightly', acme);
+    const run = await client.runSchedule('nightly', acme);
+    assert.equal(run.created, true);
+    assert.equal(run.job.kind, 'cleanup');
+    assert.equal(run.job.state, JobState.Pending);
+    assert.match(run.job.idempotencyKey ?? '', /^schedule:nightly@run:\d{4}-/);
+    assert.deepEqual(await client.getSchedule('nightly', acme), before, 'running it now changes nothing of it');
+    await rejectsWith(client.runSchedule('absent', acme), ErrorCode.NotFound);
+
     await client.deleteSchedule('minutely', acme);
     await rejectsWith(client.getSchedule('minutely', acme), ErrorCode.NotFound);
     assert.equal((await client.listSchedules()).schedules.length, 1);
@@ -110,6 +119,9 @@ describe('schedules over the SDK', () => {
     await rejectsWith(globex.getSchedule('mine'), ErrorCode.NotFound);
     await rejectsWith(globex.updateSchedule('mine', { paused: true }), ErrorCode.NotFound);
     await rejectsWith(globex.deleteSchedule('mine'), ErrorCode.NotFound);
+    await rejectsWith(globex.runSchedule('mine'), ErrorCode.NotFound);
+    await rejectsWith(worker.runSchedule('mine', acme), ErrorCode.PermissionDenied);
+    assert.equal((await acmeClient.runSchedule('mine')).job.tenant, 'acme');
     await rejectsWith(globex.getSchedule('mine', acme), ErrorCode.PermissionDenied);
     assert.deepEqual((await globex.listSchedules()).schedules, []);
     await rejectsWith(worker.listSchedules(), ErrorCode.PermissionDenied);

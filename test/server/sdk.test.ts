@@ -91,7 +91,9 @@ describe('the SDK against a live server', () => {
     assert.equal(r.attempts, 1);
     assert.equal(r.state, JobState.Pending);
     assert.ok((r.notBefore ?? 0) > server.clock.now(), 'gated by its backoff');
-    assert.match(r.events.find((e) => e.transition === 'failed')?.detail ?? '', /try again/);
+    const detail = r.events.find((e) => e.transition === 'failed')?.detail ?? '';
+    assert.match(detail, /try again\n {4}at /, "the handler's stack frames follow its message");
+    assert.match(detail, /sdk\.test\.ts:\d+:\d+/, 'down to the line that threw');
   });
 
   it('stores checkpoints, extends the lease with them, and chains successors on completion', async () => {

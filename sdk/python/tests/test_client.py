@@ -143,13 +143,16 @@ async def test_pauses_and_resumes_a_kind_and_sets_a_kind_limit(client: Client, k
     assert kind not in [limit.kind_prefix for limit in await client.kind_limits()]
 
 
-async def test_creates_reads_and_deletes_a_schedule(client: Client, kind: str) -> None:
+async def test_creates_reads_runs_and_deletes_a_schedule(client: Client, kind: str) -> None:
     name = kind[-100:]
     created = await client.create_schedule(name, NewJob(kind, {"n": 1}), cron="0 3 * * *", scope="acme", paused=True)
     assert created.cron == "0 3 * * *" and created.paused
     updated = await client.update_schedule(name, scope="acme", every_secs=3600, paused=False)
     assert updated.every_secs == 3600 and updated.cron is None and not updated.paused
     assert name in [s.name for s in await client.schedules(scope="acme")]
+    ran = await client.run_schedule(name, scope="acme")
+    assert ran.created and ran.job.kind == kind and ran.job.tenant == "acme"
+    assert (await client.get_schedule(name, scope="acme")).next_due_us == updated.next_due_us
     await client.delete_schedule(name, scope="acme")
     with pytest.raises(NotFound):
         await client.get_schedule(name, scope="acme")

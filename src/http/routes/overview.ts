@@ -1,34 +1,21 @@
 /**
- * The overview: its page, its live stream (a sample and the counts on each
- * of telemetry's ticks) and the Resume control of its Paused panel.
+ * The overview: its page and its live stream (a sample and the counts on each
+ * of telemetry's ticks). Its panels' controls post to `routes/controls.ts`.
  */
 import type { FastifyInstance } from 'fastify';
-import { pauseScope, requirePermission } from '../../edge/auth.ts';
 import { Telemetry } from '../../telemetry/telemetry.ts';
 import type { HttpContext } from '../context.ts';
 import { onlyKnown } from '../params.ts';
-import { overviewPage } from '../views/overview.ts';
+import type { Viewer } from '../views/layout.ts';
+import { overviewPage, type OverviewData } from '../views/overview.ts';
 
 export function overviewRoutes(app: FastifyInstance, context: HttpContext): void {
-  const { queue, logger, telemetry, viewerOf, actor, readScope, sendHtml, eventStream } = context;
+  const { queue, telemetry, viewerOf, readScope, sendHtml, eventStream } = context;
 
   app.get('/', async (request, reply) => {
     onlyKnown(request.query as Record<string, unknown>, []);
     const viewer = viewerOf(request, reply, true);
-    const scope = readScope(viewer.principal, null);
-    // A page view reads the counts now; the per-tenant rows, one read each, come from the cache.
-    const counts = await queue.counts(scope);
-    const tenants =
-      viewer.principal.role === 'tenant'
-        ? null
-        : await Promise.all(
-            telemetry.tenants().map(async (tenant) => ({ tenant, counts: await telemetry.counts.tenant(tenant) })),
-          );
-    // Pauses for those who may read them (ListPauses' permission), in the same scope.
-    const pauses = viewer.principal.role === 'worker' ? null : await queue.pauses(scope);
-    // Limits are global and set by operators: only they see them.
-    const limits = viewer.principal.role === 'operator' ? await queue.kindLimits() : null;
-    return sendHtml(reply, overviewPage(viewer, { counts, tenants, backend: queue.backend, pauses, limits }));
+    return sendHtml(reply, overviewPage(viewer, await overviewData(context, viewer)));
   });
 
   app.get('/events', async (request, reply) => {
@@ -48,20 +35,23 @@ export function overviewRoutes(app: FastifyInstance, context: HttpContext): void
     });
     res.on('close', unsubscribe);
   });
+}
 
-  // Resume from the overview's Paused panel: ResumeKinds' permission and scope rules.
-  app.post('/pauses/resume', async (request, reply) => {
-    const viewer = actor(request, reply);
-    const body = request.body as Record<string, unknown>;
-    onlyKnown(body, ['_csrf', 'kind_prefix', 'scope']);
-    const where = typeof body['scope'] === 'string' ? body['scope'] : '';
-    const requested =
-      where === 'system' ? { system: true as const } : where.startsWith('tenant:') ? { tenant: where.slice(7) } : null;
-    requirePermission(viewer.principal, 'pause');
-    const scope = pauseScope(viewer.principal, requested, where === 'everywhere');
-    const kindPrefix = typeof body['kind_prefix'] === 'string' ? body['kind_prefix'] : '';
-    await queue.resume({ kindPrefix, scope });
-    logger.info({ kindPrefix, caller: viewer.principal.name }, 'resumed kinds');
-    return reply.redirect('/', 303);
-  });
+/** What the overview shows `viewer`: its counts, and the panels its role may read. */
+export async function overviewData(context: HttpContext, viewer: Viewer): Promise<OverviewData> {
+  const { queue, telemetry, readScope } = context;
+  const scope = readScope(viewer.principal, null);
+  // A page view reads the counts now; the per-tenant rows, one read each, come from the cache.
+  const counts = await queue.counts(scope);
+  const tenants =
+    viewer.principal.role === 'tenant'
+      ? null
+      : await Promise.all(
+          telemetry.tenants().map(async (tenant) => ({ tenant, counts: await telemetry.counts.tenant(tenant) })),
+        );
+  // Pauses for those who may read them (ListPauses' permission), in the same scope.
+  const pauses = viewer.principal.role === 'worker' ? null : await queue.pauses(scope);
+  // Limits are global and set by operators: only they see them.
+  const limits = viewer.principal.role === 'operator' ? await queue.kindLimits() : null;
+  return { counts, tenants, backend: queue.backend, pauses, limits };
 }

@@ -126,7 +126,8 @@ export function lastError(job: JobRecord): string | null {
   if (!SHOWS_LAST_ERROR.has(job.state)) return null;
   for (let i = job.events.length - 1; i >= 0; i--) {
     const event = job.events[i] as JobEvent;
-    if (event.transition === 'failed') return parseDetail(event.detail).message ?? 'failed';
+    // The message only: a row has no room for a stack trace (the job page shows it).
+    if (event.transition === 'failed') return splitStack(parseDetail(event.detail).message ?? 'failed').message;
     if (event.transition === 'reaped') return 'the lease expired (no heartbeat in time)';
     if (event.transition === 'enqueued') return null;
   }
@@ -367,14 +368,20 @@ export function timelineRows(events: readonly JobEvent[]): TimelineRow[] {
   return rows;
 }
 
-/** A failure's text: its first line as the message, any `    at ...` lines after it as a stack trace. */
-function errorView(message: string): Html {
-  const lines = message.split('\n');
+/** A failure's text split in two: the message, and any `    at ...` lines after its first line (a stack trace). */
+function splitStack(text: string): { message: string; stack: readonly string[] } {
+  const lines = text.split('\n');
   const stackAt = lines.findIndex((line, i) => i > 0 && /^\s+at /.test(line));
-  if (stackAt === -1) return html`<div class="message error">${linkIds(message)}</div>`;
-  const stack = lines.slice(stackAt);
+  if (stackAt === -1) return { message: text, stack: [] };
+  return { message: lines.slice(0, stackAt).join('\n'), stack: lines.slice(stackAt) };
+}
+
+/** A failure's text: the message, and its stack trace folded under it. */
+function errorView(text: string): Html {
+  const { message, stack } = splitStack(text);
+  if (stack.length === 0) return html`<div class="message error">${linkIds(message)}</div>`;
   const shown = stack.slice(0, STACK_LINES);
-  return html`<div class="message error">${linkIds(lines.slice(0, stackAt).join('\n'))}</div>
+  return html`<div class="message error">${linkIds(message)}</div>
     <details class="stack">
       <summary>Stack trace <span class="hint">${number(stack.length)} lines</span></summary>
       <pre>

@@ -1,10 +1,10 @@
 /** The overview: counts by state, kind and tenant, and the live charts. */
 import { limitLane, type KindLimitStatus } from '../../core/kind-limits.ts';
 import { pauseCoversKind, type Pause } from '../../core/pauses.ts';
-import { formatRate } from '../../core/rate.ts';
 import { JobState, type CountRow } from '../../core/types.ts';
 import { href, html, type Html } from '../html.ts';
-import { csrfField, number, page, type Viewer } from './layout.ts';
+import { limitsPanel, pausesPanel, type Refusal } from './controls.ts';
+import { number, page, type Viewer } from './layout.ts';
 
 /** The states an operator watches, in the order a job moves through them. */
 export const SHOWN_STATES = [
@@ -24,98 +24,8 @@ export interface OverviewData {
   readonly pauses?: readonly Pause[] | null;
   /** Kind limits with their lanes now; `null` (or absent) when the viewer is not an operator. */
   readonly limits?: readonly KindLimitStatus[] | null;
-}
-
-/** The kind limits, each with its lane's leased jobs and tokens now; changed with `telha limits`. */
-function limitsPanel(limits: readonly KindLimitStatus[]): Html | '' {
-  if (limits.length === 0) return '';
-  return html`<section class="panel" id="limits">
-    <h2>
-      Limits
-      <span class="hint">at most this many leased at once, and leases per period, in every scope (telha limits)</span>
-    </h2>
-    <table class="grid">
-      <thead>
-        <tr>
-          <th>Kind prefix</th>
-          <th class="num">Leased</th>
-          <th class="num">Concurrency</th>
-          <th>Rate</th>
-          <th class="num">Tokens</th>
-          <th>By</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${limits.map(
-          (l) =>
-            html`<tr>
-              <td class="mono">${l.kindPrefix}</td>
-              <td class="num">${number(l.leased)}</td>
-              <td class="num">${l.concurrency === null ? '–' : number(l.concurrency)}</td>
-              <td class="mono">${l.rate === null ? '–' : formatRate(l.rate)}</td>
-              <td class="num">${l.tokens === null ? '–' : number(l.tokens)}</td>
-              <td>${l.by}</td>
-            </tr>`,
-        )}
-      </tbody>
-    </table>
-  </section>`;
-}
-
-function pauseScopeName(pause: Pause): string {
-  if (pause.scope === 'everywhere') return 'everywhere';
-  return pause.scope.type === 'system' ? 'system' : `tenant ${pause.scope.tenant}`;
-}
-
-/** The paused prefixes, with where and by whom; resumed with `telha resume`. */
-function pauseFormScope(pause: Pause): string {
-  if (pause.scope === 'everywhere') return 'everywhere';
-  return pause.scope.type === 'system' ? 'system' : `tenant:${pause.scope.tenant}`;
-}
-
-function pausesPanel(viewer: Viewer, pauses: readonly Pause[]): Html | '' {
-  // A tenant sees the pauses everywhere too, but only an operator may resume those.
-  const mayResume = (pause: Pause): boolean =>
-    viewer.principal.role === 'operator' || (viewer.principal.role === 'tenant' && pause.scope !== 'everywhere');
-  if (pauses.length === 0) return '';
-  return html`<section class="panel" id="pauses">
-    <h2>
-      Paused <span class="hint">Pending jobs of these kind prefixes are not leased until resumed (telha resume)</span>
-    </h2>
-    <table class="grid">
-      <thead>
-        <tr>
-          <th>Kind prefix</th>
-          <th>Where</th>
-          <th>By</th>
-          <th></th>
-        </tr>
-      </thead>
-      <tbody>
-        ${pauses.map(
-          (p) =>
-            html`<tr>
-              <td class="mono">${p.kindPrefix}</td>
-              <td>${pauseScopeName(p)}</td>
-              <td>${p.by}</td>
-              <td>
-                ${
-                  mayResume(p)
-                    ? html`<form method="post" action="/pauses/resume" class="inline">
-                        ${csrfField(viewer)}<input type="hidden" name="kind_prefix" value="${p.kindPrefix}" /><input
-                          type="hidden"
-                          name="scope"
-                          value="${pauseFormScope(p)}"
-                        /><button class="primary">Resume</button>
-                      </form>`
-                    : ''
-                }
-              </td>
-            </tr>`,
-        )}
-      </tbody>
-    </table>
-  </section>`;
+  /** A control's form the server refused, shown in its panel. */
+  readonly refused?: Refusal | null;
 }
 
 /** The kind limit a kind falls under, as a badge naming its prefix. */
@@ -226,7 +136,17 @@ export function overviewPage(viewer: Viewer, data: OverviewData): Html {
           (kind) => limitLane(data.limits ?? [], kind),
         )}
       </section>
-      ${pausesPanel(viewer, data.pauses ?? [])} ${limitsPanel(data.limits ?? [])}
+      ${
+        data.pauses === null || data.pauses === undefined
+          ? ''
+          : pausesPanel(
+              viewer,
+              data.pauses,
+              (data.tenants ?? []).map((t) => t.tenant),
+              data.refused ?? null,
+            )
+      }
+      ${data.limits === null || data.limits === undefined ? '' : limitsPanel(viewer, data.limits, data.refused ?? null)}
       ${
         data.tenants === null
           ? ''

@@ -3,10 +3,11 @@ import { resolveScope, writeScope } from '../../edge/auth.ts';
 import { newScheduleFromWire, scheduleChangesFromWire, scheduleToWire, scopeFromWire } from '../convert.ts';
 import type { HandlerKit, QueueServiceImpl } from './kit.ts';
 
-type ScheduleMethod = 'createSchedule' | 'updateSchedule' | 'getSchedule' | 'listSchedules' | 'deleteSchedule';
+type ScheduleMethod =
+  'createSchedule' | 'updateSchedule' | 'getSchedule' | 'listSchedules' | 'deleteSchedule' | 'runSchedule';
 
 export function scheduleHandlers(kit: HandlerKit): Pick<QueueServiceImpl, ScheduleMethod> {
-  const { queue, handle } = kit;
+  const { queue, handle, resultToWire } = kit;
   return {
     createSchedule: handle('createSchedule', 'schedule', async (req, { principal }) => {
       const scope = writeScope(resolveScope(principal, scopeFromWire(req.schedule?.scope), false));
@@ -37,6 +38,12 @@ export function scheduleHandlers(kit: HandlerKit): Pick<QueueServiceImpl, Schedu
     deleteSchedule: handle('deleteSchedule', 'schedule', async (req, { principal }) => {
       await queue.deleteSchedule(req.name, writeScope(resolveScope(principal, scopeFromWire(req.scope), false)));
       return {};
+    }),
+
+    runSchedule: handle('runSchedule', 'schedule', async (req, { principal }) => {
+      const scope = writeScope(resolveScope(principal, scopeFromWire(req.scope), false));
+      const { job, created } = resultToWire(await queue.runSchedule(req.name, scope));
+      return { job, created };
     }),
   };
 }

@@ -231,6 +231,37 @@ export function scheduleCases(s: Suite): void {
       assert.equal((await firedKeys()).length, 3);
     });
 
+    it('runs a schedule now: one job of its template, its next due time and pause untouched', async () => {
+      const start = s.now();
+      await s.q.createSchedule(every('minutely', 60), acme);
+      s.h.clock.advanceSeconds(10);
+      const run = await s.q.runSchedule('minutely', acme);
+      assert.equal(run.created, true);
+      assert.equal(run.job.kind, 'report');
+      assert.equal(run.job.tenant, 'acme');
+      assert.equal(run.job.priority, 7);
+      assert.equal(run.job.maxAttempts, 3);
+      assert.equal(run.job.payload.toString(), 'p');
+      assert.equal(run.job.state, JobState.Pending);
+      assert.equal(run.job.notBefore, null, 'ready at once');
+      assert.equal(run.job.idempotencyKey, `schedule:minutely@run:${iso(s.now())}`);
+      const again = await s.q.runSchedule('minutely', acme);
+      assert.equal(again.created, false, 'a repeat in the same instant is the same job');
+      const schedule = await s.q.getSchedule('minutely', acme);
+      assert.equal(schedule.nextDueAt, start + MINUTE, 'the next due time stays');
+      assert.equal(schedule.lastDueAt, null);
+      s.h.clock.advanceSeconds(50);
+      assert.equal((await s.q.scheduler.tick()).length, 1, 'it still fires when due');
+      await s.q.updateSchedule('minutely', { paused: true }, acme);
+      s.h.clock.advanceSeconds(1);
+      await s.q.runSchedule('minutely', acme);
+      assert.equal((await s.q.getSchedule('minutely', acme)).paused, true, 'a paused schedule runs and stays paused');
+      assert.equal((await firedKeys()).length, 3);
+      await rejects(s.q.runSchedule('minutely', globex), ErrorCode.NotFound);
+      await rejects(s.q.runSchedule('hourly', acme), ErrorCode.NotFound);
+      assert.equal((await firedKeys(globex)).length, 0);
+    });
+
     it("keeps a tenant's schedules out of another tenant's sight and reach", async () => {
       await s.q.createSchedule(every('nightly', 60), acme);
       await rejects(s.q.getSchedule('nightly', globex), ErrorCode.NotFound);

@@ -384,6 +384,13 @@ class Client:
     async def delete_schedule(self, name: str, *, scope: ScopeLike = None) -> None:
         await self._call(self.stub.DeleteSchedule, pb.DeleteScheduleRequest(scope=scope_to_wire(scope), name=name))
 
+    async def run_schedule(self, name: str, *, scope: ScopeLike = None) -> EnqueueResult:
+        """Enqueue the schedule's job now, outside its timing: its next due time stays, and a paused schedule
+        stays paused. ``created`` is False when a run in the same millisecond enqueued it already."""
+        request = pb.RunScheduleRequest(scope=scope_to_wire(scope), name=name)
+        response = await self._call(self.stub.RunSchedule, request)
+        return EnqueueResult(job=Job.from_wire(response.job), created=response.created)
+
     # Watching
 
     def watch(

@@ -639,6 +639,22 @@ class RunNowResponse(_message.Message):
     job: Job
     def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
 
+class RunScheduleRequest(_message.Message):
+    __slots__ = ["name", "scope"]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    scope: Scope
+    def __init__(self, scope: _Optional[_Union[Scope, _Mapping]] = ..., name: _Optional[str] = ...) -> None: ...
+
+class RunScheduleResponse(_message.Message):
+    __slots__ = ["created", "job"]
+    CREATED_FIELD_NUMBER: _ClassVar[int]
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    created: bool
+    job: Job
+    def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ..., created: bool = ...) -> None: ...
+
 class Schedule(_message.Message):
     __slots__ = ["created_at_us", "cron", "every_secs", "job", "last_due_us", "name", "next_due_us", "paused", "scope", "timezone", "updated_at_us"]
     CREATED_AT_US_FIELD_NUMBER: _ClassVar[int]

@@ -144,6 +144,11 @@ class QueueServiceStub(object):
                 request_serializer=telha_dot_v1_dot_queue__pb2.DeleteScheduleRequest.SerializeToString,
                 response_deserializer=telha_dot_v1_dot_queue__pb2.DeleteScheduleResponse.FromString,
                 )
+        self.RunSchedule = channel.unary_unary(
+                '/telha.v1.QueueService/RunSchedule',
+                request_serializer=telha_dot_v1_dot_queue__pb2.RunScheduleRequest.SerializeToString,
+                response_deserializer=telha_dot_v1_dot_queue__pb2.RunScheduleResponse.FromString,
+                )
         self.PauseKinds = channel.unary_unary(
                 '/telha.v1.QueueService/PauseKinds',
                 request_serializer=telha_dot_v1_dot_queue__pb2.PauseKindsRequest.SerializeToString,
@@ -408,6 +413,15 @@ class QueueServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RunSchedule(self, request, context):
+        """Enqueue a schedule's job now, outside its timing: its next due time stays and a paused
+        schedule stays paused. The job's idempotency key is `schedule:<name>@run:<now ISO>`, so a
+        repeat within the same millisecond answers the same job. NOT_FOUND without such a schedule.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def PauseKinds(self, request, context):
         """Pauses: a kind prefix in a scope, or everywhere, whose Pending jobs are not leased until
         resumed; enqueues are still accepted and leased jobs finish normally. Tenants pause in their
@@ -655,6 +669,11 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.DeleteSchedule,
                     request_deserializer=telha_dot_v1_dot_queue__pb2.DeleteScheduleRequest.FromString,
                     response_serializer=telha_dot_v1_dot_queue__pb2.DeleteScheduleResponse.SerializeToString,
+            ),
+            'RunSchedule': grpc.unary_unary_rpc_method_handler(
+                    servicer.RunSchedule,
+                    request_deserializer=telha_dot_v1_dot_queue__pb2.RunScheduleRequest.FromString,
+                    response_serializer=telha_dot_v1_dot_queue__pb2.RunScheduleResponse.SerializeToString,
             ),
             'PauseKinds': grpc.unary_unary_rpc_method_handler(
                     servicer.PauseKinds,
@@ -1150,6 +1169,23 @@ class QueueService(object):
         return grpc.experimental.unary_unary(request, target, '/telha.v1.QueueService/DeleteSchedule',
             telha_dot_v1_dot_queue__pb2.DeleteScheduleRequest.SerializeToString,
             telha_dot_v1_dot_queue__pb2.DeleteScheduleResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def RunSchedule(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/telha.v1.QueueService/RunSchedule',
+            telha_dot_v1_dot_queue__pb2.RunScheduleRequest.SerializeToString,
+            telha_dot_v1_dot_queue__pb2.RunScheduleResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

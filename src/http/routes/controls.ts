@@ -1,0 +1,76 @@
+/**
+ * The overview's controls over kinds, each the engine call gRPC makes with the same permission
+ * and scope rules: pause and resume a kind prefix (PauseKinds, ResumeKinds: a tenant in its own
+ * scope, an operator in any or everywhere), set and clear a kind limit (operators only). Every
+ * one needs the session's CSRF token. A refused input (a bad field, a bound reached, nothing of
+ * that name) answers with the overview again, the message in the control's panel and the values
+ * as typed; nothing was written.
+ */
+import type { FastifyInstance } from 'fastify';
+import { pauseScope, principalLabel, requirePermission } from '../../edge/auth.ts';
+import type { HttpContext } from '../context.ts';
+import { formPost } from '../form-post.ts';
+import { formScope, formText, limitForm, LIMIT_FIELDS, typedValues, type Form } from '../forms.ts';
+import { onlyKnown } from '../params.ts';
+import type { Refusal } from '../views/controls.ts';
+import type { Viewer } from '../views/layout.ts';
+import { overviewPage } from '../views/overview.ts';
+import { overviewData } from './overview.ts';
+
+export function controlRoutes(app: FastifyInstance, context: HttpContext): void {
+  const { queue, logger } = context;
+
+  /** A control's route: the action, then back to its panel; a refusal shown in the panel. */
+  const control = (path: string, panel: Refusal['panel'], act: (viewer: Viewer, form: Form) => Promise<void>): void =>
+    formPost(
+      app,
+      context,
+      path,
+      async (viewer, form) => {
+        await act(viewer, form);
+        return `/#${panel}`;
+      },
+      async (viewer, form, message) =>
+        overviewPage(viewer, {
+          ...(await overviewData(context, viewer)),
+          refused: { panel, message, values: typedValues(form) },
+        }),
+    );
+
+  // Pause and resume: PauseKinds' and ResumeKinds' permission and scope rules.
+  control('/pauses/pause', 'pauses', async (viewer, form) => {
+    requirePermission(viewer.principal, 'pause');
+    onlyKnown(form, ['_csrf', 'kind_prefix', 'scope']);
+    const { requested, everywhere } = formScope(form);
+    const scope = pauseScope(viewer.principal, requested, everywhere);
+    const kindPrefix = formText(form, 'kind_prefix')?.trim() ?? '';
+    await queue.pause({ kindPrefix, scope, by: principalLabel(viewer.principal) });
+    logger.info({ kindPrefix, caller: viewer.principal.name }, 'paused kinds');
+  });
+
+  control('/pauses/resume', 'pauses', async (viewer, form) => {
+    requirePermission(viewer.principal, 'pause');
+    onlyKnown(form, ['_csrf', 'kind_prefix', 'scope']);
+    const { requested, everywhere } = formScope(form);
+    const scope = pauseScope(viewer.principal, requested, everywhere);
+    const kindPrefix = formText(form, 'kind_prefix') ?? '';
+    await queue.resume({ kindPrefix, scope });
+    logger.info({ kindPrefix, caller: viewer.principal.name }, 'resumed kinds');
+  });
+
+  // Kind limits are global: operators only (permission `limit`), as SetKindLimit and ClearKindLimit.
+  control('/limits/set', 'limits', async (viewer, form) => {
+    requirePermission(viewer.principal, 'limit');
+    const limit = limitForm(form);
+    await queue.setKindLimit({ ...limit, by: principalLabel(viewer.principal) });
+    logger.info({ kindPrefix: limit.kindPrefix, caller: viewer.principal.name }, 'set kind limit');
+  });
+
+  control('/limits/clear', 'limits', async (viewer, form) => {
+    requirePermission(viewer.principal, 'limit');
+    onlyKnown(form, LIMIT_FIELDS);
+    const kindPrefix = formText(form, 'kind_prefix') ?? '';
+    await queue.clearKindLimit(kindPrefix);
+    logger.info({ kindPrefix, caller: viewer.principal.name }, 'cleared kind limit');
+  });
+}
