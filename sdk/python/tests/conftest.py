@@ -191,6 +191,12 @@ async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: f
         await asyncio.sleep(0.05)
 
 
+async def heartbeats(client: Client, job_id: str) -> int:
+    """How many heartbeats the job has had: they fold into one event, "generation=1 count=3"."""
+    beats = [e.detail or "" for e in (await client.show(job_id)).events if e.transition == "extended"]
+    return int(beats[-1].rsplit("count=", 1)[1]) if beats and "count=" in beats[-1] else 0
+
+
 async def signalled(event: asyncio.Event, what: str, timeout: float = 60.0) -> None:
     """Wait for ``event``, failing (not hanging) if it never comes."""
     try:

@@ -11,7 +11,7 @@ from pathlib import Path
 from collections.abc import AsyncIterator
 
 import pytest
-from conftest import OPERATOR, TENANT, WORKER, TelhaServer, eventually, signalled
+from conftest import OPERATOR, TENANT, WORKER, TelhaServer, eventually, heartbeats, signalled
 
 from telha import (
     CANCELLED,
@@ -186,10 +186,7 @@ async def test_a_sync_handler_runs_in_a_thread_while_heartbeats_keep_its_lease(
         job = (await client.enqueue(kind, scope="acme")).job
 
         async def extended_past_its_first_lease() -> bool:
-            shown = await client.show(job.job_id)
-            # Heartbeats fold into one event: "generation=1 count=3".
-            beats = [e.detail or "" for e in shown.events if e.transition == "extended"]
-            return bool(beats) and "count=" in beats[-1] and int(beats[-1].rsplit("count=", 1)[1]) >= 3
+            return await heartbeats(client, job.job_id) >= 3
 
         await eventually(extended_past_its_first_lease, "three heartbeats")
         release.set()
