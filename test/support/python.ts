@@ -25,10 +25,13 @@ const MODULES: Readonly<Record<string, string>> = {
   ensurepip: 'python3-venv',
 };
 
-/** Each command sdk/python/scripts/generate.sh runs, and its Debian package. */
+/** Each command the tests run, and its Debian package. */
 const COMMANDS: Readonly<Record<string, string>> = {
+  // sdk/python/scripts/generate.sh, for the stub drift check.
   protoc: 'protobuf-compiler',
   grpc_python_plugin: 'protobuf-compiler-grpc',
+  // tests/test_tls.py makes a self-signed certificate with it.
+  openssl: 'openssl',
 };
 
 const FIND_MISSING =
