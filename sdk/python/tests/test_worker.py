@@ -7,6 +7,7 @@ import asyncio
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from collections.abc import AsyncIterator
 
@@ -15,6 +16,7 @@ from conftest import OPERATOR, TENANT, WORKER, TelhaServer, eventually, heartbea
 
 from telha import (
     CANCELLED,
+    LEASE_LOST,
     TIMEOUT,
     Client,
     JobContext,
@@ -283,6 +285,53 @@ async def test_a_handler_past_its_jobs_timeout_is_cancelled_and_the_job_reaped(
             await client.result(job.job_id)
     assert reasons == [TIMEOUT]
     assert any(e.transition == "reaped" and (e.detail or "").endswith(" timeout") for e in (await client.show(job.job_id)).events)
+
+
+async def test_a_handler_whose_lease_was_lost_is_cancelled_while_the_jobs_next_attempt_runs_on(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    """A worker whose clock runs an hour behind sends its first heartbeat far too late: the lease
+    lapses, the reaper takes the job back and the server pushes it to the same worker again. The first
+    attempt learns it lost its lease at its next call and is cancelled; the second is not touched."""
+    worker = Worker(worker_client, concurrency=2, clock=lambda: time.time() - 3600)
+    leased_again, first_cancelled = asyncio.Event(), asyncio.Event()
+    outcomes: list[object] = []
+
+    @worker.handler(kind)
+    async def attempt(job: JobContext) -> str:
+        if job.job.lease_generation > 1:
+            await first_cancelled.wait()
+            return "second attempt"
+        await leased_again.wait()
+        with pytest.raises(LeaseConflict) as raised:
+            await job.progress("too late")
+        outcomes.append(raised.value.reason)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            outcomes.append(job.cancel_reason)
+            first_cancelled.set()
+        return "first attempt"
+
+    events = client.watch(kind_prefix=kind)
+    await events.open()
+    await worker.start()
+    try:
+        job = (await client.enqueue(kind, scope="acme")).job
+        transitions = []
+        async for event in events:
+            transitions.append(event.transition)
+            if transitions.count("leased") == 2:
+                break
+        await events.aclose()
+        leased_again.set()
+        await signalled(first_cancelled, "the first attempt to be cancelled for its lost lease")
+        assert (await client.result(job.job_id, timeout=60)).json() == "second attempt"
+    finally:
+        # Bounded: a handler the worker lost track of would keep close() waiting.
+        await asyncio.wait_for(worker.close(), 60)
+    assert transitions[:4] == ["enqueued", "leased", "reaped", "leased"]
+    assert outcomes == ["generation_superseded", LEASE_LOST]
 
 
 async def test_a_late_completion_after_a_reap_raises_lease_conflict_and_changes_nothing(

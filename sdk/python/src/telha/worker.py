@@ -253,7 +253,9 @@ class Worker:
         self._pool: Optional[Executor] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._stream: Optional[WorkStream] = None
-        self._running: dict[str, _Running] = {}
+        # By job and lease generation: a job whose lease this worker lost can come back to it (a new
+        # generation) while the old attempt's handler still runs, and each must keep its own entry.
+        self._running: dict[tuple[str, int], _Running] = {}
         self._executions: set[asyncio.Task[None]] = set()
         self._closing: Optional[asyncio.Event] = None
         self._closed: Optional[asyncio.Event] = None
@@ -458,7 +460,7 @@ class Worker:
             running.handler.cancel()
 
     def _lost(self, context: _Context, error: LeaseConflict) -> None:
-        running = self._running.get(context.id)
+        running = self._running.get(_attempt(context.job))
         if running is None or running.released:
             return
         if error.reason == "cancelled":
@@ -495,7 +497,7 @@ class Worker:
         except LeaseConflict as error:
             self._lost(context, error)
             raise
-        running = self._running.get(context.id)
+        running = self._running.get(_attempt(context.job))
         if running is not None and deadline:
             context.job = _with_deadline(context.job, deadline)
 
@@ -562,7 +564,7 @@ class Worker:
             self, job, fence
         )
         running = _Running(context)
-        self._running[job.job_id] = running
+        self._running[_attempt(job)] = running
         heartbeats = _Heartbeats(self, context, fence)
         timer: Optional[asyncio.TimerHandle] = None
         try:
@@ -598,7 +600,7 @@ class Worker:
             heartbeats.cancel()
             if timer is not None:
                 timer.cancel()
-            self._running.pop(job.job_id, None)
+            self._running.pop(_attempt(job), None)
             stream = self._stream
             if stream is not None and not self._closing.is_set():
                 stream.grant(1)
@@ -689,6 +691,11 @@ class _Heartbeats:
         if self._task is not None:
             self._task.cancel()
             self._task = None
+
+
+def _attempt(job: Job) -> tuple[str, int]:
+    """What tells one attempt of a job from another on this worker: its id and lease generation."""
+    return (job.job_id, job.lease_generation)
 
 
 def _process_target(registration: _Registration) -> Any:
