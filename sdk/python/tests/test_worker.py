@@ -4,6 +4,7 @@ timeouts, fencing and the graceful close."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import sys
 import threading
@@ -168,6 +169,25 @@ async def test_a_tenant_token_may_not_work_and_sees_no_other_tenants_results(
             await acme.result(theirs.job_id)
     shown = await client.show(theirs.job_id)
     assert (shown.state, shown.attempts) == (JobState.PENDING, 0)
+
+
+async def test_the_token_is_in_no_log_record_and_no_repr(
+    client: Client, worker_client: Client, kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="telha")
+    worker = Worker(worker_client)
+
+    @worker.handler(kind)
+    async def failing(job: JobContext) -> None:
+        raise PermanentError("fails on purpose")
+
+    async with worker:
+        job = (await client.enqueue(kind, scope="acme")).job
+        with pytest.raises(JobFailed):
+            await client.result(job.job_id)
+    assert any("fails on purpose" in record.getMessage() for record in caplog.records)
+    for shown in (caplog.text, repr(worker_client), repr(client), repr(worker)):
+        assert WORKER not in shown and OPERATOR not in shown
 
 
 async def test_a_sync_handler_runs_in_a_thread_while_heartbeats_keep_its_lease(
@@ -386,6 +406,30 @@ async def test_a_worker_closed_right_after_start_leaves_nothing_leased_and_charg
     after = [await client.show(j.job_id) for j in jobs]
     assert [(j.state, j.attempts) for j in after] == [(JobState.PENDING, 0)] * 4
     assert sum(any(e.transition == "released" for e in j.events) for j in after) >= 1
+
+
+async def test_close_waits_for_a_running_handler_within_its_timeout_and_submits_its_result(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    worker = Worker(worker_client, concurrency=1)
+    started, finish = asyncio.Event(), asyncio.Event()
+
+    @worker.handler(kind)
+    async def finishing(job: JobContext) -> str:
+        started.set()
+        await finish.wait()
+        return "finished while closing"
+
+    await worker.start()
+    job = (await client.enqueue(kind, scope="acme")).job
+    await signalled(started, "the handler to start")
+    closing = asyncio.ensure_future(worker.close(timeout=60))
+    await asyncio.sleep(0)  # one turn of the loop: close() runs up to its wait for the handler
+    assert worker._closing is not None and worker._closing.is_set() and not closing.done()
+    finish.set()
+    await closing
+    shown = await client.show(job.job_id)
+    assert (shown.state, shown.result) == (JobState.COMPLETED, b'"finished while closing"')
 
 
 async def test_sigterm_closes_a_worker_process_gracefully_handing_its_jobs_back(
