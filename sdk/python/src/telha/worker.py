@@ -210,7 +210,7 @@ class Worker:
     handlers run in a thread pool of ``concurrency`` threads, so blocking work does not hold up
     heartbeats; with ``executor="process"`` in a pool of ``concurrency`` processes (started with
     ``spawn``: forking a process that runs gRPC's threads is not safe), so CPU-bound work that holds
-    the GIL does not either. Handlers run in processes must be picklable (defined at the top level
+    the GIL does not either. Handlers that run in processes must be picklable (defined at the top level
     of an importable module) and get a ``ProcessJobContext``; what they return must be picklable too.
     An executor of your own is used as it is and not shut down by the worker: a
     ``ThreadPoolExecutor`` runs handlers in-process, any other as in a process pool.
