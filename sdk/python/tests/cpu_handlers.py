@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from telha import ProcessJobContext, task
+from telha import PermanentError, ProcessJobContext, task
 
 
 def spin_until_released(job: ProcessJobContext) -> dict[str, int]:
@@ -39,3 +39,8 @@ class Total:
 @task("py.process.typed")
 def add_up(numbers: Numbers) -> Total:
     return Total(total=sum(numbers.values), pid=os.getpid())
+
+
+def refuse(job: ProcessJobContext) -> None:
+    """Raises in the process: the exception comes back pickled and fails the job as it would in a thread."""
+    raise PermanentError(f"refused in process {os.getpid()}")

@@ -1,7 +1,8 @@
 """Sync handlers in a process pool (``Worker(executor="process")`` or an executor of your own): a
 CPU-bound handler keeps its lease while it holds its process's GIL, typed tasks decode their payload
-in the process, a handler that cannot be pickled is refused at start, and a cancelled job's handler
-runs to its end in its process with what it returns dropped."""
+in the process, what a handler raises there fails the job as in a thread, a handler that cannot be
+pickled is refused at start, and a cancelled job's handler runs to its end in its process with what
+it returns dropped."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import cpu_handlers
 import pytest
 from conftest import WORKER, TelhaServer, eventually, heartbeats
 
-from telha import Client, InvalidArgument, JobState, ProcessJobContext, Worker
+from telha import Client, InvalidArgument, JobFailed, JobState, ProcessJobContext, Worker
 
 
 @pytest.fixture
@@ -50,6 +51,19 @@ async def test_a_typed_task_decodes_its_payload_in_the_process(client: Client, w
         enqueued = await client.enqueue(cpu_handlers.add_up, {"values": [1, 2, 3]}, scope="acme")
         total = await cpu_handlers.add_up.result(client, enqueued.job.job_id)
     assert total.total == 6 and total.pid != os.getpid()
+
+
+async def test_a_permanent_error_raised_in_the_process_dead_letters_the_job(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    worker = Worker(worker_client, executor="process")
+    worker.handler(kind)(cpu_handlers.refuse)
+    async with worker:
+        job = (await client.enqueue(kind, scope="acme", max_attempts=5)).job
+        with pytest.raises(JobFailed) as raised:
+            await client.result(job.job_id)
+    assert raised.value.job.state is JobState.DEAD and raised.value.job.attempts == 1
+    assert "refused in process" in str(raised.value) and f"process {os.getpid()}" not in str(raised.value)
 
 
 async def test_a_handler_that_cannot_be_pickled_is_refused_at_start(worker_client: Client, kind: str) -> None:
