@@ -801,6 +801,8 @@ function recordSizes(): { enqueued: number; leased: number; completed: number } 
     result: null,
     progress: null,
     traceContext: null,
+    supersedeKey: null,
+    supersededBy: null,
     events: [{ at: RAW_EPOCH, transition: 'enqueued', detail: null }],
   };
   const leased: JobRecord = {

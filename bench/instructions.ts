@@ -11,24 +11,26 @@
  *  - single: awaited single enqueues through `telha serve` (the SDK's Produce stream);
  *  - drain c=10: N jobs enqueued in batches of 100, then drained by one SDK Worker at c=10.
  *
- * Through the server, the server's process and the client's are counted apart.
+ * Through the server, the server's process and the client's are counted apart, and each
+ * process's JavaScript thread apart from its other threads (V8's compiler and marker catch up
+ * there at their own pace: bench/RESULTS.md, "Instructions per job").
  * Every process runs under callgrind (`--smc-check=all-non-file`, for V8's
  * generated code), so a run takes minutes. Needs `valgrind` (Debian package).
  *
- * Env: BENCH_INSTRUCTIONS_JOBS (2000), BENCH_INSTRUCTIONS_WARM_UP (500),
+ * Env: BENCH_INSTRUCTIONS_JOBS (2000), BENCH_INSTRUCTIONS_WARM_UP (5000),
  * BENCH_INSTRUCTIONS_WORKLOADS (embedded,single,drain), BENCH_INSTRUCTIONS_KEEP=1 keeps the
  * callgrind files (for callgrind_annotate) and prints where they are.
  */
 import { spawn } from 'node:child_process';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { envNumber, fmt, formatTable, startServer } from './support.ts';
 
 const JOBS = envNumber('BENCH_INSTRUCTIONS_JOBS', 2_000);
-const WARM_UP = envNumber('BENCH_INSTRUCTIONS_WARM_UP', 500);
+const WARM_UP = envNumber('BENCH_INSTRUCTIONS_WARM_UP', 5_000);
 const WORKLOADS = (process.env['BENCH_INSTRUCTIONS_WORKLOADS'] ?? 'embedded,single,drain').split(',').filter(Boolean);
 const KEEP = process.env['BENCH_INSTRUCTIONS_KEEP'] === '1';
 const DRAIN_CONCURRENCY = 10;
@@ -43,17 +45,27 @@ function callgrind(name: string): string[] {
     '--smc-check=all-non-file',
     '--dump-instr=no',
     '--instr-atstart=no',
+    // Each thread apart: V8 compiles and marks on threads of its own, so the JavaScript thread's
+    // count (thread 1) is the event loop's cost of a job, without the compiler's catching up.
+    '--separate-threads=yes',
     `--callgrind-out-file=${join(work, `${name}.out`)}`,
     '--log-file=' + join(work, `${name}.log`),
   ];
 }
 
-/** The instructions a callgrind run counted, from its output file's `totals:` line. */
-function totalOf(name: string): number {
-  const text = readFileSync(join(work, `${name}.out`), 'latin1');
+/** The instructions one callgrind output file counted, from its `totals:` line. */
+function totalIn(file: string): number {
+  const text = readFileSync(join(work, file), 'latin1');
   const match = /^totals: (\d+)/m.exec(text) ?? /^summary: (\d+)/m.exec(text);
-  if (!match?.[1]) throw new Error(`no totals in ${name}.out`);
+  if (!match?.[1]) throw new Error(`no totals in ${file}`);
   return Number(match[1]);
+}
+
+/** What a run counted: on its JavaScript thread (the first, `-01`), and on all its threads together. */
+function totalOf(name: string): Threads {
+  const files = readdirSync(work).filter((file) => file.startsWith(`${name}.out-`));
+  if (!files.includes(`${name}.out-01`)) throw new Error(`no callgrind output for ${name}'s main thread`);
+  return { main: totalIn(`${name}.out-01`), all: files.reduce((sum, file) => sum + totalIn(file), 0) };
 }
 
 /** Run the workload under callgrind in this repository (so tsx and `telha` resolve), failing on a non-zero exit. */
@@ -71,18 +83,27 @@ function runWorkload(name: string, args: readonly string[], serverPid?: number):
   );
 }
 
+interface Threads {
+  /** On the JavaScript thread: the event loop's share, what bounds a process's rate. */
+  main: number;
+  /** On every thread: with V8's compiler and garbage collector, RocksDB's and libuv's threads. */
+  all: number;
+}
+
+const NONE: Threads = { main: 0, all: 0 };
+
 interface Count {
   /** Instructions of the process the workload runs in. */
-  client: number;
-  /** Instructions of `telha serve`; 0 for the embedded workload. */
-  server: number;
+  client: Threads;
+  /** Instructions of `telha serve`; none for the embedded workload. */
+  server: Threads;
 }
 
 async function measure(workload: string, jobs: number): Promise<Count> {
   const name = `${workload}-${jobs}`;
   if (workload === 'embedded') {
     await runWorkload(name, ['embedded', String(WARM_UP), String(jobs)]);
-    return { client: totalOf(name), server: 0 };
+    return { client: totalOf(name), server: NONE };
   }
   const dir = mkdtempSync(join(work, 'data-'));
   // Under callgrind the server takes minutes to start on a loaded machine.
@@ -122,14 +143,16 @@ try {
   WORKLOADS.forEach((workload, i) => {
     const { client, server } = counts[i] as Count;
     const through = workload !== 'embedded';
+    const perJob = (n: number): string => fmt(n / JOBS);
     rows.push([
       label[workload] ?? workload,
-      fmt((client + server) / JOBS),
-      through ? fmt(server / JOBS) : '',
-      through ? fmt(client / JOBS) : '',
+      perJob(client.main + server.main),
+      through ? perJob(server.main) : '',
+      through ? perJob(client.main) : '',
+      perJob(client.all + server.all),
     ]);
   });
-  console.log(`\n${formatTable(['workload', 'instructions/job', 'server', 'client'], rows)}`);
+  console.log(`\n${formatTable(['workload', 'main threads, /job', 'server', 'client', 'all threads, /job'], rows)}`);
 } finally {
   if (KEEP) console.log(`callgrind files kept in ${work}`);
   else rmSync(work, { recursive: true, force: true });

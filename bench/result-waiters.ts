@@ -64,13 +64,18 @@ async function round(address: string, waiters: number, kind: string, completion:
       scope,
     );
     const awaited = enqueued.filter((_, i) => i % Math.floor(jobs / waiters) === 0).slice(0, waiters);
-    const latencies = awaited.map(({ job }) =>
-      waiting.result(job.jobId).then(({ job: done }) => {
-        const resolved = nowMs();
-        const completed = done.events.findLast((e) => e.transition === 'completed');
-        return resolved - (completed?.at ?? NaN) / 1_000;
-      }),
+    const latencies = Promise.all(
+      awaited.map(({ job }) =>
+        waiting.result(job.jobId).then(({ job: done }) => {
+          const resolved = nowMs();
+          const completed = done.events.findLast((e) => e.transition === 'completed');
+          return resolved - (completed?.at ?? NaN) / 1_000;
+        }),
+      ),
     );
+    // A round that fails below closes the clients, which rejects every wait: the round's own
+    // error is the one to report, not a crash on the waits' unhandled rejections.
+    latencies.catch(() => undefined);
     await sleep(SETTLE_MS + 2 * waiters);
     for (let left = waiters; left > 0;) {
       const leased = await completer.lease({ workerId: 'bench', kinds: [kind], limit: Math.min(left, 1_000) });
@@ -89,7 +94,7 @@ async function round(address: string, waiters: number, kind: string, completion:
         }
       }
     }
-    return await Promise.all(latencies);
+    return await latencies;
   } finally {
     waiting.close();
     completer.close();

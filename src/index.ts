@@ -61,6 +61,7 @@ export type {
   ItemResult,
   JobEvent,
   JobRecord,
+  SupersedeMode,
   TraceContext,
   LeaseFence,
   ListPage,

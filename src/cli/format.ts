@@ -67,6 +67,8 @@ export function formatShow(job: JobRecord & { effectiveMaxAttempts: number }, no
     `created    ${time(job.createdAt)}`,
   ];
   if (job.idempotencyKey !== null) lines.push(`idem key   ${job.idempotencyKey}`);
+  if (job.supersedeKey !== null) lines.push(`supersede  ${job.supersedeKey}`);
+  if (job.supersededBy !== null) lines.push(`replaced   by ${job.supersededBy} (superseded)`);
   if (job.timeoutSecs !== null) lines.push(`timeout    ${duration(job.timeoutSecs * 1_000_000)} per attempt`);
   lines.push(`payload    ${preview(job.payload)}`);
   if (job.continuation !== null) lines.push(`checkpoint ${preview(job.continuation)}`);

@@ -215,6 +215,13 @@ function buildProgram(
       wireInteger('--timeout-secs', 'uint32'),
     )
     .option('--idempotency-key <key>', 'a repeat returns the first job')
+    .option('--supersede-key <key>', 'latest wins: replaces the pending job holding this key in the scope')
+    .option('--supersede <mode>', 'pending (default): a leased holder runs on; leased: cancel it too, fenced')
+    .option(
+      '--debounce-ms <n>',
+      'with --supersede-key: due this many ms after the latest enqueue of the key',
+      wireInteger('--debounce-ms', 'int64'),
+    )
     .option('--json', 'print the record as JSON')
     .action(
       (
@@ -226,6 +233,9 @@ function buildProgram(
           maxAttempts?: number;
           timeoutSecs?: number;
           idempotencyKey?: string;
+          supersedeKey?: string;
+          supersede?: string;
+          debounceMs?: number;
           json?: boolean;
         },
       ) => run((client, token) => enqueueJob({ ...o, withToken: token !== undefined }, client(), io)),
@@ -452,6 +462,9 @@ const FLAG_OF_FIELD: Readonly<Record<string, string>> = {
   max_attempts: '--max-attempts',
   timeout_secs: '--timeout-secs',
   idempotency_key: '--idempotency-key',
+  supersede_key: '--supersede-key',
+  supersede: '--supersede',
+  debounce_ms: '--debounce-ms',
   cron: '--cron',
   timezone: '--timezone',
   every_secs: '--every',

@@ -16,7 +16,7 @@ import {
   type QueueScope,
 } from '../core/types.ts';
 import { checkWireInteger, type WireInteger } from '../wire/integers.ts';
-import { stateFromWire } from '../wire/states.ts';
+import { stateFromWire, supersedeModeToWire } from '../wire/states.ts';
 import {
   CheckpointRequestSchema,
   CompleteRequestSchema,
@@ -71,6 +71,8 @@ export function jobFromWire(job: Job): RemoteJob {
       job.traceContext === undefined
         ? null
         : { traceparent: job.traceContext.traceparent, tracestate: job.traceContext.tracestate || null },
+    supersedeKey: job.supersedeKey ?? null,
+    supersededBy: job.supersededBy ?? null,
     effectiveMaxAttempts: job.effectiveMaxAttempts,
   };
 }
@@ -102,6 +104,11 @@ export function newJobToWire(job: NewJob, prefix = ''): WireNewJob {
             tracestate: job.traceContext.tracestate ?? '',
           },
         }),
+    ...(job.supersedeKey === undefined ? {} : { supersedeKey: job.supersedeKey }),
+    ...(job.supersede === undefined ? {} : { supersede: supersedeModeToWire(job.supersede) }),
+    ...(job.debounceMs === undefined
+      ? {}
+      : { debounceMs: BigInt(integer('debounce_ms', Math.trunc(job.debounceMs), 'int64')) }),
   });
 }
 

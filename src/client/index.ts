@@ -54,9 +54,11 @@ export { JobState, JOB_STATE_NAMES, SYSTEM_SCOPE, tenantScope } from '../core/ty
 export type {
   CountRow,
   EnqueueResult,
+  FailOptions,
   ItemResult,
   JobEvent,
   JobRecord,
+  SupersedeMode,
   TraceContext,
   LeaseFence,
   ListPage,

@@ -235,6 +235,14 @@ export function idempotencyIndexKey(scope: Uint8Array, idempotencyKey: string): 
   return key;
 }
 
+/**
+ * `supersede` column family: `[scope 32][key UTF-8]` → `[job_id 16]`, the job holding a supersede
+ * key (`core/supersede.ts`); the same layout as an idempotency key's.
+ */
+export function supersedeIndexKey(scope: Uint8Array, supersedeKey: string): Buffer {
+  return idempotencyIndexKey(scope, supersedeKey);
+}
+
 /** `finished` column family: `[state 1][finished_at 8][job_id 16]` → job key; what retention prunes, oldest first. */
 export function finishedIndexKey(state: JobState, finishedAt: Micros, jobId: string): Buffer {
   const key = Buffer.allocUnsafe(1 + 8 + JOB_ID_BYTES);

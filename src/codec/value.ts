@@ -80,6 +80,8 @@ const KEY_NAMES = [
   'traceparent',
   'tracestate',
   'result_bytes',
+  'supersede_key',
+  'superseded_by',
 ] as const;
 const KEYS = Object.fromEntries(KEY_NAMES.map((name) => [name, msgpackKey(name)])) as Readonly<
   Record<(typeof KEY_NAMES)[number], Buffer>
@@ -128,6 +130,8 @@ function writeRecord(record: JobRecord, spans: ValueSpans | null, resultBytes: n
     (record.result === null ? 0 : 1) +
     (record.progress === null ? 0 : 1) +
     (record.traceContext === null ? 0 : record.traceContext.tracestate === null ? 1 : 2) +
+    (record.supersedeKey === null ? 0 : 1) +
+    (record.supersededBy === null ? 0 : 1) +
     (resultBytes === null ? 0 : 1);
   w.mapHeader(16 + optional);
   w.key(KEYS.job_id);
@@ -201,6 +205,16 @@ function writeRecord(record: JobRecord, spans: ValueSpans | null, resultBytes: n
       w.str(text(record, 'tracestate', record.traceContext.tracestate));
     }
   }
+  if (record.supersedeKey !== null) {
+    w.key(KEYS.supersede_key);
+    w.str(text(record, 'supersede_key', record.supersedeKey));
+  }
+  if (record.supersededBy !== null) {
+    const successor = record.supersededBy;
+    w.key(KEYS.superseded_by);
+    w.binWith(JOB_ID_BYTES, (target, offset) => writeJobId(target, successor, offset));
+  }
+  // Last, after every field a record has: an entry cut from its record appends it (`resultBytesField`).
   if (resultBytes !== null) {
     w.key(KEYS.result_bytes);
     w.uint(u64(record, 'result_bytes', resultBytes));
@@ -353,7 +367,10 @@ function readRecord(r: Record<string, unknown>, keyHex: string): JobRecord {
 function optionalFields(
   r: Record<string, unknown>,
   keyHex: string,
-): Pick<JobRecord, 'attemptDeadline' | 'timeoutSecs' | 'result' | 'progress' | 'traceContext'> {
+): Pick<
+  JobRecord,
+  'attemptDeadline' | 'timeoutSecs' | 'result' | 'progress' | 'traceContext' | 'supersedeKey' | 'supersededBy'
+> {
   const read = <T>(name: string, check: (v: unknown) => v is T, expected: string): T | null => {
     const v = r[name];
     if (v === undefined || v === null) return null;
@@ -366,7 +383,15 @@ function optionalFields(
     result: read('result', isBytes, 'bytes'),
     progress: read('progress', isString, 'a string'),
     traceContext: readTraceContext(read('traceparent', isString, 'a string'), read('tracestate', isString, 'a string')),
+    supersedeKey: read('supersede_key', isString, 'a string'),
+    supersededBy: readJobId(read('superseded_by', isBytes, 'bytes'), 'superseded_by', keyHex),
   };
+}
+
+function readJobId(bytes: Uint8Array | null, name: string, keyHex: string): string | null {
+  if (bytes === null) return null;
+  if (bytes.byteLength !== JOB_ID_BYTES) throw new CorruptRecordError(keyHex, `field ${name} is not 16 bytes`);
+  return jobIdFromBytes(bytes);
 }
 
 function readTraceContext(traceparent: string | null, tracestate: string | null): TraceContext | null {

@@ -10,8 +10,10 @@ import {
   checkKind,
   checkPriority,
   checkTimestamp,
+  checkSupersedeKey,
   checkTraceContext,
 } from './validate.ts';
+import { checkSupersedeMode } from './supersede.ts';
 
 /** A job to create; the store assigns `createdAt` (strictly increasing per store). */
 export type JobDraft = Omit<NewJobFields, 'createdAt'>;
@@ -33,6 +35,7 @@ export function withCreatedAt(draft: JobDraft, createdAt: Micros): NewJobFields 
     maxAttempts: draft.maxAttempts,
     timeoutSecs: draft.timeoutSecs,
     traceContext: draft.traceContext ?? null,
+    supersedeKey: draft.supersedeKey ?? null,
   };
 }
 
@@ -44,6 +47,11 @@ const MAX_DELAY_MS = MAX_DURATION_SECS * 1_000;
 /** Records hold Buffers whichever backend produced them (decoded values are Buffers), so records compare equal. */
 export function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** A completion's result as stored: bounded by `maxBytes` (`jobs.max_result_bytes`), or `null` for none. */
+export function checkResult(result: Uint8Array | undefined, maxBytes: number): Buffer | null {
+  return result === undefined ? null : asBuffer(checkBytes('result', result, maxBytes));
 }
 
 /** A payload as stored: bytes as given, a string as its UTF-8 bytes. */
@@ -71,8 +79,21 @@ export function draftJob(scope: QueueScope, job: NewJob, context: DraftContext):
   const payloadField = `${prefix}payload`;
   const payload = asBuffer(checkBytes(payloadField, payloadBytes(job.payload, payloadField), context.maxPayloadBytes));
   const priority = checkPriority(job.priority ?? DEFAULT_PRIORITY, `${prefix}priority`);
+  const supersedeKey = checkSupersedeKey(job.supersedeKey, `${prefix}supersede_key`);
+  if (supersedeKey === null && job.supersede !== undefined) {
+    throw invalidArgument(`${prefix}supersede`, 'needs a supersede_key');
+  }
+  const supersede = checkSupersedeMode(job.supersede, `${prefix}supersede`);
   let notBefore: Micros | null = null;
-  if (job.notBefore !== undefined) {
+  if (job.debounceMs !== undefined) {
+    const field = `${prefix}debounce_ms`;
+    if (supersedeKey === null) throw invalidArgument(field, 'needs a supersede_key (debounce is per key)');
+    if (job.delayMs !== undefined || job.notBefore !== undefined) {
+      throw invalidArgument(field, 'cannot be combined with delay_ms or not_before');
+    }
+    // Trailing: due one window after this enqueue, which replaces the Pending one before it.
+    notBefore = now + checkIntegerInRange(field, job.debounceMs, 1, MAX_DELAY_MS) * 1000;
+  } else if (job.notBefore !== undefined) {
     notBefore = checkTimestamp(`${prefix}not_before`, job.notBefore);
   } else if (job.delayMs !== undefined) {
     const delay = checkIntegerInRange(`${prefix}delay_ms`, job.delayMs, 0, MAX_DELAY_MS);
@@ -99,5 +120,8 @@ export function draftJob(scope: QueueScope, job: NewJob, context: DraftContext):
     maxAttempts,
     timeoutSecs,
     traceContext,
+    // Always both, never a conditional spread: every draft keeps one shape (see `withCreatedAt`).
+    supersedeKey,
+    supersede,
   };
 }

@@ -3,7 +3,8 @@
  * unique within. Every backend and the engine ask these same functions, so a
  * tenant's view cannot differ between stores.
  */
-import type { JobRecord, ScopeFilter } from './types.ts';
+import { notFound } from './errors.ts';
+import { SYSTEM_SCOPE, tenantScope, type JobRecord, type QueueScope, type ScopeFilter } from './types.ts';
 
 /** Whether a job belongs to `scope`. A tenant's filter matches its own jobs only; `any` matches all. */
 export function inScope(record: Pick<JobRecord, 'tenant'>, scope: ScopeFilter): boolean {
@@ -27,4 +28,14 @@ export function inScope(record: Pick<JobRecord, 'tenant'>, scope: ScopeFilter): 
  */
 export function idempotencySlot(tenant: string | null, key: string): string {
   return `${tenant === null ? '' : `t:${tenant}`}\u0000${key}`;
+}
+
+/** A tenant never learns that another tenant's job exists: out of scope reads as not found. */
+export function assertInScope(record: JobRecord, scope: ScopeFilter): void {
+  if (!inScope(record, scope)) throw notFound(`job ${record.jobId}`);
+}
+
+/** The scope a job belongs to: its tenant's, or the system scope. A completion's successors go there. */
+export function scopeOfRecord(record: Pick<JobRecord, 'tenant'>): QueueScope {
+  return record.tenant === null ? SYSTEM_SCOPE : tenantScope(record.tenant);
 }

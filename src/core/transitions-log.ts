@@ -83,6 +83,8 @@ export function logEntryOf(record: JobRecord): LogRecord | null {
     result: inline ? record.result : null,
     progress: record.progress,
     traceContext: record.traceContext,
+    supersedeKey: record.supersedeKey,
+    supersededBy: record.supersededBy,
     // Said only where a reader would otherwise have to look: a completed job's result not carried.
     resultBytes: inline || (record.result === null && record.state !== JobState.Completed) ? null : resultBytes,
   };

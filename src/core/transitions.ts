@@ -7,7 +7,7 @@
 import { backoffMicros } from './backoff.ts';
 import { secondsToMicros } from './clock.ts';
 import type { JobsConfig } from './config.ts';
-import { LeaseConflictError, TelhaError, ErrorCode } from './errors.ts';
+import { invalidArgument, LeaseConflictError, TelhaError, ErrorCode } from './errors.ts';
 import { kindPolicy } from './kind-policy.ts';
 import { MAX_EVENT_DETAIL_CHARS, MAX_EVENTS, SYSTEM_KIND_PREFIX } from './bounds.ts';
 import {
@@ -18,6 +18,7 @@ import {
   type JobRecord,
   type LeaseFence,
   type Micros,
+  type SupersedeMode,
   type TraceContext,
 } from './types.ts';
 
@@ -96,6 +97,10 @@ export interface NewJobFields {
   readonly timeoutSecs: number | null;
   /** Left out for none: a job a producer did not trace (or a schedule fired) carries none. */
   readonly traceContext?: TraceContext | null;
+  /** Left out for none (`NewJob.supersedeKey`). */
+  readonly supersedeKey?: string | null;
+  /** What the enqueue does to a Leased holder of `supersedeKey`; never stored. Left out: `pending`. */
+  readonly supersede?: SupersedeMode;
 }
 
 /** enqueue: a Pending row with no attempts, generation 0 and one `enqueued` event. */
@@ -105,6 +110,8 @@ export function enqueue(fields: NewJobFields, now: Micros): JobRecord {
   if (fields.maxAttempts !== null) details.push(`max_attempts=${fields.maxAttempts}`);
   if (fields.timeoutSecs !== null) details.push(`timeout_secs=${fields.timeoutSecs}`);
   if (fields.idempotencyKey !== null) details.push(`idempotency_key=${fields.idempotencyKey}`);
+  const supersedeKey = fields.supersedeKey ?? null;
+  if (supersedeKey !== null) details.push(`supersede_key=${supersedeKey}`);
   return taking('enqueue', 'start', {
     jobId: fields.jobId,
     tenant: fields.tenant,
@@ -126,6 +133,8 @@ export function enqueue(fields: NewJobFields, now: Micros): JobRecord {
     result: null,
     progress: null,
     traceContext: fields.traceContext ?? null,
+    supersedeKey,
+    supersededBy: null,
     events: [event(now, 'enqueued', details.length > 0 ? details.join(' ') : null)],
   });
 }
@@ -310,6 +319,12 @@ export interface FailRequest {
   readonly permanent: boolean;
 }
 
+/** A caller's failure checked for shape (`error` a string; `permanent` default `false`). */
+export function failRequest(options: { readonly error: unknown; readonly permanent?: boolean }): FailRequest {
+  if (typeof options.error !== 'string') throw invalidArgument('error', 'must be a string');
+  return { error: options.error, permanent: options.permanent ?? false };
+}
+
 /** fail: attempts + 1, then back to Pending behind a backoff gate, or Dead at the ceiling or when not retryable. */
 export function fail(
   record: JobRecord,
@@ -458,6 +473,17 @@ export function cancel(record: JobRecord, request: CancelRequest, now: Micros): 
 }
 
 /**
+ * supersede: the cancel edge, taken by an enqueue with the same `supersedeKey` in the same
+ * scope (`core/supersede.ts` decides when). Ends Cancelled with reason `superseded`, naming the
+ * successor in the record (`supersededBy`) and in the event, so the transitions log's entry
+ * names it too. A Leased job loses its holder as in `cancel`: its fence refuses what it submits.
+ */
+export function supersede(record: JobRecord, successorId: string, now: Micros): JobRecord {
+  const cancelled = cancel(record, { by: null, reason: `superseded successor=${successorId}` }, now);
+  return withChanges(cancelled, { supersededBy: successorId });
+}
+
+/**
  * discard (operator): a Dead job the operator has looked at and given up on, moved to Cancelled
  * with its own `discarded` event, so the Dead list holds only what still needs a decision. The
  * record stays, audit trail and all, until retention prunes it after `retention.cancelled_secs`
@@ -579,6 +605,8 @@ function withChanges(record: JobRecord, changes: Partial<JobRecord>): JobRecord 
     result: changes.result === undefined ? record.result : changes.result,
     progress: changes.progress === undefined ? record.progress : changes.progress,
     traceContext: changes.traceContext === undefined ? record.traceContext : changes.traceContext,
+    supersedeKey: changes.supersedeKey === undefined ? record.supersedeKey : changes.supersedeKey,
+    supersededBy: changes.supersededBy === undefined ? record.supersededBy : changes.supersededBy,
   };
 }
 

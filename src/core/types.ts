@@ -155,7 +155,21 @@ export interface JobRecord {
    * trace; `null` when the producer traced nothing. Never read by the queue, kept for the job's life.
    */
   readonly traceContext: TraceContext | null;
+  /**
+   * The latest-wins key this job was enqueued with (`NewJob.supersedeKey`), kept for the job's
+   * life to show it; `null` for none. Whether the job still holds the key is the store's index.
+   */
+  readonly supersedeKey: string | null;
+  /** The job that replaced this one (it ended Cancelled with reason `superseded`); `null` otherwise. */
+  readonly supersededBy: string | null;
 }
+
+/**
+ * What an enqueue with a `supersedeKey` does to the key's holder when it is Leased: `pending`
+ * (the default) replaces only a Pending holder and lets a Leased one run on beside the new job;
+ * `leased` cancels a Leased holder too, so its fence refuses whatever it submits later.
+ */
+export type SupersedeMode = 'pending' | 'leased';
 
 /**
  * A W3C Trace Context (https://www.w3.org/TR/trace-context/): the `traceparent` and `tracestate`
@@ -226,6 +240,19 @@ export interface NewJob {
    * when an OpenTelemetry SDK is registered (`telha` traces the enqueue); set, it is stored as given.
    */
   readonly traceContext?: TraceContext;
+  /**
+   * Latest wins: an enqueue with a key whose holder in the same scope is Pending (ready or
+   * delayed) replaces it in the same atomic write; the holder ends Cancelled with reason
+   * `superseded` and a link to this job (`supersededBy`). 1-255 bytes.
+   */
+  readonly supersedeKey?: string;
+  /** What happens to a Leased holder of `supersedeKey` (see {@link SupersedeMode}); default `pending`. */
+  readonly supersede?: SupersedeMode;
+  /**
+   * Debounce (trailing), with `supersedeKey`: the job becomes due this many milliseconds after
+   * the latest enqueue with its key, carrying the latest payload. Not with `delayMs` or `notBefore`.
+   */
+  readonly debounceMs?: number;
 }
 
 /** What an enqueue answers: the job, and whether this call created it. */
@@ -247,6 +274,25 @@ export interface CountRow {
   readonly state: JobState;
   readonly kind: string;
   readonly count: number;
+}
+
+export interface CompleteOptions {
+  /** Jobs to enqueue in the completed job's scope, in the same fenced write (chained enqueue). */
+  readonly successors?: readonly NewJob[];
+  /** What the handler returned, stored in the same fenced write; at most `jobs.max_result_bytes`. */
+  readonly result?: Uint8Array;
+}
+
+export interface CompleteResult {
+  readonly job: JobRecord;
+  readonly successors: readonly EnqueueResult[];
+}
+
+export interface FailOptions {
+  /** What went wrong; kept (cut to 1,024 characters) in the job's `failed` event. */
+  readonly error: string;
+  /** `true` dead-letters at once, whatever attempts remain. Default `false`. */
+  readonly permanent?: boolean;
 }
 
 /** What a worker proves it holds when it submits: the fencing pair granted at lease time. */

@@ -11,12 +11,13 @@ import {
   MAX_KIND_BYTES,
   MAX_PROGRESS_CHARS,
   MAX_SCHEDULE_NAME_BYTES,
+  MAX_SUPERSEDE_KEY_BYTES,
   MAX_TENANT_BYTES,
   MAX_TIMESTAMP_MICROS,
   MAX_WORKER_ID_BYTES,
   SYSTEM_KIND_PREFIX,
 } from './bounds.ts';
-import type { Micros, QueueScope, TraceContext } from './types.ts';
+import type { LeaseFence, Micros, QueueScope, TraceContext } from './types.ts';
 
 const encoder = new TextEncoder();
 
@@ -86,13 +87,20 @@ export function checkKindPrefix(prefix: unknown, field = 'kind_prefix'): string 
 }
 
 export function checkIdempotencyKey(key: unknown, field = 'idempotency_key'): string | null {
+  return checkOptionalKey(key, field, MAX_IDEMPOTENCY_KEY_BYTES);
+}
+
+/** A supersede key: like an idempotency key, 1-255 bytes of any well-formed text. */
+export function checkSupersedeKey(key: unknown, field = 'supersede_key'): string | null {
+  return checkOptionalKey(key, field, MAX_SUPERSEDE_KEY_BYTES);
+}
+
+function checkOptionalKey(key: unknown, field: string, maxBytes: number): string | null {
   if (key === undefined || key === null) return null;
   if (typeof key !== 'string') throw invalidArgument(field, 'must be a string');
   if (key.length === 0) throw invalidArgument(field, 'must not be empty (omit it instead)');
   checkWellFormed(field, key);
-  if (utf8Length(key) > MAX_IDEMPOTENCY_KEY_BYTES) {
-    throw invalidArgument(field, `must be at most ${MAX_IDEMPOTENCY_KEY_BYTES} bytes`);
-  }
+  if (utf8Length(key) > maxBytes) throw invalidArgument(field, `must be at most ${maxBytes} bytes`);
   return key;
 }
 
@@ -193,4 +201,15 @@ export function checkTraceContext(value: unknown, field = 'trace_context'): Trac
     throw invalidArgument(`${field}.tracestate`, `must be at most ${MAX_TRACESTATE_CHARS} characters`);
   }
   return { traceparent, tracestate };
+}
+
+/**
+ * A caller's fence with its fields checked for shape (a worker id, a generation in range): whether
+ * it still holds the lease is `transitions.checkFence`'s question, asked inside the store's write.
+ */
+export function parseFence(fence: LeaseFence): LeaseFence {
+  return {
+    workerId: checkWorkerId(fence.workerId),
+    leaseGeneration: checkIntegerInRange('lease_generation', fence.leaseGeneration, 0, Number.MAX_SAFE_INTEGER),
+  };
 }

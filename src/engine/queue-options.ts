@@ -9,9 +9,15 @@ import type { ListOrder } from '../core/list-order.ts';
 import type { Logger } from '../core/logger.ts';
 import type { PauseScope } from '../core/pauses.ts';
 import type { Rate } from '../core/rate.ts';
-import type { EnqueueResult, JobRecord, JobState, LeaseFence, NewJob, ScopeFilter } from '../core/types.ts';
+import type { CompleteOptions, FailOptions, JobState, LeaseFence, ScopeFilter } from '../core/types.ts';
 import type { JobStore } from '../storage/types.ts';
 import type { WakeReason } from './work-signal.ts';
+
+/**
+ * The options of complete and fail, and what a completion answers, are the queue's meaning:
+ * `core/types.ts` holds them, for the PostgreSQL store's transactional calls too.
+ */
+export type { CompleteOptions, CompleteResult, FailOptions } from '../core/types.ts';
 
 export interface LeaseOptions {
   readonly workerId: string;
@@ -34,31 +40,12 @@ export interface LeaseManyOptions extends LeaseOptions {
   readonly signal?: AbortSignal;
 }
 
-export interface CompleteOptions {
-  /** Jobs to enqueue in the completed job's scope, in the same fenced write (chained enqueue). */
-  readonly successors?: readonly NewJob[];
-  /** What the handler returned, stored in the same fenced write; at most `jobs.max_result_bytes`. */
-  readonly result?: Uint8Array;
-}
-
 export interface HeartbeatOptions {
   /**
    * Progress for people to read (JSON text, at most 4,096 characters), stored in the same fenced
    * write; the job shows the last one reported until it is leased again.
    */
   readonly progress?: string;
-}
-
-export interface CompleteResult {
-  readonly job: JobRecord;
-  readonly successors: readonly EnqueueResult[];
-}
-
-export interface FailOptions {
-  /** What went wrong; kept (cut to 1,024 characters) in the job's `failed` event. */
-  readonly error: string;
-  /** `true` dead-letters at once, whatever attempts remain. Default `false`. */
-  readonly permanent?: boolean;
 }
 
 /** One completion in {@link Queue.completeEach}. */

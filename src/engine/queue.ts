@@ -17,7 +17,7 @@
  */
 import { systemClock, type Clock } from '../core/clock.ts';
 import { DEFAULT_CONFIG, type TelhaConfig } from '../core/config.ts';
-import { asBuffer, draftJob } from '../core/drafts.ts';
+import { asBuffer, checkResult, draftJob } from '../core/drafts.ts';
 import { eachOnItsOwn } from './each.ts';
 import { ErrorCode, invalidArgument, notFound, TelhaError } from '../core/errors.ts';
 import {
@@ -29,7 +29,7 @@ import {
 } from '../core/bounds.ts';
 import { LIST_ORDERS } from '../core/list-order.ts';
 import { silentLogger, type Logger } from '../core/logger.ts';
-import { inScope } from '../core/scope.ts';
+import { assertInScope, inScope, scopeOfRecord } from '../core/scope.ts';
 import { checkPause, checkPausePrefix, DEFAULT_PAUSE_BOUNDS, type Pause } from '../core/pauses.ts';
 import type { KindLimit, KindLimitStatus } from '../core/kind-limits.ts';
 import {
@@ -41,12 +41,12 @@ import {
   type ScheduleChanges,
 } from '../core/schedules.ts';
 import * as transitions from '../core/transitions.ts';
+import { failRequest } from '../core/transitions.ts';
 import {
   ANY_SCOPE,
   itemFailed,
   itemOk,
   JobState,
-  SYSTEM_SCOPE,
   workNotices,
   type CountRow,
   type EnqueueResult,
@@ -69,6 +69,7 @@ import {
   checkScheduleName,
   checkScope,
   checkWorkerId,
+  parseFence,
 } from '../core/validate.ts';
 import type { BackupSummary, JobStore, SchedulePage, StoreMetrics, StoreStats, UpdateItem } from '../storage/types.ts';
 import { newJobId } from '../codec/job-ids.ts';
@@ -238,6 +239,10 @@ export class Queue {
     const outcomes = await this.store.insert(drafts, now);
     const created = outcomes.filter((o) => o.created).map((o) => o.record);
     this.transitioned('enqueue', created, null, now);
+    for (const from of [JobState.Pending, JobState.Leased]) {
+      const superseded = outcomes.flatMap((o) => (o.superseded?.from === from ? [o.superseded.record] : []));
+      if (superseded.length > 0) this.transitioned('cancel', superseded, from, now);
+    }
     this.announce(created, now);
     return outcomes.map(({ record, created }) => ({ job: record, created }));
   }
@@ -357,9 +362,9 @@ export class Queue {
         (current) => {
           assertInScope(current, scope);
           // The successors' scope is the completed job's, known only once it is read.
-          const successorScope: QueueScope =
-            current.tenant === null ? SYSTEM_SCOPE : { type: 'tenant', tenant: current.tenant };
-          const successors = requested.map((job, i) => this.draft(successorScope, job, now, `successors[${i}].`));
+          const successors = requested.map((job, i) =>
+            this.draft(scopeOfRecord(current), job, now, `successors[${i}].`),
+          );
           return { record: transitions.complete(current, checkedFence, now, result), successors };
         },
         now,
@@ -510,8 +515,7 @@ export class Queue {
 
   /** A completion's result as stored: bounded by `jobs.max_result_bytes`, or `null` for none. */
   private checkResult(result: Uint8Array | undefined): Uint8Array | null {
-    if (result === undefined) return null;
-    return asBuffer(checkBytes('result', result, this.config.jobs.max_result_bytes));
+    return checkResult(result, this.config.jobs.max_result_bytes);
   }
 
   private checkEach(items: readonly unknown[]): void {
@@ -928,32 +932,11 @@ export class Queue {
   }
 }
 
-/**
- * A caller's fence with its fields checked for shape (a worker id, a generation in range): whether
- * it still holds the lease is `transitions.checkFence`'s question, asked inside the store's write.
- */
-function parseFence(fence: LeaseFence): LeaseFence {
-  return {
-    workerId: checkWorkerId(fence.workerId),
-    leaseGeneration: checkIntegerInRange('lease_generation', fence.leaseGeneration, 0, Number.MAX_SAFE_INTEGER),
-  };
-}
-
 function cancelRequest(options: CancelOptions): transitions.CancelRequest {
   if (options.reason !== undefined && typeof options.reason !== 'string') {
     throw invalidArgument('reason', 'must be a string');
   }
   return { by: options.by ?? null, reason: options.reason ?? null };
-}
-
-function failRequest(options: FailOptions): transitions.FailRequest {
-  if (typeof options.error !== 'string') throw invalidArgument('error', 'must be a string');
-  return { error: options.error, permanent: options.permanent ?? false };
-}
-
-/** A tenant never learns that another tenant's job exists: out of scope reads as not found. */
-function assertInScope(record: JobRecord, scope: ScopeFilter): void {
-  if (!inScope(record, scope)) throw notFound(`job ${record.jobId}`);
 }
 
 /** The job a one-job enqueue answered, for its span. */

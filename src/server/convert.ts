@@ -23,7 +23,7 @@ import {
   type Scope,
   type UpdateScheduleRequest,
 } from '../gen/telha/v1/queue_pb.ts';
-import { stateFromWire, stateToWire } from '../wire/states.ts';
+import { stateFromWire, stateToWire, supersedeModeFromWire } from '../wire/states.ts';
 import type { RequestedScope } from '../edge/auth.ts';
 
 /** A list filter's state: UNSPECIFIED means no filter; an unknown value is refused. */
@@ -91,6 +91,8 @@ export function jobToWire(record: JobRecord, effectiveMaxAttempts: number): Job 
             traceparent: record.traceContext.traceparent,
             tracestate: record.traceContext.tracestate ?? '',
           },
+    supersedeKey: record.supersedeKey ?? undefined,
+    supersededBy: record.supersededBy ?? undefined,
   };
 }
 
@@ -114,6 +116,10 @@ export function newJobFromWire(job: WireNewJob | undefined, field: string): NewJ
   if (job.timeoutSecs !== undefined) draft.timeoutSecs = job.timeoutSecs;
   const traceContext = traceContextFromWire(job);
   if (traceContext !== null) draft.traceContext = traceContext;
+  if (job.supersedeKey !== undefined) draft.supersedeKey = job.supersedeKey;
+  const supersede = supersedeModeFromWire(job.supersede, `${field}.supersede`);
+  if (supersede !== undefined) draft.supersede = supersede;
+  if (job.debounceMs !== undefined) draft.debounceMs = toSafeNumber(job.debounceMs, `${field}.debounce_ms`);
   return draft;
 }
 

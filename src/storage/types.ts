@@ -31,6 +31,11 @@ export interface InsertOutcome {
   readonly record: JobRecord;
   /** `false` when an existing job with the same idempotency key in the same scope was returned instead. */
   readonly created: boolean;
+  /**
+   * The stored job this one's enqueue replaced (`NewJob.supersedeKey`), as it is now (Cancelled,
+   * reason `superseded`), and the state it left, for the engine's metrics and lease waiters.
+   */
+  readonly superseded?: { readonly record: JobRecord; readonly from: JobState };
 }
 
 export interface ClaimParams {

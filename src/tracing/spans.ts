@@ -16,6 +16,7 @@ import {
   context,
   createTraceState,
   isSpanContextValid,
+  ProxyTracerProvider,
   ROOT_CONTEXT,
   SpanKind,
   SpanStatusCode,
@@ -37,6 +38,26 @@ export const TRACER_NAME = 'telha';
  * the SDK registered later, so a program may register its SDK after importing Telha.
  */
 const tracer: Tracer = trace.getTracer(TRACER_NAME);
+
+/** The api's no-op provider, which the global proxy forwards to until an SDK is registered. */
+const NO_SDK = new ProxyTracerProvider().getDelegate();
+
+/**
+ * Whether a span begun now would be neither recorded nor carried: no SDK is registered (the
+ * global provider is still this api's proxy with nothing behind it) and the active context holds
+ * no span a job could carry. Then the spans below are skipped, not made and dropped: a no-op span
+ * still costs its attributes and contexts, on every call through the server (bench/RESULTS.md,
+ * "Instructions per job"). A provider registered through another copy of the api is not this
+ * proxy, so it counts as registered.
+ */
+function untraced(): boolean {
+  const provider = trace.getTracerProvider();
+  return (
+    provider instanceof ProxyTracerProvider &&
+    provider.getDelegate() === NO_SDK &&
+    trace.getSpanContext(context.active()) === undefined
+  );
+}
 
 const MESSAGING = {
   system: 'messaging.system',
@@ -108,7 +129,7 @@ export async function tracedEnqueue<J extends NewJob, R>(
   idOf: (result: R) => string | null,
 ): Promise<R> {
   const first = jobs[0];
-  if (first === undefined) return send(jobs);
+  if (first === undefined || untraced()) return send(jobs);
   const attributes: Attributes = {
     [MESSAGING.system]: 'telha',
     [MESSAGING.operationType]: 'send',
@@ -142,6 +163,8 @@ export async function tracedHandling<R>(
   traceContexts: readonly (TraceContext | null)[],
   handle: () => Promise<R>,
 ): Promise<R> {
+  // The jobs' contexts are only linked to the server's span: with no SDK there is none to link.
+  if (untraced()) return handle();
   const carried: SpanContext[] = [];
   for (const traceContext of traceContexts) {
     const spanContext = spanContextOf(traceContext);
@@ -176,6 +199,13 @@ export async function tracedHandling<R>(
   }
 }
 
+/** An attempt of a job without a trace context, with no SDK: no span, nothing to carry. */
+const UNTRACED_ATTEMPT: AttemptSpan = Object.freeze({
+  run: <T>(handler: () => Promise<T>): Promise<T> => context.with(ROOT_CONTEXT, handler),
+  stamp: <J extends NewJob>(successors: readonly J[]): readonly J[] => successors,
+  end: (): void => undefined,
+});
+
 /** A server span links to at most this many jobs of one call: enough to find them, bounded for a 10,000-job batch. */
 const MAX_LINKS = 128;
 
@@ -205,6 +235,9 @@ export interface AttemptSpan {
  */
 export function startAttemptSpan(job: AttemptJob, workerId: string): AttemptSpan {
   const producer = spanContextOf(job.traceContext);
+  // A job that carries a producer's context takes the full path even with no SDK: the no-op span
+  // begun under that context passes it on to the handler and to the successors.
+  if (producer === null && untraced()) return UNTRACED_ATTEMPT;
   const parentContext = producer === null ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, producer);
   const span = tracer.startSpan(
     `process ${job.kind}`,

@@ -1,8 +1,12 @@
-/** Job states (and a listing's order) between the engine's names and the wire enums, in both directions. */
+/** Job states (and a listing's order, and a supersede mode) between the engine's names and the wire enums, in both directions. */
 import { invalidArgument } from '../core/errors.ts';
 import type { ListOrder } from '../core/list-order.ts';
-import { JobState } from '../core/types.ts';
-import { JobState as WireJobState, ListOrder as WireListOrder } from '../gen/telha/v1/queue_pb.ts';
+import { JobState, type SupersedeMode } from '../core/types.ts';
+import {
+  JobState as WireJobState,
+  ListOrder as WireListOrder,
+  SupersedeMode as WireSupersedeMode,
+} from '../gen/telha/v1/queue_pb.ts';
 
 const TO_WIRE: Readonly<Record<JobState, WireJobState>> = {
   [JobState.Pending]: WireJobState.PENDING,
@@ -42,5 +46,25 @@ export function listOrderFromWire(order: WireListOrder): ListOrder {
       return 'oldest_first';
     default:
       throw invalidArgument('order', `unknown order ${String(order)}`);
+  }
+}
+
+/** A supersede mode on the wire; left out, UNSPECIFIED (which the server reads as `pending`). */
+export function supersedeModeToWire(mode: SupersedeMode | undefined): WireSupersedeMode {
+  if (mode === undefined) return WireSupersedeMode.UNSPECIFIED;
+  return mode === 'leased' ? WireSupersedeMode.LEASED : WireSupersedeMode.PENDING;
+}
+
+/** The engine's mode of a wire one: `undefined` for UNSPECIFIED; a value this build does not know is `invalid_argument`. */
+export function supersedeModeFromWire(mode: WireSupersedeMode, field: string): SupersedeMode | undefined {
+  switch (mode) {
+    case WireSupersedeMode.UNSPECIFIED:
+      return undefined;
+    case WireSupersedeMode.PENDING:
+      return 'pending';
+    case WireSupersedeMode.LEASED:
+      return 'leased';
+    default:
+      throw invalidArgument(field, `unknown supersede mode ${String(mode)}`);
   }
 }

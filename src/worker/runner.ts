@@ -7,6 +7,9 @@
  * process it calls the queue directly.
  *
  * - Handler resolves: the job is completed.
+ * - Handler called `completedInTransaction()` (or `failedInTransaction(failure)`) and resolves:
+ *   its own transaction completed (or failed) the job (`completeInTransaction` of
+ *   `telha/postgres`); the worker sends nothing and stops heartbeating.
  * - Handler throws: the job fails and is retried with backoff.
  * - Handler throws {@link PermanentError}: the job fails permanently (Dead).
  * - The handler's `signal` aborts when the lease is lost (a heartbeat or
@@ -26,9 +29,9 @@ import { LazyAbort } from '../util/lazy-abort.ts';
 import { MAX_TIMER_MS, MAX_WORK_CREDIT } from '../core/bounds.ts';
 import { progressText, resultBytes } from '../core/results.ts';
 import type { Logger } from '../core/logger.ts';
-import type { JobRecord, LeaseFence, NewJob } from '../core/types.ts';
+import type { FailOptions, JobRecord, LeaseFence, NewJob } from '../core/types.ts';
 import type { LeaseItem, SettleItem, WorkSession, WorkSource } from './source.ts';
-import { startAttemptSpan } from '../tracing/spans.ts';
+import { startAttemptSpan, type AttemptSpan } from '../tracing/spans.ts';
 
 /** Throw this from a handler to dead-letter the job at once, whatever attempts remain. */
 export class PermanentError extends Error {
@@ -78,6 +81,23 @@ export interface JobContext {
   progress(value: number | { readonly [key: string]: unknown }): Promise<void>;
   /** Jobs to enqueue in the same write as this job's completion (chained enqueue). */
   chain(...successors: NewJob[]): void;
+  /** The fencing pair this worker holds the job under, for a completion written elsewhere (`completeInTransaction`). */
+  readonly fence: LeaseFence;
+  /**
+   * Say that the handler's own transaction completed the job (`completeInTransaction` of
+   * `telha/postgres`), so the worker sends no result of its own and stops heartbeating the
+   * lease at once; what the handler returns is then not stored. Call it once that transaction
+   * committed (if the handler throws after it, the job fails as usual: a failure of a job
+   * already completed is refused, harmlessly). Successors go in `completeInTransaction`'s
+   * options: `chain` cannot be combined with it.
+   */
+  completedInTransaction(): void;
+  /**
+   * Say that the handler's own transaction failed the job (`failInTransaction`) with `failure`,
+   * the options it passed there, as `completedInTransaction` does for a completion: the worker
+   * sends nothing, and reports the failure (`failed` event) as if it had sent it.
+   */
+  failedInTransaction(failure: FailOptions): void;
   /** The whole record as leased. */
   readonly record: JobRecord;
 }
@@ -181,6 +201,9 @@ export interface RunnerOptions {
   readonly clock?: Clock;
 }
 
+/** Why `chain` and a job settled in the handler's transaction do not mix: the worker sends no completion to carry the successors. */
+const SUCCESSORS_IN_TRANSACTION =
+  "a job completed in the handler's transaction takes its successors there: pass them to completeInTransaction";
 const MIN_HEARTBEAT_MS = 50;
 /** `prefetch: 'auto'` leases about this much work (ms of handler time per slot) ahead. */
 const AUTO_PREFETCH_AHEAD_MS = 25;
@@ -626,6 +649,21 @@ export class WorkerRunner {
     return true;
   }
 
+  /** Count and tell of a job the store accepted the completion of. */
+  private completed(job: JobRecord): void {
+    this.stats.completed++;
+    this.options.onCompleted?.(job);
+    this.emit('completed', job);
+  }
+
+  /** Count, trace and tell of a job the store accepted the failure of. */
+  private failed(job: JobRecord, error: Error, permanent: boolean, attempt: AttemptSpan, log: object): void {
+    attempt.end(permanent ? 'dead' : 'failed', error);
+    this.stats.failed++;
+    this.emit('failed', job, error, { permanent });
+    this.options.logger?.info({ ...log, permanent, err: error.message }, 'handler failed');
+  }
+
   /** A result goes on the work session while it is open, else through the source's own call. */
   private settle(item: SettleItem): Promise<void> {
     const channel = this.channel;
@@ -692,6 +730,13 @@ export class WorkerRunner {
     let timeUp: NodeJS.Timeout | null = null;
     /** Set once the job is on its way back: no more heartbeats, and no result. */
     let releasing: Promise<void> | null = null;
+    /** Set once the handler said its own transaction settled the job (how): no more heartbeats, and no result. */
+    let settledElsewhere: { readonly failure: FailOptions | null } | null = null;
+    const settledInTransaction = (failure: FailOptions | null): void => {
+      if (successors.length > 0) throw new TypeError(SUCCESSORS_IN_TRANSACTION);
+      settledElsewhere = { failure };
+      if (timer !== null) clearTimeout(timer);
+    };
     const release = (): Promise<void> => {
       if (timer !== null) clearTimeout(timer);
       if (timeUp !== null) clearTimeout(timeUp);
@@ -703,8 +748,9 @@ export class WorkerRunner {
 
     const lost = (error: unknown): boolean => {
       if (!(error instanceof LeaseConflictError)) return false;
-      // Released by this worker: a heartbeat that crossed the release is no lost lease.
-      if (releasing !== null) return true;
+      // Released by this worker, or completed in the handler's transaction: a heartbeat that
+      // crossed the release or the commit is no lost lease.
+      if (releasing !== null || settledElsewhere !== null) return true;
       this.stats.leaseLost++;
       this.options.onLeaseLost?.(job.jobId, error);
       // A cancel is someone's decision, not a fault of this worker: worth a note, not a warning.
@@ -736,14 +782,14 @@ export class WorkerRunner {
       timer = setTimeout(() => void beat(), intervalMs);
     };
     const beat = async (): Promise<void> => {
-      if (abort.aborted || releasing !== null) return;
+      if (abort.aborted || releasing !== null || settledElsewhere !== null) return;
       try {
         deadline = await this.extend({ type: 'heartbeat', jobId: job.jobId, fence });
       } catch (error) {
         if (lost(error)) return;
         // A transient failure: try again soon, well before the deadline.
       }
-      if (!abort.aborted && releasing === null) scheduleHeartbeat();
+      if (!abort.aborted && releasing === null && settledElsewhere === null) scheduleHeartbeat();
     };
     // From the lease on, whether the job runs at once or waits for a slot.
     scheduleHeartbeat();
@@ -799,8 +845,12 @@ export class WorkerRunner {
         }
       },
       chain: (...next) => {
+        if (settledElsewhere !== null) throw new TypeError(SUCCESSORS_IN_TRANSACTION);
         successors.push(...next);
       },
+      fence,
+      completedInTransaction: () => settledInTransaction(null),
+      failedInTransaction: (failure) => settledInTransaction(failure),
     };
 
     try {
@@ -828,7 +878,18 @@ export class WorkerRunner {
         return;
       }
       let failed: { readonly error: unknown } | null = outcome.ok ? null : { error: outcome.error };
-      if (outcome.ok) {
+      // Set by the handler's context, which the compiler does not see run.
+      const elsewhere = settledElsewhere as { readonly failure: FailOptions | null } | null;
+      if (outcome.ok && elsewhere !== null) {
+        // The handler's transaction wrote the outcome; the server has it already.
+        if (elsewhere.failure === null) {
+          attempt.end('completed');
+          this.completed(job);
+        } else {
+          const { error, permanent } = elsewhere.failure;
+          this.failed(job, new Error(error), permanent ?? false, attempt, log);
+        }
+      } else if (outcome.ok) {
         const { result } = outcome;
         try {
           await this.settle({
@@ -839,9 +900,7 @@ export class WorkerRunner {
             ...(result === undefined ? {} : { result }),
           });
           attempt.end('completed');
-          this.stats.completed++;
-          this.options.onCompleted?.(job);
-          this.emit('completed', job);
+          this.completed(job);
         } catch (error) {
           // The completion itself was refused (a result over jobs.max_result_bytes, a bad
           // successor): nothing was written and the lease is still held, so the attempt fails
@@ -854,10 +913,7 @@ export class WorkerRunner {
         const permanent = failed.error instanceof PermanentError;
         const message = failed.error instanceof Error ? failed.error.message : String(failed.error);
         await this.settle({ type: 'fail', jobId: job.jobId, fence, error: message, permanent });
-        attempt.end(permanent ? 'dead' : 'failed', failed.error);
-        this.stats.failed++;
-        this.emit('failed', job, failed.error instanceof Error ? failed.error : new Error(message), { permanent });
-        this.options.logger?.info({ ...log, permanent, err: message }, 'handler failed');
+        this.failed(job, failed.error instanceof Error ? failed.error : new Error(message), permanent, attempt, log);
       }
     } catch (error) {
       attempt.end(error instanceof LeaseConflictError ? 'lease_lost' : 'unsubmitted', error);

@@ -113,6 +113,28 @@ describe('the telha CLI', () => {
     assert.match(shown.stdout, /^state\s+leased by w-slow .*, times out at \d{4}-/m);
   });
 
+  it('enqueues with --supersede-key and --debounce-ms through gRPC, and shows who replaced the old job', async () => {
+    const args = ['jobs', 'enqueue', '--kind', 'reindex', '--tenant', 'acme', '--supersede-key', 'doc-7'];
+    const first = await run(...args, '--debounce-ms', '5000');
+    assert.equal(first.code, 0, first.stderr);
+    const firstId = first.stdout.trim();
+    const debounced = await server.queue.show(firstId);
+    assert.equal(debounced.notBefore, (debounced.events[0]?.at ?? 0) + 5_000_000, 'due one window after its enqueue');
+    const second = await run(...args, '--supersede', 'leased');
+    assert.equal(second.code, 0, second.stderr);
+    const secondId = second.stdout.trim();
+    const shown = await run('jobs', 'show', firstId);
+    assert.match(shown.stdout, /^supersede\s+doc-7$/m);
+    assert.match(shown.stdout, new RegExp(`^replaced\\s+by ${secondId} \\(superseded\\)$`, 'm'));
+    assert.match(shown.stdout, new RegExp(`reason=superseded successor=${secondId}`));
+    const bad = await run(...args, '--supersede', 'all');
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--supersede must be pending or leased/);
+    const refused = await run('jobs', 'enqueue', '--kind', 'reindex', '--tenant', 'acme', '--debounce-ms', '5');
+    assert.notEqual(refused.code, 0);
+    assert.match(refused.stderr, /--debounce-ms/);
+  });
+
   it('prints only the new job’s id, so a shell can capture it', async () => {
     const first = await run('jobs', 'enqueue', '--kind', 'email', '--tenant', 'acme', '--idempotency-key', 'order-9');
     assert.equal(first.code, 0, first.stderr);

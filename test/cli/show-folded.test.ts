@@ -43,6 +43,8 @@ describe('jobs show on a folded trail', () => {
     result: null,
     progress: null,
     traceContext: null,
+    supersedeKey: null,
+    supersededBy: null,
     effectiveMaxAttempts: 5,
   } satisfies JobRecord & { effectiveMaxAttempts: number };
   const lines = formatShow(job, T0 + 400_000_000).split('\n');

@@ -63,6 +63,8 @@ const GOLDEN_RECORD: JobRecord = {
   result: null,
   progress: null,
   traceContext: null,
+  supersedeKey: null,
+  supersededBy: null,
 };
 const GOLDEN_VALUE_HEX =
   '01' + // VALUE_VERSION
@@ -241,6 +243,8 @@ describe('value codec', () => {
       result: fc.option(fc.uint8Array({ maxLength: 16 }).map((a) => Buffer.from(a))),
       progress: fc.option(fc.string()),
       traceContext: fc.option(fc.record({ traceparent: fc.string(), tracestate: fc.option(fc.string()) })),
+      supersedeKey: fc.option(fc.string()),
+      supersededBy: fc.option(fc.uuid({ version: 7 })),
       events: fc.array(
         fc.record({
           at: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
@@ -294,6 +298,8 @@ describe('value codec', () => {
       result: fc.option(bytes),
       progress: fc.option(text),
       traceContext: fc.option(fc.record({ traceparent: text, tracestate: fc.option(text) })),
+      supersedeKey: fc.option(text),
+      supersededBy: fc.option(fc.uuid({ version: 7 })),
       events: fc.array(fc.record({ at: integer, transition: text, detail: fc.option(text) }), { maxLength: 20 }),
     });
     fc.assert(
@@ -321,6 +327,8 @@ describe('value codec', () => {
       ),
       progress: fc.option(fc.string({ maxLength: 20 })),
       traceContext: fc.option(fc.record({ traceparent: fc.string(), tracestate: fc.option(fc.string()) })),
+      supersedeKey: fc.option(fc.string()),
+      supersededBy: fc.option(fc.uuid({ version: 7 })),
       // Completed, where an entry without the result says how big it was (0 for none).
       state: fc.constantFrom(JobState.Leased, JobState.Completed),
       // Up to twice LOG_JOB_EVENTS, where the entry keeps the last ones; an unlogged last event has no entry.
@@ -437,6 +445,8 @@ function genericEncoding(record: JobRecord): Buffer {
     ...(record.progress === null ? {} : { progress: record.progress }),
     ...(record.traceContext === null ? {} : { traceparent: record.traceContext.traceparent }),
     ...(record.traceContext?.tracestate == null ? {} : { tracestate: record.traceContext.tracestate }),
+    ...(record.supersedeKey === null ? {} : { supersede_key: record.supersedeKey }),
+    ...(record.supersededBy === null ? {} : { superseded_by: jobIdToBytes(record.supersededBy) }),
   });
   return Buffer.concat([Buffer.of(VALUE_VERSION), body]);
 }

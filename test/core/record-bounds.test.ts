@@ -66,6 +66,8 @@ const wildRecord: fc.Arbitrary<JobRecord> = fc.record({
   result: fc.option(fc.uint8Array({ maxLength: 8 }).map((a) => Buffer.from(a))),
   progress: fc.option(anyText),
   traceContext: fc.option(fc.record({ traceparent: anyText, tracestate: fc.option(anyText) }).map((c) => ({ ...c }))),
+  supersedeKey: fc.option(anyText),
+  supersededBy: fc.constant(null),
   events: fc.array(
     fc.record({
       at: anyNumber,
@@ -113,6 +115,8 @@ const boundedRecord: fc.Arbitrary<JobRecord> = fc.record({
       })
       .map((context) => ({ ...context })),
   ),
+  supersedeKey: fc.option(text(1)),
+  supersededBy: fc.option(fc.uuid({ version: 7 })),
   events: fc.array(
     fc.record({
       at: time,

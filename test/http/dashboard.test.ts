@@ -174,6 +174,16 @@ describe('the HTTP listener with tokens', () => {
     assert.ok(page.text.includes('4bf92f3577b34da6a3ce929d0e0e4736'));
   });
 
+  it("links a superseded job's page to the job that replaced it", async () => {
+    const { job: old } = await server.queue.enqueue({ kind: 'sync', supersedeKey: 'doc-1' }, acme);
+    const { job: latest } = await server.queue.enqueue({ kind: 'sync', supersedeKey: 'doc-1' }, acme);
+    const page = await (await operator()).get(`/jobs/${old.jobId}`);
+    assert.equal(page.status, 200);
+    assert.ok(page.text.includes('Superseded by'), 'job page lacks its successor');
+    assert.ok(page.text.includes(`href="/jobs/${latest.jobId}"`), 'the successor is a link to its page');
+    assert.ok(page.text.includes('doc-1'));
+  });
+
   it('streams a job page its transitions from where the page was read, and resumes from the last one seen', async () => {
     const { job } = await server.queue.enqueue({ kind: 'followed' }, acme);
     const browser = await operator();

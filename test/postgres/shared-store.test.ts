@@ -258,6 +258,34 @@ describe('queues sharing one PostgreSQL schema', () => {
     }
   });
 
+  it('leaves exactly one pending job per supersede key when servers race the same keys', async () => {
+    const { queues, close } = await servers(3);
+    try {
+      const keys = Array.from({ length: 10 }, (_, i) => `doc-${i}`);
+      const results = await Promise.all(
+        queues.flatMap((q) =>
+          [1, 2, 3].flatMap((v) =>
+            keys.map((key) => q.enqueue({ kind: 'sync', payload: `${v}`, supersedeKey: key }, acme)),
+          ),
+        ),
+      );
+      for (const key of keys) {
+        const stored = await Promise.all(
+          results.filter((r) => r.job.supersedeKey === key).map((r) => (queues[0] as Queue).show(r.job.jobId)),
+        );
+        assert.equal(stored.length, 9);
+        const pending = stored.filter((j) => j.state === JobState.Pending);
+        assert.equal(pending.length, 1, `one pending job for ${key}`);
+        // Every other job names a successor that exists: the replacements form one chain.
+        for (const job of stored) {
+          if (job.state === JobState.Cancelled) assert.ok(stored.some((j) => j.jobId === job.supersededBy));
+        }
+      }
+    } finally {
+      await close();
+    }
+  });
+
   describe('the claim scan', () => {
     const clock = new ManualClock();
     let shared: Servers;

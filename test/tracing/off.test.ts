@@ -8,6 +8,7 @@ import { describe, it } from 'node:test';
 import type { TelhaClient } from '../../src/client/client.ts';
 import { encodeRecord } from '../../src/codec/value.ts';
 import { tenantScope } from '../../src/core/types.ts';
+import { LocalWorker } from '../../src/engine/worker.ts';
 import { liveServer } from '../support/server.ts';
 
 const acme = tenantScope('acme');
@@ -24,5 +25,36 @@ describe('traces off', () => {
       assert.equal(stored.traceContext, null);
       assert.equal(encodeRecord(stored).includes('traceparent'), false);
     }
+  });
+
+  it('passes a job’s own trace context on to the successors its attempt chains, and adds none to one without', async () => {
+    const queue = live.server.queue;
+    const traceContext = {
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+      tracestate: 'vendor=1',
+    };
+    await queue.enqueue({ kind: 'carried', traceContext }, acme);
+    await queue.enqueue({ kind: 'bare' }, acme);
+    const successors = new Map<string, string>();
+    let finish!: () => void;
+    const done = new Promise<void>((resolve) => (finish = resolve));
+    const worker = new LocalWorker(queue, {
+      scope: acme,
+      kinds: ['carried', 'bare', 'next-of-carried', 'next-of-bare'],
+      handler: (running) => {
+        if (!running.kind.startsWith('next-')) running.chain({ kind: `next-of-${running.kind}` });
+        return Promise.resolve();
+      },
+      onCompleted: (record) => {
+        if (record.kind.startsWith('next-')) successors.set(record.kind, record.jobId);
+        if (successors.size === 2) finish();
+      },
+    }).start();
+    await done;
+    await worker.close();
+    const carried = await queue.show(successors.get('next-of-carried') ?? '');
+    assert.deepEqual(carried.traceContext, traceContext);
+    const bare = await queue.show(successors.get('next-of-bare') ?? '');
+    assert.equal(bare.traceContext, null);
   });
 });

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ManualClock } from '../../src/core/clock.ts';
 import { makeConfig } from '../../src/core/config.ts';
-import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
+import { ErrorCode, LeaseConflictError, TelhaError } from '../../src/core/errors.ts';
 import type { Logger } from '../../src/core/logger.ts';
 import * as transitions from '../../src/core/transitions.ts';
 import type { JobRecord } from '../../src/core/types.ts';
@@ -245,5 +245,71 @@ describe('a worker whose token the server refuses', () => {
         "error: the Telha server at 127.0.0.1:7070 refused this worker's token (unauthenticated): check its token; retrying every 30 s",
       ],
     );
+  });
+});
+
+describe('a job the handler completes in its own transaction', () => {
+  it('sends no result of its own, counts it completed, and takes a heartbeat refused after the commit as no lost lease', async () => {
+    const { source, log, remote } = scriptedSource();
+    const beating = deferred();
+    const answer = deferred<number>();
+    let beats = 0;
+    const clock = new ManualClock(NOW);
+    const completed: string[] = [];
+    let fence: unknown = null;
+    const worker = new WorkerRunner(
+      {
+        ...source,
+        heartbeat: () => {
+          beats++;
+          beating.resolve();
+          return answer.promise;
+        },
+      },
+      {
+        workerId: 'w1',
+        clock,
+        handler: async (ctx) => {
+          fence = ctx.fence;
+          // A heartbeat is on its way as the application's transaction commits the completion.
+          await beating.promise;
+          ctx.completedInTransaction();
+          assert.throws(() => ctx.chain({ kind: 'next' }), TypeError);
+          return 'not stored';
+        },
+      },
+    ).start();
+    worker.on('completed', (job) => completed.push(job.jobId));
+    // A lease at its deadline already: the first heartbeat goes after the shortest interval.
+    const job = { ...leasedJob('w1'), leaseDeadline: NOW };
+    remote.push([job]);
+    await beating.promise;
+    answer.resolve(Promise.reject(new LeaseConflictError(job.jobId, 'worker_mismatch', 'completed')) as never);
+    const closed = worker.close();
+    remote.end();
+    await closed;
+    assert.deepEqual(fence, { workerId: 'w1', leaseGeneration: job.leaseGeneration });
+    assert.deepEqual(log, ['end', 'close'], 'neither a completion nor a failure is sent');
+    assert.deepEqual(completed, [job.jobId]);
+    assert.deepEqual(worker.stats, { completed: 1, failed: 0, released: 0, leaseLost: 0 });
+    assert.equal(beats, 1);
+  });
+
+  it('refuses completedInTransaction after chain, whose successors only a completion it sends could carry', async () => {
+    const { source, log, remote } = scriptedSource();
+    const worker = runner(source, {
+      handler: (ctx) => {
+        ctx.chain({ kind: 'next' });
+        ctx.completedInTransaction();
+        return Promise.resolve();
+      },
+    });
+    const job = leasedJob('w1');
+    remote.push([job]);
+    const closed = worker.close();
+    remote.end();
+    await closed;
+    assert.deepEqual(log, ['end', `source fail ${job.jobId}`, 'close']);
+    assert.deepEqual(worker.stats, { completed: 0, failed: 1, released: 0, leaseLost: 0 });
   });
 });

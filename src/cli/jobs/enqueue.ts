@@ -1,7 +1,8 @@
 /** `telha jobs enqueue`: one job, from the command line. */
 import { readPayload, requiredScope, scopeOf, type ScopeOptions } from '../args.ts';
 import { jobJson } from '../format.ts';
-import { printLine, type CliIo, type OperatorClient } from '../io.ts';
+import { printLine, UsageError, type CliIo, type OperatorClient } from '../io.ts';
+import type { SupersedeMode } from '../../core/types.ts';
 
 export interface EnqueueOptions extends ScopeOptions {
   readonly kind: string;
@@ -12,6 +13,10 @@ export interface EnqueueOptions extends ScopeOptions {
   readonly maxAttempts?: number;
   readonly timeoutSecs?: number;
   readonly idempotencyKey?: string;
+  readonly supersedeKey?: string;
+  /** `pending` or `leased`; the server refuses anything else, naming `supersede`. */
+  readonly supersede?: string;
+  readonly debounceMs?: number;
   readonly json?: boolean;
   /**
    * Whether the call carries a token. Without one the caller is an operator
@@ -34,6 +39,9 @@ export async function enqueueJob(options: EnqueueOptions, client: OperatorClient
       ...(options.maxAttempts === undefined ? {} : { maxAttempts: options.maxAttempts }),
       ...(options.timeoutSecs === undefined ? {} : { timeoutSecs: options.timeoutSecs }),
       ...(options.idempotencyKey === undefined ? {} : { idempotencyKey: options.idempotencyKey }),
+      ...(options.supersedeKey === undefined ? {} : { supersedeKey: options.supersedeKey }),
+      ...(options.supersede === undefined ? {} : { supersede: supersedeMode(options.supersede) }),
+      ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
     },
     scope,
   );
@@ -45,4 +53,10 @@ export async function enqueueJob(options: EnqueueOptions, client: OperatorClient
   if (!result.created)
     printLine(io.stderr, 'already enqueued: a job with this idempotency key exists, and that is its id');
   return 0;
+}
+
+/** `--supersede` as the SDK's mode; a word it does not know is refused here, naming the flag. */
+function supersedeMode(value: string): SupersedeMode {
+  if (value === 'pending' || value === 'leased') return value;
+  throw new UsageError(`--supersede must be pending or leased (got "${value}")`);
 }

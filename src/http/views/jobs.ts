@@ -569,6 +569,8 @@ export function jobPage(viewer: Viewer, job: JobRecord, context: JobPageContext)
           ${job.timeoutSecs === null ? '' : fact('Timeout per attempt', `${job.timeoutSecs} s`)}
           ${fact('Not before', job.notBefore === null ? none : when(job.notBefore, now))}
           ${fact('Idempotency key', job.idempotencyKey === null ? none : html`<span class="mono">${job.idempotencyKey}</span>`)}
+          ${job.supersedeKey === null ? '' : fact('Supersede key', html`<span class="mono">${job.supersedeKey}</span>`)}
+          ${job.supersededBy === null ? '' : fact('Superseded by', html`<a class="mono" href="${href(`/jobs/${job.supersededBy}`)}">${job.supersededBy}</a>`)}
           ${fact('Created', when(job.createdAt, now))}
           ${job.traceContext === null ? '' : fact('Trace id', html`<span class="mono">${job.traceContext.traceparent.split('-')[1] ?? ''}</span>`)}
         </dl>

@@ -67,6 +67,8 @@ import { jobKeyOf, pageTokenAfter, pageTokenPosition, scopeOfTenant } from '../.
 import { schedulePageKey, schedulePageToken, scheduleSortKey } from '../../codec/schedules.ts';
 import { fairPick } from '../../core/fair-order.ts';
 import { idempotencySlot, inScope } from '../../core/scope.ts';
+import { releasesSupersedeKey, supersedeSlot } from '../../core/supersede.ts';
+import { planSupersede, supersededOutcomes } from '../supersede-plan.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import type {
   Change,
@@ -119,6 +121,8 @@ export class MemoryJobStore implements JobStore {
 
   private readonly jobs = new Map<string, JobRecord>();
   private readonly idempotency = new Map<string, string>();
+  /** Supersede keys: `supersedeSlot` → the id of the job holding the key (`core/supersede.ts`). */
+  private readonly supersedeKeys = new Map<string, string>();
   private readonly createdAt = new CreatedAtSequence(0);
   /** The fair order's cursor: the scope (hex) of the tenant a fair claim served last. */
   private fairCursor: string | null = null;
@@ -138,6 +142,7 @@ export class MemoryJobStore implements JobStore {
   /** Plans every insert first and applies them only if all succeed; `staged` holds this write's other new jobs. */
   private insertNow(drafts: readonly JobDraft[], now: Micros, staged: Map<string, JobRecord>): InsertOutcome[] {
     const outcomes: InsertOutcome[] = [];
+    const records: (JobRecord | null)[] = [];
     for (const draft of drafts) {
       const slot = draft.idempotencyKey === null ? null : idempotencySlot(draft.tenant, draft.idempotencyKey);
       const existingId = slot === null ? undefined : this.idempotency.get(slot);
@@ -145,21 +150,41 @@ export class MemoryJobStore implements JobStore {
         existingId === undefined ? (slot === null ? undefined : staged.get(slot)) : this.jobs.get(existingId);
       if (existing !== undefined) {
         outcomes.push({ record: existing, created: false });
+        records.push(null);
         continue;
       }
       const record = enqueue(withCreatedAt(draft, this.createdAt.next(now)), now);
       if (slot !== null) staged.set(slot, record);
       outcomes.push({ record, created: true });
+      records.push(record);
     }
-    for (const { record, created } of outcomes) {
-      if (!created) continue;
+    const plan = planSupersede(
+      drafts,
+      records,
+      (draft) => this.jobs.get(this.supersedeKeys.get(supersedeSlot(draft.tenant, draft.supersedeKey)) ?? '') ?? null,
+      now,
+    );
+    for (const record of plan.cancelled) {
+      this.jobs.set(record.jobId, record);
+      this.appendLog(record);
+    }
+    for (const record of records) {
+      if (record === null) continue;
       this.appendLog(record);
       this.jobs.set(record.jobId, record);
       if (record.idempotencyKey !== null) {
         this.idempotency.set(idempotencySlot(record.tenant, record.idempotencyKey), record.jobId);
       }
     }
-    return outcomes;
+    for (const [slot, holder] of plan.holders) this.supersedeKeys.set(slot, holder.jobId);
+    return supersededOutcomes(outcomes, records, plan);
+  }
+
+  /** `after` replaces `before`: if it finished while holding its supersede key, the key is free. */
+  private releaseKey(before: JobRecord, after: JobRecord): void {
+    if (!releasesSupersedeKey(before, after)) return;
+    const slot = supersedeSlot(after.tenant, after.supersedeKey ?? '');
+    if (this.supersedeKeys.get(slot) === after.jobId) this.supersedeKeys.delete(slot);
   }
 
   importJobs(records: readonly JobRecord[]): Promise<ImportOutcome> {
@@ -276,6 +301,7 @@ export class MemoryJobStore implements JobStore {
       if (current === undefined) throw notFound(`job ${jobId}`);
       const next = change(current);
       this.jobs.set(jobId, next.record);
+      this.releaseKey(current, next.record);
       this.appendLog(next.record);
       const successors = next.successors ? this.insertNow(next.successors, now, new Map()) : [];
       return Promise.resolve({ record: next.record, successors });
@@ -292,6 +318,7 @@ export class MemoryJobStore implements JobStore {
           if (current === undefined) throw notFound(`job ${item.jobId}`);
           const { record } = item.change(current);
           this.jobs.set(item.jobId, record);
+          this.releaseKey(current, record);
           this.appendLog(record);
           return itemOk(record);
         } catch (error) {

@@ -16,6 +16,8 @@ import { BINARY_ARRAYS, TEXT_ARRAYS } from './binary-arrays.ts';
 import { named, type PgSchema } from './connection.ts';
 import { noticePayload } from './notices.ts';
 import { columns, encodeWrites, insertJobsText, withLog } from './sql/writes.ts';
+import { supersedeHolders } from './supersede.ts';
+import type { SupersedePlan } from '../supersede-plan.ts';
 
 /**
  * Create jobs on a connection that is inside a transaction, the store's own
@@ -63,6 +65,14 @@ export async function insertJobs(
     if (slot !== null) firstBySlot.set(slot, i);
     sameAs.push(null);
     records.push(enqueue(withCreatedAt(draft, context.createdAt.next(now)), now));
+  }
+  // Latest wins: replace the keys' holders first, in this transaction (the caller's).
+  let plan: SupersedePlan | null = null;
+  if (drafts.some((d) => d.supersedeKey !== undefined && d.supersedeKey !== null)) {
+    let r = 0;
+    const aligned = sameAs.map((earlier) => (earlier === null ? (records[r++] as JobRecord) : null));
+    plan = await supersedeHolders(db, table, drafts, aligned, now, { log: context.log !== false, arrays });
+    records.splice(0, records.length, ...aligned.filter((record): record is JobRecord => record !== null));
   }
   // The notification rides on the same statement (PostgreSQL delivers one per transaction for
   // identical payloads) and only when it commits; it names the drafts, so an idempotent repeat
@@ -123,7 +133,8 @@ export async function insertJobs(
     }
     const record = records[r++] as JobRecord;
     if (created.has(record.jobId)) {
-      outcomes.push({ record, created: true });
+      const superseded = plan?.replaced.get(record.jobId);
+      outcomes.push(superseded === undefined ? { record, created: true } : { record, created: true, superseded });
       continue;
     }
     const mine = createdBefore.get(record.jobId);
@@ -156,7 +167,7 @@ export async function importJobs(
   const { values } = encodeWrites(records, false);
   const pending = records.filter((r) => r.state === JobState.Pending);
   const inserted = await db.query<{ job_id: string }>(insertJobsText(schema.table), [
-    ...columns(records, values, now, BINARY_ARRAYS),
+    ...columns(records, values, now, BINARY_ARRAYS, false),
     schema.channel,
     noticePayload(context.origin, workNotices(pending, now)),
   ]);

@@ -143,6 +143,13 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
     CREATE INDEX jobs_recent ON ${s}.jobs (scope, state, created_at, job_id);
     CREATE INDEX jobs_recent_tenants ON ${s}.jobs (state, created_at, job_id) WHERE tenant IS NOT NULL;
   `,
+  // Latest wins (core/supersede.ts): `supersede_key` is set on a job only while it holds its key
+  // (Pending or Leased, the newest enqueued with it), and every write that finishes the job
+  // clears it, so the unique index is exactly "one holder per (scope, key)".
+  (s) => `
+    ALTER TABLE ${s}.jobs ADD COLUMN supersede_key text;
+    CREATE UNIQUE INDEX jobs_supersede ON ${s}.jobs (scope, supersede_key) WHERE supersede_key IS NOT NULL;
+  `,
 ];
 
 /** The quoted schema name of a store, checked to be a plain identifier. */

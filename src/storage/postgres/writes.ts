@@ -20,8 +20,8 @@ import {
 } from '../../core/types.ts';
 import { decodeRecord, encodeRecord } from '../../codec/value.ts';
 import type { Change, InsertOutcome, JobDraft, UpdateItem, UpdateOutcome } from '../types.ts';
-import { BINARY_ARRAYS } from './binary-arrays.ts';
-import { CONNECTION_TRIES, InDoubt, named, writeInDoubt, type StoreContext } from './connection.ts';
+import { BINARY_ARRAYS, type ArrayParameters } from './binary-arrays.ts';
+import { CONNECTION_TRIES, InDoubt, named, writeInDoubt, type PgSchema, type StoreContext } from './connection.ts';
 import { isConnectionFailure, pgFailure } from './failures.ts';
 import { insertJobs } from './insert.ts';
 import type { Announce } from './listener.ts';
@@ -43,16 +43,26 @@ export class Writes {
   async insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
     // One INSERT statement is atomic by itself: no transaction round trips needed. Run again
     // after a lost answer it cannot create a job twice: each draft carries its job id, and a
-    // row already holding that id is the earlier try's (see `insertJobs`).
-    return this.ctx.retrying(() =>
-      insertJobs(this.ctx.pool, this.ctx.schema, drafts, now, {
-        origin: this.ctx.origin,
-        createdAt: this.ctx.createdAt,
-        log: this.ctx.logging,
-        prepare: this.ctx.prepare,
-        binaryArrays: true,
-      }),
+    // row already holding that id is the earlier try's (see `insertJobs`). Supersede keys need
+    // a transaction: the holders are locked, read and replaced before the INSERT.
+    const context = {
+      origin: this.ctx.origin,
+      createdAt: this.ctx.createdAt,
+      log: this.ctx.logging,
+      prepare: this.ctx.prepare,
+      binaryArrays: true,
+    };
+    if (!drafts.some((d) => d.supersedeKey !== undefined && d.supersedeKey !== null)) {
+      return this.ctx.retrying(() => insertJobs(this.ctx.pool, this.ctx.schema, drafts, now, context));
+    }
+    const outcomes = await this.ctx.retrying(() =>
+      this.ctx.tx(
+        (db) => insertJobs(db, this.ctx.schema, drafts, now, context),
+        `BEGIN; LOCK TABLE ${this.t}.kind_pauses, ${this.t}.kind_limits IN ROW SHARE MODE`,
+      ),
     );
+    this.announced(outcomes.flatMap((o) => (o.superseded === undefined ? [] : [o.superseded.record])));
+    return outcomes;
   }
 
   async update(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
@@ -272,31 +282,51 @@ export async function writeMany(
   now: Micros,
 ): Promise<Set<string>> {
   if (rows.length === 0) return new Set();
-  const records = rows.map((r) => r.record);
-  const pending = records.filter((r) => r.state === JobState.Pending);
-  const encoded = encodeWrites(records, ctx.logging);
-  const statement = withLog(
-    ctx.t,
-    updateJobsText(ctx.t, pending.length > 0),
-    [
-      BINARY_ARRAYS.uuid(records.map((r) => r.jobId)),
-      BINARY_ARRAYS.bytea(rows.map((r) => r.expected)),
-      BINARY_ARRAYS.int2(records.map((r) => r.state)),
-      BINARY_ARRAYS.int8(records.map((r) => closedGate(r, now))),
-      BINARY_ARRAYS.int8(records.map((r) => r.leaseDeadline)),
-      BINARY_ARRAYS.text(records.map((r) => r.workerId)),
-      BINARY_ARRAYS.int8(records.map((r) => finishedAt(r))),
-      BINARY_ARRAYS.bytea(encoded.values),
-      ...(pending.length > 0 ? [ctx.schema.channel, noticePayload(ctx.origin, workNotices(pending, now))] : []),
-    ],
-    encoded.entries,
-    BINARY_ARRAYS,
-  );
+  const { statement, values } = updateStatement(ctx.schema, rows, now, {
+    origin: ctx.origin,
+    log: ctx.logging,
+    arrays: BINARY_ARRAYS,
+  });
   const { rows: written } = await db.query<{ job_id: string }>(named(ctx.prepare, statement.text, statement.values));
   const ids = new Set(written.map((row) => row.job_id));
-  for (const [i, record] of records.entries()) {
-    if (ids.has(record.jobId)) ctx.leases.remember(record, encoded.values[i] as Buffer);
+  for (const [i, { record }] of rows.entries()) {
+    if (ids.has(record.jobId)) ctx.leases.remember(record, values[i] as Buffer);
     else ctx.leases.forget(record.jobId);
   }
   return ids;
+}
+
+/**
+ * The statement of `writeMany` (the UPDATE, its log rows when `log`, its work notification sent
+ * as `origin`), and the records' stored values in row order; the store's and an application's
+ * transaction (`transactional.ts`) write jobs with the same one.
+ */
+export function updateStatement(
+  schema: PgSchema,
+  rows: readonly { readonly record: JobRecord; readonly expected: Buffer | null }[],
+  now: Micros,
+  context: { readonly origin: string; readonly log: boolean; readonly arrays: ArrayParameters },
+): { statement: { text: string; values: unknown[] }; values: Buffer[] } {
+  const { arrays } = context;
+  const records = rows.map((r) => r.record);
+  const pending = records.filter((r) => r.state === JobState.Pending);
+  const encoded = encodeWrites(records, context.log);
+  const statement = withLog(
+    schema.table,
+    updateJobsText(schema.table, pending.length > 0),
+    [
+      arrays.uuid(records.map((r) => r.jobId)),
+      arrays.bytea(rows.map((r) => r.expected)),
+      arrays.int2(records.map((r) => r.state)),
+      arrays.int8(records.map((r) => closedGate(r, now))),
+      arrays.int8(records.map((r) => r.leaseDeadline)),
+      arrays.text(records.map((r) => r.workerId)),
+      arrays.int8(records.map((r) => finishedAt(r))),
+      arrays.bytea(encoded.values),
+      ...(pending.length > 0 ? [schema.channel, noticePayload(context.origin, workNotices(pending, now))] : []),
+    ],
+    encoded.entries,
+    arrays,
+  );
+  return { statement, values: encoded.values };
 }

@@ -5,7 +5,7 @@
 import type { ColumnHandle, ColumnTuning, RocksDatabase } from './database.ts';
 
 /** The column families of a Telha store, besides `default` (the meta rows). */
-export const COLUMNS = ['jobs', 'ids', 'idempotency', 'finished', 'counts', 'transitions'] as const;
+export const COLUMNS = ['jobs', 'ids', 'idempotency', 'finished', 'counts', 'transitions', 'supersede'] as const;
 const KiB = 1024;
 const MiB = 1024 * KiB;
 /**
@@ -30,6 +30,7 @@ export const COLUMN_TUNING: Readonly<Record<(typeof COLUMNS)[number] | 'default'
   finished: { memtableBudget: 2 * MiB, zstdDictionary: true },
   idempotency: { memtableBudget: 512 * KiB, zstdDictionary: true },
   counts: { memtableBudget: 512 * KiB, zstdDictionary: true },
+  supersede: { memtableBudget: 512 * KiB, zstdDictionary: true },
   default: { memtableBudget: 512 * KiB, zstdDictionary: true },
 };
 
@@ -47,6 +48,7 @@ export interface Columns {
   readonly idempotency: ColumnHandle;
   readonly finished: ColumnHandle;
   readonly counts: ColumnHandle;
+  readonly supersede: ColumnHandle;
   readonly log: ColumnHandle;
   readonly meta: ColumnHandle;
 }
@@ -59,6 +61,7 @@ export function openColumns(db: RocksDatabase): Columns {
     idempotency: db.column('idempotency'),
     finished: db.column('finished'),
     counts: db.column('counts'),
+    supersede: db.column('supersede'),
     log: db.column('transitions'),
     meta: db.column('default'),
   };

@@ -37,6 +37,8 @@ interface RawDb {
   close(): Promise<void>;
   readonly columns: Record<string, ColumnHandle>;
   _chainedBatch(): RawBatch;
+  /** abstract-level's tracking of open resources, which only its own `close()` ends (see `write`). */
+  detachResource(resource: RawBatch): void;
   getMany(keys: Buffer[], options: { column: ColumnHandle }): Promise<(Buffer | undefined)[]>;
   _getManySync(keys: Buffer[], options: { column: ColumnHandle }): (Buffer | undefined)[];
   iterator(options: {
@@ -174,7 +176,11 @@ export class RocksDatabase {
     } catch (error) {
       throw writeOnFullDisk(this.location, error) ?? error;
     } finally {
+      // `_closeSync` frees the native batch but leaves it in abstract-level's set of open
+      // resources (only its asynchronous `close()` takes it out), where every write since the
+      // store opened would stay: a leak of one batch object per write.
       batch._closeSync();
+      this.db.detachResource(batch);
     }
   }
 

@@ -5,6 +5,7 @@
  *  - `jobs`:        58-byte job key → `[version][msgpack JobRecord]` (docs/design.md)
  *  - `ids`:         job id → current job key (the key moves with every state change)
  *  - `idempotency`: `[scope][key]` → job id
+ *  - `supersede`:   `[scope][key]` → the id of the job holding a supersede key (`supersede.ts`)
  *  - `finished`:    `[state][finished_at][job id]` → job key, what retention prunes
  *  - `counts`:      `[scope][state][kind]` → number of jobs
  *  - `transitions`: the transitions log (`core/transitions-log.ts`): `[seq u64]` → the entry
@@ -64,6 +65,8 @@ import {
 } from '../../codec/keys.ts';
 import { decodeRecord, encodeWrite } from '../../codec/value.ts';
 import { idempotencySlot, inScope } from '../../core/scope.ts';
+import { planSupersede, supersededOutcomes } from '../supersede-plan.ts';
+import { SupersedeKeys } from './supersede.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import type {
   BackupSummary,
@@ -166,6 +169,7 @@ export class RocksJobStore implements JobStore {
   private readonly log: TransitionsLog;
   private readonly controls: Controls;
   private readonly schedules: Schedules;
+  private readonly supersedeKeys: SupersedeKeys;
 
   private constructor(
     private readonly db: RocksDatabase,
@@ -188,6 +192,7 @@ export class RocksJobStore implements JobStore {
     this.log = new TransitionsLog(this.ctx, logState);
     this.controls = new Controls(this.ctx);
     this.schedules = new Schedules(this.ctx, (draft, now, more) => this.insertWith(draft, now, more));
+    this.supersedeKeys = new SupersedeKeys(db, cf.supersede);
   }
 
   static async open(options: RocksStoreOptions): Promise<RocksJobStore> {
@@ -219,6 +224,7 @@ export class RocksJobStore implements JobStore {
     );
     if (options.writeThread === true) await db.startWriteThread(options.writeThreadMinOps);
     await store.controls.load();
+    await store.supersedeKeys.load();
     await store.rebuild((options.clock ?? systemClock).now());
     return store;
   }
@@ -384,13 +390,13 @@ export class RocksJobStore implements JobStore {
 
   async insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
     this.assertOpen();
-    const release = await this.locks.acquire(idempotencyLocks(drafts));
+    const release = await this.lockInsert(drafts);
     try {
       const ops: WriteOp[] = [];
       const counts: CountChange[] = [];
-      const outcomes = this.planInsert(drafts, now, ops, counts);
+      const { outcomes, superseded } = this.planInsert(drafts, now, ops, counts);
       await this.stageUnit(ops, counts);
-      this.indexCreated(outcomes, now);
+      this.indexCreated(outcomes, superseded, now);
       return outcomes;
     } finally {
       release();
@@ -398,9 +404,25 @@ export class RocksJobStore implements JobStore {
   }
 
   /**
-   * Build the ops for new jobs; the caller holds their idempotency locks.
-   * `updated` is a job changed in the same write (chained enqueue): a draft whose
-   * key names it must see it as changed, not as stored.
+   * The locks an insert of `drafts` takes: their idempotency keys, their supersede keys and those
+   * keys' holders (`SupersedeKeys.locksFor`), taken again if a holder changed while it waited.
+   * `held` is a job the caller holds locked already.
+   */
+  private async lockInsert(drafts: readonly JobDraft[], held?: string): Promise<() => void> {
+    for (;;) {
+      const { names, snapshot } = this.supersedeKeys.locksFor(drafts, held);
+      const idempotent = idempotencyLocks(drafts);
+      const release = await this.locks.acquire(names.length === 0 ? idempotent : [...idempotent, ...names]);
+      if (this.supersedeKeys.unchanged(snapshot)) return release;
+      release();
+    }
+  }
+
+  /**
+   * Build the ops for new jobs; the caller holds their locks (`lockInsert`). `updated` is a job
+   * changed in the same write (chained enqueue): a draft whose key names it must see it as
+   * changed, not as stored. `superseded` are the stored holders the drafts cancel, as they were
+   * and as they are now, for the caller to index once the write is made.
    */
   private planInsert(
     drafts: readonly JobDraft[],
@@ -408,7 +430,7 @@ export class RocksJobStore implements JobStore {
     ops: WriteOp[],
     counts: CountChange[],
     updated?: JobRecord,
-  ): InsertOutcome[] {
+  ): { outcomes: InsertOutcome[]; superseded: { before: JobRecord; after: Loaded }[] } {
     const idemKeys = drafts.map((d) =>
       d.idempotencyKey === null ? null : idempotencyIndexKey(scopeOfTenant(d.tenant), d.idempotencyKey),
     );
@@ -421,47 +443,90 @@ export class RocksJobStore implements JobStore {
     });
     const staged = new Map<string, JobRecord>();
     const outcomes: InsertOutcome[] = [];
+    /** The job each draft creates, `null` for an idempotent repeat. */
+    const records: (JobRecord | null)[] = [];
+    let keyed = false;
     for (const [i, draft] of drafts.entries()) {
       const idemKey = idemKeys[i] ?? null;
       if (idemKey !== null) {
         const slot = latin1(idemKey);
-        const earlier = staged.get(slot);
-        if (earlier !== undefined) {
-          outcomes.push({ record: earlier, created: false });
-          continue;
-        }
         const existingId = existingIds.get(slot);
         const existing =
-          existingId === undefined
+          staged.get(slot) ??
+          (existingId === undefined
             ? null
             : existingId === updated?.jobId
               ? updated
-              : (this.load(existingId)?.record ?? null);
+              : (this.load(existingId)?.record ?? null));
         if (existing !== null) {
           outcomes.push({ record: existing, created: false });
+          records.push(null);
           continue;
         }
       }
       const record = enqueue(withCreatedAt(draft, this.createdAt.next(now)), now);
       this.createdAtDirty = true;
+      if (idemKey !== null) staged.set(latin1(idemKey), record);
+      if (record.supersedeKey !== null) keyed = true;
+      outcomes.push({ record, created: true });
+      records.push(record);
+    }
+    const superseded: { before: JobRecord; after: Loaded }[] = [];
+    let planned = outcomes;
+    if (keyed) {
+      const loaded = new Map<string, Loaded>();
+      const plan = planSupersede(
+        drafts,
+        records,
+        (draft) => {
+          const id = this.supersedeKeys.holderOf(draft.tenant, draft.supersedeKey);
+          if (id === undefined) return null;
+          if (id === updated?.jobId) return updated;
+          const holder = this.load(id);
+          if (holder !== null) loaded.set(id, holder);
+          return holder?.record ?? null;
+        },
+        now,
+      );
+      for (const after of plan.cancelled) {
+        const before = loaded.get(after.jobId) as Loaded;
+        const key = jobKeyOf(after);
+        this.stageTransition(ops, counts, before.key, before.record, key, after);
+        superseded.push({ before: before.record, after: { key, record: after } });
+      }
+      for (const holder of plan.holders.values()) this.supersedeKeys.take(ops, holder);
+      planned = supersededOutcomes(outcomes, records, plan);
+    }
+    for (const [i, record] of records.entries()) {
+      if (record === null) continue;
       const key = jobKeyOf(record);
       const { value, entry } = encodeWrite(record, this.log.enabled);
       ops.push(
         { column: this.cf.jobs, key, value },
         { column: this.cf.ids, key: idIndexKey(record.jobId), value: key },
       );
-      if (idemKey !== null) {
-        ops.push({ column: this.cf.idempotency, key: idemKey, value: idIndexKey(record.jobId) });
-        staged.set(latin1(idemKey), record);
+      const idemKey = idemKeys[i] ?? null;
+      if (idemKey !== null) ops.push({ column: this.cf.idempotency, key: idemKey, value: idIndexKey(record.jobId) });
+      if (record.state !== JobState.Pending) {
+        // Superseded by a later draft of this call: written once, already finished.
+        const finished = finishedAt(record) as Micros;
+        ops.push({ column: this.cf.finished, key: finishedIndexKey(record.state, finished, record.jobId), value: key });
       }
       if (entry !== null) this.log.stage(ops, entry);
-      outcomes.push({ record, created: true });
     }
-    for (const { record, created } of outcomes) if (created) counts.push([record, +1]);
-    return outcomes;
+    for (const { record, created } of planned) if (created) counts.push([record, +1]);
+    return { outcomes: planned, superseded };
   }
 
-  private indexCreated(outcomes: readonly InsertOutcome[], now: Micros): void {
+  private indexCreated(
+    outcomes: readonly InsertOutcome[],
+    superseded: readonly { before: JobRecord; after: Loaded }[],
+    now: Micros,
+  ): void {
+    for (const { before, after } of superseded) {
+      this.unindex(before);
+      this.indexWritten(after.key, after.record, now);
+    }
     for (const { record, created } of outcomes) {
       if (!created) continue;
       const key = jobKeyOf(record);
@@ -549,17 +614,20 @@ export class RocksJobStore implements JobStore {
       if (current === null) throw notFound(`job ${jobId}`);
       const next = change(current.record);
       const drafts = next.successors ?? [];
-      const releaseIdem = await this.locks.acquire(idempotencyLocks(drafts));
+      const releaseIdem = await this.lockInsert(drafts, jobId);
       try {
         const ops: WriteOp[] = [];
         const counts: CountChange[] = [];
-        const successors = drafts.length > 0 ? this.planInsert(drafts, now, ops, counts, next.record) : [];
         const nextKey = jobKeyOf(next.record);
+        // The job's own move first: a successor taking the supersede key it lets go of stages
+        // its put after the release's delete, and a batch's later op on a key wins.
         this.stageTransition(ops, counts, current.key, current.record, nextKey, next.record);
+        const { outcomes: successors, superseded } =
+          drafts.length > 0 ? this.planInsert(drafts, now, ops, counts, next.record) : { outcomes: [], superseded: [] };
         await this.stageUnit(ops, counts);
         this.unindex(current.record);
         this.indexWritten(nextKey, next.record, now);
-        this.indexCreated(successors, now);
+        this.indexCreated(successors, superseded, now);
         return { record: next.record, successors };
       } finally {
         releaseIdem();
@@ -642,6 +710,7 @@ export class RocksJobStore implements JobStore {
       });
     }
     if (before.state !== after.state) counts.push([before, -1], [after, +1]);
+    this.supersedeKeys.release(ops, before, after);
     if (entry !== null) this.log.stage(ops, entry);
   }
 
@@ -793,15 +862,16 @@ export class RocksJobStore implements JobStore {
     now: Micros,
     more: (ops: WriteOp[]) => void,
   ): Promise<InsertOutcome | undefined> {
-    const releaseIdem = await this.locks.acquire(idempotencyLocks([draft]));
+    const releaseIdem = await this.lockInsert([draft]);
     try {
       const ops: WriteOp[] = [];
       const counts: CountChange[] = [];
-      const [job] = this.planInsert([draft], now, ops, counts);
+      const { outcomes, superseded } = this.planInsert([draft], now, ops, counts);
+      const [job] = outcomes;
       more(ops);
       await this.stageUnit(ops, counts);
       if (job === undefined) return undefined;
-      this.indexCreated([job], now);
+      this.indexCreated([job], superseded, now);
       return job;
     } finally {
       releaseIdem();

@@ -43,7 +43,9 @@ const DELETE = 0xffffffff;
     } catch (error) {
       parentPort.postMessage({ id, error: String(error && error.stack || error) });
     } finally {
+      // Out of abstract-level's open resources too, or each batch would stay there (database.ts).
       batch._closeSync();
+      db.detachResource(batch);
     }
   });
   parentPort.postMessage({ ready: true });

@@ -30,6 +30,7 @@ import { releaseCases } from './release.ts';
 import { resultCases } from './results.ts';
 import { retentionCases } from './retention.ts';
 import { scheduleCases } from './schedules.ts';
+import { supersedeCases } from './supersede.ts';
 import { timeoutCases } from './timeout.ts';
 import { transferCases } from './transfer.ts';
 import { traceContextCases } from './trace-context.ts';
@@ -48,6 +49,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       releaseCases,
       resultCases,
       cancelCases,
+      supersedeCases,
       operatorCases,
       reaperCases,
       timeoutCases,

@@ -71,12 +71,14 @@ export function encodeWrites(records: readonly JobRecord[], log: boolean): { val
   return { values, entries };
 }
 
-/** The INSERT's column parameters below ($1 to $13), one array each; `values` are the records' encoded. */
+/** The INSERT's column parameters below ($1 to $14), one array each; `values` are the records' encoded. */
 export function columns(
   records: readonly JobRecord[],
   values: readonly Buffer[],
   now: Micros,
   arrays: ArrayParameters,
+  /** Whether the rows hold their supersede keys: an enqueue's do, an import's (as exported) do not. */
+  keyHolders = true,
 ): unknown[] {
   return [
     arrays.uuid(records.map((r) => r.jobId)),
@@ -92,6 +94,8 @@ export function columns(
     arrays.text(records.map((r) => r.idempotencyKey)),
     arrays.int8(records.map((r) => finishedAt(r))),
     arrays.bytea(values),
+    // The key's holder: a job created Pending with a key (one superseded in its own call is not).
+    arrays.text(records.map((r) => (keyHolders && r.state === JobState.Pending ? r.supersedeKey : null))),
   ];
 }
 
@@ -109,9 +113,11 @@ export function updateJobsText(t: string, pending: boolean): string {
   const held = pending ? `u.state = 0 AND ${pausedSql(t, 'j.scope', 'j.kind')}` : 'false';
   // Its lane too; a leased row keeps the lane it was claimed in, for the lane's count.
   const lane = pending ? `, lane = CASE WHEN u.state = 0 THEN ${laneSql(t, 'j.kind')} ELSE j.lane END` : '';
+  // A job that finishes lets go of its supersede key (core/supersede.ts), in the same statement.
   return `UPDATE ${t}.jobs AS j SET state = u.state,
          not_before = u.not_before, lease_deadline = u.lease_deadline, worker_id = u.worker_id,
-         finished_at = u.finished_at, record = u.record, held = ${held}${lane}
+         finished_at = u.finished_at, record = u.record, held = ${held}${lane},
+         supersede_key = CASE WHEN u.state IN (0, 1) THEN j.supersede_key END
        FROM unnest($1::uuid[], $2::bytea[], $3::smallint[], $4::bigint[], $5::bigint[], $6::text[], $7::bigint[],
          $8::bytea[]) AS u(job_id, expected, state, not_before, lease_deadline, worker_id, finished_at, record)
        WHERE j.job_id = u.job_id AND (u.expected IS NULL OR j.record = u.expected)${pending ? ` AND ${writeLocks(t)}` : ''}
@@ -119,19 +125,19 @@ export function updateJobsText(t: string, pending: boolean): string {
 }
 
 /**
- * The INSERT of `insertJobs` (before `withLog`): the column arrays of `columns` ($1 to $13), each
+ * The INSERT of `insertJobs` (before `withLog`): the column arrays of `columns` ($1 to $14), each
  * row held and laned as its pauses and limits say, under the write locks; a unique conflict skips
- * the row. Every row inserted notifies the servers ($14 the channel, $15 the payload).
+ * the row. Every row inserted notifies the servers ($15 the channel, $16 the payload).
  */
 export function insertJobsText(table: string): string {
   return `INSERT INTO ${table}.jobs (job_id, scope, tenant, state, priority, created_at, kind, not_before,
-       lease_deadline, worker_id, idempotency_key, finished_at, record, held, lane)
+       lease_deadline, worker_id, idempotency_key, finished_at, record, supersede_key, held, lane)
      SELECT u.*, ${pausedSql(table, 'u.scope', 'u.kind')}, ${laneSql(table, 'u.kind')}
      FROM unnest(${unseenArray('$1::uuid[]')}, $2::bytea[], $3::text[], $4::smallint[], $5::smallint[], $6::bigint[],
-       $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::bytea[])
+       $7::text[], $8::bigint[], $9::bigint[], $10::text[], $11::text[], $12::bigint[], $13::bytea[], $14::text[])
        AS u(job_id, scope, tenant, state, priority, created_at, kind, not_before, lease_deadline, worker_id,
-         idempotency_key, finished_at, record)
+         idempotency_key, finished_at, record, supersede_key)
      WHERE ${writeLocks(table)}
      ON CONFLICT DO NOTHING
-     RETURNING job_id, scope, kind, pg_notify($14, $15) AS notified`;
+     RETURNING job_id, scope, kind, pg_notify($15, $16) AS notified`;
 }

@@ -15,6 +15,9 @@ JOB_STATE_UNSPECIFIED: JobState
 LIST_ORDER_NEWEST_FIRST: ListOrder
 LIST_ORDER_OLDEST_FIRST: ListOrder
 LIST_ORDER_UNSPECIFIED: ListOrder
+SUPERSEDE_MODE_LEASED: SupersedeMode
+SUPERSEDE_MODE_PENDING: SupersedeMode
+SUPERSEDE_MODE_UNSPECIFIED: SupersedeMode
 
 class BackupRequest(_message.Message):
     __slots__ = ["path"]
@@ -317,7 +320,7 @@ class ItemOutcome(_message.Message):
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., field: _Optional[str] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ["attempt_deadline_us", "attempts", "continuation", "created_at_us", "effective_max_attempts", "events", "idempotency_key", "job_id", "kind", "lease_deadline_us", "lease_generation", "max_attempts", "not_before_us", "payload", "priority", "progress", "result", "state", "tenant", "timeout_secs", "trace_context", "worker_id"]
+    __slots__ = ["attempt_deadline_us", "attempts", "continuation", "created_at_us", "effective_max_attempts", "events", "idempotency_key", "job_id", "kind", "lease_deadline_us", "lease_generation", "max_attempts", "not_before_us", "payload", "priority", "progress", "result", "state", "supersede_key", "superseded_by", "tenant", "timeout_secs", "trace_context", "worker_id"]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_DEADLINE_US_FIELD_NUMBER: _ClassVar[int]
     CONTINUATION_FIELD_NUMBER: _ClassVar[int]
@@ -336,6 +339,8 @@ class Job(_message.Message):
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDED_BY_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDE_KEY_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_SECS_FIELD_NUMBER: _ClassVar[int]
     TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
@@ -358,11 +363,13 @@ class Job(_message.Message):
     progress: str
     result: bytes
     state: JobState
+    supersede_key: str
+    superseded_by: str
     tenant: str
     timeout_secs: int
     trace_context: TraceContext
     worker_id: str
-    def __init__(self, job_id: _Optional[str] = ..., tenant: _Optional[str] = ..., kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., created_at_us: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., attempts: _Optional[int] = ..., lease_generation: _Optional[int] = ..., worker_id: _Optional[str] = ..., lease_deadline_us: _Optional[int] = ..., not_before_us: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., max_attempts: _Optional[int] = ..., continuation: _Optional[bytes] = ..., events: _Optional[_Iterable[_Union[JobEvent, _Mapping]]] = ..., effective_max_attempts: _Optional[int] = ..., attempt_deadline_us: _Optional[int] = ..., timeout_secs: _Optional[int] = ..., result: _Optional[bytes] = ..., progress: _Optional[str] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ...) -> None: ...
+    def __init__(self, job_id: _Optional[str] = ..., tenant: _Optional[str] = ..., kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., created_at_us: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., attempts: _Optional[int] = ..., lease_generation: _Optional[int] = ..., worker_id: _Optional[str] = ..., lease_deadline_us: _Optional[int] = ..., not_before_us: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., max_attempts: _Optional[int] = ..., continuation: _Optional[bytes] = ..., events: _Optional[_Iterable[_Union[JobEvent, _Mapping]]] = ..., effective_max_attempts: _Optional[int] = ..., attempt_deadline_us: _Optional[int] = ..., timeout_secs: _Optional[int] = ..., result: _Optional[bytes] = ..., progress: _Optional[str] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., supersede_key: _Optional[str] = ..., superseded_by: _Optional[str] = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ["at_us", "detail", "transition"]
@@ -501,7 +508,8 @@ class ListSchedulesResponse(_message.Message):
     def __init__(self, schedules: _Optional[_Iterable[_Union[Schedule, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class NewJob(_message.Message):
-    __slots__ = ["delay_ms", "idempotency_key", "kind", "max_attempts", "not_before_us", "payload", "priority", "timeout_secs", "trace_context"]
+    __slots__ = ["debounce_ms", "delay_ms", "idempotency_key", "kind", "max_attempts", "not_before_us", "payload", "priority", "supersede", "supersede_key", "timeout_secs", "trace_context"]
+    DEBOUNCE_MS_FIELD_NUMBER: _ClassVar[int]
     DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
@@ -509,8 +517,11 @@ class NewJob(_message.Message):
     NOT_BEFORE_US_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDE_FIELD_NUMBER: _ClassVar[int]
+    SUPERSEDE_KEY_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_SECS_FIELD_NUMBER: _ClassVar[int]
     TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    debounce_ms: int
     delay_ms: int
     idempotency_key: str
     kind: str
@@ -518,9 +529,11 @@ class NewJob(_message.Message):
     not_before_us: int
     payload: bytes
     priority: int
+    supersede: SupersedeMode
+    supersede_key: str
     timeout_secs: int
     trace_context: TraceContext
-    def __init__(self, kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., delay_ms: _Optional[int] = ..., not_before_us: _Optional[int] = ..., max_attempts: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., timeout_secs: _Optional[int] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ...) -> None: ...
+    def __init__(self, kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., delay_ms: _Optional[int] = ..., not_before_us: _Optional[int] = ..., max_attempts: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., timeout_secs: _Optional[int] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., supersede_key: _Optional[str] = ..., supersede: _Optional[_Union[SupersedeMode, str]] = ..., debounce_ms: _Optional[int] = ...) -> None: ...
 
 class PauseKindsRequest(_message.Message):
     __slots__ = ["everywhere", "kind_prefix", "scope"]
@@ -811,6 +824,9 @@ class WorkResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ..., settle_id: _Optional[int] = ..., complete_outcomes: _Optional[_Iterable[_Union[ItemOutcome, _Mapping]]] = ..., fail_outcomes: _Optional[_Iterable[_Union[ItemOutcome, _Mapping]]] = ..., release_outcomes: _Optional[_Iterable[_Union[ItemOutcome, _Mapping]]] = ..., heartbeat_outcomes: _Optional[_Iterable[_Union[LeaseOutcome, _Mapping]]] = ..., checkpoint_outcomes: _Optional[_Iterable[_Union[LeaseOutcome, _Mapping]]] = ...) -> None: ...
 
 class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class SupersedeMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class ListOrder(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
