@@ -17,12 +17,21 @@ const MODULES: Readonly<Record<string, string>> = {
   pydantic: 'python3-pydantic',
   // tests/test_types.py type-checks the package with it.
   mypy: 'mypy',
+  // tests/test_package.py builds the wheel (`python3 -m build --no-isolation`: setuptools and
+  // wheel are its backend) and installs it into a venv (pip there comes from ensurepip).
+  build: 'python3-build',
+  setuptools: 'python3-setuptools',
+  wheel: 'python3-wheel',
+  ensurepip: 'python3-venv',
 };
 
-/** Each command sdk/python/scripts/generate.sh runs, and its Debian package. */
+/** Each command the tests run, and its Debian package. */
 const COMMANDS: Readonly<Record<string, string>> = {
+  // sdk/python/scripts/generate.sh, for the stub drift check.
   protoc: 'protobuf-compiler',
   grpc_python_plugin: 'protobuf-compiler-grpc',
+  // tests/test_tls.py makes a self-signed certificate with it.
+  openssl: 'openssl',
 };
 
 const FIND_MISSING =

@@ -1,4 +1,5 @@
-"""A real ``telha serve`` (a child process on a RocksDB store in a temp dir) for the SDK's tests."""
+"""A real ``telha serve`` for the SDK's tests: a child process on a RocksDB store in a temp dir, or
+several on one PostgreSQL schema of the test's own."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +73,8 @@ class TelhaServer:
     #: Short, so tests of expiry and heartbeats are quick; long where a restart must not expire a lease.
     lease_ttl_secs: int = 3
     port: int = field(default_factory=free_port)
+    #: Settings over the config file's, as ``TELHA_SECTION__KEY`` variables (the storage backend, say).
+    env: dict[str, str] = field(default_factory=dict)
     process: Optional[subprocess.Popen[str]] = None
 
     @property
@@ -80,7 +84,7 @@ class TelhaServer:
     def start(self) -> None:
         config = self.directory / "telha.toml"
         config.write_text(CONFIG.replace("{lease_ttl_secs}", str(self.lease_ttl_secs)))
-        env = {**os.environ, "TELHA_LOG_LEVEL": "warn", "TELHA_SERVER__HTTP_ADDRESS": "127.0.0.1:0"}
+        env = {**os.environ, "TELHA_LOG_LEVEL": "warn", "TELHA_SERVER__HTTP_ADDRESS": "127.0.0.1:0", **self.env}
         self.process = subprocess.Popen(
             ["node", "--import", "tsx", "src/cli/main.ts", "serve", "--config", str(config),
              "--data", str(self.directory / "data"), "--listen", self.address],
@@ -131,6 +135,40 @@ def own_server(tmp_path: Path) -> Iterator[TelhaServer]:
     running.stop()
 
 
+#: The PostgreSQL the TypeScript tests use too (test/support/postgres-url.ts).
+PG_URL = os.environ.get("TELHA_TEST_PG_URL", "postgres://postgres@127.0.0.1:5432/test")
+
+DROP_SCHEMA = """
+import pg from 'pg';
+const admin = new pg.Client({ connectionString: process.argv[1] });
+await admin.connect();
+await admin.query(`DROP SCHEMA IF EXISTS "${process.argv[2]}" CASCADE`);
+await admin.end();
+"""
+
+
+@pytest.fixture
+def postgres_servers(tmp_path: Path) -> Iterator[tuple[TelhaServer, TelhaServer]]:
+    """Two servers on one PostgreSQL schema of this test's own, dropped after (through the ``pg``
+    package the server itself uses: no Python driver needed)."""
+    schema = f"telha_py_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    env = {"TELHA_STORAGE__KIND": "postgres", "TELHA_STORAGE__URL": PG_URL, "TELHA_STORAGE__SCHEMA": schema}
+    servers: list[TelhaServer] = []
+    try:
+        for name in ("a", "b"):
+            # Each needs a --data directory, unused with PostgreSQL.
+            (tmp_path / name).mkdir()
+            servers.append(TelhaServer(tmp_path / name, env=env))
+            servers[-1].start()
+        yield servers[0], servers[1]
+    finally:
+        for running in servers:
+            running.stop()
+        subprocess.run(
+            ["node", "--input-type=module", "-e", DROP_SCHEMA, PG_URL, schema], cwd=REPO, check=True, timeout=60
+        )
+
+
 @pytest.fixture
 async def client(server: TelhaServer) -> AsyncIterator[Client]:
     async with Client(server.address, token=OPERATOR) as operator:
@@ -151,6 +189,12 @@ async def eventually(check: Callable[[], Awaitable[bool]], what: str, timeout: f
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.05)
+
+
+async def heartbeats(client: Client, job_id: str) -> int:
+    """How many heartbeats the job has had: they fold into one event, "generation=1 count=3"."""
+    beats = [e.detail or "" for e in (await client.show(job_id)).events if e.transition == "extended"]
+    return int(beats[-1].rsplit("count=", 1)[1]) if beats and "count=" in beats[-1] else 0
 
 
 async def signalled(event: asyncio.Event, what: str, timeout: float = 60.0) -> None:

@@ -17,6 +17,7 @@ from telha import Client, JobState, NewJob
 
 TASKS = '''
 import asyncio
+import os
 from dataclasses import dataclass
 
 from telha import JobContext, Worker, task
@@ -31,6 +32,11 @@ class Pair:
 @task("{kind}.add")
 async def add(pair: Pair) -> int:
     return pair.a + pair.b
+
+
+@task("{kind}.multiply")
+def multiply(pair: Pair) -> list[int]:
+    return [pair.a * pair.b, os.getpid()]
 
 
 HELD = asyncio.Event()
@@ -114,6 +120,22 @@ async def test_without_an_attribute_it_works_every_task_the_module_defines(
         if child.returncode is None:
             child.kill()
     assert child.returncode == 0
+
+
+async def test_with_executor_process_sync_tasks_run_in_processes_of_the_workers_own(
+    server: TelhaServer, client: Client, kind: str, tasks_module: Path
+) -> None:
+    child = await start_worker(server, tasks_module, "cli_tasks:multiply", "--executor", "process")
+    try:
+        await line_with(child.stderr, "working")
+        job = (await client.enqueue(kind + ".multiply", {"a": 6, "b": 7}, scope="acme")).job
+        product, pid = (await client.result(job.job_id)).json()
+        child.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(child.communicate(), 60)
+    finally:
+        if child.returncode is None:
+            child.kill()
+    assert child.returncode == 0 and product == 42 and pid != child.pid
 
 
 async def test_a_target_that_does_not_exist_exits_with_an_error_naming_it(

@@ -4,17 +4,20 @@ timeouts, fencing and the graceful close."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from collections.abc import AsyncIterator
 
 import pytest
-from conftest import OPERATOR, TENANT, WORKER, TelhaServer, eventually, signalled
+from conftest import OPERATOR, TENANT, WORKER, TelhaServer, eventually, heartbeats, signalled
 
 from telha import (
     CANCELLED,
+    LEASE_LOST,
     TIMEOUT,
     Client,
     JobContext,
@@ -168,6 +171,25 @@ async def test_a_tenant_token_may_not_work_and_sees_no_other_tenants_results(
     assert (shown.state, shown.attempts) == (JobState.PENDING, 0)
 
 
+async def test_the_token_is_in_no_log_record_and_no_repr(
+    client: Client, worker_client: Client, kind: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="telha")
+    worker = Worker(worker_client)
+
+    @worker.handler(kind)
+    async def failing(job: JobContext) -> None:
+        raise PermanentError("fails on purpose")
+
+    async with worker:
+        job = (await client.enqueue(kind, scope="acme")).job
+        with pytest.raises(JobFailed):
+            await client.result(job.job_id)
+    assert any("fails on purpose" in record.getMessage() for record in caplog.records)
+    for shown in (caplog.text, repr(worker_client), repr(client), repr(worker)):
+        assert WORKER not in shown and OPERATOR not in shown
+
+
 async def test_a_sync_handler_runs_in_a_thread_while_heartbeats_keep_its_lease(
     client: Client, worker_client: Client, kind: str
 ) -> None:
@@ -186,10 +208,7 @@ async def test_a_sync_handler_runs_in_a_thread_while_heartbeats_keep_its_lease(
         job = (await client.enqueue(kind, scope="acme")).job
 
         async def extended_past_its_first_lease() -> bool:
-            shown = await client.show(job.job_id)
-            # Heartbeats fold into one event: "generation=1 count=3".
-            beats = [e.detail or "" for e in shown.events if e.transition == "extended"]
-            return bool(beats) and "count=" in beats[-1] and int(beats[-1].rsplit("count=", 1)[1]) >= 3
+            return await heartbeats(client, job.job_id) >= 3
 
         await eventually(extended_past_its_first_lease, "three heartbeats")
         release.set()
@@ -288,6 +307,53 @@ async def test_a_handler_past_its_jobs_timeout_is_cancelled_and_the_job_reaped(
     assert any(e.transition == "reaped" and (e.detail or "").endswith(" timeout") for e in (await client.show(job.job_id)).events)
 
 
+async def test_a_handler_whose_lease_was_lost_is_cancelled_while_the_jobs_next_attempt_runs_on(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    """A worker whose clock runs an hour behind sends its first heartbeat far too late: the lease
+    lapses, the reaper takes the job back and the server pushes it to the same worker again. The first
+    attempt learns it lost its lease at its next call and is cancelled; the second is not touched."""
+    worker = Worker(worker_client, concurrency=2, clock=lambda: time.time() - 3600)
+    leased_again, first_cancelled = asyncio.Event(), asyncio.Event()
+    outcomes: list[object] = []
+
+    @worker.handler(kind)
+    async def attempt(job: JobContext) -> str:
+        if job.job.lease_generation > 1:
+            await first_cancelled.wait()
+            return "second attempt"
+        await leased_again.wait()
+        with pytest.raises(LeaseConflict) as raised:
+            await job.progress("too late")
+        outcomes.append(raised.value.reason)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            outcomes.append(job.cancel_reason)
+            first_cancelled.set()
+        return "first attempt"
+
+    events = client.watch(kind_prefix=kind)
+    await events.open()
+    await worker.start()
+    try:
+        job = (await client.enqueue(kind, scope="acme")).job
+        transitions = []
+        async for event in events:
+            transitions.append(event.transition)
+            if transitions.count("leased") == 2:
+                break
+        await events.aclose()
+        leased_again.set()
+        await signalled(first_cancelled, "the first attempt to be cancelled for its lost lease")
+        assert (await client.result(job.job_id, timeout=60)).json() == "second attempt"
+    finally:
+        # Bounded: a handler the worker lost track of would keep close() waiting.
+        await asyncio.wait_for(worker.close(), 60)
+    assert transitions[:4] == ["enqueued", "leased", "reaped", "leased"]
+    assert outcomes == ["generation_superseded", LEASE_LOST]
+
+
 async def test_a_late_completion_after_a_reap_raises_lease_conflict_and_changes_nothing(
     client: Client, worker_client: Client, kind: str
 ) -> None:
@@ -340,6 +406,30 @@ async def test_a_worker_closed_right_after_start_leaves_nothing_leased_and_charg
     after = [await client.show(j.job_id) for j in jobs]
     assert [(j.state, j.attempts) for j in after] == [(JobState.PENDING, 0)] * 4
     assert sum(any(e.transition == "released" for e in j.events) for j in after) >= 1
+
+
+async def test_close_waits_for_a_running_handler_within_its_timeout_and_submits_its_result(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    worker = Worker(worker_client, concurrency=1)
+    started, finish = asyncio.Event(), asyncio.Event()
+
+    @worker.handler(kind)
+    async def finishing(job: JobContext) -> str:
+        started.set()
+        await finish.wait()
+        return "finished while closing"
+
+    await worker.start()
+    job = (await client.enqueue(kind, scope="acme")).job
+    await signalled(started, "the handler to start")
+    closing = asyncio.ensure_future(worker.close(timeout=60))
+    await asyncio.sleep(0)  # one turn of the loop: close() runs up to its wait for the handler
+    assert worker._closing is not None and worker._closing.is_set() and not closing.done()
+    finish.set()
+    await closing
+    shown = await client.show(job.job_id)
+    assert (shown.state, shown.result) == (JobState.COMPLETED, b'"finished while closing"')
 
 
 async def test_sigterm_closes_a_worker_process_gracefully_handing_its_jobs_back(

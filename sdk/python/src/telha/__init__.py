@@ -3,7 +3,7 @@
 from .client import DEFAULT_ADDRESS, Client, jobs_of
 from .sync import SyncClient
 from .tasks import Task, task
-from .worker import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobContext, SyncJobContext, Worker
+from .worker import CANCELLED, LEASE_LOST, SHUTDOWN, TIMEOUT, JobContext, ProcessJobContext, SyncJobContext, Worker
 from .errors import (
     CorruptRecord,
     FailedPrecondition,
@@ -42,6 +42,7 @@ __all__ = [
     "SHUTDOWN",
     "TIMEOUT",
     "JobContext",
+    "ProcessJobContext",
     "SyncJobContext",
     "Task",
     "Worker",

@@ -40,6 +40,12 @@ def _parser() -> argparse.ArgumentParser:
         default=DEFAULT_SHUTDOWN_TIMEOUT,
         help=f"seconds running handlers get to finish on SIGTERM/SIGINT (default {DEFAULT_SHUTDOWN_TIMEOUT:g})",
     )
+    parser.add_argument(
+        "--executor",
+        choices=("thread", "process"),
+        default="thread",
+        help="where sync handlers run: a thread pool, or a process pool for CPU-bound work (default thread)",
+    )
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     return parser
 
@@ -93,6 +99,7 @@ async def run_worker(target: Any, options: argparse.Namespace) -> None:
             prefetch=options.prefetch,
             scope=options.scope,
             shutdown_timeout=options.shutdown_timeout,
+            executor=options.executor,
         )
         await register(worker, target)
         worker.install_signal_handlers()

@@ -138,6 +138,8 @@ class Task(Generic[P, R]):
         #: Whether the handler takes the job's context after the payload.
         self._takes_context = len(parameters) >= 2
         self.__name__ = getattr(fn, "__name__", kind)
+        self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
+        self.__module__ = getattr(fn, "__module__", __name__)
         self.__doc__ = fn.__doc__
         if inspect.iscoroutinefunction(fn):
 
@@ -150,6 +152,11 @@ class Task(Generic[P, R]):
 
     def __repr__(self) -> str:
         return f"Task({self.kind!r})"
+
+    def __reduce__(self) -> str:
+        """Pickled by name, as a function is: ``@task`` puts the task where its function was, so a
+        process pool finds it by importing the module (its ``invoke`` is a closure, never pickled)."""
+        return self.__qualname__
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Call the function itself (in a test, say)."""

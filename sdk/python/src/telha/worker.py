@@ -10,6 +10,9 @@ what has not started with the fenced release.
             ...
 
         await worker.run_until_signalled()   # SIGTERM / SIGINT close it gracefully
+
+Sync handlers run in a thread pool, or with ``executor="process"`` in a pool of processes (for
+CPU-bound work that holds the GIL): see ``ProcessJobContext``.
 """
 
 from __future__ import annotations
@@ -20,16 +23,18 @@ import functools
 import inspect
 import json
 import logging
+import multiprocessing
 import os
+import pickle
 import signal
 import socket
 import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 
 from ._gen.telha.v1 import queue_pb2 as pb
 from ._work_stream import WorkStream
@@ -59,26 +64,10 @@ LEASE_LOST = "lease_lost"  # the lease expired and went to another worker (or wa
 SHUTDOWN = "shutdown"  # the worker closed and gave up waiting for the handler; the job is released
 
 
-class _Context:
-    def __init__(self, worker: "Worker", job: Job, fence: pb.Fence) -> None:
-        self.job = job
-        self._cancelled: Optional[threading.Event] = None
-        self.cancel_reason: Optional[str] = None
-        self._worker = worker
-        self._fence = fence
-        self._successors: list[NewJob] = []
+class _JobView:
+    """The job's own fields, as every handler's context shows them."""
 
-    @property
-    def cancelled(self) -> threading.Event:
-        """Set when the handler should stop: see ``cancel_reason``. Sync handlers check it; async ones
-        are also cancelled (``asyncio.CancelledError``)."""
-        if self._cancelled is None:
-            # Made on first use (a threading.Event is a lock and a condition: ~5% of a no-op job's
-            # CPU); a sync context makes it up front, as its thread and the loop both reach it.
-            self._cancelled = threading.Event()
-            if self.cancel_reason is not None:
-                self._cancelled.set()
-        return self._cancelled
+    job: Job
 
     @property
     def id(self) -> str:
@@ -108,6 +97,47 @@ class _Context:
     def json(self) -> Any:
         """The payload read as JSON."""
         return self.job.payload_json()
+
+
+class ProcessJobContext(_JobView):
+    """What a sync handler gets when the worker runs them in processes (``executor="process"``, or an
+    executor other than a ``ThreadPoolExecutor``): the job, by value, as it was pickled to the process.
+
+    The worker stays in its own process: it sends the heartbeats (so the handler may hold its GIL as
+    long as it likes) and submits what the handler returns. So there is no ``progress``,
+    ``checkpoint``, ``chain`` or ``cancelled`` here: a handler that needs them is async or runs in
+    the thread pool. A process is never interrupted: when its job is cancelled, times out, or its
+    lease is lost, the worker stops waiting for it, the handler runs to its end in its process, and
+    what it returns is dropped (the job's fence would refuse it anyway).
+    """
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+
+    def __repr__(self) -> str:
+        return f"ProcessJobContext(id={self.id!r}, kind={self.kind!r})"
+
+
+class _Context(_JobView):
+    def __init__(self, worker: "Worker", job: Job, fence: pb.Fence) -> None:
+        self.job = job
+        self._cancelled: Optional[threading.Event] = None
+        self.cancel_reason: Optional[str] = None
+        self._worker = worker
+        self._fence = fence
+        self._successors: list[NewJob] = []
+
+    @property
+    def cancelled(self) -> threading.Event:
+        """Set when the handler should stop: see ``cancel_reason``. Sync handlers check it; async ones
+        are also cancelled (``asyncio.CancelledError``)."""
+        if self._cancelled is None:
+            # Made on first use (a threading.Event is a lock and a condition: ~5% of a no-op job's
+            # CPU); a sync context makes it up front, as its thread and the loop both reach it.
+            self._cancelled = threading.Event()
+            if self.cancel_reason is not None:
+                self._cancelled.set()
+        return self._cancelled
 
     def chain(self, *jobs: NewJob) -> None:
         """Enqueue these jobs in the same write that completes this one (in its scope)."""
@@ -151,6 +181,10 @@ class SyncJobContext(_Context):
 
 Handler = Callable[..., Any]
 
+#: Where sync handlers run: ``"thread"`` (a thread pool of ``concurrency`` threads), ``"process"``
+#: (a pool of ``concurrency`` processes) or an executor of your own.
+ExecutorOption = Union[Literal["thread", "process"], Executor]
+
 
 @dataclass
 class _Registration:
@@ -173,8 +207,13 @@ class Worker:
 
     ``concurrency`` handlers at most run at once (and ``concurrency=`` per kind at ``handler()``); the
     server pushes ``prefetch`` more (default: as many) so the next job is ready when a slot frees. Sync
-    handlers run in a thread pool of ``concurrency`` threads, so CPU-bound work does not hold up
-    heartbeats.
+    handlers run in a thread pool of ``concurrency`` threads, so blocking work does not hold up
+    heartbeats; with ``executor="process"`` in a pool of ``concurrency`` processes (started with
+    ``spawn``: forking a process that runs gRPC's threads is not safe), so CPU-bound work that holds
+    the GIL does not either. Handlers that run in processes must be picklable (defined at the top level
+    of an importable module) and get a ``ProcessJobContext``; what they return must be picklable too.
+    An executor of your own is used as it is and not shut down by the worker: a
+    ``ThreadPoolExecutor`` runs handlers in-process, any other as in a process pool.
     """
 
     def __init__(
@@ -188,13 +227,20 @@ class Worker:
         worker_id: Optional[str] = None,
         heartbeat_fraction: float = DEFAULT_HEARTBEAT_FRACTION,
         shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT,
+        executor: ExecutorOption = "thread",
         clock: Callable[[], float] = time.time,
     ) -> None:
         if concurrency < 1:
             raise InvalidArgument("concurrency must be at least 1", field="concurrency")
         if not 0 < heartbeat_fraction < 1:
             raise InvalidArgument("heartbeat_fraction must be between 0 and 1", field="heartbeat_fraction")
+        if not isinstance(executor, Executor) and executor not in ("thread", "process"):
+            raise InvalidArgument(
+                f'executor must be "thread", "process" or a concurrent.futures.Executor, not {executor!r}',
+                field="executor",
+            )
         self.client = client
+        self.executor = executor
         self.concurrency = concurrency
         self.prefetch = concurrency if prefetch is None else prefetch
         self.scope = scope
@@ -204,10 +250,12 @@ class Worker:
         self._clock = clock
         self._registry: dict[str, _Registration] = {}
         self._slots: Optional[asyncio.Semaphore] = None
-        self._pool: Optional[ThreadPoolExecutor] = None
+        self._pool: Optional[Executor] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._stream: Optional[WorkStream] = None
-        self._running: dict[str, _Running] = {}
+        # By job and lease generation: a job whose lease this worker lost can come back to it (a new
+        # generation) while the old attempt's handler still runs, and each must keep its own entry.
+        self._running: dict[tuple[str, int], _Running] = {}
         self._executions: set[asyncio.Task[None]] = set()
         self._closing: Optional[asyncio.Event] = None
         self._closed: Optional[asyncio.Event] = None
@@ -227,7 +275,8 @@ class Worker:
 
     def handler(self, kind: str, *, concurrency: Optional[int] = None) -> Callable[[Handler], Handler]:
         """Register the decorated function for ``kind``: ``async def f(job: JobContext)`` or a plain
-        ``def f(job: SyncJobContext)`` (run in the thread pool). What it returns is the job's result."""
+        ``def f(job: SyncJobContext)`` (run in the thread pool; with ``executor="process"``, ``def f(job:
+        ProcessJobContext)`` in the process pool). What it returns is the job's result."""
 
         def register(fn: Handler) -> Handler:
             self._register(kind, fn, concurrency, None)
@@ -263,14 +312,44 @@ class Worker:
             return
         if not self._registry:
             raise InvalidArgument("register a handler or a task before starting the worker", field="kinds")
+        if self._in_processes:
+            self._check_picklable()
         self._loop = asyncio.get_running_loop()
         self._slots = asyncio.Semaphore(self.concurrency)
-        self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="telha-handler")
+        if self.executor == "thread":
+            self._pool = ThreadPoolExecutor(max_workers=self.concurrency, thread_name_prefix="telha-handler")
+        elif self.executor == "process":
+            spawn = multiprocessing.get_context("spawn")
+            self._pool = ProcessPoolExecutor(max_workers=self.concurrency, mp_context=spawn)
+        else:
+            self._pool = self.executor
         self._closing = asyncio.Event()
         self._closed = asyncio.Event()
         opened: asyncio.Future[None] = self._loop.create_future()
         self._run_task = asyncio.create_task(self._run(opened))
         await opened
+
+    @property
+    def _in_processes(self) -> bool:
+        """Whether sync handlers run out of this process (and so get a ``ProcessJobContext``)."""
+        return self.executor == "process" or (
+            isinstance(self.executor, Executor) and not isinstance(self.executor, ThreadPoolExecutor)
+        )
+
+    def _check_picklable(self) -> None:
+        """At start, not at registration: a decorated module-level function is bound to its name only
+        after its decorator returns, and pickle finds functions by name."""
+        for registration in self._registry.values():
+            if registration.is_async:
+                continue
+            try:
+                pickle.dumps(_process_target(registration))
+            except Exception as error:  # PicklingError, AttributeError, TypeError: whichever pickle raises
+                raise InvalidArgument(
+                    f"the handler of {registration.kind!r} runs in a process, so it must be picklable: a function "
+                    f"or @task defined at the top level of an importable module ({error})",
+                    field="handler",
+                ) from None
 
     async def run(self) -> None:
         """Start, and work until ``close()`` (from another task or a signal) has finished."""
@@ -364,8 +443,10 @@ class Worker:
             if self._run_task is not None:
                 await self._run_task
         finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=False)
+            # A handler still running in a process (its job cancelled or timed out) runs to its end
+            # there; the interpreter waits for it at exit. An executor of the caller's is theirs to shut.
+            if self._pool is not None and self._pool is not self.executor:
+                self._pool.shutdown(wait=False, cancel_futures=True)
             self._closed.set()
 
     # One job
@@ -379,7 +460,7 @@ class Worker:
             running.handler.cancel()
 
     def _lost(self, context: _Context, error: LeaseConflict) -> None:
-        running = self._running.get(context.id)
+        running = self._running.get(_attempt(context.job))
         if running is None or running.released:
             return
         if error.reason == "cancelled":
@@ -416,7 +497,7 @@ class Worker:
         except LeaseConflict as error:
             self._lost(context, error)
             raise
-        running = self._running.get(context.id)
+        running = self._running.get(_attempt(context.job))
         if running is not None and deadline:
             context.job = _with_deadline(context.job, deadline)
 
@@ -483,7 +564,7 @@ class Worker:
             self, job, fence
         )
         running = _Running(context)
-        self._running[job.job_id] = running
+        self._running[_attempt(job)] = running
         heartbeats = _Heartbeats(self, context, fence)
         timer: Optional[asyncio.TimerHandle] = None
         try:
@@ -519,7 +600,7 @@ class Worker:
             heartbeats.cancel()
             if timer is not None:
                 timer.cancel()
-            self._running.pop(job.job_id, None)
+            self._running.pop(_attempt(job), None)
             stream = self._stream
             if stream is not None and not self._closing.is_set():
                 stream.grant(1)
@@ -538,12 +619,17 @@ class Worker:
             handler = asyncio.ensure_future(call(*arguments))
         else:
             assert self._loop is not None and self._pool is not None
-            run = functools.partial(contextvars.copy_context().run, call, *arguments)
+            if self._in_processes:
+                run = functools.partial(
+                    _run_in_process, _process_target(registration), ProcessJobContext(context.job)
+                )
+            else:
+                run = functools.partial(contextvars.copy_context().run, call, *arguments)
             handler = asyncio.ensure_future(self._loop.run_in_executor(self._pool, run))
         running.handler = handler
         try:
-            # A sync handler cannot be interrupted: cancelling stops waiting for it (its thread runs on,
-            # and what it returns is dropped) and it is told through ``ctx.cancelled``.
+            # A sync handler cannot be interrupted: cancelling stops waiting for it (its thread or process
+            # runs on, and what it returns is dropped) and, in a thread, it is told through ``ctx.cancelled``.
             return True, await handler
         except asyncio.CancelledError:
             if context.cancel_reason is None:
@@ -607,6 +693,23 @@ class _Heartbeats:
             self._task = None
 
 
+def _attempt(job: Job) -> tuple[str, int]:
+    """What tells one attempt of a job from another on this worker: its id and lease generation."""
+    return (job.job_id, job.lease_generation)
+
+
+def _process_target(registration: _Registration) -> Any:
+    """What is pickled to the process: the task (by name, see ``Task.__reduce__``) or the function."""
+    return registration.task if registration.task is not None else registration.run
+
+
+def _run_in_process(target: Any, context: ProcessJobContext) -> Any:
+    """Runs in the pool's process: a task decodes its typed payload there, a plain handler gets the context."""
+    from .tasks import Task
+
+    return target.invoke(context) if isinstance(target, Task) else target(context)
+
+
 def _result_bytes(value: Any) -> Optional[bytes]:
     """What a handler returned as the job's result: bytes as they are, ``None`` as no result, else JSON."""
     if value is None:
@@ -622,4 +725,14 @@ def _with_deadline(job: Job, deadline_us: int) -> Job:
     return replace(job, lease_deadline_us=deadline_us)
 
 
-__all__ = ["CANCELLED", "LEASE_LOST", "SHUTDOWN", "TIMEOUT", "JobContext", "SyncJobContext", "Worker"]
+__all__ = [
+    "CANCELLED",
+    "LEASE_LOST",
+    "SHUTDOWN",
+    "TIMEOUT",
+    "ExecutorOption",
+    "JobContext",
+    "ProcessJobContext",
+    "SyncJobContext",
+    "Worker",
+]
