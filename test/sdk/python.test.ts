@@ -8,12 +8,15 @@ import { spawn } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { PYTHON } from '../support/python.ts';
+import { builtCli } from '../support/server.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
 function pytest(): Promise<{ code: number | null; output: string }> {
   const child = spawn(PYTHON, ['-m', 'pytest', 'sdk/python/tests', '-q', '-p', 'no:cacheprovider'], {
     cwd: ROOT,
+    // The servers it starts run the compiled CLI, as users do (conftest.py).
+    env: { ...process.env, TELHA_TEST_CLI: builtCli() },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
