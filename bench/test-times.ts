@@ -24,6 +24,9 @@ function timeFile(root: string, file: string): Promise<{ seconds: number; ok: bo
     child.once('close', (code) => {
       // The run's own summary comes last: `# duration_ms 1234.5`.
       const total = /^# duration_ms ([\d.]+)$/m.exec(tap);
+      // What failed, so a failure in a timing run is not lost.
+      for (const failed of tap.matchAll(/^\s*not ok [\s\S]*?^\s*\.\.\.$/gm))
+        process.stderr.write(`${file}: ${failed[0]}\n`);
       resolve({ seconds: Number(total?.[1] ?? NaN) / 1000, ok: code === 0 });
     });
   });
