@@ -31,18 +31,19 @@ export function uniqueSchema(prefix: string): string {
 }
 
 function adminPool(): pg.Pool {
-  if (admin === null) {
-    admin = new pg.Pool({ connectionString: TEST_PG_URL, max: 2 });
-    let dropped = false;
-    // The test runner ends a file's process when its event loop empties; this runs just before.
-    process.on('beforeExit', () => {
-      if (dropped) return;
-      dropped = true;
-      void dropAll();
-    });
-  }
+  admin ??= new pg.Pool({ connectionString: TEST_PG_URL, max: 2 });
   return admin;
 }
+
+// The test runner ends a file's process once its event loop empties; this runs just before. It is
+// registered as the module loads, before the runner's own handler (registered with the file's
+// first test): registered later, from inside a test, it was found not to run.
+let dropped = false;
+process.on('beforeExit', () => {
+  if (dropped || admin === null) return;
+  dropped = true;
+  void dropAll();
+});
 
 /** A migrated schema holding nothing but what its migration wrote, for one harness until {@link giveBack}. */
 export async function takeSchema(): Promise<string> {
