@@ -23,7 +23,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const dist = join(root, 'dist');
@@ -40,7 +40,7 @@ function newest(path: string): number {
 }
 
 /** Whether `dist/` is a finished build of the sources as they are now. */
-function upToDate(): boolean {
+export function upToDate(): boolean {
   const stamp = join(dist, STAMP);
   if (!existsSync(stamp)) return false;
   const sources = Math.max(newest(join(root, 'src')), ...INPUTS.map((file) => newest(join(root, file))));
@@ -48,7 +48,7 @@ function upToDate(): boolean {
 }
 
 /** Compile into a folder beside `dist/`, then swap it in: two renames, microseconds apart. */
-function build(): void {
+export function build(): void {
   const next = join(root, `dist.next-${process.pid}`);
   const old = join(root, `dist.old-${process.pid}`);
   rmSync(next, { recursive: true, force: true });
@@ -72,4 +72,7 @@ function build(): void {
   rmSync(old, { recursive: true, force: true });
 }
 
-if (process.argv.includes('--force') || !upToDate()) build();
+// Run as a script; imported (by the tests' `builtCli`), it only lends these functions.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  if (process.argv.includes('--force') || !upToDate()) build();
+}

@@ -11,13 +11,13 @@ import { resolve } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { tempDir } from '../support/backends.ts';
-import { CLI, freePort, spawnServer, startTestServer } from '../support/server.ts';
+import { builtCli, freePort, spawnServer, startTestServer } from '../support/server.ts';
 
 const exec = promisify(execFile);
 
 async function telha(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stderr: string }> {
   try {
-    const { stderr } = await exec(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    const { stderr } = await exec(process.execPath, [builtCli(), ...args], {
       env: { ...process.env, TELHA_LOG_LEVEL: 'silent', ...env },
     });
     return { code: 0, stderr };

@@ -12,7 +12,9 @@ import { freePort } from '../support/server.ts';
 const run = promisify(execFile);
 const examples = fileURLToPath(new URL('../../examples/', import.meta.url));
 
-describe('examples', () => {
+// Each example is a program of its own (its own store, ports and temporary files): they run side
+// by side, most of their time spent waiting on leases, a browser or the demo's traffic.
+describe('examples', { concurrency: true }, () => {
   it('runs the quickstart', async () => {
     const { stdout } = await run(process.execPath, ['--import', 'tsx', `${examples}quickstart.ts`]);
     assert.match(stdout, /^email [0-9a-f-]{36}: enqueued → leased → extended → completed$/m);

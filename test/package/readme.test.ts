@@ -5,9 +5,10 @@
  * `import ... from 'telha/client'` resolves the package by its own name to the
  * build, and from a separate project that installed the packed package as the
  * README says (`npm pack`, then `npm install <tarball>`); `sh` blocks with `sh -e` in the package root, where `npx telha` finds
- * the CLI; `toml` blocks are loaded as configuration files. The server they
- * talk to is a live test server, named by `TELHA_ADDRESS`; the engine's
- * blocks open their store where `TELHA_STORAGE__PATH` says.
+ * the CLI; `toml` blocks are loaded as configuration files. The blocks run
+ * from the separate project talk to one live test server, those run as written
+ * (in README order, as a newcomer would) to another, named by `TELHA_ADDRESS`;
+ * the engine's blocks open their store where `TELHA_STORAGE__PATH` says.
  *
  * A block the test must not run (the set-up itself) is preceded by a line
  * `<!-- readme-test: skip (why) -->`. A block in any other language fails
@@ -60,30 +61,15 @@ export function codeBlocks(markdown: string): CodeBlock[] {
 }
 
 const blocks = codeBlocks(readFileSync(join(ROOT, 'README.md'), 'utf8'));
+/**
+ * A guard against a block that hangs, not a measure of speed: the block of seven `npx telha`
+ * calls took over 60 s on a 2-core machine shared with three other test runs.
+ */
+const BLOCK_TIMEOUT_MS = 180_000;
 
-describe('README.md', () => {
-  let server: TestServer;
-  /** Inside the package, so its files import `telha` by name (a package may import itself through its exports). */
-  const scratch = join(ROOT, '.tmp', `readme-${process.pid}`);
-  /** A project of a user's, outside the checkout, with the packed package installed. */
-  const project = tempDir('telha-readme-project-');
-  const dirs: string[] = [project];
-
-  before(async () => {
-    assert.ok(
-      existsSync(join(ROOT, 'dist/client/index.js')),
-      'dist/ is missing: npm ci builds it (prepare), and npm test builds it before the tests',
-    );
-    server = await startTestServer();
-    mkdirSync(scratch, { recursive: true });
-    await installPacked(project);
-  });
-  after(async () => {
-    await server.close();
-    rmSync(scratch, { recursive: true, force: true });
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-  });
-
+// Two groups that share nothing run side by side: the packed package's install (most of the
+// first group's time) goes on while the blocks run as written. Within each, blocks run in order.
+describe('README.md', { concurrency: true }, () => {
   it('has code blocks to run, and skips only the set-up and what needs more than telha', () => {
     assert.ok(blocks.filter((b) => b.skip === null).length >= 4);
     assert.deepEqual(
@@ -124,73 +110,115 @@ describe('README.md', () => {
     );
   });
 
-  for (const block of blocks.filter((b) => b.skip === null && b.lang === 'js')) {
-    it(`runs the js block at line ${block.line} from a separate project that installed the packed package`, async () => {
-      const file = join(project, `block-${block.line}.mjs`);
-      writeFileSync(file, block.code);
-      const storage = tempDir('telha-readme-');
-      dirs.push(storage);
-      await exec(process.execPath, [file], {
-        cwd: project,
-        env: { ...process.env, TELHA_ADDRESS: server.address, TELHA_STORAGE__PATH: storage },
-        timeout: 60_000,
-      });
-    });
-  }
+  describe('from a separate project that installed the packed package', { concurrency: false }, () => {
+    let server: TestServer;
+    /** A project of a user's, outside the checkout, with the packed package installed. */
+    const project = tempDir('telha-readme-project-');
+    const dirs: string[] = [project];
 
-  for (const block of blocks.filter((b) => b.skip === null)) {
-    it(`runs the ${block.lang} block at line ${block.line} as written`, async () => {
-      const storage = tempDir('telha-readme-');
-      dirs.push(storage);
-      const env = { ...process.env, TELHA_ADDRESS: server.address, TELHA_STORAGE__PATH: storage };
-      const options = { cwd: ROOT, env, timeout: 60_000 };
-      switch (block.lang) {
-        case 'js': {
-          const file = join(scratch, `block-${block.line}.mjs`);
-          writeFileSync(file, block.code);
-          await exec(process.execPath, [file], options);
-          break;
-        }
-        case 'sh': {
-          // Set-up commands would reinstall this checkout under the running tests, or run them again.
-          assert.doesNotMatch(
-            block.code,
-            /\bnpm (ci|install|i|test|start)\b/,
-            `README.md:${block.line}: a set-up block: mark it <!-- readme-test: skip (why) --> instead`,
-          );
-          const { stdout } = await exec('sh', ['-e', '-c', block.code], options);
-          assertShellOutput(block.code, stdout);
-          break;
-        }
-        case 'toml': {
-          const file = join(storage, 'telha.toml');
-          writeFileSync(file, block.code);
-          await loadConfig({ file });
-          break;
-        }
-        case 'yaml': {
-          // Alert rules: every Telha metric they name is one the server exports.
-          const exported = await (await fetch(`${server.http}/metrics`)).text();
-          const named = new Set(block.code.match(/\btelha_[a-z_]+/g) ?? []);
-          assert.ok(named.size > 0, `README.md:${block.line}: a yaml block that names no metric`);
-          for (const name of named) {
-            const family = name.replace(/_(bucket|count|sum)$/, '');
-            assert.match(
-              exported,
-              new RegExp(`^# TYPE ${family} `, 'm'),
-              `README.md:${block.line}: ${name} is not exported`,
-            );
-          }
-          break;
-        }
-        default:
-          assert.fail(
-            `README.md:${block.line}: no way to run a \`${block.lang}\` block; teach test/package/readme.test.ts one`,
-          );
-      }
+    before(async () => {
+      assertBuilt();
+      server = await startTestServer();
+      await installPacked(project);
     });
-  }
+    after(async () => {
+      await server.close();
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    });
+
+    for (const block of blocks.filter((b) => b.skip === null && b.lang === 'js')) {
+      it(`runs the js block at line ${block.line} from a separate project that installed the packed package`, async () => {
+        const file = join(project, `block-${block.line}.mjs`);
+        writeFileSync(file, block.code);
+        const storage = tempDir('telha-readme-');
+        dirs.push(storage);
+        await exec(process.execPath, [file], {
+          cwd: project,
+          env: { ...process.env, TELHA_ADDRESS: server.address, TELHA_STORAGE__PATH: storage },
+          timeout: BLOCK_TIMEOUT_MS,
+        });
+      });
+    }
+  });
+
+  describe('as written', { concurrency: false }, () => {
+    let server: TestServer;
+    /** Inside the package, so its files import `telha` by name (a package may import itself through its exports). */
+    const scratch = join(ROOT, '.tmp', `readme-${process.pid}`);
+    const dirs: string[] = [];
+
+    before(async () => {
+      assertBuilt();
+      server = await startTestServer();
+      mkdirSync(scratch, { recursive: true });
+    });
+    after(async () => {
+      await server.close();
+      rmSync(scratch, { recursive: true, force: true });
+      for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    });
+
+    for (const block of blocks.filter((b) => b.skip === null)) {
+      it(`runs the ${block.lang} block at line ${block.line} as written`, async () => {
+        const storage = tempDir('telha-readme-');
+        dirs.push(storage);
+        const env = { ...process.env, TELHA_ADDRESS: server.address, TELHA_STORAGE__PATH: storage };
+        const options = { cwd: ROOT, env, timeout: BLOCK_TIMEOUT_MS };
+        switch (block.lang) {
+          case 'js': {
+            const file = join(scratch, `block-${block.line}.mjs`);
+            writeFileSync(file, block.code);
+            await exec(process.execPath, [file], options);
+            break;
+          }
+          case 'sh': {
+            // Set-up commands would reinstall this checkout under the running tests, or run them again.
+            assert.doesNotMatch(
+              block.code,
+              /\bnpm (ci|install|i|test|start)\b/,
+              `README.md:${block.line}: a set-up block: mark it <!-- readme-test: skip (why) --> instead`,
+            );
+            const { stdout } = await exec('sh', ['-e', '-c', block.code], options);
+            assertShellOutput(block.code, stdout);
+            break;
+          }
+          case 'toml': {
+            const file = join(storage, 'telha.toml');
+            writeFileSync(file, block.code);
+            await loadConfig({ file });
+            break;
+          }
+          case 'yaml': {
+            // Alert rules: every Telha metric they name is one the server exports.
+            const exported = await (await fetch(`${server.http}/metrics`)).text();
+            const named = new Set(block.code.match(/\btelha_[a-z_]+/g) ?? []);
+            assert.ok(named.size > 0, `README.md:${block.line}: a yaml block that names no metric`);
+            for (const name of named) {
+              const family = name.replace(/_(bucket|count|sum)$/, '');
+              assert.match(
+                exported,
+                new RegExp(`^# TYPE ${family} `, 'm'),
+                `README.md:${block.line}: ${name} is not exported`,
+              );
+            }
+            break;
+          }
+          default:
+            assert.fail(
+              `README.md:${block.line}: no way to run a \`${block.lang}\` block; teach test/package/readme.test.ts one`,
+            );
+        }
+      });
+    }
+  });
 });
+
+function assertBuilt(): void {
+  assert.ok(
+    existsSync(join(ROOT, 'dist/client/index.js')),
+    'dist/ is missing: npm ci builds it (prepare), and npm test builds it before the tests',
+  );
+}
 
 /**
  * What the README tells a user to do: `npm pack` in the checkout (its `prepare` leaves an

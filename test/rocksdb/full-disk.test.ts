@@ -20,7 +20,7 @@ import { tenantScope } from '../../src/core/types.ts';
 import { Queue } from '../../src/engine/queue.ts';
 import { startServer } from '../../src/serve/server.ts';
 import { ReopeningRocksStore } from '../../src/storage/rocksdb/reopening-store.ts';
-import { allJobs, CLI, freePort } from '../support/server.ts';
+import { allJobs, builtCli, freePort } from '../support/server.ts';
 
 const exec = promisify(execFile);
 const acme = tenantScope('acme');
@@ -188,7 +188,7 @@ describe('a full disk under the server', () => {
 async function serveFails(path: string): Promise<string> {
   const serve = exec(
     process.execPath,
-    ['--import', 'tsx', CLI, 'serve', '--data', path, '--listen', `127.0.0.1:${await freePort()}`],
+    [builtCli(), 'serve', '--data', path, '--listen', `127.0.0.1:${await freePort()}`],
     { env: { ...process.env, TELHA_LOG_LEVEL: 'silent', TELHA_SERVER__HTTP_ADDRESS: '127.0.0.1:0' } },
   );
   return serve.then(

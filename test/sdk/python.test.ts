@@ -10,6 +10,7 @@ import { readdirSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { PYTHON } from '../support/python.ts';
+import { builtCli } from '../support/server.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TESTS = 'sdk/python/tests';
@@ -25,6 +26,8 @@ function pytest(files: readonly string[]): Promise<{ code: number | null; output
   const paths = files.map((name) => `${TESTS}/${name}`);
   const child = spawn(PYTHON, ['-m', 'pytest', ...paths, '-q', '-p', 'no:cacheprovider'], {
     cwd: ROOT,
+    // The servers it starts run the compiled CLI, as users do (conftest.py).
+    env: { ...process.env, TELHA_TEST_CLI: builtCli() },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

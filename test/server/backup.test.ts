@@ -13,13 +13,13 @@ import { JobState, tenantScope, type JobRecord } from '../../src/core/types.ts';
 import { makeConfig } from '../../src/core/config.ts';
 import { openQueue } from '../../src/open.ts';
 import { tempDir } from '../support/backends.ts';
-import { allJobs, CLI, freePort, spawnServer, type ServerProcess } from '../support/server.ts';
+import { allJobs, builtCli, freePort, spawnServer, type ServerProcess } from '../support/server.ts';
 
 const acme = tenantScope('acme');
 
 /** `telha ...args` as a child process: its exit code and output. */
 function telha(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [builtCli(), ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -136,7 +136,7 @@ describe('online backup', () => {
         }
       });
     });
-    const child = spawn(process.execPath, ['--import', 'tsx', CLI, 'backup', target, '--data', store], {
+    const child = spawn(process.execPath, [builtCli(), 'backup', target, '--data', store], {
       stdio: 'ignore',
     });
     const exited = new Promise((resolve) => child.on('exit', (_code, signal) => resolve(signal)));

@@ -11,6 +11,7 @@ import { RocksJobStore, type RocksStoreOptions } from '../../src/storage/rocksdb
 import type { JobStore } from '../../src/storage/types.ts';
 import type { TelhaConfig } from '../../src/core/config.ts';
 import { TEST_PG_URL } from './postgres-url.ts';
+import { giveBack, takeSchema, uniqueSchema } from './pg-schemas.ts';
 import {
   testConfig,
   type Harness,
@@ -62,22 +63,20 @@ async function rocksHarnessWith(
   return reopenable(open, clock, config, () => rmSync(dir, { recursive: true, force: true }));
 }
 
-export { TEST_PG_URL };
-let schemaCount = 0;
+export { TEST_PG_URL, uniqueSchema };
 
-/** A schema name no other test run or test in this run uses, e.g. `telha_tx_4242_3_118273`. */
-export function uniqueSchema(prefix: string): string {
-  return `telha_${prefix}_${process.pid}_${++schemaCount}_${Math.floor(Math.random() * 1e6)}`;
-}
-
-/** A fresh schema per harness, dropped on close, so runs never see each other's jobs. */
+/**
+ * A fresh store per harness: a migrated schema of its own, emptied back to its migrated state
+ * on close for the next harness of this process (`pg-schemas.ts`), so cases never see each
+ * other's jobs.
+ */
 export const postgresHarness: HarnessFactory = async (options: HarnessOptions = {}): Promise<Harness> => {
   const clock = new ManualClock();
-  const schema = uniqueSchema('test');
+  const schema = await takeSchema();
   const config = testConfig(options.config);
   const open = async (): Promise<{ queue: Queue; store: JobStore }> =>
     queueOn(await PostgresJobStore.open({ url: TEST_PG_URL, schema, poolSize: 4 }), config, clock);
-  return reopenable(open, clock, config, () => dropTestSchema(schema));
+  return reopenable(open, clock, config, () => giveBack(schema));
 };
 
 /** A harness over a store that survives a reopen; `cleanup` runs after the last close. */

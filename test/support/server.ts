@@ -13,9 +13,24 @@ import type { JobRecord, QueueScope } from '../../src/core/types.ts';
 import { openQueue } from '../../src/open.ts';
 import type { Queue } from '../../src/engine/queue.ts';
 import { startServer } from '../../src/serve/server.ts';
+import { build, upToDate } from '../../scripts/build.ts';
 import { tempDir } from './backends.ts';
 
-export const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+let built: string | null = null;
+
+/**
+ * `dist/cli/main.js`, the compiled CLI that `npx telha` and `npm start` run, built first if `src/`
+ * changed since (in `npm test` the `api` step has just built it). Tests start `telha` processes
+ * from it rather than from the sources through tsx, which transpiles the CLI's imports again in
+ * every process (bench/RESULTS.md, "Test suite time").
+ */
+export function builtCli(): string {
+  if (built === null) {
+    if (!upToDate()) build();
+    built = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+  }
+  return built;
+}
 
 export interface TestServer {
   readonly address: string;
@@ -210,15 +225,11 @@ export interface ServerProcess {
 
 /** `telha serve` as a child process; resolves once it prints its address. */
 export async function spawnServer(dir: string, port: number, env: Record<string, string> = {}): Promise<ServerProcess> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', CLI, 'serve', '--data', dir, '--listen', `127.0.0.1:${port}`],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      // HTTP on a free port: tests run beside other servers on this machine, and 7071 may be taken.
-      env: { ...process.env, TELHA_LOG_LEVEL: 'warn', TELHA_SERVER__HTTP_ADDRESS: '127.0.0.1:0', ...env },
-    },
-  );
+  const child = spawn(process.execPath, [builtCli(), 'serve', '--data', dir, '--listen', `127.0.0.1:${port}`], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    // HTTP on a free port: tests run beside other servers on this machine, and 7071 may be taken.
+    env: { ...process.env, TELHA_LOG_LEVEL: 'warn', TELHA_SERVER__HTTP_ADDRESS: '127.0.0.1:0', ...env },
+  });
   const exited = new Promise<NodeJS.Signals | number | null>((resolve) =>
     child.on('exit', (code, signal) => resolve(signal ?? code)),
   );
