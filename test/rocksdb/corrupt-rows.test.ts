@@ -7,6 +7,7 @@ import { makeConfig } from '../../src/core/config.ts';
 import type { Logger } from '../../src/core/logger.ts';
 import { JobState, tenantScope } from '../../src/core/types.ts';
 import { openQueue } from '../../src/open.ts';
+import { COLUMNS } from '../../src/storage/rocksdb/columns.ts';
 import { RocksDatabase } from '../../src/storage/rocksdb/database.ts';
 import { tempDir } from '../support/backends.ts';
 
@@ -23,7 +24,8 @@ describe('rocksdb corrupt rows', () => {
       await queue.close();
 
       // Put two undecodable rows in the Pending range, ahead of the good job: an unknown version and garbage.
-      const db = await RocksDatabase.open(dir, ['jobs', 'ids', 'idempotency', 'finished', 'counts', 'transitions']);
+      // Every column the store has: RocksDB opens a store only with all of its column families.
+      const db = await RocksDatabase.open(dir, COLUMNS);
       for (const [i, value] of [Buffer.from([9, 1, 2]), Buffer.from([1, 0xc1])].entries()) {
         const key = encodeJobKey({
           scope: tenantScopeBytes('acme'),
