@@ -727,6 +727,17 @@ export class WorkerRunner {
     const fence: LeaseFence = { workerId: this.workerId, leaseGeneration: job.leaseGeneration };
     const log = { jobId: job.jobId, kind: job.kind, tenant: job.tenant, workerId: this.workerId };
     let timer: NodeJS.Timeout | null = null;
+    /**
+     * Cleared, with the timer, once this attempt stops holding its lease here (its handler
+     * returned, it is on its way back, or its transaction settled it). A heartbeat still out then
+     * schedules no next one: one that kept beating after its job was done (its failures look
+     * transient while the server is away) kept a closed worker's process alive.
+     */
+    let heartbeating = true;
+    const stopHeartbeats = (): void => {
+      heartbeating = false;
+      if (timer !== null) clearTimeout(timer);
+    };
     /** Aborts the handler when the attempt's time is up (only for a job with a timeout). */
     let timeUp: NodeJS.Timeout | null = null;
     /** Set once the job is on its way back: no more heartbeats, and no result. */
@@ -736,10 +747,10 @@ export class WorkerRunner {
     const settledInTransaction = (failure: FailOptions | null): void => {
       if (successors.length > 0) throw new TypeError(SUCCESSORS_IN_TRANSACTION);
       settledElsewhere = { failure };
-      if (timer !== null) clearTimeout(timer);
+      stopHeartbeats();
     };
     const release = (): Promise<void> => {
-      if (timer !== null) clearTimeout(timer);
+      stopHeartbeats();
       if (timeUp !== null) clearTimeout(timeUp);
       releasing ??= this.releaseJob(job, fence, log);
       return releasing;
@@ -783,14 +794,15 @@ export class WorkerRunner {
       timer = setTimeout(() => void beat(), intervalMs);
     };
     const beat = async (): Promise<void> => {
-      if (abort.aborted || releasing !== null || settledElsewhere !== null) return;
+      if (!heartbeating || abort.aborted) return;
       try {
         deadline = await this.extend({ type: 'heartbeat', jobId: job.jobId, fence });
       } catch (error) {
-        if (lost(error)) return;
+        // The attempt ended while this heartbeat was out: what it says of the lease no longer matters.
+        if (!heartbeating || lost(error)) return;
         // A transient failure: try again soon, well before the deadline.
       }
-      if (!abort.aborted && releasing === null && settledElsewhere === null) scheduleHeartbeat();
+      if (heartbeating && !abort.aborted) scheduleHeartbeat();
     };
     // From the lease on, whether the job runs at once or waits for a slot.
     scheduleHeartbeat();
@@ -807,7 +819,7 @@ export class WorkerRunner {
     const slot = await this.takeSlot(job.jobId, held, () => void release());
     if (slot === 'released') return release();
     if (slot === 'dropped') {
-      if (timer !== null) clearTimeout(timer);
+      stopHeartbeats();
       if (timeUp !== null) clearTimeout(timeUp);
       return;
     }
@@ -866,7 +878,7 @@ export class WorkerRunner {
       }
       const took = performance.now() - started;
       this.handlerMs = this.handlerMs === null ? took : this.handlerMs + HANDLER_MS_WEIGHT * (took - this.handlerMs);
-      if (timer !== null) clearTimeout(timer);
+      stopHeartbeats();
       freeSlot();
       if (
         abort.aborted &&
@@ -926,7 +938,7 @@ export class WorkerRunner {
       }
       this.options.logger?.error({ ...log, err: String(error) }, 'submitting the result failed');
     } finally {
-      if (timer !== null) clearTimeout(timer);
+      stopHeartbeats();
       if (timeUp !== null) clearTimeout(timeUp);
       // Every way out above ends the span with its outcome; this only keeps a new one from leaking it.
       attempt.end('ended');
