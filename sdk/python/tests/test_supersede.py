@@ -65,6 +65,18 @@ async def test_debounce_makes_the_latest_job_due_its_window_after_its_enqueue(cl
     assert pending.job_id == latest.job_id and pending.payload == b"v2"
 
 
+async def test_debounce_max_wait_bounds_the_run_from_its_first_enqueue(client: Client, kind: str) -> None:
+    first = (await client.enqueue(kind, "v1", scope="acme", supersede_key="m", debounce_ms=60_000, debounce_max_ms=90_000)).job
+    assert first.debounce_until_us == first.created_at_us + 90_000_000
+    latest = (await client.enqueue(kind, "v2", scope="acme", supersede_key="m", debounce_ms=60_000, debounce_max_ms=90_000)).job
+    # The run's bound is the first enqueue's: the latest is due by then, not a whole window after itself.
+    assert latest.debounce_until_us == first.debounce_until_us
+    assert latest.not_before_us == min(latest.created_at_us + 60_000_000, first.debounce_until_us)
+    with pytest.raises(InvalidArgument) as raised:
+        await client.enqueue(kind, scope="acme", supersede_key="m", debounce_ms=60_000, debounce_max_ms=1_000)
+    assert raised.value.field is not None and raised.value.field.endswith("debounce_max_ms")
+
+
 async def test_batch_each_and_typed_tasks_carry_the_key(client: Client, kind: str) -> None:
     batch = await client.enqueue_batch([NewJob(kind, 1, supersede_key="b1"), NewJob(kind, 2, supersede_key="b2")], scope="acme")
     assert [r.job.supersede_key for r in batch] == ["b1", "b2"]

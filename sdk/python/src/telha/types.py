@@ -136,6 +136,8 @@ class Job:
     supersede_key: Optional[str] = None
     #: The job that replaced this one (it was cancelled with reason superseded).
     superseded_by: Optional[str] = None
+    #: With ``debounce_max_ms``: the latest this job's debounce run may become due (µs since the epoch).
+    debounce_until_us: Optional[int] = None
 
     def payload_json(self) -> Any:
         """The payload read as JSON."""
@@ -177,6 +179,7 @@ class Job:
             trace_context=_carrier(job.trace_context) if job.HasField("trace_context") else None,
             supersede_key=opt("supersede_key"),
             superseded_by=opt("superseded_by"),
+            debounce_until_us=opt("debounce_until_us"),
         )
 
 
@@ -228,6 +231,9 @@ class NewJob:
     #: Debounce (trailing), with ``supersede_key``: due this many ms after the latest enqueue with the
     #: key, carrying the latest payload. Not with ``delay`` or ``not_before``.
     debounce_ms: Optional[int] = None
+    #: With ``debounce_ms``: due at most this many ms after the first enqueue of the current debounce
+    #: run, however many enqueues arrive after it (at least ``debounce_ms``).
+    debounce_max_ms: Optional[int] = None
 
     def to_wire(self) -> pb.NewJob:
         message = pb.NewJob(kind=self.kind, payload=payload_bytes(self.payload))
@@ -257,6 +263,8 @@ class NewJob:
             message.supersede = _SUPERSEDE_MODES[self.supersede]
         if self.debounce_ms is not None:
             message.debounce_ms = self.debounce_ms
+        if self.debounce_max_ms is not None:
+            message.debounce_max_ms = self.debounce_max_ms
         return message
 
 
