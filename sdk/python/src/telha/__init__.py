@@ -33,6 +33,7 @@ from .types import (
     Page,
     Schedule,
     Scope,
+    SupersedeMode,
     WatchEvent,
 )
 
@@ -72,6 +73,7 @@ __all__ = [
     "ResourceExhausted",
     "Schedule",
     "Scope",
+    "SupersedeMode",
     "SyncClient",
     "TelhaError",
     "Unauthenticated",
