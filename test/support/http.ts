@@ -1,6 +1,7 @@
 /** Talking to the HTTP listener as a browser would (a cookie, the CSRF token in forms) and reading /metrics. */
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
+import type { ConfigInput } from '../../src/core/config.ts';
 import { TOKEN_ROLES } from './refuses.ts';
 import { liveServer, type TestServer } from './server.ts';
 
@@ -123,12 +124,12 @@ export interface DashboardServer {
 }
 
 /**
- * A server that knows one token of each role (`TOKEN_ROLES`), started before the tests of the
- * `describe` it is called in and closed after them (`liveServer`), with a way to sign in to its
- * dashboard: `const { server, signedIn } = dashboardServer()`.
+ * A server that knows one token of each role (`TOKEN_ROLES`), with `values` for its other
+ * sections, started before the tests of the `describe` it is called in and closed after them
+ * (`liveServer`), with a way to sign in to its dashboard: `const { server, signedIn } = dashboardServer()`.
  */
-export function dashboardServer(): DashboardServer {
-  const { server } = liveServer({ server: { tokens: [...TOKEN_ROLES] } });
+export function dashboardServer(values: ConfigInput = {}): DashboardServer {
+  const { server } = liveServer({ ...values, server: { tokens: [...TOKEN_ROLES] } });
   return {
     server,
     signedIn: async (token) => {
