@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import { JobState, type JobRecord } from '../../core/types.ts';
 import { transitionOf } from '../../core/transitions-log.ts';
 import { fenceOf } from './harness.ts';
-import { acme, conflict, countsOf, ErrorCode, globex, rejects, SECOND, type Suite } from './context.ts';
+import { acme, conflict, countsOf, ErrorCode, globex, readLog, rejects, SECOND, type Suite } from './context.ts';
 
 export function supersedeCases(s: Suite): void {
   const enqueue = async (key: string, payload: string, more: object = {}, scope = acme): Promise<JobRecord> =>
@@ -47,8 +47,9 @@ export function supersedeCases(s: Suite): void {
       const head = await s.q.feed.head();
       const first = await enqueue('k', 'a');
       const second = await enqueue('k', 'b');
-      const page = await s.q.feed.read(head, 10, { scope: acme, kindPrefix: '', jobId: first.jobId });
-      const cancelled = page.entries.find((e) => e.job.jobId === first.jobId && e.job.state === JobState.Cancelled);
+      // Its enqueue, then its cancellation.
+      const { entries } = await readLog(s.q, head, { scope: acme, kindPrefix: '', jobId: first.jobId }, 2);
+      const cancelled = entries.find((e) => e.job.jobId === first.jobId && e.job.state === JobState.Cancelled);
       assert.ok(cancelled, 'the log holds the cancellation');
       assert.equal(cancelled.job.supersededBy, second.jobId);
       assert.equal(transitionOf(cancelled.job).detail, `reason=superseded successor=${second.jobId}`);
