@@ -803,6 +803,9 @@ function recordSizes(): { enqueued: number; leased: number; completed: number } 
     traceContext: null,
     supersedeKey: null,
     supersededBy: null,
+    orderKey: null,
+    orderReleaseOnDead: false,
+    orderGate: null,
     events: [{ at: RAW_EPOCH, transition: 'enqueued', detail: null }],
   };
   const leased: JobRecord = {

@@ -82,6 +82,9 @@ const KEY_NAMES = [
   'result_bytes',
   'supersede_key',
   'superseded_by',
+  'order_key',
+  'order_release_on_dead',
+  'order_gate',
 ] as const;
 const KEYS = Object.fromEntries(KEY_NAMES.map((name) => [name, msgpackKey(name)])) as Readonly<
   Record<(typeof KEY_NAMES)[number], Buffer>
@@ -132,6 +135,9 @@ function writeRecord(record: JobRecord, spans: ValueSpans | null, resultBytes: n
     (record.traceContext === null ? 0 : record.traceContext.tracestate === null ? 1 : 2) +
     (record.supersedeKey === null ? 0 : 1) +
     (record.supersededBy === null ? 0 : 1) +
+    (record.orderKey === null ? 0 : 1) +
+    (record.orderReleaseOnDead ? 1 : 0) +
+    (record.orderGate === null ? 0 : 1) +
     (resultBytes === null ? 0 : 1);
   w.mapHeader(16 + optional);
   w.key(KEYS.job_id);
@@ -213,6 +219,18 @@ function writeRecord(record: JobRecord, spans: ValueSpans | null, resultBytes: n
     const successor = record.supersededBy;
     w.key(KEYS.superseded_by);
     w.binWith(JOB_ID_BYTES, (target, offset) => writeJobId(target, successor, offset));
+  }
+  if (record.orderKey !== null) {
+    w.key(KEYS.order_key);
+    w.str(text(record, 'order_key', record.orderKey));
+  }
+  if (record.orderReleaseOnDead) {
+    w.key(KEYS.order_release_on_dead);
+    w.bool(true);
+  }
+  if (record.orderGate !== null) {
+    w.key(KEYS.order_gate);
+    w.uint(u64(record, 'order_gate', record.orderGate));
   }
   // Last, after every field a record has: an entry cut from its record appends it (`resultBytesField`).
   if (resultBytes !== null) {
@@ -369,7 +387,16 @@ function optionalFields(
   keyHex: string,
 ): Pick<
   JobRecord,
-  'attemptDeadline' | 'timeoutSecs' | 'result' | 'progress' | 'traceContext' | 'supersedeKey' | 'supersededBy'
+  | 'attemptDeadline'
+  | 'timeoutSecs'
+  | 'result'
+  | 'progress'
+  | 'traceContext'
+  | 'supersedeKey'
+  | 'supersededBy'
+  | 'orderKey'
+  | 'orderReleaseOnDead'
+  | 'orderGate'
 > {
   const read = <T>(name: string, check: (v: unknown) => v is T, expected: string): T | null => {
     const v = r[name];
@@ -385,6 +412,9 @@ function optionalFields(
     traceContext: readTraceContext(read('traceparent', isString, 'a string'), read('tracestate', isString, 'a string')),
     supersedeKey: read('supersede_key', isString, 'a string'),
     supersededBy: readJobId(read('superseded_by', isBytes, 'bytes'), 'superseded_by', keyHex),
+    orderKey: read('order_key', isString, 'a string'),
+    orderReleaseOnDead: read('order_release_on_dead', isBoolean, 'a boolean') === true,
+    orderGate: read('order_gate', isUint, 'an integer'),
   };
 }
 
@@ -412,6 +442,9 @@ export function isUintOrNull(v: unknown): v is number | null {
 }
 export function isBytes(v: unknown): v is Uint8Array {
   return v instanceof Uint8Array;
+}
+function isBoolean(v: unknown): v is boolean {
+  return typeof v === 'boolean';
 }
 function isBytesOrNull(v: unknown): v is Uint8Array | null {
   return v === null || v instanceof Uint8Array;

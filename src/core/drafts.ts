@@ -11,9 +11,11 @@ import {
   checkPriority,
   checkTimestamp,
   checkSupersedeKey,
+  checkOrderKey,
   checkTraceContext,
 } from './validate.ts';
 import { checkSupersedeMode } from './supersede.ts';
+import { checkOrderDeadPolicy } from './ordered-keys.ts';
 
 /** A job to create; the store assigns `createdAt` (strictly increasing per store). */
 export type JobDraft = Omit<NewJobFields, 'createdAt'>;
@@ -36,6 +38,8 @@ export function withCreatedAt(draft: JobDraft, createdAt: Micros): NewJobFields 
     timeoutSecs: draft.timeoutSecs,
     traceContext: draft.traceContext ?? null,
     supersedeKey: draft.supersedeKey ?? null,
+    orderKey: draft.orderKey ?? null,
+    orderReleaseOnDead: draft.orderReleaseOnDead ?? false,
   };
 }
 
@@ -84,6 +88,15 @@ export function draftJob(scope: QueueScope, job: NewJob, context: DraftContext):
     throw invalidArgument(`${prefix}supersede`, 'needs a supersede_key');
   }
   const supersede = checkSupersedeMode(job.supersede, `${prefix}supersede`);
+  const orderKey = checkOrderKey(job.orderKey, `${prefix}order_key`);
+  if (orderKey !== null && supersedeKey !== null) {
+    // Latest wins replaces a Pending job; a line keeps every job in order: the two contradict.
+    throw invalidArgument(`${prefix}order_key`, 'cannot be combined with supersede_key');
+  }
+  if (orderKey === null && job.orderOnDead !== undefined) {
+    throw invalidArgument(`${prefix}order_on_dead`, 'needs an order_key');
+  }
+  const orderOnDead = checkOrderDeadPolicy(job.orderOnDead, `${prefix}order_on_dead`);
   let notBefore: Micros | null = null;
   if (job.debounceMs !== undefined) {
     const field = `${prefix}debounce_ms`;
@@ -123,5 +136,7 @@ export function draftJob(scope: QueueScope, job: NewJob, context: DraftContext):
     // Always both, never a conditional spread: every draft keeps one shape (see `withCreatedAt`).
     supersedeKey,
     supersede,
+    orderKey,
+    orderReleaseOnDead: orderOnDead === 'release',
   };
 }

@@ -75,6 +75,7 @@ export const EVENT_TRANSITIONS = [
   'cancelled',
   'discarded',
   'run_now',
+  'promoted',
 ] as const;
 export type EventTransition = (typeof EVENT_TRANSITIONS)[number];
 
@@ -162,7 +163,25 @@ export interface JobRecord {
   readonly supersedeKey: string | null;
   /** The job that replaced this one (it ended Cancelled with reason `superseded`); `null` otherwise. */
   readonly supersededBy: string | null;
+  /**
+   * The ordered key this job was enqueued with (`NewJob.orderKey`), kept for the job's life to
+   * show it; `null` for none. Whether the job is still in its key's line is the store's index.
+   */
+  readonly orderKey: string | null;
+  /** `NewJob.orderOnDead` is `release`: going Dead lets the key's next job run. Stored only when `true`. */
+  readonly orderReleaseOnDead: boolean;
+  /**
+   * While the job waits behind its key (`notBefore` is `ORDER_WAIT`, `core/ordered-keys.ts`): its
+   * own gate (a delay it was enqueued with), restored when its turn comes; `null` otherwise.
+   */
+  readonly orderGate: Micros | null;
 }
+
+/**
+ * What a Dead head does to its ordered key: `block` (the default) holds the key until the job is
+ * retried or discarded, or an operator releases the key; `release` lets the next job run.
+ */
+export type OrderDeadPolicy = 'block' | 'release';
 
 /**
  * What an enqueue with a `supersedeKey` does to the key's holder when it is Leased: `pending`
@@ -253,6 +272,14 @@ export interface NewJob {
    * the latest enqueue with its key, carrying the latest payload. Not with `delayMs` or `notBefore`.
    */
   readonly debounceMs?: number;
+  /**
+   * Ordered key: jobs with the same key in the same scope run one at a time, in enqueue order
+   * (priority is not looked at within a key), and a job backing off after a failure keeps the
+   * key. 1-255 bytes. Not with `supersedeKey`.
+   */
+  readonly orderKey?: string;
+  /** What a Dead job does to its `orderKey` (see {@link OrderDeadPolicy}); default `block`. */
+  readonly orderOnDead?: OrderDeadPolicy;
 }
 
 /** What an enqueue answers: the job, and whether this call created it. */

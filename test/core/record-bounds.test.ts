@@ -68,6 +68,9 @@ const wildRecord: fc.Arbitrary<JobRecord> = fc.record({
   traceContext: fc.option(fc.record({ traceparent: anyText, tracestate: fc.option(anyText) }).map((c) => ({ ...c }))),
   supersedeKey: fc.option(anyText),
   supersededBy: fc.constant(null),
+  orderKey: fc.option(anyText),
+  orderReleaseOnDead: fc.boolean(),
+  orderGate: fc.constant(null),
   events: fc.array(
     fc.record({
       at: anyNumber,
@@ -117,6 +120,9 @@ const boundedRecord: fc.Arbitrary<JobRecord> = fc.record({
   ),
   supersedeKey: fc.option(text(1)),
   supersededBy: fc.option(fc.uuid({ version: 7 })),
+  orderKey: fc.option(text(1)),
+  orderReleaseOnDead: fc.boolean(),
+  orderGate: fc.option(time),
   events: fc.array(
     fc.record({
       at: time,

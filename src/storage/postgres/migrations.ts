@@ -150,6 +150,12 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
     ALTER TABLE ${s}.jobs ADD COLUMN supersede_key text;
     CREATE UNIQUE INDEX jobs_supersede ON ${s}.jobs (scope, supersede_key) WHERE supersede_key IS NOT NULL;
   `,
+  // Ordered keys (core/ordered-keys.ts): `order_key` is set on a job only while it is in its key's
+  // line, so the partial index holds only lines in use and a line reads oldest first from it.
+  (s) => `
+    ALTER TABLE ${s}.jobs ADD COLUMN order_key text;
+    CREATE INDEX jobs_order ON ${s}.jobs (scope, order_key, created_at, job_id) WHERE order_key IS NOT NULL;
+  `,
 ];
 
 /** The quoted schema name of a store, checked to be a plain identifier. */
