@@ -151,10 +151,12 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
     CREATE UNIQUE INDEX jobs_supersede ON ${s}.jobs (scope, supersede_key) WHERE supersede_key IS NOT NULL;
   `,
   // Ordered keys (core/ordered-keys.ts): `order_key` is set on a job only while it is in its key's
-  // line, so the partial index holds only lines in use and a line reads oldest first from it.
+  // line, so the partial index holds only lines in use. `order_seq` is the job's place in its line,
+  // given under the key's lock: the order enqueues committed in, which `created_at` (each server's
+  // own sequence) is not across servers.
   (s) => `
-    ALTER TABLE ${s}.jobs ADD COLUMN order_key text;
-    CREATE INDEX jobs_order ON ${s}.jobs (scope, order_key, created_at, job_id) WHERE order_key IS NOT NULL;
+    ALTER TABLE ${s}.jobs ADD COLUMN order_key text, ADD COLUMN order_seq bigint;
+    CREATE INDEX jobs_order ON ${s}.jobs (scope, order_key, order_seq) WHERE order_key IS NOT NULL;
   `,
 ];
 

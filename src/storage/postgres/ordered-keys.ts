@@ -1,8 +1,9 @@
 /**
  * Ordered keys on PostgreSQL (`core/ordered-keys.ts`): a job's `order_key` column holds its key
  * while it is in its key's line (set by its enqueue, cleared when it leaves), so a line is the
- * rows of (scope, order_key) by `created_at`, through the `jobs_order` partial index, and its
- * head is the first. Every write that changes a line, on any server (an enqueue joining it, a
+ * rows of (scope, order_key) by `order_seq` (its place, given under the key's lock: the order
+ * the enqueues committed in; `created_at` is each server's own sequence), through the
+ * `jobs_order` partial index, and its head is the first. Every write that changes a line, on any server (an enqueue joining it, a
  * head leaving it with the next job's turn, an operator's release), first takes a
  * transaction-scoped advisory lock on the key, so they run one after another and each sees the
  * line the one before it committed: two jobs of one key never run at once across servers.
@@ -62,7 +63,10 @@ export async function placeInLines(db: Db, table: string, records: JobRecord[]):
   for (const [i, record] of records.entries()) records[i] = joins.place(record);
 }
 
-/** After the INSERT: the jobs of `records` it created that have a key join their lines. */
+/**
+ * After the INSERT: the jobs of `records` it created that have a key join their lines, each
+ * given the next place (`order_seq`) of its line, in call order; the line is locked.
+ */
 export async function joinLines(
   db: Db,
   table: string,
@@ -71,10 +75,19 @@ export async function joinLines(
 ): Promise<void> {
   const joined = records.filter((r) => r.orderKey !== null && created.has(r.jobId));
   if (joined.length === 0) return;
+  const seen = new Map<string, number>();
+  const places = joined.map((r) => {
+    const slot = `${r.tenant ?? ''}\u0000${r.orderKey ?? ''}`;
+    const place = (seen.get(slot) ?? 0) + 1;
+    seen.set(slot, place);
+    return place;
+  });
   await db.query(
-    `UPDATE ${table}.jobs j SET order_key = u.key FROM unnest($1::uuid[], $2::text[]) AS u(job_id, key)
+    `UPDATE ${table}.jobs j SET order_key = u.key,
+         order_seq = coalesce((SELECT max(x.order_seq) FROM ${table}.jobs x WHERE x.scope = j.scope AND x.order_key = u.key), 0) + u.place
+       FROM unnest($1::uuid[], $2::text[], $3::bigint[]) AS u(job_id, key, place)
        WHERE j.job_id = u.job_id`,
-    [joined.map((r) => r.jobId), joined.map((r) => r.orderKey)],
+    [joined.map((r) => r.jobId), joined.map((r) => r.orderKey), places],
   );
 }
 
@@ -99,7 +112,7 @@ export async function leaveLine(db: Db, table: string, after: JobRecord, now: Mi
 async function firstOfLine(db: Db, table: string, tenant: string | null, key: string): Promise<JobRecord | null> {
   const { rows } = await db.query<{ job_id: string; record: Buffer }>(
     `SELECT job_id, record FROM ${table}.jobs WHERE scope = $1 AND order_key = $2
-       ORDER BY created_at, job_id LIMIT 1 FOR UPDATE`,
+       ORDER BY order_seq LIMIT 1 FOR UPDATE`,
     [scopeOfTenant(tenant), key],
   );
   const row = rows[0];
@@ -145,7 +158,7 @@ export async function blockedLines(db: Db, table: string, filter: ScopeFilter, l
   }>(
     `SELECT job_id, tenant, key, record, waiting FROM (
        SELECT job_id, tenant, order_key AS key, record,
-         row_number() OVER (PARTITION BY scope, order_key ORDER BY created_at, job_id) AS n,
+         row_number() OVER (PARTITION BY scope, order_key ORDER BY order_seq) AS n,
          count(*) FILTER (WHERE state = 0 AND not_before = $1) OVER (PARTITION BY scope, order_key) AS waiting
        FROM ${table}.jobs WHERE ${where}) l
      WHERE n = 1`,
