@@ -167,6 +167,8 @@ class Client:
         max_attempts: Optional[int] = None,
         idempotency_key: Optional[str] = None,
         timeout: Optional[float] = None,
+        order_key: Optional[str] = None,
+        order_on_dead: Optional[str] = None,
     ) -> EnqueueResult:
         """Enqueue one job. ``kind`` may be a kind, a ``NewJob``, or a ``@task`` (whose payload type is then
         checked here: ``InvalidArgument`` naming the field). With an ``idempotency_key`` already used in the
@@ -183,6 +185,8 @@ class Client:
                 max_attempts=max_attempts,
                 idempotency_key=idempotency_key,
                 timeout=timeout,
+                order_key=order_key,
+                order_on_dead=order_on_dead,
             )
         )
         request = pb.EnqueueRequest(scope=scope_to_wire(scope), job=job.to_wire())

@@ -131,6 +131,10 @@ class Job:
     #: The producer's W3C trace context as a carrier (``traceparent``, and ``tracestate`` when set), for an
     #: OpenTelemetry propagator's ``extract``; ``None`` when the producer traced nothing.
     trace_context: Optional[dict[str, str]] = None
+    #: The ordered key the job was enqueued with; ``None`` for none.
+    order_key: Optional[str] = None
+    #: True while the job waits for its turn behind the head of its ordered key.
+    order_waiting: bool = False
 
     def payload_json(self) -> Any:
         """The payload read as JSON."""
@@ -170,6 +174,8 @@ class Job:
                 JobEvent(e.at_us, e.transition, e.detail if e.HasField("detail") else None) for e in job.events
             ),
             trace_context=_carrier(job.trace_context) if job.HasField("trace_context") else None,
+            order_key=opt("order_key"),
+            order_waiting=job.order_waiting,
         )
 
 
@@ -207,6 +213,11 @@ class NewJob:
     #: A W3C trace context carrier (``traceparent``, optionally ``tracestate``), as an OpenTelemetry
     #: propagator's ``inject`` fills a dict: workers' attempts then join the producer's trace.
     trace_context: Optional[dict[str, str]] = None
+    #: Ordered key: jobs with the same key in the same scope run one at a time, in enqueue order
+    #: (priority is not looked at within a key), and a failed job's backoff keeps the key.
+    order_key: Optional[str] = None
+    #: What going dead does to ``order_key``: ``"block"`` (the server's default) or ``"release"``.
+    order_on_dead: Optional[str] = None
 
     def to_wire(self) -> pb.NewJob:
         message = pb.NewJob(kind=self.kind, payload=payload_bytes(self.payload))
@@ -226,7 +237,15 @@ class NewJob:
         if self.trace_context is not None and "traceparent" in self.trace_context:
             message.trace_context.traceparent = self.trace_context["traceparent"]
             message.trace_context.tracestate = self.trace_context.get("tracestate", "")
+        if self.order_key is not None:
+            message.order_key = self.order_key
+        if self.order_on_dead is not None:
+            message.order_on_dead = _ORDER_DEAD_POLICIES.get(self.order_on_dead, -1)
         return message
+
+
+# A policy this SDK does not know travels as -1, which the server refuses naming order_on_dead.
+_ORDER_DEAD_POLICIES = {"block": pb.ORDER_DEAD_POLICY_BLOCK, "release": pb.ORDER_DEAD_POLICY_RELEASE}
 
 
 @dataclass(frozen=True)
