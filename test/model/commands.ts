@@ -35,6 +35,8 @@ export interface JobSpec {
   readonly idempotencyKey: string | undefined;
   /** The job's own attempt timeout: shorter than, between and beyond the model's 30 s lease TTL. */
   readonly timeoutSecs: number | undefined;
+  /** An ordered key (`NewJob.orderKey`): one job of a key at a time, in enqueue order. */
+  readonly orderKey: string | undefined;
 }
 
 export type Command =
@@ -205,6 +207,7 @@ export const jobSpec: fc.Arbitrary<JobSpec> = fc.record({
   maxAttempts: sometimes(fc.constantFrom(1, 2, 5, 5, 5), 1),
   idempotencyKey: sometimes(fc.constantFrom(...IDEMPOTENCY_KEYS), 3),
   timeoutSecs: sometimes(fc.constantFrom(10, 45, 100), 3),
+  orderKey: sometimes(fc.constantFrom('o1', 'o2'), 2),
 });
 
 const enqueueScope: fc.Arbitrary<EnqueueScope> = fc.oneof(

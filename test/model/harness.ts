@@ -313,6 +313,7 @@ function request(spec: JobSpec, scope: ModelScope, now: number): { options: Engi
     ...(spec.maxAttempts === undefined ? {} : { maxAttempts: spec.maxAttempts }),
     ...(spec.idempotencyKey === undefined ? {} : { idempotencyKey: spec.idempotencyKey }),
     ...(spec.timeoutSecs === undefined ? {} : { timeoutSecs: spec.timeoutSecs }),
+    ...(spec.orderKey === undefined ? {} : { orderKey: spec.orderKey }),
   };
   return {
     options,
@@ -324,6 +325,7 @@ function request(spec: JobSpec, scope: ModelScope, now: number): { options: Engi
       maxAttempts: spec.maxAttempts ?? null,
       idempotencyKey: spec.idempotencyKey ?? null,
       timeoutSecs: spec.timeoutSecs ?? null,
+      orderKey: spec.orderKey ?? null,
     },
   };
 }

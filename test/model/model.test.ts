@@ -61,6 +61,7 @@ const JOB_K1: JobSpec = {
   maxAttempts: undefined,
   idempotencyKey: 'k1',
   timeoutSecs: undefined,
+  orderKey: undefined,
 };
 
 /**
@@ -72,7 +73,22 @@ const JOB_K1: JobSpec = {
  * the transition and reads the job from its cache of leased records, so it reports the job
  * still Leased by the worker that has just completed it (the stored row is correct).
  */
+const KEYED: JobSpec = { ...JOB_K1, idempotencyKey: undefined, priority: undefined, maxAttempts: 1, orderKey: 'o1' };
+
 const REGRESSIONS: readonly { readonly name: string; readonly commands: readonly Command[] }[] = [
+  /**
+   * dead-head: the property found this when a store was made to let a Dead head go (its key
+   * released whatever the policy): the job enqueued behind the dead head must wait, not run.
+   */
+  {
+    name: 'a job enqueued behind a dead head of its ordered key waits',
+    commands: [
+      { t: 'enqueue', scope: 'b', jobs: [KEYED] },
+      { t: 'work', worker: 0, then: 'failPermanently' },
+      { t: 'enqueue', scope: 'b', jobs: [KEYED, { ...KEYED, orderKey: undefined }] },
+      { t: 'lease', scope: 'any', kinds: 0, worker: 0, limit: 5 },
+    ],
+  },
   {
     name: 'a successor that resolves, by idempotency key, to the job being completed shows it completed',
     commands: [

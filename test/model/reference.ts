@@ -51,6 +51,9 @@ export interface ModelJob {
   continuation: readonly number[] | null;
   /** The transition of the job's newest event. */
   lastEvent: string;
+  readonly orderKey: string | null;
+  /** While waiting for its key's turn: the gate it was enqueued with, back when its turn comes. */
+  orderGate: number | null;
 }
 
 export interface ModelLease {
@@ -77,7 +80,14 @@ export interface NewJob {
   readonly maxAttempts: number | null;
   readonly idempotencyKey: string | null;
   readonly timeoutSecs: number | null;
+  readonly orderKey: string | null;
 }
+
+/**
+ * The gate of a job waiting for its ordered key's turn: past any time a job may be scheduled for
+ * (the largest safe integer), so the gate itself never opens.
+ */
+export const MODEL_ORDER_WAIT = Number.MAX_SAFE_INTEGER;
 
 /** One enqueued slot's outcome: a new job (its id supplied by the store), or an existing one by idempotency. */
 export interface SlotOutcome {
@@ -249,6 +259,38 @@ export class ReferenceModel {
    * Enqueue into one scope, all or nothing. `freshId(i)` is the id the store gave the i-th slot;
    * it is asked only for slots the model decides are new jobs.
    */
+  /** Ordered keys' lines: (scope, key) → the jobs not yet out of it, in enqueue order. */
+  private readonly lines = new Map<string, ModelJob[]>();
+
+  private lineOf(scope: ModelScope, key: string): ModelJob[] {
+    const slot = `${scope ?? ''}\u0000${key}`;
+    let line = this.lines.get(slot);
+    if (line === undefined) {
+      line = [];
+      this.lines.set(slot, line);
+    }
+    return line;
+  }
+
+  /**
+   * After `job` moved: if it finished (Completed or Cancelled; Dead keeps its place and blocks the
+   * key), it leaves its line, and the first job still in the line, if it waits, gets its turn.
+   */
+  private settleLine(job: ModelJob): void {
+    if (job.orderKey === null) return;
+    if (job.state !== JobState.Completed && job.state !== JobState.Cancelled) return;
+    const line = this.lineOf(job.tenant, job.orderKey);
+    const i = line.indexOf(job);
+    if (i < 0) return;
+    line.splice(i, 1);
+    const first = line[0];
+    if (first !== undefined && first.state === JobState.Pending && first.notBefore === MODEL_ORDER_WAIT) {
+      first.notBefore = first.orderGate;
+      first.orderGate = null;
+      first.lastEvent = 'promoted';
+    }
+  }
+
   enqueue(scope: ModelScope, requests: readonly NewJob[], freshId: (i: number) => string): Expected<SlotOutcome[]> {
     if (requests.some((r) => !r.valid)) return err('invalid_argument');
     const staged = new Map<string, ModelJob>();
@@ -279,7 +321,17 @@ export class ReferenceModel {
         notBefore: request.notBefore,
         continuation: null,
         lastEvent: 'enqueued',
+        orderKey: request.orderKey,
+        orderGate: null,
       };
+      // Ordered key: behind any job still in the key's line (this call's included), it waits.
+      if (request.orderKey !== null) {
+        const line = this.lineOf(scope, request.orderKey);
+        if (line.length > 0 || created.some((c) => c.tenant === scope && c.orderKey === request.orderKey)) {
+          job.orderGate = job.notBefore;
+          job.notBefore = MODEL_ORDER_WAIT;
+        }
+      }
       if (slot !== null) staged.set(slot, job);
       created.push(job);
       outcomes.push({ job, created: true });
@@ -288,6 +340,7 @@ export class ReferenceModel {
       if (this.byId.has(job.id)) throw new Error(`the store reused job id ${job.id} for a new job`);
       this.jobs.push(job);
       this.byId.set(job.id, job);
+      if (job.orderKey !== null) this.lineOf(job.tenant, job.orderKey).push(job);
     }
     for (const [slot, job] of staged) this.idempotency.set(slot, job);
     return { ok: true, value: outcomes };
@@ -465,6 +518,7 @@ export class ReferenceModel {
     this.leaveLease(job);
     job.state = JobState.Completed;
     job.lastEvent = 'completed';
+    this.settleLine(job);
     const chained = this.enqueue(job.tenant, requests, freshId);
     if (!chained.ok) throw new Error('unreachable: successors were validated');
     return { ok: true, value: { job, successors: chained.value } };
@@ -534,6 +588,7 @@ export class ReferenceModel {
     this.leaveLease(job);
     job.state = JobState.Cancelled;
     job.lastEvent = 'cancelled';
+    this.settleLine(job);
     return { ok: true, value: job };
   }
 
@@ -544,6 +599,7 @@ export class ReferenceModel {
     if (job.state !== JobState.Dead) return err('failed_precondition');
     job.state = JobState.Cancelled;
     job.lastEvent = 'discarded';
+    this.settleLine(job);
     return { ok: true, value: job };
   }
 
@@ -554,6 +610,8 @@ export class ReferenceModel {
     if (job.state !== JobState.Pending || job.notBefore === null || job.notBefore <= now) {
       return err('failed_precondition');
     }
+    // Waiting for its ordered key's turn is not a gate an operator skips.
+    if (job.notBefore === MODEL_ORDER_WAIT) return err('failed_precondition');
     job.notBefore = null;
     job.lastEvent = 'run_now';
     return { ok: true, value: job };
@@ -562,11 +620,14 @@ export class ReferenceModel {
   /** Cancel every job of `states` in the filter whose kind starts with `prefix`; returns how many. */
   cancelMatching(filter: ModelScopeFilter, states: readonly JobState[], prefix: string | undefined): number {
     let cancelled = 0;
-    for (const job of this.jobs) {
-      if (!ReferenceModel.inFilter(job, filter) || !states.includes(job.state)) continue;
-      if (prefix !== undefined && !job.kind.startsWith(prefix)) continue;
-      this.cancel(job.id, filter);
-      cancelled++;
+    // One state at a time, oldest first in each: a cancel can give an ordered key's next job its turn.
+    for (const state of new Set(states)) {
+      for (const job of this.jobs) {
+        if (!ReferenceModel.inFilter(job, filter) || job.state !== state) continue;
+        if (prefix !== undefined && !job.kind.startsWith(prefix)) continue;
+        this.cancel(job.id, filter);
+        cancelled++;
+      }
     }
     return cancelled;
   }
