@@ -69,13 +69,7 @@ import { fairPick } from '../../core/fair-order.ts';
 import { idempotencySlot, inScope } from '../../core/scope.ts';
 import { releasesSupersedeKey, supersedeSlot } from '../../core/supersede.ts';
 import { planSupersede, supersededOutcomes } from '../supersede-plan.ts';
-import {
-  isWaiting,
-  keyNotBlocked,
-  lineBlocked,
-  orderSlot,
-  type BlockedKey,
-} from '../../core/ordered-keys.ts';
+import { isWaiting, keyNotBlocked, lineBlocked, orderSlot, type BlockedKey } from '../../core/ordered-keys.ts';
 import { blockedOf, LineJoins, leavesLine, nextTurn } from '../order-plan.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import type {

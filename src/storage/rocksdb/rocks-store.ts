@@ -69,13 +69,7 @@ import { planSupersede, supersededOutcomes } from '../supersede-plan.ts';
 import { SupersedeKeys } from './supersede.ts';
 import { OrderLines } from './ordered-keys.ts';
 import { blockedOf, LineJoins, nextTurn } from '../order-plan.ts';
-import {
-  isWaiting,
-  keyNotBlocked,
-  lineBlocked,
-  staysInLine,
-  type BlockedKey,
-} from '../../core/ordered-keys.ts';
+import { isWaiting, keyNotBlocked, lineBlocked, staysInLine, type BlockedKey } from '../../core/ordered-keys.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import type {
   BackupSummary,
