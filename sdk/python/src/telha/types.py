@@ -240,7 +240,8 @@ class NewJob:
         if self.order_key is not None:
             message.order_key = self.order_key
         if self.order_on_dead is not None:
-            message.order_on_dead = _ORDER_DEAD_POLICIES.get(self.order_on_dead, -1)
+            policy = _ORDER_DEAD_POLICIES.get(self.order_on_dead)
+            message.order_on_dead = policy if policy is not None else cast(Any, -1)
         return message
 
 
