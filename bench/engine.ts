@@ -804,6 +804,9 @@ function recordSizes(): { enqueued: number; leased: number; completed: number } 
     supersedeKey: null,
     supersededBy: null,
     debounceUntil: null,
+    orderKey: null,
+    orderReleaseOnDead: false,
+    orderGate: null,
     events: [{ at: RAW_EPOCH, transition: 'enqueued', detail: null }],
   };
   const leased: JobRecord = {

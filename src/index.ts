@@ -53,6 +53,8 @@ export type { ReapResult } from './engine/maintenance.ts';
 export { LocalWorker } from './engine/worker.ts';
 export type { LocalWorkerOptions } from './engine/worker.ts';
 export { DEFAULT_PRIORITY } from './core/drafts.ts';
+export { ORDER_WAIT } from './core/ordered-keys.ts';
+export type { BlockedKey } from './core/ordered-keys.ts';
 export { JobState, JOB_STATE_NAMES, SYSTEM_SCOPE, ANY_SCOPE, tenantScope, finishedAt } from './core/types.ts';
 export type {
   CountRow,
@@ -62,6 +64,7 @@ export type {
   JobEvent,
   JobRecord,
   SupersedeMode,
+  OrderDeadPolicy,
   TraceContext,
   LeaseFence,
   ListPage,

@@ -1,6 +1,7 @@
 /** How the CLI prints jobs for a person (the `--json` forms print records as they are). */
 import { duration } from '../util/durations.ts';
 import { resultJsonText } from '../core/results.ts';
+import { ORDER_WAIT } from '../core/ordered-keys.ts';
 import { JOB_STATE_NAMES, JobState, type CountRow, type JobRecord, type Micros } from '../core/types.ts';
 
 /** A time as every `telha` command prints it: `2026-12-04 20:58:36.123 UTC`. */
@@ -38,6 +39,7 @@ export function resultPreview(result: Uint8Array): string {
  */
 function pending(job: JobRecord, now: Micros): string {
   if (job.notBefore === null || job.notBefore <= now) return 'pending, ready to lease';
+  if (job.notBefore === ORDER_WAIT) return `pending, waiting for its turn in order key ${job.orderKey ?? ''}`;
   const last = job.events[job.events.length - 1]?.transition;
   const why = last === 'enqueued' ? ' (delay)' : last === 'failed' || last === 'reaped' ? ' (backoff)' : '';
   return `pending, gated until ${time(job.notBefore)}${why}, in ${duration(job.notBefore - now)}`;
@@ -69,6 +71,10 @@ export function formatShow(job: JobRecord & { effectiveMaxAttempts: number }, no
   if (job.idempotencyKey !== null) lines.push(`idem key   ${job.idempotencyKey}`);
   if (job.supersedeKey !== null) lines.push(`supersede  ${job.supersedeKey}`);
   if (job.supersededBy !== null) lines.push(`replaced   by ${job.supersededBy} (superseded)`);
+  if (job.orderKey !== null) {
+    const policy = job.orderReleaseOnDead ? 'releases it when dead' : 'blocks it when dead';
+    lines.push(`order key  ${job.orderKey} (${policy})`);
+  }
   if (job.timeoutSecs !== null) lines.push(`timeout    ${duration(job.timeoutSecs * 1_000_000)} per attempt`);
   lines.push(`payload    ${preview(job.payload)}`);
   if (job.continuation !== null) lines.push(`checkpoint ${preview(job.continuation)}`);

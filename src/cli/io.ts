@@ -27,6 +27,8 @@ export type OperatorClient = Pick<
   | 'retry'
   | 'discard'
   | 'runNow'
+  | 'blockedKeys'
+  | 'releaseKey'
   | 'cancel'
   | 'cancelMatching'
   | 'enqueue'

@@ -26,6 +26,7 @@ import { discardJobs, retryJobs, runJobsNow } from './jobs/retry.ts';
 import { showJob } from './jobs/show.ts';
 import { clearLimit, listLimits, setLimit } from './limits/limits.ts';
 import { listPauses } from './pauses/list.ts';
+import { listBlockedKeys, releaseKey } from './keys/keys.ts';
 import { pauseKinds, resumeKinds } from './pauses/pause.ts';
 import { createSchedule } from './schedules/create.ts';
 import { deleteSchedule } from './schedules/delete.ts';
@@ -228,6 +229,11 @@ function buildProgram(
       'with --debounce-ms: due at most this many ms after the first enqueue of the debounce run',
       wireInteger('--debounce-max-ms', 'int64'),
     )
+    .option('--order-key <key>', 'ordered key: jobs with this key in the scope run one at a time, in enqueue order')
+    .option(
+      '--order-on-dead <policy>',
+      'with --order-key: block (default) the key while the job is dead, or release it',
+    )
     .option('--json', 'print the record as JSON')
     .action(
       (
@@ -243,6 +249,8 @@ function buildProgram(
           supersede?: string;
           debounceMs?: number;
           debounceMaxMs?: number;
+          orderKey?: string;
+          orderOnDead?: string;
           json?: boolean;
         },
       ) => run((client, token) => enqueueJob({ ...o, withToken: token !== undefined }, client(), io)),
@@ -380,6 +388,28 @@ function buildProgram(
     .option('--json', 'print JSON')
     .action((o: ScopeOptions & { json?: boolean }) => jobsCall((client) => listPauses(o, client, io)));
 
+  const keys = program.command('keys').description('ordered keys: list the ones a dead head blocks, and release one');
+  keys
+    .command('blocked')
+    .description("ordered keys whose first job is dead (or pruned): a scope's, or (operators, no scope) every one")
+    .option('--tenant <tenant>', "one tenant's (operators)")
+    .option('--system', "the system scope's (operators)")
+    .option('--limit <n>', 'at most this many (1-1000, default 100)', wireInteger('--limit', 'uint32'))
+    .option('--json', 'print JSON')
+    .action((o: ScopeOptions & { limit?: number; json?: boolean }) =>
+      jobsCall((client) => listBlockedKeys(o, client, io)),
+    );
+  keys
+    .command('release')
+    .description('release a blocked ordered key: its dead head leaves the key (it stays dead), the next job runs')
+    .argument('<key>', 'the ordered key')
+    .option('--tenant <tenant>', 'tenant scope (required unless a tenant token names it)')
+    .option('--system', 'the system scope')
+    .option('--json', 'print JSON')
+    .action((orderKey: string, o: ScopeOptions & { json?: boolean }) =>
+      run((client, token) => releaseKey({ ...o, orderKey, withToken: token !== undefined }, client(), io)),
+    );
+
   const limits = program
     .command('limits')
     .description('per-kind concurrency and rate limits, across every scope and server (operators)');
@@ -484,6 +514,8 @@ const FLAG_OF_FIELD: Readonly<Record<string, string>> = {
   supersede: '--supersede',
   debounce_ms: '--debounce-ms',
   debounce_max_ms: '--debounce-max-ms',
+  order_key: '--order-key',
+  order_on_dead: '--order-on-dead',
   cron: '--cron',
   timezone: '--timezone',
   every_secs: '--every',

@@ -198,6 +198,17 @@ export interface EnqueueCallOptions {
  * of these. `close()` when done.
  */
 /** What a backup wrote (`TelhaClient.backup`); times in microseconds. */
+/** A blocked ordered key, as `blockedKeys` answers it. */
+export interface RemoteBlockedKey {
+  /** `null` for the system scope. */
+  readonly tenant: string | null;
+  readonly orderKey: string;
+  /** The dead job holding the key; `null` when its record is gone (pruned). */
+  readonly head: RemoteJob | null;
+  /** Jobs waiting behind it. */
+  readonly waiting: number;
+}
+
 export interface BackupResult {
   readonly path: string;
   readonly jobs: number;
@@ -501,6 +512,34 @@ export class TelhaClient {
   async runNow(jobId: string): Promise<RemoteJob> {
     const res = await this.rpc('runNow', { jobId });
     return jobFromWire(requireJob(res.job));
+  }
+
+  /**
+   * Ordered keys whose line cannot move on by itself: the first job is dead (policy `block`), or
+   * gone (pruned) with jobs waiting. Operators: `scope` or every scope; tenants: their own.
+   */
+  async blockedKeys(
+    options: { readonly scope?: QueueScope; readonly limit?: number } = {},
+  ): Promise<RemoteBlockedKey[]> {
+    const res = await this.rpc('listBlockedKeys', {
+      scope: scopeToWire(options.scope),
+      ...(options.limit === undefined ? {} : { limit: options.limit }),
+    });
+    return res.keys.map((k) => ({
+      tenant: k.tenant === '' ? null : k.tenant,
+      orderKey: k.orderKey,
+      head: k.head === undefined ? null : jobFromWire(k.head),
+      waiting: Number(k.waiting),
+    }));
+  }
+
+  /**
+   * Release a blocked ordered key: its dead head leaves the key (it stays dead) and the next job
+   * runs; returns that job, or `null` when none waited. `scope` is required for operators.
+   */
+  async releaseKey(orderKey: string, options: { readonly scope?: QueueScope } = {}): Promise<RemoteJob | null> {
+    const res = await this.rpc('releaseKey', { scope: scopeToWire(options.scope), orderKey });
+    return res.next === undefined ? null : jobFromWire(res.next);
   }
 
   /** Cancel every Pending or Leased job matching the filter; returns how many were cancelled. */

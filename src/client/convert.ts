@@ -16,13 +16,14 @@ import {
   type QueueScope,
 } from '../core/types.ts';
 import { checkWireInteger, type WireInteger } from '../wire/integers.ts';
-import { stateFromWire, supersedeModeToWire } from '../wire/states.ts';
+import { orderDeadPolicyToWire, stateFromWire, supersedeModeToWire } from '../wire/states.ts';
 import {
   CheckpointRequestSchema,
   CompleteRequestSchema,
   FailRequestSchema,
   HeartbeatRequestSchema,
   NewJobSchema,
+  OrderDeadPolicy as WireOrderDeadPolicy,
   ReleaseRequestSchema,
   ScheduleSchema,
   ScopeSchema,
@@ -74,6 +75,10 @@ export function jobFromWire(job: Job): RemoteJob {
     supersedeKey: job.supersedeKey ?? null,
     supersededBy: job.supersededBy ?? null,
     debounceUntil: job.debounceUntilUs === undefined ? null : Number(job.debounceUntilUs),
+    orderKey: job.orderKey ?? null,
+    orderReleaseOnDead: job.orderOnDead === WireOrderDeadPolicy.RELEASE,
+    // The server keeps a waiting job's own delay to itself; `notBefore` says it waits (`ORDER_WAIT`).
+    orderGate: null,
     effectiveMaxAttempts: job.effectiveMaxAttempts,
   };
 }
@@ -113,6 +118,8 @@ export function newJobToWire(job: NewJob, prefix = ''): WireNewJob {
     ...(job.debounceMaxMs === undefined
       ? {}
       : { debounceMaxMs: BigInt(integer('debounce_max_ms', Math.trunc(job.debounceMaxMs), 'int64')) }),
+    ...(job.orderKey === undefined ? {} : { orderKey: job.orderKey }),
+    ...(job.orderOnDead === undefined ? {} : { orderOnDead: orderDeadPolicyToWire(job.orderOnDead) }),
   });
 }
 

@@ -3,8 +3,10 @@
  * speaks only the wire protocol and never loads the engine, `pg` or RocksDB.
  */
 export { TelhaClient, DEFAULT_ADDRESS } from './client.ts';
+export { ORDER_WAIT } from '../core/ordered-keys.ts';
 export type {
   BackupResult,
+  RemoteBlockedKey,
   CancelMatchingOptions,
   CancelOptions,
   ClientOptions,
@@ -59,6 +61,7 @@ export type {
   JobEvent,
   JobRecord,
   SupersedeMode,
+  OrderDeadPolicy,
   TraceContext,
   LeaseFence,
   ListPage,

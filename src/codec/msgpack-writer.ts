@@ -57,6 +57,10 @@ export class MsgpackWriter {
     this.byte(0xc0);
   }
 
+  bool(value: boolean): void {
+    this.byte(value ? 0xc3 : 0xc2);
+  }
+
   mapHeader(size: number): void {
     this.header(size, 0x80, 0xde);
   }

@@ -83,6 +83,9 @@ const KEY_NAMES = [
   'supersede_key',
   'superseded_by',
   'debounce_until',
+  'order_key',
+  'order_release_on_dead',
+  'order_gate',
 ] as const;
 const KEYS = Object.fromEntries(KEY_NAMES.map((name) => [name, msgpackKey(name)])) as Readonly<
   Record<(typeof KEY_NAMES)[number], Buffer>
@@ -134,6 +137,9 @@ function writeRecord(record: JobRecord, spans: ValueSpans | null, resultBytes: n
     (record.supersedeKey === null ? 0 : 1) +
     (record.supersededBy === null ? 0 : 1) +
     (record.debounceUntil === null ? 0 : 1) +
+    (record.orderKey === null ? 0 : 1) +
+    (record.orderReleaseOnDead ? 1 : 0) +
+    (record.orderGate === null ? 0 : 1) +
     (resultBytes === null ? 0 : 1);
   w.mapHeader(16 + optional);
   w.key(KEYS.job_id);
@@ -219,6 +225,18 @@ function writeRecord(record: JobRecord, spans: ValueSpans | null, resultBytes: n
   if (record.debounceUntil !== null) {
     w.key(KEYS.debounce_until);
     w.uint(u64(record, 'debounce_until', record.debounceUntil));
+  }
+  if (record.orderKey !== null) {
+    w.key(KEYS.order_key);
+    w.str(text(record, 'order_key', record.orderKey));
+  }
+  if (record.orderReleaseOnDead) {
+    w.key(KEYS.order_release_on_dead);
+    w.bool(true);
+  }
+  if (record.orderGate !== null) {
+    w.key(KEYS.order_gate);
+    w.uint(u64(record, 'order_gate', record.orderGate));
   }
   // Last, after every field a record has: an entry cut from its record appends it (`resultBytesField`).
   if (resultBytes !== null) {
@@ -383,6 +401,9 @@ function optionalFields(
   | 'supersedeKey'
   | 'supersededBy'
   | 'debounceUntil'
+  | 'orderKey'
+  | 'orderReleaseOnDead'
+  | 'orderGate'
 > {
   const read = <T>(name: string, check: (v: unknown) => v is T, expected: string): T | null => {
     const v = r[name];
@@ -399,6 +420,9 @@ function optionalFields(
     supersedeKey: read('supersede_key', isString, 'a string'),
     supersededBy: readJobId(read('superseded_by', isBytes, 'bytes'), 'superseded_by', keyHex),
     debounceUntil: read('debounce_until', isUint, 'an integer'),
+    orderKey: read('order_key', isString, 'a string'),
+    orderReleaseOnDead: read('order_release_on_dead', isBoolean, 'a boolean') === true,
+    orderGate: read('order_gate', isUint, 'an integer'),
   };
 }
 
@@ -426,6 +450,9 @@ export function isUintOrNull(v: unknown): v is number | null {
 }
 export function isBytes(v: unknown): v is Uint8Array {
   return v instanceof Uint8Array;
+}
+function isBoolean(v: unknown): v is boolean {
+  return typeof v === 'boolean';
 }
 function isBytesOrNull(v: unknown): v is Uint8Array | null {
   return v === null || v instanceof Uint8Array;

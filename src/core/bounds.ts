@@ -11,6 +11,8 @@ export const MAX_KIND_BYTES = 255;
 export const MAX_IDEMPOTENCY_KEY_BYTES = 255;
 /** A supersede key is 1-255 UTF-8 bytes, like an idempotency key: it is part of an index key too. */
 export const MAX_SUPERSEDE_KEY_BYTES = 255;
+/** An ordered key is 1-255 UTF-8 bytes, like the other keys: it is part of an index key too. */
+export const MAX_ORDER_KEY_BYTES = 255;
 /** A tenant id is 1-128 UTF-8 bytes of printable, non-space characters. */
 export const MAX_TENANT_BYTES = 128;
 /** A worker id is 1-255 UTF-8 bytes. */

@@ -11,9 +11,11 @@ import {
   checkPriority,
   checkTimestamp,
   checkSupersedeKey,
+  checkOrderKey,
   checkTraceContext,
 } from './validate.ts';
 import { checkSupersedeMode } from './supersede.ts';
+import { checkOrderDeadPolicy } from './ordered-keys.ts';
 
 /** A job to create; the store assigns `createdAt` (strictly increasing per store). */
 export type JobDraft = Omit<NewJobFields, 'createdAt'>;
@@ -37,6 +39,8 @@ export function withCreatedAt(draft: JobDraft, createdAt: Micros): NewJobFields 
     traceContext: draft.traceContext ?? null,
     supersedeKey: draft.supersedeKey ?? null,
     debounceUntil: draft.debounceUntil ?? null,
+    orderKey: draft.orderKey ?? null,
+    orderReleaseOnDead: draft.orderReleaseOnDead ?? false,
   };
 }
 
@@ -85,6 +89,15 @@ export function draftJob(scope: QueueScope, job: NewJob, context: DraftContext):
     throw invalidArgument(`${prefix}supersede`, 'needs a supersede_key');
   }
   const supersede = checkSupersedeMode(job.supersede, `${prefix}supersede`);
+  const orderKey = checkOrderKey(job.orderKey, `${prefix}order_key`);
+  if (orderKey !== null && supersedeKey !== null) {
+    // Latest wins replaces a Pending job; a line keeps every job in order: the two contradict.
+    throw invalidArgument(`${prefix}order_key`, 'cannot be combined with supersede_key');
+  }
+  if (orderKey === null && job.orderOnDead !== undefined) {
+    throw invalidArgument(`${prefix}order_on_dead`, 'needs an order_key');
+  }
+  const orderOnDead = checkOrderDeadPolicy(job.orderOnDead, `${prefix}order_on_dead`);
   let notBefore: Micros | null = null;
   let debounceUntil: Micros | null = null;
   if (job.debounceMaxMs !== undefined && job.debounceMs === undefined) {
@@ -135,5 +148,7 @@ export function draftJob(scope: QueueScope, job: NewJob, context: DraftContext):
     supersedeKey,
     supersede,
     debounceUntil,
+    orderKey,
+    orderReleaseOnDead: orderOnDead === 'release',
   };
 }

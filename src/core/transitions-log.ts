@@ -86,6 +86,9 @@ export function logEntryOf(record: JobRecord): LogRecord | null {
     supersedeKey: record.supersedeKey,
     supersededBy: record.supersededBy,
     debounceUntil: record.debounceUntil,
+    orderKey: record.orderKey,
+    orderReleaseOnDead: record.orderReleaseOnDead,
+    orderGate: record.orderGate,
     // Said only where a reader would otherwise have to look: a completed job's result not carried.
     resultBytes: inline || (record.result === null && record.state !== JobState.Completed) ? null : resultBytes,
   };

@@ -9,6 +9,7 @@ import { secondsToMicros } from './clock.ts';
 import type { JobsConfig } from './config.ts';
 import { invalidArgument, LeaseConflictError, TelhaError, ErrorCode } from './errors.ts';
 import { kindPolicy } from './kind-policy.ts';
+import { ORDER_WAIT } from './ordered-keys.ts';
 import { MAX_EVENT_DETAIL_CHARS, MAX_EVENTS, SYSTEM_KIND_PREFIX } from './bounds.ts';
 import {
   JOB_STATE_NAMES,
@@ -48,6 +49,7 @@ export const TRANSITIONS = [
   { name: 'cancel', from: 'Leased', to: 'Cancelled' },
   { name: 'discard', from: 'Dead', to: 'Cancelled' },
   { name: 'runNow', from: 'Pending', to: 'Pending' },
+  { name: 'promote', from: 'Pending', to: 'Pending' },
 ] as const satisfies readonly { name: string; from: TransitionSource; to: keyof typeof JobState }[];
 
 export type TransitionName = (typeof TRANSITIONS)[number]['name'];
@@ -103,6 +105,10 @@ export interface NewJobFields {
   readonly supersede?: SupersedeMode;
   /** Left out for none: the latest a debounce run begun by this enqueue may be due (`NewJob.debounceMaxMs`). */
   readonly debounceUntil?: Micros | null;
+  /** Left out for none (`NewJob.orderKey`). */
+  readonly orderKey?: string | null;
+  /** `NewJob.orderOnDead` is `release`. Left out: `false`. */
+  readonly orderReleaseOnDead?: boolean;
 }
 
 /** enqueue: a Pending row with no attempts, generation 0 and one `enqueued` event. */
@@ -114,6 +120,8 @@ export function enqueue(fields: NewJobFields, now: Micros): JobRecord {
   if (fields.idempotencyKey !== null) details.push(`idempotency_key=${fields.idempotencyKey}`);
   const supersedeKey = fields.supersedeKey ?? null;
   if (supersedeKey !== null) details.push(`supersede_key=${supersedeKey}`);
+  const orderKey = fields.orderKey ?? null;
+  if (orderKey !== null) details.push(`order_key=${orderKey}`);
   return taking('enqueue', 'start', {
     jobId: fields.jobId,
     tenant: fields.tenant,
@@ -138,6 +146,9 @@ export function enqueue(fields: NewJobFields, now: Micros): JobRecord {
     supersedeKey,
     supersededBy: null,
     debounceUntil: fields.debounceUntil ?? null,
+    orderKey,
+    orderReleaseOnDead: orderKey !== null && fields.orderReleaseOnDead === true,
+    orderGate: null,
     events: [event(now, 'enqueued', details.length > 0 ? details.join(' ') : null)],
   });
 }
@@ -519,6 +530,38 @@ export function discard(record: JobRecord, request: CancelRequest, now: Micros):
   );
 }
 
+/**
+ * A job just enqueued behind its key's head (`core/ordered-keys.ts`): still Pending, its gate
+ * {@link ORDER_WAIT} until its turn, its own gate kept in `orderGate`. Part of the enqueue, in
+ * the enqueue's write; no event of its own (the `enqueued` event names the key).
+ */
+export function waitForTurn(record: JobRecord): JobRecord {
+  expectState(record, 'queue behind its key', JobState.Pending);
+  return taking('enqueue', 'start', withChanges(record, { notBefore: ORDER_WAIT, orderGate: record.notBefore }));
+}
+
+/**
+ * promote: the job's turn in its ordered key came (the head before it, `after`, left the line, or
+ * an operator released the key; `null` when that head is gone). Its own gate comes back; its
+ * place in the claim order is its `created_at`, as ever.
+ */
+export function promote(record: JobRecord, after: string | null, now: Micros): JobRecord {
+  if (record.state !== JobState.Pending || record.notBefore !== ORDER_WAIT) {
+    throw new TelhaError(ErrorCode.FailedPrecondition, `job ${record.jobId}: is not waiting for its turn`);
+  }
+  const detail = [`order_key=${record.orderKey ?? ''}`];
+  if (after !== null) detail.push(`after=${after}`);
+  return taking(
+    'promote',
+    record.state,
+    withChanges(record, {
+      notBefore: record.orderGate,
+      orderGate: null,
+      events: appendEvent(record.events, event(now, 'promoted', detail.join(' '))),
+    }),
+  );
+}
+
 /** Who asked for a run now, kept in the `run_now` event. */
 export interface RunNowRequest {
   /** The caller's principal, or `null` when unknown (an in-process call). */
@@ -533,6 +576,12 @@ export interface RunNowRequest {
  */
 export function runNow(record: JobRecord, request: RunNowRequest, now: Micros): JobRecord {
   expectState(record, 'run now', JobState.Pending);
+  if (record.notBefore === ORDER_WAIT) {
+    throw new TelhaError(
+      ErrorCode.FailedPrecondition,
+      `job ${record.jobId}: waits for its turn in order key ${record.orderKey ?? ''} (release the key to skip the job before it)`,
+    );
+  }
   if (record.notBefore === null || record.notBefore <= now) {
     throw new TelhaError(
       ErrorCode.FailedPrecondition,
@@ -626,6 +675,9 @@ function withChanges(record: JobRecord, changes: Partial<JobRecord>): JobRecord 
     supersedeKey: changes.supersedeKey === undefined ? record.supersedeKey : changes.supersedeKey,
     supersededBy: changes.supersededBy === undefined ? record.supersededBy : changes.supersededBy,
     debounceUntil: changes.debounceUntil === undefined ? record.debounceUntil : changes.debounceUntil,
+    orderKey: changes.orderKey === undefined ? record.orderKey : changes.orderKey,
+    orderReleaseOnDead: changes.orderReleaseOnDead ?? record.orderReleaseOnDead,
+    orderGate: changes.orderGate === undefined ? record.orderGate : changes.orderGate,
   };
 }
 

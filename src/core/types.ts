@@ -75,6 +75,7 @@ export const EVENT_TRANSITIONS = [
   'cancelled',
   'discarded',
   'run_now',
+  'promoted',
 ] as const;
 export type EventTransition = (typeof EVENT_TRANSITIONS)[number];
 
@@ -168,7 +169,25 @@ export interface JobRecord {
    * its successor; `null` for every other job.
    */
   readonly debounceUntil: Micros | null;
+  /**
+   * The ordered key this job was enqueued with (`NewJob.orderKey`), kept for the job's life to
+   * show it; `null` for none. Whether the job is still in its key's line is the store's index.
+   */
+  readonly orderKey: string | null;
+  /** `NewJob.orderOnDead` is `release`: going Dead lets the key's next job run. Stored only when `true`. */
+  readonly orderReleaseOnDead: boolean;
+  /**
+   * While the job waits behind its key (`notBefore` is `ORDER_WAIT`, `core/ordered-keys.ts`): its
+   * own gate (a delay it was enqueued with), restored when its turn comes; `null` otherwise.
+   */
+  readonly orderGate: Micros | null;
 }
+
+/**
+ * What a Dead head does to its ordered key: `block` (the default) holds the key until the job is
+ * retried or discarded, or an operator releases the key; `release` lets the next job run.
+ */
+export type OrderDeadPolicy = 'block' | 'release';
 
 /**
  * What an enqueue with a `supersedeKey` does to the key's holder when it is Leased: `pending`
@@ -265,6 +284,14 @@ export interface NewJob {
    * enqueues arrive after it. At least `debounceMs`.
    */
   readonly debounceMaxMs?: number;
+  /**
+   * Ordered key: jobs with the same key in the same scope run one at a time, in enqueue order
+   * (priority is not looked at within a key), and a job backing off after a failure keeps the
+   * key. 1-255 bytes. Not with `supersedeKey`.
+   */
+  readonly orderKey?: string;
+  /** What a Dead job does to its `orderKey` (see {@link OrderDeadPolicy}); default `block`. */
+  readonly orderOnDead?: OrderDeadPolicy;
 }
 
 /** What an enqueue answers: the job, and whether this call created it. */

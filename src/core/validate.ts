@@ -12,6 +12,7 @@ import {
   MAX_PROGRESS_CHARS,
   MAX_SCHEDULE_NAME_BYTES,
   MAX_SUPERSEDE_KEY_BYTES,
+  MAX_ORDER_KEY_BYTES,
   MAX_TENANT_BYTES,
   MAX_TIMESTAMP_MICROS,
   MAX_WORKER_ID_BYTES,
@@ -93,6 +94,11 @@ export function checkIdempotencyKey(key: unknown, field = 'idempotency_key'): st
 /** A supersede key: like an idempotency key, 1-255 bytes of any well-formed text. */
 export function checkSupersedeKey(key: unknown, field = 'supersede_key'): string | null {
   return checkOptionalKey(key, field, MAX_SUPERSEDE_KEY_BYTES);
+}
+
+/** An ordered key: like an idempotency key, 1-255 bytes of any well-formed text. */
+export function checkOrderKey(key: unknown, field = 'order_key'): string | null {
+  return checkOptionalKey(key, field, MAX_ORDER_KEY_BYTES);
 }
 
 function checkOptionalKey(key: unknown, field: string, maxBytes: number): string | null {

@@ -93,8 +93,13 @@ export class Authenticator {
   }
 }
 
+/** Whether `principal`'s role holds `permission`. */
+export function hasPermission(principal: Principal, permission: Permission): boolean {
+  return GRANTS[principal.role].includes(permission);
+}
+
 export function requirePermission(principal: Principal, permission: Permission): void {
-  if (!GRANTS[principal.role].includes(permission)) {
+  if (!hasPermission(principal, permission)) {
     throw new TelhaError(ErrorCode.PermissionDenied, `a ${principal.role} token may not ${permission}`);
   }
 }

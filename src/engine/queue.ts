@@ -42,6 +42,7 @@ import {
   type ScheduleChanges,
 } from '../core/schedules.ts';
 import * as transitions from '../core/transitions.ts';
+import { staysInLine, type BlockedKey } from '../core/ordered-keys.ts';
 import { failRequest } from '../core/transitions.ts';
 import {
   ANY_SCOPE,
@@ -64,6 +65,7 @@ import {
   checkBytes,
   checkProgress,
   checkIntegerInRange,
+  checkOrderKey,
   checkJobId,
   checkKindPrefix,
   checkKindPrefixes,
@@ -107,6 +109,10 @@ import type {
 } from './queue-options.ts';
 
 export type { SchedulePage, StoreMetrics };
+
+/** Blocked keys a listing answers by default, and at most. */
+export const DEFAULT_BLOCKED_KEYS = 100;
+export const MAX_BLOCKED_KEYS = 1_000;
 
 export class Queue {
   readonly config: TelhaConfig;
@@ -708,6 +714,35 @@ export class Queue {
     return this.store.listPauses(scope);
   }
 
+  // ---- ordered keys ----
+
+  /**
+   * Ordered keys in `scope` whose line cannot move on by itself (`core/ordered-keys.ts`): the
+   * first job is Dead (policy `block`), or gone (pruned) with jobs waiting; at most `limit`
+   * (1-1,000, default 100), by tenant and key.
+   */
+  async blockedKeys(scope: ScopeFilter = ANY_SCOPE, limit = DEFAULT_BLOCKED_KEYS): Promise<BlockedKey[]> {
+    this.assertOpen();
+    if (scope.type !== 'any') checkScope(scope);
+    return this.store.blockedKeys(scope, checkIntegerInRange('limit', limit, 1, MAX_BLOCKED_KEYS));
+  }
+
+  /**
+   * Release a blocked ordered key: its Dead head leaves the key (it stays Dead, and a retry
+   * runs it as a plain job) and the next job's turn comes. Returns that job (`null` when none
+   * waited). `not_found` when the key has no jobs; `failed_precondition` when it is not blocked.
+   */
+  async releaseKey(scope: QueueScope, orderKey: string): Promise<JobRecord | null> {
+    this.assertOpen();
+    checkScope(scope);
+    const key = checkOrderKey(orderKey);
+    if (key === null) throw invalidArgument('order_key', 'is required');
+    const now = this.clock.now();
+    const next = await this.store.releaseKey(scope, key, now);
+    if (next !== null) this.announce([next], now);
+    return next;
+  }
+
   // ---- kind limits ----
 
   /**
@@ -745,6 +780,9 @@ export class Queue {
   ): void {
     this.events.transition(transition, records, previous, now);
     if (previous === JobState.Leased) this.lanes.freed(records);
+    // A job that left its ordered key's line gave the next job its turn, in the store's write:
+    // of a kind this queue cannot name from here, so every waiter looks.
+    if (transition !== 'lease' && records.some((r) => r.orderKey !== null && !staysInLine(r))) this.work.notifyAll();
   }
 
   // ---- lifecycle ----

@@ -23,7 +23,14 @@ import {
   type Scope,
   type UpdateScheduleRequest,
 } from '../gen/telha/v1/queue_pb.ts';
-import { stateFromWire, stateToWire, supersedeModeFromWire } from '../wire/states.ts';
+import {
+  orderDeadPolicyFromWire,
+  orderDeadPolicyToWire,
+  stateFromWire,
+  stateToWire,
+  supersedeModeFromWire,
+} from '../wire/states.ts';
+import { isWaiting } from '../core/ordered-keys.ts';
 import type { RequestedScope } from '../edge/auth.ts';
 
 /** A list filter's state: UNSPECIFIED means no filter; an unknown value is refused. */
@@ -94,6 +101,11 @@ export function jobToWire(record: JobRecord, effectiveMaxAttempts: number): Job 
     supersedeKey: record.supersedeKey ?? undefined,
     supersededBy: record.supersededBy ?? undefined,
     debounceUntilUs: record.debounceUntil === null ? undefined : BigInt(record.debounceUntil),
+    orderKey: record.orderKey ?? undefined,
+    orderOnDead: orderDeadPolicyToWire(
+      record.orderKey === null ? undefined : record.orderReleaseOnDead ? 'release' : 'block',
+    ),
+    orderWaiting: isWaiting(record),
   };
 }
 
@@ -124,6 +136,9 @@ export function newJobFromWire(job: WireNewJob | undefined, field: string): NewJ
   if (job.debounceMaxMs !== undefined) {
     draft.debounceMaxMs = toSafeNumber(job.debounceMaxMs, `${field}.debounce_max_ms`);
   }
+  if (job.orderKey !== undefined) draft.orderKey = job.orderKey;
+  const orderOnDead = orderDeadPolicyFromWire(job.orderOnDead, `${field}.order_on_dead`);
+  if (orderOnDead !== undefined) draft.orderOnDead = orderOnDead;
   return draft;
 }
 

@@ -13,6 +13,7 @@ import type { KindLimit, KindLimitStatus } from '../core/kind-limits.ts';
 import type { Pause, PauseBounds, PauseScope } from '../core/pauses.ts';
 import type { Schedule, ScheduleFiring } from '../core/schedules.ts';
 import type { LogFilter, LogPage, LogPruneParams } from '../core/transitions-log.ts';
+import type { BlockedKey } from '../core/ordered-keys.ts';
 import type {
   CountRow,
   ItemResult,
@@ -181,7 +182,8 @@ export interface JobStore {
   insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]>;
 
   /**
-   * Lease up to `limit` eligible Pending jobs: in key order (scope, priority,
+   * Lease up to `limit` eligible Pending jobs (a job waiting for its ordered key's turn is
+   * gated, `ORDER_WAIT`, and so never eligible): in key order (scope, priority,
    * created_at, id), or the fair order when `fair` asks for it across every scope,
    * skipping gated rows and other kinds, each moved atomically. Honours the stored kind
    * limits (`core/kind-limits.ts`): a job of a lane is taken while the lane has room
@@ -191,7 +193,10 @@ export interface JobStore {
   claim(params: ClaimParams): Promise<JobRecord[]>;
 
   /**
-   * Atomic read-check-write of one job. `change` receives the current record and
+   * Atomic read-check-write of one job. When the change takes the job out of its ordered key's
+   * line (`core/ordered-keys.ts`), the next job's turn (`transitions.promote`) is in the same
+   * write; so in `updateMany`, and so for an insert, which places each job with an ordered key
+   * in its line (waiting, when the line holds a job). `change` receives the current record and
    * may throw (e.g. a lease conflict); then nothing is written and the error propagates.
    * Throws `not_found` for an unknown id.
    */
@@ -277,6 +282,20 @@ export interface JobStore {
    * Durable, and on a shared store seen by every server's claims.
    */
   pauseKinds(pause: Pause, bounds: PauseBounds): Promise<Pause>;
+
+  /**
+   * Ordered keys (`core/ordered-keys.ts`) whose line cannot move on by itself, in `filter`, in
+   * `compareBlockedKeys` order, at most `limit`: the first job is Dead, or gone with jobs waiting.
+   */
+  blockedKeys(filter: ScopeFilter, limit: number): Promise<BlockedKey[]>;
+
+  /**
+   * An operator's release of a blocked ordered key: its Dead (or gone) head leaves the line,
+   * staying Dead, and the next job's turn comes, in one atomic write. Returns that job as it is
+   * now (`null`: none waited). `not_found` when the key has no line; `failed_precondition` when
+   * the line is not blocked (`lineBlocked`). On a shared store, exact across servers.
+   */
+  releaseKey(scope: QueueScope, orderKey: string, now: Micros): Promise<JobRecord | null>;
 
   /** Remove a pause; whether there was one. Its jobs are leasable again, in their original order. */
   resumeKinds(scope: PauseScope, kindPrefix: string): Promise<boolean>;

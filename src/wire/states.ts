@@ -1,11 +1,12 @@
 /** Job states (and a listing's order, and a supersede mode) between the engine's names and the wire enums, in both directions. */
 import { invalidArgument } from '../core/errors.ts';
 import type { ListOrder } from '../core/list-order.ts';
-import { JobState, type SupersedeMode } from '../core/types.ts';
+import { JobState, type OrderDeadPolicy, type SupersedeMode } from '../core/types.ts';
 import {
   JobState as WireJobState,
   ListOrder as WireListOrder,
   SupersedeMode as WireSupersedeMode,
+  OrderDeadPolicy as WireOrderDeadPolicy,
 } from '../gen/telha/v1/queue_pb.ts';
 
 const TO_WIRE: Readonly<Record<JobState, WireJobState>> = {
@@ -66,5 +67,25 @@ export function supersedeModeFromWire(mode: WireSupersedeMode, field: string): S
       return 'leased';
     default:
       throw invalidArgument(field, `unknown supersede mode ${String(mode)}`);
+  }
+}
+
+/** An ordered key's dead policy on the wire; left out, UNSPECIFIED (which the server reads as `block`). */
+export function orderDeadPolicyToWire(policy: OrderDeadPolicy | undefined): WireOrderDeadPolicy {
+  if (policy === undefined) return WireOrderDeadPolicy.UNSPECIFIED;
+  return policy === 'release' ? WireOrderDeadPolicy.RELEASE : WireOrderDeadPolicy.BLOCK;
+}
+
+/** The engine's policy of a wire one: `undefined` for UNSPECIFIED; a value this build does not know is `invalid_argument`. */
+export function orderDeadPolicyFromWire(policy: WireOrderDeadPolicy, field: string): OrderDeadPolicy | undefined {
+  switch (policy) {
+    case WireOrderDeadPolicy.UNSPECIFIED:
+      return undefined;
+    case WireOrderDeadPolicy.BLOCK:
+      return 'block';
+    case WireOrderDeadPolicy.RELEASE:
+      return 'release';
+    default:
+      throw invalidArgument(field, `unknown order dead policy ${String(policy)}`);
   }
 }

@@ -46,6 +46,9 @@ describe('jobs show on a folded trail', () => {
     supersedeKey: null,
     supersededBy: null,
     debounceUntil: null,
+    orderKey: null,
+    orderReleaseOnDead: false,
+    orderGate: null,
     effectiveMaxAttempts: 5,
   } satisfies JobRecord & { effectiveMaxAttempts: number };
   const lines = formatShow(job, T0 + 400_000_000).split('\n');

@@ -66,6 +66,9 @@ const GOLDEN_RECORD: JobRecord = {
   supersedeKey: null,
   supersededBy: null,
   debounceUntil: null,
+  orderKey: null,
+  orderReleaseOnDead: false,
+  orderGate: null,
 };
 const GOLDEN_VALUE_HEX =
   '01' + // VALUE_VERSION
@@ -247,6 +250,9 @@ describe('value codec', () => {
       supersedeKey: fc.option(fc.string()),
       supersededBy: fc.option(fc.uuid({ version: 7 })),
       debounceUntil: fc.option(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER })),
+      orderKey: fc.option(fc.string()),
+      orderReleaseOnDead: fc.boolean(),
+      orderGate: fc.option(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER })),
       events: fc.array(
         fc.record({
           at: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
@@ -303,6 +309,9 @@ describe('value codec', () => {
       supersedeKey: fc.option(text),
       supersededBy: fc.option(fc.uuid({ version: 7 })),
       debounceUntil: fc.option(integer),
+      orderKey: fc.option(text),
+      orderReleaseOnDead: fc.boolean(),
+      orderGate: fc.option(integer),
       events: fc.array(fc.record({ at: integer, transition: text, detail: fc.option(text) }), { maxLength: 20 }),
     });
     fc.assert(
@@ -333,6 +342,9 @@ describe('value codec', () => {
       supersedeKey: fc.option(fc.string()),
       supersededBy: fc.option(fc.uuid({ version: 7 })),
       debounceUntil: fc.option(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER })),
+      orderKey: fc.option(fc.string()),
+      orderReleaseOnDead: fc.boolean(),
+      orderGate: fc.option(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER })),
       // Completed, where an entry without the result says how big it was (0 for none).
       state: fc.constantFrom(JobState.Leased, JobState.Completed),
       // Up to twice LOG_JOB_EVENTS, where the entry keeps the last ones; an unlogged last event has no entry.
@@ -452,6 +464,9 @@ function genericEncoding(record: JobRecord): Buffer {
     ...(record.supersedeKey === null ? {} : { supersede_key: record.supersedeKey }),
     ...(record.supersededBy === null ? {} : { superseded_by: jobIdToBytes(record.supersededBy) }),
     ...(record.debounceUntil === null ? {} : { debounce_until: int(record.debounceUntil) }),
+    ...(record.orderKey === null ? {} : { order_key: record.orderKey }),
+    ...(record.orderReleaseOnDead ? { order_release_on_dead: true } : {}),
+    ...(record.orderGate === null ? {} : { order_gate: int(record.orderGate) }),
   });
   return Buffer.concat([Buffer.of(VALUE_VERSION), body]);
 }

@@ -69,6 +69,9 @@ const wildRecord: fc.Arbitrary<JobRecord> = fc.record({
   supersedeKey: fc.option(anyText),
   supersededBy: fc.constant(null),
   debounceUntil: fc.option(anyNumber),
+  orderKey: fc.option(anyText),
+  orderReleaseOnDead: fc.boolean(),
+  orderGate: fc.constant(null),
   events: fc.array(
     fc.record({
       at: anyNumber,
@@ -119,6 +122,9 @@ const boundedRecord: fc.Arbitrary<JobRecord> = fc.record({
   supersedeKey: fc.option(text(1)),
   supersededBy: fc.option(fc.uuid({ version: 7 })),
   debounceUntil: fc.option(time),
+  orderKey: fc.option(text(1)),
+  orderReleaseOnDead: fc.boolean(),
+  orderGate: fc.option(time),
   events: fc.array(
     fc.record({
       at: time,

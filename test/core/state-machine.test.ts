@@ -73,6 +73,8 @@ describe('the transition table', () => {
     take('discard', dead, transitions.discard(dead, { by: 'operator', reason: null }, NOW));
     const gated = transitions.enqueue({ ...NEW_JOB, notBefore: NOW + 1 }, NOW);
     take('runNow', gated, transitions.runNow(gated, { by: 'operator' }, NOW));
+    const waiting = transitions.waitForTurn(transitions.enqueue({ ...NEW_JOB, orderKey: 'k' }, NOW));
+    take('promote', waiting, transitions.promote(waiting, null, NOW));
 
     job = leased(fresh());
     take('release', job, transitions.release(job, fence(job), NOW));

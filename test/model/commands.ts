@@ -37,6 +37,8 @@ export interface JobSpec {
   readonly timeoutSecs: number | undefined;
   /** Latest wins (mode `pending`): replaces the Pending job holding the key in its scope. */
   readonly supersedeKey: string | undefined;
+  /** An ordered key (`NewJob.orderKey`): one job of a key at a time, in enqueue order. */
+  readonly orderKey: string | undefined;
 }
 
 export type Command =
@@ -200,17 +202,26 @@ function sometimes<T>(arbitrary: fc.Arbitrary<T>, absent: number): fc.Arbitrary<
   return fc.oneof({ arbitrary: fc.constant(undefined), weight: absent }, { arbitrary, weight: 1 });
 }
 
-export const jobSpec: fc.Arbitrary<JobSpec> = fc.record({
-  kind: fc.nat(5),
-  wrongKindFamily: fc.oneof({ arbitrary: fc.constant(false), weight: 40 }, { arbitrary: fc.constant(true), weight: 1 }),
-  priority: sometimes(fc.constantFrom(0, 7, 128, 255), 1),
-  delayMs: sometimes(fc.constantFrom(0, 5_000, 35_000, 120_000), 4),
-  notBeforeOffsetSecs: sometimes(fc.constantFrom(-20, 15, 45), 12),
-  maxAttempts: sometimes(fc.constantFrom(1, 2, 5, 5, 5), 1),
-  idempotencyKey: sometimes(fc.constantFrom(...IDEMPOTENCY_KEYS), 3),
-  timeoutSecs: sometimes(fc.constantFrom(10, 45, 100), 3),
-  supersedeKey: sometimes(fc.constantFrom(...SUPERSEDE_KEYS), 1),
-});
+export const jobSpec: fc.Arbitrary<JobSpec> = fc
+  .record({
+    kind: fc.nat(5),
+    wrongKindFamily: fc.oneof(
+      { arbitrary: fc.constant(false), weight: 40 },
+      { arbitrary: fc.constant(true), weight: 1 },
+    ),
+    priority: sometimes(fc.constantFrom(0, 7, 128, 255), 1),
+    delayMs: sometimes(fc.constantFrom(0, 5_000, 35_000, 120_000), 4),
+    notBeforeOffsetSecs: sometimes(fc.constantFrom(-20, 15, 45), 12),
+    maxAttempts: sometimes(fc.constantFrom(1, 2, 5, 5, 5), 1),
+    idempotencyKey: sometimes(fc.constantFrom(...IDEMPOTENCY_KEYS), 3),
+    timeoutSecs: sometimes(fc.constantFrom(10, 45, 100), 3),
+    supersedeKey: sometimes(fc.constantFrom(...SUPERSEDE_KEYS), 1),
+    orderKey: sometimes(fc.constantFrom('o1', 'o2'), 2),
+  })
+  // A job takes a supersede key or an ordered key, never both (the store refuses the pair).
+  .map((spec) =>
+    spec.supersedeKey !== undefined && spec.orderKey !== undefined ? { ...spec, orderKey: undefined } : spec,
+  );
 
 const enqueueScope: fc.Arbitrary<EnqueueScope> = fc.oneof(
   { arbitrary: fc.constant<EnqueueScope>('a'), weight: 3 },

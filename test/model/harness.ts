@@ -318,6 +318,7 @@ function request(spec: JobSpec, scope: ModelScope, now: number): { options: Engi
     ...(spec.idempotencyKey === undefined ? {} : { idempotencyKey: spec.idempotencyKey }),
     ...(spec.timeoutSecs === undefined ? {} : { timeoutSecs: spec.timeoutSecs }),
     ...(spec.supersedeKey === undefined ? {} : { supersedeKey: spec.supersedeKey }),
+    ...(spec.orderKey === undefined ? {} : { orderKey: spec.orderKey }),
   };
   return {
     options,
@@ -330,6 +331,7 @@ function request(spec: JobSpec, scope: ModelScope, now: number): { options: Engi
       idempotencyKey: spec.idempotencyKey ?? null,
       timeoutSecs: spec.timeoutSecs ?? null,
       supersedeKey: spec.supersedeKey ?? null,
+      orderKey: spec.orderKey ?? null,
     },
   };
 }

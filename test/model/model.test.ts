@@ -63,6 +63,7 @@ const JOB_K1: JobSpec = {
   idempotencyKey: 'k1',
   timeoutSecs: undefined,
   supersedeKey: undefined,
+  orderKey: undefined,
 };
 
 /** A job in tenant `b` with supersede key `s1` and nothing else set. */
@@ -77,7 +78,22 @@ const JOB_S1: JobSpec = { ...JOB_K1, priority: undefined, idempotencyKey: undefi
  * the transition and reads the job from its cache of leased records, so it reports the job
  * still Leased by the worker that has just completed it (the stored row is correct).
  */
+const KEYED: JobSpec = { ...JOB_K1, idempotencyKey: undefined, priority: undefined, maxAttempts: 1, orderKey: 'o1' };
+
 const REGRESSIONS: readonly { readonly name: string; readonly commands: readonly Command[] }[] = [
+  /**
+   * dead-head: the property found this when a store was made to let a Dead head go (its key
+   * released whatever the policy): the job enqueued behind the dead head must wait, not run.
+   */
+  {
+    name: 'a job enqueued behind a dead head of its ordered key waits',
+    commands: [
+      { t: 'enqueue', scope: 'b', jobs: [KEYED] },
+      { t: 'work', worker: 0, then: 'failPermanently' },
+      { t: 'enqueue', scope: 'b', jobs: [KEYED, { ...KEYED, orderKey: undefined }] },
+      { t: 'lease', scope: 'any', kinds: 0, worker: 0, limit: 5 },
+    ],
+  },
   {
     // Found against a store deliberately broken to overlook a holder whose gate was still closed:
     // the holder, failed once, waits out its backoff, Pending, and must still be replaced.

@@ -55,6 +55,9 @@ export interface ModelJob {
   readonly supersedeKey: string | null;
   /** The job that replaced it (it was Pending and a newer job of its key came). */
   supersededBy: string | null;
+  readonly orderKey: string | null;
+  /** While waiting for its key's turn: the gate it was enqueued with, back when its turn comes. */
+  orderGate: number | null;
 }
 
 export interface ModelLease {
@@ -82,7 +85,14 @@ export interface NewJob {
   readonly idempotencyKey: string | null;
   readonly timeoutSecs: number | null;
   readonly supersedeKey: string | null;
+  readonly orderKey: string | null;
 }
+
+/**
+ * The gate of a job waiting for its ordered key's turn: past any time a job may be scheduled for
+ * (the largest safe integer), so the gate itself never opens.
+ */
+export const MODEL_ORDER_WAIT = Number.MAX_SAFE_INTEGER;
 
 /** One enqueued slot's outcome: a new job (its id supplied by the store), or an existing one by idempotency. */
 export interface SlotOutcome {
@@ -260,6 +270,38 @@ export class ReferenceModel {
    * Enqueue into one scope, all or nothing. `freshId(i)` is the id the store gave the i-th slot;
    * it is asked only for slots the model decides are new jobs.
    */
+  /** Ordered keys' lines: (scope, key) → the jobs not yet out of it, in enqueue order. */
+  private readonly lines = new Map<string, ModelJob[]>();
+
+  private lineOf(scope: ModelScope, key: string): ModelJob[] {
+    const slot = `${scope ?? ''}\u0000${key}`;
+    let line = this.lines.get(slot);
+    if (line === undefined) {
+      line = [];
+      this.lines.set(slot, line);
+    }
+    return line;
+  }
+
+  /**
+   * After `job` moved: if it finished (Completed or Cancelled; Dead keeps its place and blocks the
+   * key), it leaves its line, and the first job still in the line, if it waits, gets its turn.
+   */
+  private settleLine(job: ModelJob): void {
+    if (job.orderKey === null) return;
+    if (job.state !== JobState.Completed && job.state !== JobState.Cancelled) return;
+    const line = this.lineOf(job.tenant, job.orderKey);
+    const i = line.indexOf(job);
+    if (i < 0) return;
+    line.splice(i, 1);
+    const first = line[0];
+    if (first !== undefined && first.state === JobState.Pending && first.notBefore === MODEL_ORDER_WAIT) {
+      first.notBefore = first.orderGate;
+      first.orderGate = null;
+      first.lastEvent = 'promoted';
+    }
+  }
+
   enqueue(scope: ModelScope, requests: readonly NewJob[], freshId: (i: number) => string): Expected<SlotOutcome[]> {
     if (requests.some((r) => !r.valid)) return err('invalid_argument');
     const staged = new Map<string, ModelJob>();
@@ -292,6 +334,8 @@ export class ReferenceModel {
         lastEvent: 'enqueued',
         supersedeKey: request.supersedeKey,
         supersededBy: null,
+        orderKey: request.orderKey,
+        orderGate: null,
       };
       if (request.supersedeKey !== null) {
         // Every request is valid by now, so this may change holders: the call writes all or nothing.
@@ -305,6 +349,14 @@ export class ReferenceModel {
         // A Leased holder runs on; a finished one held nothing. Either way the new job holds the key.
         this.supersedeHolders.set(keySlot, job);
       }
+      // Ordered key: behind any job still in the key's line (this call's included), it waits.
+      if (request.orderKey !== null) {
+        const line = this.lineOf(scope, request.orderKey);
+        if (line.length > 0 || created.some((c) => c.tenant === scope && c.orderKey === request.orderKey)) {
+          job.orderGate = job.notBefore;
+          job.notBefore = MODEL_ORDER_WAIT;
+        }
+      }
       if (slot !== null) staged.set(slot, job);
       created.push(job);
       outcomes.push({ job, created: true });
@@ -313,6 +365,7 @@ export class ReferenceModel {
       if (this.byId.has(job.id)) throw new Error(`the store reused job id ${job.id} for a new job`);
       this.jobs.push(job);
       this.byId.set(job.id, job);
+      if (job.orderKey !== null) this.lineOf(job.tenant, job.orderKey).push(job);
     }
     for (const [slot, job] of staged) this.idempotency.set(slot, job);
     return { ok: true, value: outcomes };
@@ -490,6 +543,7 @@ export class ReferenceModel {
     this.leaveLease(job);
     job.state = JobState.Completed;
     job.lastEvent = 'completed';
+    this.settleLine(job);
     const chained = this.enqueue(job.tenant, requests, freshId);
     if (!chained.ok) throw new Error('unreachable: successors were validated');
     return { ok: true, value: { job, successors: chained.value } };
@@ -563,6 +617,7 @@ export class ReferenceModel {
     this.leaveLease(job);
     job.state = JobState.Cancelled;
     job.lastEvent = 'cancelled';
+    this.settleLine(job);
     return { ok: true, value: job };
   }
 
@@ -573,6 +628,7 @@ export class ReferenceModel {
     if (job.state !== JobState.Dead) return err('failed_precondition');
     job.state = JobState.Cancelled;
     job.lastEvent = 'discarded';
+    this.settleLine(job);
     return { ok: true, value: job };
   }
 
@@ -583,6 +639,8 @@ export class ReferenceModel {
     if (job.state !== JobState.Pending || job.notBefore === null || job.notBefore <= now) {
       return err('failed_precondition');
     }
+    // Waiting for its ordered key's turn is not a gate an operator skips.
+    if (job.notBefore === MODEL_ORDER_WAIT) return err('failed_precondition');
     job.notBefore = null;
     job.lastEvent = 'run_now';
     return { ok: true, value: job };
@@ -591,11 +649,14 @@ export class ReferenceModel {
   /** Cancel every job of `states` in the filter whose kind starts with `prefix`; returns how many. */
   cancelMatching(filter: ModelScopeFilter, states: readonly JobState[], prefix: string | undefined): number {
     let cancelled = 0;
-    for (const job of this.jobs) {
-      if (!ReferenceModel.inFilter(job, filter) || !states.includes(job.state)) continue;
-      if (prefix !== undefined && !job.kind.startsWith(prefix)) continue;
-      this.cancel(job.id, filter);
-      cancelled++;
+    // One state at a time, oldest first in each: a cancel can give an ordered key's next job its turn.
+    for (const state of new Set(states)) {
+      for (const job of this.jobs) {
+        if (!ReferenceModel.inFilter(job, filter) || job.state !== state) continue;
+        if (prefix !== undefined && !job.kind.startsWith(prefix)) continue;
+        this.cancel(job.id, filter);
+        cancelled++;
+      }
     }
     return cancelled;
   }

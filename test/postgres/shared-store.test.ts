@@ -286,6 +286,85 @@ describe('queues sharing one PostgreSQL schema', () => {
     }
   });
 
+  it('never runs two jobs of an ordered key at once across servers, and runs each key in enqueue order', async () => {
+    const { queues, close } = await servers(3);
+    try {
+      const keys = Array.from({ length: 5 }, (_, i) => `account-${i}`);
+      // Every server enqueues to every key at once, each server its own jobs of a key one after
+      // another: the lines form across servers, each server's jobs in its order.
+      const enqueued = (
+        await Promise.all(
+          queues.flatMap((q, server) =>
+            keys.map(async (key) => {
+              const mine: JobRecord[] = [];
+              for (let n = 0; n < 4; n++) {
+                mine.push((await q.enqueue({ kind: 'ledger', payload: `${server}.${n}`, orderKey: key }, acme)).job);
+              }
+              return mine;
+            }),
+          ),
+        )
+      ).flat();
+      const total = enqueued.length;
+      const running = new Map<string, string>();
+      const ran = new Map<string, string[]>();
+      let done = 0;
+      const stop = new AbortController();
+      await Promise.all(
+        queues.map(async (q, server) => {
+          while (done < total) {
+            const jobs = await q.lease({
+              workerId: `w${server}`,
+              scope: acme,
+              limit: 10,
+              waitMs: PARK_MS,
+              signal: stop.signal,
+            });
+            for (const job of jobs) {
+              const key = job.orderKey as string;
+              assert.equal(running.get(key), undefined, `two jobs of ${key} leased at once`);
+              running.set(key, job.jobId);
+            }
+            await Promise.all(
+              jobs.map(async (job) => {
+                const key = job.orderKey as string;
+                ran.set(key, [...(ran.get(key) ?? []), job.jobId]);
+                // Off the running set before the completion commits: only its commit lets the next run.
+                running.delete(key);
+                await q.complete(job.jobId, { workerId: `w${server}`, leaseGeneration: job.leaseGeneration });
+                done++;
+              }),
+            );
+          }
+          stop.abort();
+        }),
+      );
+      for (const key of keys) {
+        const order = ran.get(key) ?? [];
+        assert.equal(order.length, 12, `every job of ${key} ran once`);
+        // Each job after the first ran on its turn after the one before it, and no other.
+        for (const [i, jobId] of order.entries()) {
+          const promoted = (await (queues[0] as Queue).show(jobId)).events.find((e) => e.transition === 'promoted');
+          if (i === 0) assert.equal(promoted, undefined, `the first job of ${key} never waited`);
+          else assert.equal(promoted?.detail, `order_key=${key} after=${order[i - 1] ?? ''}`);
+        }
+        // A server's own enqueues of a key ran in the order it made them.
+        for (const server of [0, 1, 2]) {
+          const mine = enqueued.filter(
+            (j) => j.orderKey === key && Buffer.from(j.payload).toString().startsWith(`${server}.`),
+          );
+          assert.deepEqual(
+            order.filter((id) => mine.some((j) => j.jobId === id)),
+            mine.map((j) => j.jobId),
+          );
+        }
+      }
+      assert.deepEqual(await (queues[0] as Queue).blockedKeys(acme), []);
+    } finally {
+      await close();
+    }
+  });
+
   describe('the claim scan', () => {
     const clock = new ManualClock();
     let shared: Servers;

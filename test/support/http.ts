@@ -69,6 +69,14 @@ export interface Reply {
 export class Browser {
   cookie: string | null = null;
 
+  /** A browser at `base` signed in with `token` (the login must answer 303). */
+  static async signedIn(base: string, token: string): Promise<Browser> {
+    const browser = new Browser(base);
+    const reply = await browser.login(token);
+    if (reply.status !== 303) throw new Error(`login answered ${reply.status}`);
+    return browser;
+  }
+
   constructor(readonly base: string) {}
 
   async get(path: string, headers: Record<string, string> = {}): Promise<Reply> {

@@ -47,6 +47,19 @@ async def test_carries_a_trace_context_a_propagator_filled_to_the_job(client: Cl
     assert (await client.show(plain.job.job_id)).trace_context is None
 
 
+async def test_jobs_of_an_order_key_wait_their_turn_and_a_bad_policy_is_refused(client: Client, kind: str) -> None:
+    head = await client.enqueue(kind, b"1", scope="acme", order_key="account-7")
+    second = await client.enqueue(kind, b"2", scope="acme", order_key="account-7", order_on_dead="release")
+    assert head.job.order_key == "account-7" and not head.job.order_waiting
+    assert second.job.order_waiting, "the second job waits for the head"
+    with pytest.raises(InvalidArgument) as refused:
+        await client.enqueue(kind, b"3", scope="acme", order_key="account-7", order_on_dead="later")
+    assert refused.value.field == "job.order_on_dead"
+    await client.cancel(head.job.job_id)
+    assert not (await client.show(second.job.job_id)).order_waiting, "its turn came when the head finished"
+    await client.cancel(second.job.job_id)
+
+
 async def test_an_idempotency_key_used_again_returns_the_first_job(client: Client, kind: str) -> None:
     first = await client.enqueue(kind, b"one", scope="acme", idempotency_key="k1")
     again = await client.enqueue(kind, b"two", scope="acme", idempotency_key="k1")

@@ -2,7 +2,7 @@
 import { readPayload, requiredScope, scopeOf, type ScopeOptions } from '../args.ts';
 import { jobJson } from '../format.ts';
 import { printLine, UsageError, type CliIo, type OperatorClient } from '../io.ts';
-import type { SupersedeMode } from '../../core/types.ts';
+import type { OrderDeadPolicy, SupersedeMode } from '../../core/types.ts';
 
 export interface EnqueueOptions extends ScopeOptions {
   readonly kind: string;
@@ -18,6 +18,9 @@ export interface EnqueueOptions extends ScopeOptions {
   readonly supersede?: string;
   readonly debounceMs?: number;
   readonly debounceMaxMs?: number;
+  readonly orderKey?: string;
+  /** `block` or `release`; anything else is refused here, naming the flag. */
+  readonly orderOnDead?: string;
   readonly json?: boolean;
   /**
    * Whether the call carries a token. Without one the caller is an operator
@@ -44,6 +47,8 @@ export async function enqueueJob(options: EnqueueOptions, client: OperatorClient
       ...(options.supersede === undefined ? {} : { supersede: supersedeMode(options.supersede) }),
       ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
       ...(options.debounceMaxMs === undefined ? {} : { debounceMaxMs: options.debounceMaxMs }),
+      ...(options.orderKey === undefined ? {} : { orderKey: options.orderKey }),
+      ...(options.orderOnDead === undefined ? {} : { orderOnDead: orderDeadPolicy(options.orderOnDead) }),
     },
     scope,
   );
@@ -61,4 +66,10 @@ export async function enqueueJob(options: EnqueueOptions, client: OperatorClient
 function supersedeMode(value: string): SupersedeMode {
   if (value === 'pending' || value === 'leased') return value;
   throw new UsageError(`--supersede must be pending or leased (got "${value}")`);
+}
+
+/** `--order-on-dead` as the SDK's policy; a word it does not know is refused here, naming the flag. */
+function orderDeadPolicy(value: string): OrderDeadPolicy {
+  if (value === 'block' || value === 'release') return value;
+  throw new UsageError(`--order-on-dead must be block or release (got "${value}")`);
 }

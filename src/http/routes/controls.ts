@@ -7,7 +7,8 @@
  * as typed; nothing was written.
  */
 import type { FastifyInstance } from 'fastify';
-import { pauseScope, principalLabel, requirePermission } from '../../edge/auth.ts';
+import { pauseScope, principalLabel, requirePermission, resolveScope } from '../../edge/auth.ts';
+import type { QueueScope } from '../../core/types.ts';
 import type { HttpContext } from '../context.ts';
 import { formPost } from '../form-post.ts';
 import { formScope, formText, limitForm, LIMIT_FIELDS, typedValues, type Form } from '../forms.ts';
@@ -56,6 +57,16 @@ export function controlRoutes(app: FastifyInstance, context: HttpContext): void 
     const kindPrefix = formText(form, 'kind_prefix') ?? '';
     await queue.resume({ kindPrefix, scope });
     logger.info({ kindPrefix, caller: viewer.principal.name }, 'resumed kinds');
+  });
+
+  // Release a blocked ordered key: ReleaseKey's permission (`cancel`) and scope rules.
+  control('/keys/release', 'keys', async (viewer, form) => {
+    requirePermission(viewer.principal, 'cancel');
+    onlyKnown(form, ['_csrf', 'order_key', 'scope']);
+    const scope = resolveScope(viewer.principal, formScope(form).requested, false) as QueueScope;
+    const orderKey = formText(form, 'order_key') ?? '';
+    const next = await queue.releaseKey(scope, orderKey);
+    logger.info({ orderKey, next: next?.jobId ?? null, caller: viewer.principal.name }, 'released order key');
   });
 
   // Kind limits are global: operators only (permission `limit`), as SetKindLimit and ClearKindLimit.

@@ -3,6 +3,7 @@
  * of telemetry's ticks). Its panels' controls post to `routes/controls.ts`.
  */
 import type { FastifyInstance } from 'fastify';
+import { hasPermission } from '../../edge/auth.ts';
 import { Telemetry } from '../../telemetry/telemetry.ts';
 import type { HttpContext } from '../context.ts';
 import { onlyKnown } from '../params.ts';
@@ -53,5 +54,7 @@ export async function overviewData(context: HttpContext, viewer: Viewer): Promis
   const pauses = viewer.principal.role === 'worker' ? null : await queue.pauses(scope);
   // Limits are global and set by operators: only they see them.
   const limits = viewer.principal.role === 'operator' ? await queue.kindLimits() : null;
-  return { counts, tenants, backend: queue.backend, pauses, limits };
+  // Blocked ordered keys for those who may release them (ReleaseKey's permission), in the same scope.
+  const blockedKeys = hasPermission(viewer.principal, 'cancel') ? await queue.blockedKeys(scope) : null;
+  return { counts, tenants, backend: queue.backend, pauses, limits, blockedKeys };
 }

@@ -6,13 +6,14 @@
  */
 import type { KindLimitStatus } from '../../core/kind-limits.ts';
 import type { Pause } from '../../core/pauses.ts';
+import type { BlockedKey } from '../../core/ordered-keys.ts';
 import { formatRate } from '../../core/rate.ts';
 import { html, type Html } from '../html.ts';
 import { csrfField, notice, number, type Viewer } from './layout.ts';
 
 /** A control's form the server refused: which panel, why, and what was typed. */
 export interface Refusal {
-  readonly panel: 'pauses' | 'limits';
+  readonly panel: 'pauses' | 'limits' | 'keys';
   readonly message: string;
   readonly values: Readonly<Record<string, string>>;
 }
@@ -229,5 +230,60 @@ export function limitsPanel(viewer: Viewer, limits: readonly KindLimitStatus[], 
       <label>Rate <input name="rate" value="${isRow ? '' : (mine?.values['rate'] ?? '')}" placeholder="100/s" /></label>
       <button class="primary" id="set-limit">Set limit</button>
     </form>
+  </section>`;
+}
+
+/**
+ * Ordered keys whose line cannot move on by itself (the first job dead, or pruned), each with a
+ * Release button: its dead head leaves the key (it stays dead) and the next job runs.
+ */
+export function blockedKeysPanel(viewer: Viewer, keys: readonly BlockedKey[], refused: Refusal | null): Html {
+  const mine = refused?.panel === 'keys' ? refused : null;
+  return html`<section class="panel" id="keys">
+    <h2>
+      Blocked keys
+      <span class="hint"
+        >ordered keys whose first job is dead: nothing behind it runs until it is retried, discarded or the key released
+        (telha keys)</span
+      >
+    </h2>
+    ${mine === null ? '' : notice('error', mine.message)}
+    ${
+      keys.length === 0
+        ? html`<p class="empty">No blocked keys.</p>`
+        : html`<table class="grid">
+            <thead>
+              <tr>
+                <th>Order key</th>
+                <th>Scope</th>
+                <th>Dead head</th>
+                <th>Waiting</th>
+                <th></th>
+              </tr>
+            </thead>
+            <tbody>
+              ${keys.map(
+                (k) =>
+                  html`<tr>
+                    <td class="mono">${k.orderKey}</td>
+                    <td>${k.tenant === null ? 'system' : `tenant ${k.tenant}`}</td>
+                    <td class="mono">
+                      ${k.head === null ? '(pruned)' : html`<a href="/jobs/${k.head.jobId}">${k.head.jobId}</a>`}
+                    </td>
+                    <td class="num">${number(k.waiting)}</td>
+                    <td>
+                      <form method="post" action="/keys/release" class="inline">
+                        ${csrfField(viewer)}<input type="hidden" name="order_key" value="${k.orderKey}" /><input
+                          type="hidden"
+                          name="scope"
+                          value="${k.tenant === null ? 'system' : `tenant:${k.tenant}`}"
+                        /><button class="primary">Release</button>
+                      </form>
+                    </td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>`
+    }
   </section>`;
 }

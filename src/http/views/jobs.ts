@@ -1,5 +1,6 @@
 /** The jobs list, one job with its audit trail, and the bulk retry's confirmation. */
 import { JOB_STATE_NAMES, JobState, type JobEvent, type JobRecord, type Micros } from '../../core/types.ts';
+import { ORDER_WAIT } from '../../core/ordered-keys.ts';
 import { MAX_BULK_JOBS, MAX_SCANNED_ROWS, type BulkResult, type JobsPage } from '../browse.ts';
 import { href, html, type Html } from '../html.ts';
 import type { FILTER_PARAMS } from '../params.ts';
@@ -577,6 +578,7 @@ export function jobPage(viewer: Viewer, job: JobRecord, context: JobPageContext)
           ${fact('Not before', job.notBefore === null ? none : when(job.notBefore, now))}
           ${fact('Idempotency key', job.idempotencyKey === null ? none : html`<span class="mono">${job.idempotencyKey}</span>`)}
           ${job.supersedeKey === null ? '' : fact('Supersede key', html`<span class="mono">${job.supersedeKey}</span>`)}
+          ${job.orderKey === null ? '' : fact('Order key', html`<span class="mono">${job.orderKey}</span> ${job.state === JobState.Pending && job.notBefore === ORDER_WAIT ? '(waiting for its turn)' : ''} ${job.orderReleaseOnDead ? '(releases the key when dead)' : '(blocks the key when dead)'}`)}
           ${job.supersededBy === null ? '' : fact('Superseded by', html`<a class="mono" href="${href(`/jobs/${job.supersededBy}`)}">${job.supersededBy}</a>`)}
           ${fact('Created', when(job.createdAt, now))}
           ${job.traceContext === null ? '' : fact('Trace id', html`<span class="mono">${job.traceContext.traceparent.split('-')[1] ?? ''}</span>`)}

@@ -3,7 +3,8 @@ import { limitLane, type KindLimitStatus } from '../../core/kind-limits.ts';
 import { pauseCoversKind, type Pause } from '../../core/pauses.ts';
 import { JobState, type CountRow } from '../../core/types.ts';
 import { href, html, type Html } from '../html.ts';
-import { limitsPanel, pausesPanel, type Refusal } from './controls.ts';
+import { blockedKeysPanel, limitsPanel, pausesPanel, type Refusal } from './controls.ts';
+import type { BlockedKey } from '../../core/ordered-keys.ts';
 import { number, page, type Viewer } from './layout.ts';
 
 /** The states an operator watches, in the order a job moves through them. */
@@ -24,6 +25,8 @@ export interface OverviewData {
   readonly pauses?: readonly Pause[] | null;
   /** Kind limits with their lanes now; `null` (or absent) when the viewer is not an operator. */
   readonly limits?: readonly KindLimitStatus[] | null;
+  /** Blocked ordered keys the viewer may release; `null` (or absent) when it may not. */
+  readonly blockedKeys?: readonly BlockedKey[] | null;
   /** A control's form the server refused, shown in its panel. */
   readonly refused?: Refusal | null;
 }
@@ -147,6 +150,11 @@ export function overviewPage(viewer: Viewer, data: OverviewData): Html {
             )
       }
       ${data.limits === null || data.limits === undefined ? '' : limitsPanel(viewer, data.limits, data.refused ?? null)}
+      ${
+        data.blockedKeys === null || data.blockedKeys === undefined
+          ? ''
+          : blockedKeysPanel(viewer, data.blockedKeys, data.refused ?? null)
+      }
       ${
         data.tenants === null
           ? ''

@@ -3,8 +3,19 @@ import { principalLabel, resolveScope } from '../../edge/auth.ts';
 import { listOrderFromWire, stateToWire } from '../../wire/states.ts';
 import { scopeFromWire, stateFilterFromWire } from '../convert.ts';
 import { optional, type HandlerKit, type QueueServiceImpl } from './kit.ts';
+import type { QueueScope } from '../../core/types.ts';
 
-type JobMethod = 'show' | 'list' | 'counts' | 'retry' | 'cancel' | 'cancelMatching' | 'discard' | 'runNow';
+type JobMethod =
+  | 'show'
+  | 'list'
+  | 'counts'
+  | 'retry'
+  | 'cancel'
+  | 'cancelMatching'
+  | 'discard'
+  | 'runNow'
+  | 'listBlockedKeys'
+  | 'releaseKey';
 
 export function jobHandlers(kit: HandlerKit): Pick<QueueServiceImpl, JobMethod> {
   const { queue, logger, handle, toWire } = kit;
@@ -79,6 +90,29 @@ export function jobHandlers(kit: HandlerKit): Pick<QueueServiceImpl, JobMethod> 
       const job = await queue.runNow(req.jobId, { by: principalLabel(principal) }, resolveScope(principal, null, true));
       logger.info({ jobId: job.jobId, kind: job.kind, tenant: job.tenant, caller: principal.name }, 'run now');
       return { job: toWire(job) };
+    }),
+
+    listBlockedKeys: handle('listBlockedKeys', 'read', async (req, { principal }) => {
+      const keys = await queue.blockedKeys(
+        resolveScope(principal, scopeFromWire(req.scope), true),
+        req.limit === 0 ? undefined : req.limit,
+      );
+      return {
+        keys: keys.map((k) => ({
+          tenant: k.tenant ?? '',
+          orderKey: k.orderKey,
+          ...(k.head === null ? {} : { head: toWire(k.head) }),
+          waiting: BigInt(k.waiting),
+        })),
+      };
+    }),
+
+    // Releasing a blocked key gives up on its dead head's place, as a discard gives up on the job.
+    releaseKey: handle('releaseKey', 'cancel', async (req, { principal }) => {
+      const scope = resolveScope(principal, scopeFromWire(req.scope), false) as QueueScope;
+      const next = await queue.releaseKey(scope, req.orderKey);
+      logger.info({ orderKey: req.orderKey, next: next?.jobId ?? null, caller: principal.name }, 'released order key');
+      return next === null ? {} : { next: toWire(next) };
     }),
   };
 }

@@ -69,6 +69,8 @@ import { fairPick } from '../../core/fair-order.ts';
 import { idempotencySlot, inScope } from '../../core/scope.ts';
 import { releasesSupersedeKey, supersedeSlot } from '../../core/supersede.ts';
 import { planSupersede, supersededOutcomes } from '../supersede-plan.ts';
+import { isWaiting, keyNotBlocked, lineBlocked, orderSlot, type BlockedKey } from '../../core/ordered-keys.ts';
+import { blockedOf, LineJoins, leavesLine, nextTurn } from '../order-plan.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import type {
   Change,
@@ -123,6 +125,11 @@ export class MemoryJobStore implements JobStore {
   private readonly idempotency = new Map<string, string>();
   /** Supersede keys: `supersedeSlot` → the id of the job holding the key (`core/supersede.ts`). */
   private readonly supersedeKeys = new Map<string, string>();
+  /**
+   * Ordered keys' lines (`core/ordered-keys.ts`): `orderSlot` → the key and the ids of the jobs
+   * in its line, oldest first. A pruned head's id stays until an operator releases the key.
+   */
+  private readonly lines = new Map<string, { tenant: string | null; key: string; ids: string[] }>();
   private readonly createdAt = new CreatedAtSequence(0);
   /** The fair order's cursor: the scope (hex) of the tenant a fair claim served last. */
   private fairCursor: string | null = null;
@@ -143,6 +150,7 @@ export class MemoryJobStore implements JobStore {
   private insertNow(drafts: readonly JobDraft[], now: Micros, staged: Map<string, JobRecord>): InsertOutcome[] {
     const outcomes: InsertOutcome[] = [];
     const records: (JobRecord | null)[] = [];
+    const joins = new LineJoins((tenant, key) => (this.lines.get(orderSlot(tenant, key))?.ids.length ?? 0) > 0);
     for (const draft of drafts) {
       const slot = draft.idempotencyKey === null ? null : idempotencySlot(draft.tenant, draft.idempotencyKey);
       const existingId = slot === null ? undefined : this.idempotency.get(slot);
@@ -153,7 +161,7 @@ export class MemoryJobStore implements JobStore {
         records.push(null);
         continue;
       }
-      const record = enqueue(withCreatedAt(draft, this.createdAt.next(now)), now);
+      const record = joins.place(enqueue(withCreatedAt(draft, this.createdAt.next(now)), now));
       if (slot !== null) staged.set(slot, record);
       outcomes.push({ record, created: true });
       records.push(record);
@@ -177,11 +185,65 @@ export class MemoryJobStore implements JobStore {
       }
     }
     for (const [slot, holder] of plan.holders) this.supersedeKeys.set(slot, holder.jobId);
+    for (const [slot, joined] of joins.joined) {
+      const first = joined[0] as JobRecord;
+      const line = this.lines.get(slot) ?? { tenant: first.tenant, key: first.orderKey ?? '', ids: [] };
+      line.ids.push(...joined.map((r) => r.jobId));
+      this.lines.set(slot, line);
+    }
     return supersededOutcomes(outcomes, records, plan);
   }
 
+  /** `after` replaces `before`: if it left its ordered key's line, the next job's turn comes (written here). */
+  private leaveLine(after: JobRecord, now: Micros): void {
+    if (after.orderKey === null) return;
+    const slot = orderSlot(after.tenant, after.orderKey);
+    const line = this.lines.get(slot);
+    const i = line?.ids.indexOf(after.jobId) ?? -1;
+    if (line === undefined || !leavesLine(i >= 0, after)) return;
+    line.ids.splice(i, 1);
+    this.takeTurn(slot, after.jobId, now);
+  }
+
+  /** Promote the first job of `slot`'s line if it waits; forget the line when it is empty. */
+  private takeTurn(slot: string, after: string | null, now: Micros): JobRecord | null {
+    const line = this.lines.get(slot);
+    const firstId = line?.ids[0];
+    if (line === undefined || firstId === undefined) {
+      this.lines.delete(slot);
+      return null;
+    }
+    const promoted = nextTurn(this.jobs.get(firstId) ?? null, after, now);
+    if (promoted !== null) {
+      this.jobs.set(promoted.jobId, promoted);
+      this.appendLog(promoted);
+    }
+    return promoted;
+  }
+
+  blockedKeys(filter: ScopeFilter, limit: number): Promise<BlockedKey[]> {
+    return Promise.resolve(blockedOf(this.lines.values(), (id) => this.jobs.get(id) ?? null, filter, limit));
+  }
+
+  releaseKey(scope: QueueScope, orderKey: string, now: Micros): Promise<JobRecord | null> {
+    try {
+      const tenant = scope.type === 'tenant' ? scope.tenant : null;
+      const slot = orderSlot(tenant, orderKey);
+      const line = this.lines.get(slot);
+      const headId = line?.ids[0];
+      if (line === undefined || headId === undefined) throw notFound(`order key ${orderKey}`);
+      const head = this.jobs.get(headId) ?? null;
+      if (!lineBlocked(head)) throw keyNotBlocked(orderKey);
+      // A head gone (pruned) or Dead leaves; a waiting first job is the turn itself.
+      if (head === null || !isWaiting(head)) line.ids.shift();
+      return Promise.resolve(this.takeTurn(slot, head === null || isWaiting(head) ? null : head.jobId, now));
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
   /** `after` replaces `before`: if it finished while holding its supersede key, the key is free. */
-  private releaseKey(before: JobRecord, after: JobRecord): void {
+  private releaseSupersedeKey(before: JobRecord, after: JobRecord): void {
     if (!releasesSupersedeKey(before, after)) return;
     const slot = supersedeSlot(after.tenant, after.supersedeKey ?? '');
     if (this.supersedeKeys.get(slot) === after.jobId) this.supersedeKeys.delete(slot);
@@ -301,8 +363,9 @@ export class MemoryJobStore implements JobStore {
       if (current === undefined) throw notFound(`job ${jobId}`);
       const next = change(current);
       this.jobs.set(jobId, next.record);
-      this.releaseKey(current, next.record);
+      this.releaseSupersedeKey(current, next.record);
       this.appendLog(next.record);
+      this.leaveLine(next.record, now);
       const successors = next.successors ? this.insertNow(next.successors, now, new Map()) : [];
       return Promise.resolve({ record: next.record, successors });
     } catch (error) {
@@ -310,7 +373,7 @@ export class MemoryJobStore implements JobStore {
     }
   }
 
-  updateMany(items: readonly UpdateItem[]): Promise<ItemResult<JobRecord>[]> {
+  updateMany(items: readonly UpdateItem[], now: Micros): Promise<ItemResult<JobRecord>[]> {
     return Promise.resolve(
       items.map((item) => {
         try {
@@ -318,8 +381,9 @@ export class MemoryJobStore implements JobStore {
           if (current === undefined) throw notFound(`job ${item.jobId}`);
           const { record } = item.change(current);
           this.jobs.set(item.jobId, record);
-          this.releaseKey(current, record);
+          this.releaseSupersedeKey(current, record);
           this.appendLog(record);
+          this.leaveLine(record, now);
           return itemOk(record);
         } catch (error) {
           return itemFailed<JobRecord>(error);

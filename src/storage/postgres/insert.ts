@@ -17,6 +17,7 @@ import { named, type PgSchema } from './connection.ts';
 import { noticePayload } from './notices.ts';
 import { columns, encodeWrites, insertJobsText, withLog } from './sql/writes.ts';
 import { supersedeHolders } from './supersede.ts';
+import { joinLines, placeInLines } from './ordered-keys.ts';
 import type { SupersedePlan } from '../supersede-plan.ts';
 
 /**
@@ -74,6 +75,9 @@ export async function insertJobs(
     plan = await supersedeHolders(db, table, drafts, aligned, now, { log: context.log !== false, arrays });
     records.splice(0, records.length, ...aligned.filter((record): record is JobRecord => record !== null));
   }
+  // Ordered keys: each keyed job joins its line, waiting when the line holds a job (locked first).
+  const ordered = records.some((r) => r.orderKey !== null);
+  if (ordered) await placeInLines(db, table, records);
   // The notification rides on the same statement (PostgreSQL delivers one per transaction for
   // identical payloads) and only when it commits; it names the drafts, so an idempotent repeat
   // costs a waiter one look. Any unique conflict skips the row: an idempotency key held, or
@@ -95,6 +99,7 @@ export async function insertJobs(
     named(context.prepare ?? false, statement.text, statement.values),
   );
   const created = new Set(inserted.rows.map((r) => r.job_id));
+  if (ordered) await joinLines(db, table, records, created);
   // Rows not inserted: keys another job already holds (possibly committed by another server a
   // moment ago), or jobs an earlier try of this same insert created. Job ids are fresh UUIDs,
   // so a row with a draft's own id is that draft's job: created by this call, not a holder.

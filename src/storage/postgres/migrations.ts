@@ -150,6 +150,14 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
     ALTER TABLE ${s}.jobs ADD COLUMN supersede_key text;
     CREATE UNIQUE INDEX jobs_supersede ON ${s}.jobs (scope, supersede_key) WHERE supersede_key IS NOT NULL;
   `,
+  // Ordered keys (core/ordered-keys.ts): `order_key` is set on a job only while it is in its key's
+  // line, so the partial index holds only lines in use. `order_seq` is the job's place in its line,
+  // given under the key's lock: the order enqueues committed in, which `created_at` (each server's
+  // own sequence) is not across servers.
+  (s) => `
+    ALTER TABLE ${s}.jobs ADD COLUMN order_key text, ADD COLUMN order_seq bigint;
+    CREATE INDEX jobs_order ON ${s}.jobs (scope, order_key, order_seq) WHERE order_key IS NOT NULL;
+  `,
 ];
 
 /** The quoted schema name of a store, checked to be a plain identifier. */

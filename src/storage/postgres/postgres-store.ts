@@ -27,6 +27,8 @@
  * that the indexes need.
  */
 import type pg from 'pg';
+import { blockedLines } from './ordered-keys.ts';
+import type { BlockedKey } from '../../core/ordered-keys.ts';
 import type { KindLimit, KindLimitStatus } from '../../core/kind-limits.ts';
 import type { Pause, PauseBounds, PauseScope } from '../../core/pauses.ts';
 import type { Schedule, ScheduleFiring } from '../../core/schedules.ts';
@@ -329,6 +331,14 @@ export class PostgresJobStore implements JobStore {
   }
 
   /** Also tells every server's lease waiters to look again: the resumed work is there now. */
+  blockedKeys(filter: ScopeFilter, limit: number): Promise<BlockedKey[]> {
+    return this.ctx.retrying(() => blockedLines(this.pool, this.ctx.t, filter, limit));
+  }
+
+  releaseKey(scope: QueueScope, orderKey: string, now: Micros): Promise<JobRecord | null> {
+    return this.writes.releaseKey(scope, orderKey, now);
+  }
+
   resumeKinds(scope: PauseScope, kindPrefix: string): Promise<boolean> {
     return this.controls.resumeKinds(scope, kindPrefix);
   }

@@ -42,6 +42,7 @@ import { insertJobs } from './insert.ts';
 import { logNoticePayload } from './notices.ts';
 import { abortText, lockJobText } from './sql/transactional.ts';
 import { updateStatement } from './writes.ts';
+import { leaveLine } from './ordered-keys.ts';
 
 /** This process's created_at for jobs enqueued through applications' transactions: follows the clock. */
 const createdAt = new CreatedAtSequence(0);
@@ -226,6 +227,16 @@ async function changeInTransaction(
     const written = await tx.query<{ job_id: string }>(statement.text, statement.values);
     if (written.rows.length !== 1)
       throw new TelhaError(ErrorCode.Internal, `job ${id}: its locked row was not written`);
+    // Leaving its ordered key's line, the job gives the next its turn in this same transaction.
+    const turn = await leaveLine(tx, schema.table, next.record, now);
+    if (turn !== null) {
+      const promoted = updateStatement(schema, [{ record: turn, expected: null }], now, {
+        origin: APPLICATION_ORIGIN,
+        log: true,
+        arrays: TEXT_ARRAYS,
+      });
+      await tx.query(promoted.statement.text, promoted.statement.values);
+    }
     const successors = await insertJobs(tx, schema, next.successors ?? [], now, {
       createdAt,
       updated: next.record,

@@ -17,6 +17,7 @@ import {
   type ItemResult,
   type JobRecord,
   type Micros,
+  type QueueScope,
 } from '../../core/types.ts';
 import { decodeRecord, encodeRecord } from '../../codec/value.ts';
 import type { Change, InsertOutcome, JobDraft, UpdateItem, UpdateOutcome } from '../types.ts';
@@ -27,6 +28,7 @@ import { insertJobs } from './insert.ts';
 import type { Announce } from './listener.ts';
 import { noticePayload } from './notices.ts';
 import { closedGate, encodeWrites, updateJobsText, withLog } from './sql/writes.ts';
+import { leaveLine, lockLines, mayLeaveLine, releaseLine } from './ordered-keys.ts';
 
 /** The store's job writes, on its context; `announced` tells other servers of the transitions they commit. */
 export class Writes {
@@ -52,7 +54,7 @@ export class Writes {
       prepare: this.ctx.prepare,
       binaryArrays: true,
     };
-    if (!drafts.some((d) => d.supersedeKey !== undefined && d.supersedeKey !== null)) {
+    if (!drafts.some((d) => (d.supersedeKey ?? null) !== null || (d.orderKey ?? null) !== null)) {
       return this.ctx.retrying(() => insertJobs(this.ctx.pool, this.ctx.schema, drafts, now, context));
     }
     const outcomes = await this.ctx.retrying(() =>
@@ -90,12 +92,16 @@ export class Writes {
         )
       ).rows;
       if (row === undefined) throw notFound(`job ${jobId}`);
-      const next = change(decodeRecord(row.record, `job ${jobId}`));
-      if ((next.successors ?? []).length > 0) return this.lockedUpdate(jobId, change, now);
+      const current = decodeRecord(row.record, `job ${jobId}`);
+      const line = current.orderKey === null ? undefined : { tenant: current.tenant, key: current.orderKey };
+      const next = change(current);
+      // A job leaving its ordered key's line gives the next its turn, under the line's lock.
+      if ((next.successors ?? []).length > 0 || mayLeaveLine(next.record))
+        return this.lockedUpdate(jobId, change, now, line);
       const { written, inDoubt } = await this.casWrite([{ record: next.record, expected: row.record }], now);
       if (inDoubt.has(jobId)) throw writeInDoubt(jobId);
       if (written.has(jobId)) return { record: next.record, successors: [] };
-      return this.lockedUpdate(jobId, change, now);
+      return this.lockedUpdate(jobId, change, now, line);
     });
   }
 
@@ -118,7 +124,7 @@ export class Writes {
       this.ctx.leases.forget(jobId);
       return null;
     }
-    if ((next.successors ?? []).length > 0) return null;
+    if ((next.successors ?? []).length > 0 || mayLeaveLine(next.record)) return null;
     const { written, inDoubt } = await this.casWrite([{ record: next.record, expected: lease }], now);
     if (inDoubt.has(jobId)) throw writeInDoubt(jobId);
     return written.has(jobId) ? { record: next.record, successors: [] } : null;
@@ -162,6 +168,8 @@ export class Writes {
       }
     });
     for (const jobId of redo) this.ctx.leases.forget(jobId);
+    // A job leaving its ordered key's line takes `update`'s locked path (`lockedUpdate`).
+    for (const record of latest.values()) if (mayLeaveLine(record)) redo.add(record.jobId);
     const writes = [...latest.values()].filter((record) => !redo.has(record.jobId));
     const { written, inDoubt } = await this.casWrite(
       writes.map((record) => ({ record, expected: stored.get(record.jobId) as Buffer })),
@@ -196,10 +204,14 @@ export class Writes {
     jobId: string,
     change: (current: JobRecord) => Change,
     now: Micros,
+    /** The job's ordered key, as read before (a job's key never changes): its line is locked first. */
+    line?: { readonly tenant: string | null; readonly key: string },
   ): Promise<UpdateOutcome> {
     try {
       return (
         await this.ctx.tx(async (db) => {
+          // An ordered key's line is locked before the row, as every writer of lines does.
+          if (line !== undefined) await lockLines(db, [line]);
           const { rows } = await db.query<{ record: Buffer }>(
             named(this.ctx.prepare, `SELECT record FROM ${this.t}.jobs WHERE job_id = $1 FOR UPDATE`, [jobId]),
           );
@@ -208,6 +220,8 @@ export class Writes {
           const next = change(decodeRecord(row.record, `job ${jobId}`));
           // The row is locked, so the compare always holds.
           await writeMany(this.ctx, db, [{ record: next.record, expected: row.record }], now);
+          const turn = await leaveLine(db, this.t, next.record, now);
+          if (turn !== null) await writeMany(this.ctx, db, [{ record: turn, expected: null }], now);
           const successors = await insertJobs(db, this.ctx.schema, next.successors ?? [], now, {
             origin: this.ctx.origin,
             createdAt: this.ctx.createdAt,
@@ -228,6 +242,19 @@ export class Writes {
       if (stored?.equals(read)) throw error.cause;
       throw writeInDoubt(jobId);
     }
+  }
+
+  /** `JobStore.releaseKey`: the line's release and the next job's turn, in one transaction (`releaseLine`). */
+  async releaseKey(scope: QueueScope, key: string, now: Micros): Promise<JobRecord | null> {
+    const turn = await this.ctx.retrying(() =>
+      this.ctx.tx(async (db) => {
+        const next = await releaseLine(db, this.t, scope, key, now);
+        if (next !== null) await writeMany(this.ctx, db, [{ record: next, expected: null }], now);
+        return next;
+      }, `BEGIN; LOCK TABLE ${this.t}.kind_pauses, ${this.t}.kind_limits IN ROW SHARE MODE`),
+    );
+    if (turn !== null) this.announced([turn]);
+    return turn;
   }
 
   /**

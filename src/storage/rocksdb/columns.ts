@@ -5,7 +5,16 @@
 import type { ColumnHandle, ColumnTuning, RocksDatabase } from './database.ts';
 
 /** The column families of a Telha store, besides `default` (the meta rows). */
-export const COLUMNS = ['jobs', 'ids', 'idempotency', 'finished', 'counts', 'transitions', 'supersede'] as const;
+export const COLUMNS = [
+  'jobs',
+  'ids',
+  'idempotency',
+  'finished',
+  'counts',
+  'transitions',
+  'supersede',
+  'order',
+] as const;
 const KiB = 1024;
 const MiB = 1024 * KiB;
 /**
@@ -31,6 +40,7 @@ export const COLUMN_TUNING: Readonly<Record<(typeof COLUMNS)[number] | 'default'
   idempotency: { memtableBudget: 512 * KiB, zstdDictionary: true },
   counts: { memtableBudget: 512 * KiB, zstdDictionary: true },
   supersede: { memtableBudget: 512 * KiB, zstdDictionary: true },
+  order: { memtableBudget: 512 * KiB, zstdDictionary: true },
   default: { memtableBudget: 512 * KiB, zstdDictionary: true },
 };
 
@@ -49,6 +59,7 @@ export interface Columns {
   readonly finished: ColumnHandle;
   readonly counts: ColumnHandle;
   readonly supersede: ColumnHandle;
+  readonly order: ColumnHandle;
   readonly log: ColumnHandle;
   readonly meta: ColumnHandle;
 }
@@ -62,6 +73,7 @@ export function openColumns(db: RocksDatabase): Columns {
     finished: db.column('finished'),
     counts: db.column('counts'),
     supersede: db.column('supersede'),
+    order: db.column('order'),
     log: db.column('transitions'),
     meta: db.column('default'),
   };

@@ -14,6 +14,7 @@
 import { statfs } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { DiskFullError, storeClosed } from '../../core/errors.ts';
+import type { BlockedKey } from '../../core/ordered-keys.ts';
 import type { KindLimit, KindLimitStatus } from '../../core/kind-limits.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import type { Pause, PauseBounds, PauseScope } from '../../core/pauses.ts';
@@ -297,6 +298,14 @@ export class ReopeningRocksStore implements JobStore {
 
   pauseKinds(pause: Pause, bounds: PauseBounds): Promise<Pause> {
     return this.run((store) => store.pauseKinds(pause, bounds));
+  }
+
+  blockedKeys(filter: ScopeFilter, limit: number): Promise<BlockedKey[]> {
+    return this.run((store) => store.blockedKeys(filter, limit));
+  }
+
+  releaseKey(scope: QueueScope, orderKey: string, now: Micros): Promise<JobRecord | null> {
+    return this.run((store) => store.releaseKey(scope, orderKey, now));
   }
 
   resumeKinds(scope: PauseScope, kindPrefix: string): Promise<boolean> {

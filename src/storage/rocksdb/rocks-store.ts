@@ -65,6 +65,9 @@ import { decodeRecord, encodeWrite } from '../../codec/value.ts';
 import { idempotencySlot, inScope } from '../../core/scope.ts';
 import { planSupersede, supersededOutcomes } from '../supersede-plan.ts';
 import { SupersedeKeys } from './supersede.ts';
+import { OrderLines } from './ordered-keys.ts';
+import { blockedOf, LineJoins, nextTurn } from '../order-plan.ts';
+import { isWaiting, keyNotBlocked, lineBlocked, staysInLine, type BlockedKey } from '../../core/ordered-keys.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import type {
   BackupSummary,
@@ -129,6 +132,13 @@ export interface RocksStoreOptions {
 
 /** Memory for cached Pending records (`LiveRecords`) by default; one record may take at most 1/64 of it. */
 const PENDING_CACHE_BYTES = 64 * 1024 * 1024;
+/** A job whose ordered key's turn came (`stageTurn`): as it was, as staged, and its lock's release. */
+interface Turn {
+  readonly before: JobRecord;
+  readonly after: Loaded;
+  readonly release: () => void;
+}
+
 function scopePrefixOf(scope: ScopeFilter): ScopePrefix {
   return scope.type === 'any' ? null : latin1(scopeBytes(scope));
 }
@@ -150,6 +160,7 @@ export class RocksJobStore implements JobStore {
   private readonly controls: Controls;
   private readonly schedules: Schedules;
   private readonly supersedeKeys: SupersedeKeys;
+  private readonly orderLines: OrderLines;
 
   private constructor(
     private readonly db: RocksDatabase,
@@ -175,6 +186,7 @@ export class RocksJobStore implements JobStore {
     this.controls = new Controls(this.ctx);
     this.schedules = new Schedules(this.ctx, (draft, now, more) => this.insertWith(draft, now, more));
     this.supersedeKeys = new SupersedeKeys(db, cf.supersede);
+    this.orderLines = new OrderLines(db, cf.order);
   }
 
   static async open(options: RocksStoreOptions): Promise<RocksJobStore> {
@@ -207,6 +219,7 @@ export class RocksJobStore implements JobStore {
     if (options.writeThread === true) await db.startWriteThread(options.writeThreadMinOps);
     await store.controls.load();
     await store.supersedeKeys.load();
+    await store.orderLines.load();
     await store.rebuild((options.clock ?? systemClock).now());
     return store;
   }
@@ -227,6 +240,80 @@ export class RocksJobStore implements JobStore {
 
   pauseKinds(pause: Pause, bounds: PauseBounds): Promise<Pause> {
     return this.controls.pauseKinds(pause, bounds);
+  }
+
+  // ---- ordered keys (core/ordered-keys.ts, ordered-keys.ts) ----
+
+  blockedKeys(filter: ScopeFilter, limit: number): Promise<BlockedKey[]> {
+    this.assertOpen();
+    return Promise.resolve(blockedOf(this.orderLines.entries(), (id) => this.load(id)?.record ?? null, filter, limit));
+  }
+
+  async releaseKey(scope: QueueScope, orderKey: string, now: Micros): Promise<JobRecord | null> {
+    this.assertOpen();
+    const slot = this.orderLines.slot(scope.type === 'tenant' ? scope.tenant : null, orderKey);
+    for (;;) {
+      const headId = this.orderLines.first(slot);
+      if (headId === undefined) throw notFound(`order key ${orderKey}`);
+      const release = await this.locks.acquire([headId]);
+      let turn: Turn | null = null;
+      try {
+        if (this.orderLines.first(slot) !== headId) continue;
+        const head = this.load(headId)?.record ?? null;
+        if (!lineBlocked(head)) throw keyNotBlocked(orderKey);
+        const ops: WriteOp[] = [];
+        const counts: CountChange[] = [];
+        // A Dead or gone head leaves; a waiting first job is the turn itself (its lock is held).
+        const waiting = head !== null && isWaiting(head);
+        if (!waiting) this.orderLines.leave(ops, headId);
+        turn = await this.stageTurn(ops, counts, slot, waiting ? null : headId, now, new Set([headId]));
+        await this.stageUnit(ops, counts);
+        this.indexTurn(turn, now);
+        return turn?.after.record ?? null;
+      } finally {
+        turn?.release();
+        release();
+      }
+    }
+  }
+
+  /**
+   * Stage the next job's turn in the line at `slot` after `after` left it: when the line's first
+   * job waits, it is promoted, its lock taken here (unless `held` has it) and kept until the
+   * caller's write is made. Looked at without its lock first: a job that is not waiting is never
+   * locked here, so two lines' writers never wait for each other.
+   */
+  private async stageTurn(
+    ops: WriteOp[],
+    counts: CountChange[],
+    slot: string,
+    after: string | null,
+    now: Micros,
+    held: ReadonlySet<string>,
+  ): Promise<Turn | null> {
+    for (;;) {
+      const firstId = this.orderLines.first(slot);
+      const peek = firstId === undefined ? null : this.load(firstId);
+      if (firstId === undefined || peek === null || !isWaiting(peek.record)) return null;
+      const release = held.has(firstId) ? () => {} : await this.locks.acquire([firstId]);
+      const first = this.orderLines.first(slot) === firstId ? this.load(firstId) : null;
+      const promoted = first === null ? null : nextTurn(first.record, after, now);
+      if (first === null || promoted === null) {
+        release();
+        if (this.orderLines.first(slot) !== firstId) continue;
+        return null;
+      }
+      const key = jobKeyOf(promoted);
+      this.stageTransition(ops, counts, first.key, first.record, key, promoted);
+      return { before: first.record, after: { key, record: promoted }, release };
+    }
+  }
+
+  /** Index a promoted job once its write is made. */
+  private indexTurn(turn: Turn | null, now: Micros): void {
+    if (turn === null) return;
+    this.records.unindex(turn.before);
+    this.records.indexWritten(turn.after.key, turn.after.record, now);
   }
 
   resumeKinds(scope: PauseScope, kindPrefix: string): Promise<boolean> {
@@ -379,6 +466,7 @@ export class RocksJobStore implements JobStore {
       if (id !== undefined) existingIds.set(latin1(k), jobIdFromBytes(id));
     });
     const staged = new Map<string, JobRecord>();
+    const joins = new LineJoins((tenant, key) => this.orderLines.occupied(tenant, key));
     const outcomes: InsertOutcome[] = [];
     /** The job each draft creates, `null` for an idempotent repeat. */
     const records: (JobRecord | null)[] = [];
@@ -401,7 +489,7 @@ export class RocksJobStore implements JobStore {
           continue;
         }
       }
-      const record = enqueue(withCreatedAt(draft, this.createdAt.next(now)), now);
+      const record = joins.place(enqueue(withCreatedAt(draft, this.createdAt.next(now)), now));
       this.createdAtDirty = true;
       if (idemKey !== null) staged.set(latin1(idemKey), record);
       if (record.supersedeKey !== null) keyed = true;
@@ -444,6 +532,7 @@ export class RocksJobStore implements JobStore {
       );
       const idemKey = idemKeys[i] ?? null;
       if (idemKey !== null) ops.push({ column: this.cf.idempotency, key: idemKey, value: idIndexKey(record.jobId) });
+      this.orderLines.join(ops, record);
       if (record.state !== JobState.Pending) {
         // Superseded by a later draft of this call: written once, already finished.
         const finished = finishedAt(record) as Micros;
@@ -545,6 +634,7 @@ export class RocksJobStore implements JobStore {
   async update(jobId: string, change: (current: JobRecord) => Change, now: Micros): Promise<UpdateOutcome> {
     this.assertOpen();
     const releaseJob = await this.locks.acquire([jobId]);
+    let turn: Turn | null = null;
     try {
       const current = this.load(jobId);
       if (current === null) throw notFound(`job ${jobId}`);
@@ -557,15 +647,18 @@ export class RocksJobStore implements JobStore {
         const nextKey = jobKeyOf(next.record);
         // The job's own move first: a successor taking the supersede key it lets go of stages
         // its put after the release's delete, and a batch's later op on a key wins.
-        this.stageTransition(ops, counts, current.key, current.record, nextKey, next.record);
+        const left = this.stageTransition(ops, counts, current.key, current.record, nextKey, next.record);
+        turn = left === null ? null : await this.stageTurn(ops, counts, left, jobId, now, new Set([jobId]));
         const { outcomes: successors, superseded } =
           drafts.length > 0 ? this.planInsert(drafts, now, ops, counts, next.record) : { outcomes: [], superseded: [] };
         await this.stageUnit(ops, counts);
         this.records.unindex(current.record);
         this.records.indexWritten(nextKey, next.record, now);
+        this.indexTurn(turn, now);
         this.indexCreated(successors, superseded, now);
         return { record: next.record, successors };
       } finally {
+        turn?.release();
         releaseIdem();
       }
     } finally {
@@ -576,6 +669,7 @@ export class RocksJobStore implements JobStore {
   async updateMany(items: readonly UpdateItem[], now: Micros): Promise<ItemResult<JobRecord>[]> {
     this.assertOpen();
     const release = await this.locks.acquire(items.map((item) => item.jobId));
+    const turns: Turn[] = [];
     try {
       const ops: WriteOp[] = [];
       // Each item stages whole or not at all (see stageTransition), so the items share these.
@@ -583,6 +677,8 @@ export class RocksJobStore implements JobStore {
       const results: ItemResult<JobRecord>[] = [];
       /** Each changed job as it was before this call and as it is after the items so far. */
       const changed = new Map<string, { readonly before: JobRecord; after: Loaded }>();
+      /** Lines a job of the batch left, and the job. */
+      const left: [slot: string, jobId: string][] = [];
       for (const item of items) {
         try {
           const seen = changed.get(item.jobId);
@@ -590,7 +686,8 @@ export class RocksJobStore implements JobStore {
           if (current === null) throw notFound(`job ${item.jobId}`);
           const { record } = item.change(current.record);
           const key = jobKeyOf(record);
-          this.stageTransition(ops, counts, current.key, current.record, key, record);
+          const slot = this.stageTransition(ops, counts, current.key, current.record, key, record);
+          if (slot !== null) left.push([slot, item.jobId]);
           if (seen === undefined) changed.set(item.jobId, { before: current.record, after: { key, record } });
           else seen.after = { key, record };
           results.push(itemOk(record));
@@ -598,13 +695,20 @@ export class RocksJobStore implements JobStore {
           results.push(itemFailed(error));
         }
       }
+      const held = new Set(items.map((item) => item.jobId));
+      for (const [slot, jobId] of left) {
+        const turn = await this.stageTurn(ops, counts, slot, jobId, now, held);
+        if (turn !== null) turns.push(turn);
+      }
       if (ops.length > 0) await this.stageUnit(ops, counts);
       for (const { before, after } of changed.values()) {
         this.records.unindex(before);
         this.records.indexWritten(after.key, after.record, now);
       }
+      for (const turn of turns) this.indexTurn(turn, now);
       return results;
     } finally {
+      for (const turn of turns) turn.release();
       release();
     }
   }
@@ -622,7 +726,7 @@ export class RocksJobStore implements JobStore {
     before: JobRecord,
     nextKey: Buffer,
     after: JobRecord,
-  ): void {
+  ): string | null {
     const { value, entry } = encodeWrite(after, this.log.enabled);
     if (!key.equals(nextKey)) {
       ops.push({ column: this.cf.jobs, key, value: null });
@@ -648,6 +752,8 @@ export class RocksJobStore implements JobStore {
     if (before.state !== after.state) counts.push([before, -1], [after, +1]);
     this.supersedeKeys.release(ops, before, after);
     if (entry !== null) this.log.stage(ops, entry);
+    // Leaving its ordered key's line: the caller stages the next job's turn (`stageTurn`).
+    return after.orderKey !== null && !staysInLine(after) ? this.orderLines.leave(ops, after.jobId) : null;
   }
 
   /**

@@ -31,6 +31,7 @@ import { resultCases } from './results.ts';
 import { retentionCases } from './retention.ts';
 import { scheduleCases } from './schedules.ts';
 import { supersedeCases } from './supersede.ts';
+import { orderedKeyCases } from './ordered-keys.ts';
 import { timeoutCases } from './timeout.ts';
 import { transferCases } from './transfer.ts';
 import { traceContextCases } from './trace-context.ts';
@@ -50,6 +51,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       resultCases,
       cancelCases,
       supersedeCases,
+      orderedKeyCases,
       operatorCases,
       reaperCases,
       timeoutCases,

@@ -172,6 +172,8 @@ class Client:
         supersede: Optional[SupersedeMode] = None,
         debounce_ms: Optional[int] = None,
         debounce_max_ms: Optional[int] = None,
+        order_key: Optional[str] = None,
+        order_on_dead: Optional[str] = None,
     ) -> EnqueueResult:
         """Enqueue one job. ``kind`` may be a kind, a ``NewJob``, or a ``@task`` (whose payload type is then
         checked here: ``InvalidArgument`` naming the field). With an ``idempotency_key`` already used in the
@@ -196,6 +198,8 @@ class Client:
                 supersede=supersede,
                 debounce_ms=debounce_ms,
                 debounce_max_ms=debounce_max_ms,
+                order_key=order_key,
+                order_on_dead=order_on_dead,
             )
         )
         request = pb.EnqueueRequest(scope=scope_to_wire(scope), job=job.to_wire())

@@ -138,6 +138,10 @@ class Job:
     superseded_by: Optional[str] = None
     #: With ``debounce_max_ms``: the latest this job's debounce run may become due (µs since the epoch).
     debounce_until_us: Optional[int] = None
+    #: The ordered key the job was enqueued with; ``None`` for none.
+    order_key: Optional[str] = None
+    #: True while the job waits for its turn behind the head of its ordered key.
+    order_waiting: bool = False
 
     def payload_json(self) -> Any:
         """The payload read as JSON."""
@@ -180,6 +184,8 @@ class Job:
             supersede_key=opt("supersede_key"),
             superseded_by=opt("superseded_by"),
             debounce_until_us=opt("debounce_until_us"),
+            order_key=opt("order_key"),
+            order_waiting=job.order_waiting,
         )
 
 
@@ -234,6 +240,11 @@ class NewJob:
     #: With ``debounce_ms``: due at most this many ms after the first enqueue of the current debounce
     #: run, however many enqueues arrive after it (at least ``debounce_ms``).
     debounce_max_ms: Optional[int] = None
+    #: Ordered key: jobs with the same key in the same scope run one at a time, in enqueue order
+    #: (priority is not looked at within a key), and a failed job's backoff keeps the key.
+    order_key: Optional[str] = None
+    #: What going dead does to ``order_key``: ``"block"`` (the server's default) or ``"release"``.
+    order_on_dead: Optional[str] = None
 
     def to_wire(self) -> pb.NewJob:
         message = pb.NewJob(kind=self.kind, payload=payload_bytes(self.payload))
@@ -265,7 +276,16 @@ class NewJob:
             message.debounce_ms = self.debounce_ms
         if self.debounce_max_ms is not None:
             message.debounce_max_ms = self.debounce_max_ms
+        if self.order_key is not None:
+            message.order_key = self.order_key
+        if self.order_on_dead is not None:
+            policy = _ORDER_DEAD_POLICIES.get(self.order_on_dead)
+            message.order_on_dead = policy if policy is not None else cast(Any, -1)
         return message
+
+
+# A policy this SDK does not know travels as -1, which the server refuses naming order_on_dead.
+_ORDER_DEAD_POLICIES = {"block": pb.ORDER_DEAD_POLICY_BLOCK, "release": pb.ORDER_DEAD_POLICY_RELEASE}
 
 
 @dataclass(frozen=True)

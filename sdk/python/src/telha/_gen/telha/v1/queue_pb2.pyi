@@ -15,6 +15,9 @@ JOB_STATE_UNSPECIFIED: JobState
 LIST_ORDER_NEWEST_FIRST: ListOrder
 LIST_ORDER_OLDEST_FIRST: ListOrder
 LIST_ORDER_UNSPECIFIED: ListOrder
+ORDER_DEAD_POLICY_BLOCK: OrderDeadPolicy
+ORDER_DEAD_POLICY_RELEASE: OrderDeadPolicy
+ORDER_DEAD_POLICY_UNSPECIFIED: OrderDeadPolicy
 SUPERSEDE_MODE_LEASED: SupersedeMode
 SUPERSEDE_MODE_PENDING: SupersedeMode
 SUPERSEDE_MODE_UNSPECIFIED: SupersedeMode
@@ -38,6 +41,18 @@ class BackupResponse(_message.Message):
     pause_us: int
     rows: int
     def __init__(self, path: _Optional[str] = ..., jobs: _Optional[int] = ..., rows: _Optional[int] = ..., pause_us: _Optional[int] = ..., duration_us: _Optional[int] = ...) -> None: ...
+
+class BlockedKey(_message.Message):
+    __slots__ = ["head", "order_key", "tenant", "waiting"]
+    HEAD_FIELD_NUMBER: _ClassVar[int]
+    ORDER_KEY_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    WAITING_FIELD_NUMBER: _ClassVar[int]
+    head: Job
+    order_key: str
+    tenant: str
+    waiting: int
+    def __init__(self, tenant: _Optional[str] = ..., order_key: _Optional[str] = ..., head: _Optional[_Union[Job, _Mapping]] = ..., waiting: _Optional[int] = ...) -> None: ...
 
 class CancelMatchingRequest(_message.Message):
     __slots__ = ["kind_prefix", "scope", "state"]
@@ -320,7 +335,7 @@ class ItemOutcome(_message.Message):
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., field: _Optional[str] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ["attempt_deadline_us", "attempts", "continuation", "created_at_us", "debounce_until_us", "effective_max_attempts", "events", "idempotency_key", "job_id", "kind", "lease_deadline_us", "lease_generation", "max_attempts", "not_before_us", "payload", "priority", "progress", "result", "state", "supersede_key", "superseded_by", "tenant", "timeout_secs", "trace_context", "worker_id"]
+    __slots__ = ["attempt_deadline_us", "attempts", "continuation", "created_at_us", "debounce_until_us", "effective_max_attempts", "events", "idempotency_key", "job_id", "kind", "lease_deadline_us", "lease_generation", "max_attempts", "not_before_us", "order_key", "order_on_dead", "order_waiting", "payload", "priority", "progress", "result", "state", "supersede_key", "superseded_by", "tenant", "timeout_secs", "trace_context", "worker_id"]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_DEADLINE_US_FIELD_NUMBER: _ClassVar[int]
     CONTINUATION_FIELD_NUMBER: _ClassVar[int]
@@ -335,6 +350,9 @@ class Job(_message.Message):
     LEASE_GENERATION_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     NOT_BEFORE_US_FIELD_NUMBER: _ClassVar[int]
+    ORDER_KEY_FIELD_NUMBER: _ClassVar[int]
+    ORDER_ON_DEAD_FIELD_NUMBER: _ClassVar[int]
+    ORDER_WAITING_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     PROGRESS_FIELD_NUMBER: _ClassVar[int]
@@ -360,6 +378,9 @@ class Job(_message.Message):
     lease_generation: int
     max_attempts: int
     not_before_us: int
+    order_key: str
+    order_on_dead: OrderDeadPolicy
+    order_waiting: bool
     payload: bytes
     priority: int
     progress: str
@@ -371,7 +392,7 @@ class Job(_message.Message):
     timeout_secs: int
     trace_context: TraceContext
     worker_id: str
-    def __init__(self, job_id: _Optional[str] = ..., tenant: _Optional[str] = ..., kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., created_at_us: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., attempts: _Optional[int] = ..., lease_generation: _Optional[int] = ..., worker_id: _Optional[str] = ..., lease_deadline_us: _Optional[int] = ..., not_before_us: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., max_attempts: _Optional[int] = ..., continuation: _Optional[bytes] = ..., events: _Optional[_Iterable[_Union[JobEvent, _Mapping]]] = ..., effective_max_attempts: _Optional[int] = ..., attempt_deadline_us: _Optional[int] = ..., timeout_secs: _Optional[int] = ..., result: _Optional[bytes] = ..., progress: _Optional[str] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., supersede_key: _Optional[str] = ..., superseded_by: _Optional[str] = ..., debounce_until_us: _Optional[int] = ...) -> None: ...
+    def __init__(self, job_id: _Optional[str] = ..., tenant: _Optional[str] = ..., kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., created_at_us: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., attempts: _Optional[int] = ..., lease_generation: _Optional[int] = ..., worker_id: _Optional[str] = ..., lease_deadline_us: _Optional[int] = ..., not_before_us: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., max_attempts: _Optional[int] = ..., continuation: _Optional[bytes] = ..., events: _Optional[_Iterable[_Union[JobEvent, _Mapping]]] = ..., effective_max_attempts: _Optional[int] = ..., attempt_deadline_us: _Optional[int] = ..., timeout_secs: _Optional[int] = ..., result: _Optional[bytes] = ..., progress: _Optional[str] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., supersede_key: _Optional[str] = ..., superseded_by: _Optional[str] = ..., debounce_until_us: _Optional[int] = ..., order_key: _Optional[str] = ..., order_on_dead: _Optional[_Union[OrderDeadPolicy, str]] = ..., order_waiting: bool = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ["at_us", "detail", "transition"]
@@ -443,6 +464,20 @@ class LeaseResponse(_message.Message):
     jobs: _containers.RepeatedCompositeFieldContainer[Job]
     def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ...) -> None: ...
 
+class ListBlockedKeysRequest(_message.Message):
+    __slots__ = ["limit", "scope"]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    limit: int
+    scope: Scope
+    def __init__(self, scope: _Optional[_Union[Scope, _Mapping]] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ListBlockedKeysResponse(_message.Message):
+    __slots__ = ["keys"]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    keys: _containers.RepeatedCompositeFieldContainer[BlockedKey]
+    def __init__(self, keys: _Optional[_Iterable[_Union[BlockedKey, _Mapping]]] = ...) -> None: ...
+
 class ListKindLimitsRequest(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
@@ -510,7 +545,7 @@ class ListSchedulesResponse(_message.Message):
     def __init__(self, schedules: _Optional[_Iterable[_Union[Schedule, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class NewJob(_message.Message):
-    __slots__ = ["debounce_max_ms", "debounce_ms", "delay_ms", "idempotency_key", "kind", "max_attempts", "not_before_us", "payload", "priority", "supersede", "supersede_key", "timeout_secs", "trace_context"]
+    __slots__ = ["debounce_max_ms", "debounce_ms", "delay_ms", "idempotency_key", "kind", "max_attempts", "not_before_us", "order_key", "order_on_dead", "payload", "priority", "supersede", "supersede_key", "timeout_secs", "trace_context"]
     DEBOUNCE_MAX_MS_FIELD_NUMBER: _ClassVar[int]
     DEBOUNCE_MS_FIELD_NUMBER: _ClassVar[int]
     DELAY_MS_FIELD_NUMBER: _ClassVar[int]
@@ -518,6 +553,8 @@ class NewJob(_message.Message):
     KIND_FIELD_NUMBER: _ClassVar[int]
     MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     NOT_BEFORE_US_FIELD_NUMBER: _ClassVar[int]
+    ORDER_KEY_FIELD_NUMBER: _ClassVar[int]
+    ORDER_ON_DEAD_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     PRIORITY_FIELD_NUMBER: _ClassVar[int]
     SUPERSEDE_FIELD_NUMBER: _ClassVar[int]
@@ -531,13 +568,15 @@ class NewJob(_message.Message):
     kind: str
     max_attempts: int
     not_before_us: int
+    order_key: str
+    order_on_dead: OrderDeadPolicy
     payload: bytes
     priority: int
     supersede: SupersedeMode
     supersede_key: str
     timeout_secs: int
     trace_context: TraceContext
-    def __init__(self, kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., delay_ms: _Optional[int] = ..., not_before_us: _Optional[int] = ..., max_attempts: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., timeout_secs: _Optional[int] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., supersede_key: _Optional[str] = ..., supersede: _Optional[_Union[SupersedeMode, str]] = ..., debounce_ms: _Optional[int] = ..., debounce_max_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., delay_ms: _Optional[int] = ..., not_before_us: _Optional[int] = ..., max_attempts: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., timeout_secs: _Optional[int] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., supersede_key: _Optional[str] = ..., supersede: _Optional[_Union[SupersedeMode, str]] = ..., debounce_ms: _Optional[int] = ..., debounce_max_ms: _Optional[int] = ..., order_key: _Optional[str] = ..., order_on_dead: _Optional[_Union[OrderDeadPolicy, str]] = ...) -> None: ...
 
 class PauseKindsRequest(_message.Message):
     __slots__ = ["everywhere", "kind_prefix", "scope"]
@@ -592,6 +631,20 @@ class ReleaseEachResponse(_message.Message):
     OUTCOMES_FIELD_NUMBER: _ClassVar[int]
     outcomes: _containers.RepeatedCompositeFieldContainer[ItemOutcome]
     def __init__(self, outcomes: _Optional[_Iterable[_Union[ItemOutcome, _Mapping]]] = ...) -> None: ...
+
+class ReleaseKeyRequest(_message.Message):
+    __slots__ = ["order_key", "scope"]
+    ORDER_KEY_FIELD_NUMBER: _ClassVar[int]
+    SCOPE_FIELD_NUMBER: _ClassVar[int]
+    order_key: str
+    scope: Scope
+    def __init__(self, scope: _Optional[_Union[Scope, _Mapping]] = ..., order_key: _Optional[str] = ...) -> None: ...
+
+class ReleaseKeyResponse(_message.Message):
+    __slots__ = ["next"]
+    NEXT_FIELD_NUMBER: _ClassVar[int]
+    next: Job
+    def __init__(self, next: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
 
 class ReleaseRequest(_message.Message):
     __slots__ = ["fence"]
@@ -844,6 +897,9 @@ class WorkResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ..., settle_id: _Optional[int] = ..., complete_outcomes: _Optional[_Iterable[_Union[ItemOutcome, _Mapping]]] = ..., fail_outcomes: _Optional[_Iterable[_Union[ItemOutcome, _Mapping]]] = ..., release_outcomes: _Optional[_Iterable[_Union[ItemOutcome, _Mapping]]] = ..., heartbeat_outcomes: _Optional[_Iterable[_Union[LeaseOutcome, _Mapping]]] = ..., checkpoint_outcomes: _Optional[_Iterable[_Union[LeaseOutcome, _Mapping]]] = ...) -> None: ...
 
 class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class OrderDeadPolicy(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
 
 class SupersedeMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):

@@ -119,6 +119,16 @@ class QueueServiceStub(object):
                 request_serializer=telha_dot_v1_dot_queue__pb2.RunNowRequest.SerializeToString,
                 response_deserializer=telha_dot_v1_dot_queue__pb2.RunNowResponse.FromString,
                 )
+        self.ListBlockedKeys = channel.unary_unary(
+                '/telha.v1.QueueService/ListBlockedKeys',
+                request_serializer=telha_dot_v1_dot_queue__pb2.ListBlockedKeysRequest.SerializeToString,
+                response_deserializer=telha_dot_v1_dot_queue__pb2.ListBlockedKeysResponse.FromString,
+                )
+        self.ReleaseKey = channel.unary_unary(
+                '/telha.v1.QueueService/ReleaseKey',
+                request_serializer=telha_dot_v1_dot_queue__pb2.ReleaseKeyRequest.SerializeToString,
+                response_deserializer=telha_dot_v1_dot_queue__pb2.ReleaseKeyResponse.FromString,
+                )
         self.CreateSchedule = channel.unary_unary(
                 '/telha.v1.QueueService/CreateSchedule',
                 request_serializer=telha_dot_v1_dot_queue__pb2.CreateScheduleRequest.SerializeToString,
@@ -373,6 +383,22 @@ class QueueServiceServicer(object):
         """Make a pending job that waits behind a delay or a failure's backoff ready now, keeping its
         attempts and place in line (operator, or a tenant in its own scope). FAILED_PRECONDITION for
         a job that is not pending or is ready already.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListBlockedKeys(self, request, context):
+        """Ordered keys that cannot move on by themselves: their head is dead (policy BLOCK), or gone
+        (pruned) with jobs still waiting (operator, or a tenant in its own scope).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReleaseKey(self, request, context):
+        """Let a blocked ordered key move on: its dead head leaves the key (it stays dead) and the next
+        job runs. FAILED_PRECONDITION when the key is not blocked; NOT_FOUND when it has no jobs.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -644,6 +670,16 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.RunNow,
                     request_deserializer=telha_dot_v1_dot_queue__pb2.RunNowRequest.FromString,
                     response_serializer=telha_dot_v1_dot_queue__pb2.RunNowResponse.SerializeToString,
+            ),
+            'ListBlockedKeys': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListBlockedKeys,
+                    request_deserializer=telha_dot_v1_dot_queue__pb2.ListBlockedKeysRequest.FromString,
+                    response_serializer=telha_dot_v1_dot_queue__pb2.ListBlockedKeysResponse.SerializeToString,
+            ),
+            'ReleaseKey': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReleaseKey,
+                    request_deserializer=telha_dot_v1_dot_queue__pb2.ReleaseKeyRequest.FromString,
+                    response_serializer=telha_dot_v1_dot_queue__pb2.ReleaseKeyResponse.SerializeToString,
             ),
             'CreateSchedule': grpc.unary_unary_rpc_method_handler(
                     servicer.CreateSchedule,
@@ -1084,6 +1120,40 @@ class QueueService(object):
         return grpc.experimental.unary_unary(request, target, '/telha.v1.QueueService/RunNow',
             telha_dot_v1_dot_queue__pb2.RunNowRequest.SerializeToString,
             telha_dot_v1_dot_queue__pb2.RunNowResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListBlockedKeys(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/telha.v1.QueueService/ListBlockedKeys',
+            telha_dot_v1_dot_queue__pb2.ListBlockedKeysRequest.SerializeToString,
+            telha_dot_v1_dot_queue__pb2.ListBlockedKeysResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ReleaseKey(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/telha.v1.QueueService/ReleaseKey',
+            telha_dot_v1_dot_queue__pb2.ReleaseKeyRequest.SerializeToString,
+            telha_dot_v1_dot_queue__pb2.ReleaseKeyResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
