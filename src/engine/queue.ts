@@ -13,6 +13,7 @@
  *                 (fired by the scheduler, or `scheduler.tick()` in tests)
  *     pauses      pause · resume · pauses
  *     limits      setKindLimit · clearKindLimit · kindLimits (seeded from `[jobs.kinds]` at open)
+ *     quotas      setTenantLimit · clearTenantLimit · tenantLimits (seeded from `[jobs.tenants]`)
  *     lifecycle   maintenance (reaper, pruning) · waits · events · stats · storeMetrics · close
  */
 import { systemClock, type Clock } from '../core/clock.ts';
@@ -32,6 +33,7 @@ import { silentLogger, type Logger } from '../core/logger.ts';
 import { assertInScope, inScope, scopeOfRecord } from '../core/scope.ts';
 import { checkPause, checkPausePrefix, DEFAULT_PAUSE_BOUNDS, type Pause } from '../core/pauses.ts';
 import type { KindLimit, KindLimitStatus } from '../core/kind-limits.ts';
+import type { TenantLimit, TenantLimitStatus } from '../core/tenant-limits.ts';
 import {
   applyChanges,
   checkChanges,
@@ -79,6 +81,7 @@ import { ChangeFeed } from './feed.ts';
 import { QueueEventEmitter } from './observers.ts';
 import { Scheduler } from './scheduler.ts';
 import { KindLanes } from './kind-lanes.ts';
+import { TenantQuotas } from './tenant-quotas.ts';
 import { WorkSignal, type WakeReason } from './work-signal.ts';
 import { tracedEnqueue } from '../tracing/spans.ts';
 import type {
@@ -100,6 +103,7 @@ import type {
   PauseOptions,
   ResumeOptions,
   SetKindLimitOptions,
+  SetTenantLimitOptions,
   LeaseWaits,
   QueueOptions,
 } from './queue-options.ts';
@@ -127,6 +131,7 @@ export class Queue {
   private readonly waitsEnded: Record<WakeReason, number> = { woken: 0, timeout: 0, aborted: 0 };
   /** The kind limits and the lanes they make: claims wait for the `[jobs.kinds]` ones to be stored. */
   private readonly lanes: KindLanes;
+  private readonly quotas: TenantQuotas;
   private closed = false;
 
   constructor(options: QueueOptions) {
@@ -160,13 +165,15 @@ export class Queue {
         this.announce(records, now);
       },
     });
-    this.lanes = new KindLanes({
+    const controls = {
       store: this.store,
       config: this.config,
       clock: this.clock,
       logger: this.logger,
       work: this.work,
-    });
+    };
+    this.lanes = new KindLanes(controls);
+    this.quotas = new TenantQuotas(controls);
     // Work announced by other servers sharing the store, or by transactional enqueues.
     this.store.watch?.((notices) => (notices === 'all' ? this.work.notifyAll() : this.work.notify(notices)));
     if (options.services ?? true) {
@@ -288,7 +295,7 @@ export class Queue {
 
   private async claim(options: LeaseOptions, limit: number): Promise<JobRecord[]> {
     this.assertOpen();
-    await this.lanes.seeded;
+    await Promise.all([this.lanes.seeded, this.quotas.seeded]);
     const scope = options.scope ?? ANY_SCOPE;
     if (scope.type !== 'any') checkScope(scope);
     const workerId = checkWorkerId(options.workerId);
@@ -863,6 +870,28 @@ export class Queue {
     return this.lanes.list();
   }
 
+  /**
+   * Limit a tenant, everywhere: at most `concurrency` of its jobs leased at once, `rate` leases
+   * per period, and its `weight` in the fleet's fair order. Replaces the tenant's limit; refused
+   * `invalid_argument` naming the field, `failed_precondition` past `MAX_TENANT_LIMITS`.
+   */
+  async setTenantLimit(options: SetTenantLimitOptions): Promise<TenantLimit> {
+    this.assertOpen();
+    return this.quotas.set(options);
+  }
+
+  /** Remove a tenant's limit: `not_found` when there is none. */
+  async clearTenantLimit(tenant: string): Promise<void> {
+    this.assertOpen();
+    return this.quotas.clear(tenant);
+  }
+
+  /** Every tenant limit by tenant, with its leased jobs and whole tokens now. */
+  async tenantLimits(): Promise<TenantLimitStatus[]> {
+    this.assertOpen();
+    return this.quotas.list();
+  }
+
   /** Tell listeners of a committed transition; a job that left Leased frees room in its lane. */
   private transitioned(
     transition: transitions.TransitionName,
@@ -871,7 +900,10 @@ export class Queue {
     now: Micros,
   ): void {
     this.events.transition(transition, records, previous, now);
-    if (previous === JobState.Leased) this.lanes.freed(records);
+    if (previous === JobState.Leased) {
+      this.lanes.freed(records);
+      this.quotas.freed(records);
+    }
   }
 
   // ---- lifecycle ----
@@ -915,7 +947,7 @@ export class Queue {
   async close(): Promise<void> {
     if (this.closed) return;
     // The [jobs.kinds] limits land (or are logged as failed) before the store goes.
-    await Promise.all([this.maintenance.stop(), this.scheduler.stop(), this.lanes.seeded]);
+    await Promise.all([this.maintenance.stop(), this.scheduler.stop(), this.lanes.seeded, this.quotas.seeded]);
     this.closed = true;
     this.work.wakeAll();
     await this.store.close();

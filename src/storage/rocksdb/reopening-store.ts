@@ -15,6 +15,7 @@ import { statfs } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { DiskFullError, storeClosed } from '../../core/errors.ts';
 import type { KindLimit, KindLimitStatus } from '../../core/kind-limits.ts';
+import type { TenantLimit, TenantLimitStatus } from '../../core/tenant-limits.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import type { Pause, PauseBounds, PauseScope } from '../../core/pauses.ts';
 import type { Schedule, ScheduleFiring } from '../../core/schedules.ts';
@@ -329,6 +330,18 @@ export class ReopeningRocksStore implements JobStore {
 
   listKindLimits(now: Micros): Promise<KindLimitStatus[]> {
     return this.run((store) => store.listKindLimits(now));
+  }
+
+  setTenantLimit(limit: TenantLimit, maxTotal: number): Promise<TenantLimit> {
+    return this.run((store) => store.setTenantLimit(limit, maxTotal));
+  }
+
+  clearTenantLimit(tenant: string): Promise<boolean> {
+    return this.run((store) => store.clearTenantLimit(tenant));
+  }
+
+  listTenantLimits(now: Micros): Promise<TenantLimitStatus[]> {
+    return this.run((store) => store.listTenantLimits(now));
   }
 
   nextGateAt(scope: ScopeFilter, now: Micros): Promise<Micros | null> {
