@@ -42,6 +42,9 @@ export type OperatorClient = Pick<
   | 'setKindLimit'
   | 'clearKindLimit'
   | 'kindLimits'
+  | 'setTenantLimit'
+  | 'clearTenantLimit'
+  | 'tenantLimits'
   | 'backup'
 >;
 
