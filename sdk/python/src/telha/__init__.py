@@ -33,6 +33,7 @@ from .types import (
     Page,
     Schedule,
     Scope,
+    TenantLimit,
     WatchEvent,
 )
 
@@ -63,6 +64,7 @@ __all__ = [
     "JobState",
     "KindLimit",
     "KindPause",
+    "TenantLimit",
     "LeaseConflict",
     "NewJob",
     "NotFound",
