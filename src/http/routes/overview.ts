@@ -53,5 +53,6 @@ export async function overviewData(context: HttpContext, viewer: Viewer): Promis
   const pauses = viewer.principal.role === 'worker' ? null : await queue.pauses(scope);
   // Limits are global and set by operators: only they see them.
   const limits = viewer.principal.role === 'operator' ? await queue.kindLimits() : null;
-  return { counts, tenants, backend: queue.backend, pauses, limits };
+  const tenantLimits = viewer.principal.role === 'operator' ? await queue.tenantLimits() : null;
+  return { counts, tenants, backend: queue.backend, pauses, limits, tenantLimits };
 }

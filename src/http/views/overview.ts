@@ -4,6 +4,8 @@ import { pauseCoversKind, type Pause } from '../../core/pauses.ts';
 import { JobState, type CountRow } from '../../core/types.ts';
 import { href, html, type Html } from '../html.ts';
 import { limitsPanel, pausesPanel, type Refusal } from './controls.ts';
+import { tenantLimitsPanel } from './tenant-limits.ts';
+import type { TenantLimitStatus } from '../../core/tenant-limits.ts';
 import { number, page, type Viewer } from './layout.ts';
 
 /** The states an operator watches, in the order a job moves through them. */
@@ -24,6 +26,8 @@ export interface OverviewData {
   readonly pauses?: readonly Pause[] | null;
   /** Kind limits with their lanes now; `null` (or absent) when the viewer is not an operator. */
   readonly limits?: readonly KindLimitStatus[] | null;
+  /** Tenant limits; `null` (or absent) when the viewer is not an operator. */
+  readonly tenantLimits?: readonly TenantLimitStatus[] | null;
   /** A control's form the server refused, shown in its panel. */
   readonly refused?: Refusal | null;
 }
@@ -147,6 +151,11 @@ export function overviewPage(viewer: Viewer, data: OverviewData): Html {
             )
       }
       ${data.limits === null || data.limits === undefined ? '' : limitsPanel(viewer, data.limits, data.refused ?? null)}
+      ${
+        data.tenantLimits === null || data.tenantLimits === undefined
+          ? ''
+          : tenantLimitsPanel(viewer, data.tenantLimits, data.refused ?? null)
+      }
       ${
         data.tenants === null
           ? ''
