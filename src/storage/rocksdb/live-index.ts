@@ -538,10 +538,20 @@ export class LiveIndex {
       if (scope !== null && scope !== tenantScope) continue;
       const leased = this.leasedByScope.get(tenantScope) ?? 0;
       const at = laneTokenDue(limit, leased, this.tenantBuckets.get(tenantScope) ?? null, now);
-      // A waiter woken for a tenant without ready work finds nothing and sleeps again.
-      if (at !== null && (earliest === null || at < earliest)) earliest = at;
+      // Only a tenant with ready work wakes the waiter (checked last: it walks kind trees).
+      if (at === null || (earliest !== null && at >= earliest) || !this.scopeHasReady(tenantScope)) continue;
+      earliest = at;
     }
     return earliest;
+  }
+
+  /** Whether `scope` holds a ready job that no pause holds back. */
+  private scopeHasReady(scope: string): boolean {
+    for (const [kind, tree] of this.readyByKind) {
+      const paused = this.kindPauses(kind);
+      if (!paused.everywhere && !paused.scopes.has(scope) && firstInScope(tree, scope) !== undefined) return true;
+    }
+    return false;
   }
 
   /** Whether a kind tree of `lane` holds a ready job in scope that no pause holds back. */
