@@ -19,7 +19,8 @@ import { systemClock } from '../src/core/clock.ts';
 import { makeConfig } from '../src/core/config.ts';
 import { tenantScope } from '../src/core/types.ts';
 import type { Queue } from '../src/engine/queue.ts';
-import { exportStore, importStore } from '../src/engine/transfer.ts';
+import { exportStore, importStore, type TransferCounts } from '../src/engine/transfer.ts';
+import type { JobStore } from '../src/storage/types.ts';
 import { openQueue, openStore } from '../src/open.ts';
 import { count, envNumber, fmt } from './support.ts';
 import { mkdtempSync } from 'node:fs';
@@ -76,6 +77,21 @@ async function writer(queue: Queue, until: Promise<unknown>): Promise<{ slowestM
   return { slowestMs, writes };
 }
 
+/** Export `store` into `file` as NDJSON, writing as fast as the file takes it. */
+async function exportTo(store: JobStore, file: string): Promise<TransferCounts> {
+  const out = createWriteStream(file);
+  const counts = await exportStore(
+    store,
+    async (text) => {
+      if (!out.write(text)) await once(out, 'drain');
+    },
+    systemClock,
+  );
+  out.end();
+  await once(out, 'close');
+  return counts;
+}
+
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'telha-bench-backup-'));
   try {
@@ -102,16 +118,7 @@ async function main(): Promise<void> {
     const file = join(dir, 'export.ndjson');
     let started = performance.now();
     const source = await openStore(makeConfig({ storage: { path: store } }));
-    const out = createWriteStream(file);
-    const counts = await exportStore(
-      source,
-      async (text) => {
-        if (!out.write(text)) await once(out, 'drain');
-      },
-      systemClock,
-    );
-    out.end();
-    await once(out, 'close');
+    const counts = await exportTo(source, file);
     await source.close();
     console.log(
       `export: ${count(counts.job)} jobs, ${fmt(statSync(file).size / 2 ** 20)} MiB in ${seconds(performance.now() - started)}`,
@@ -132,16 +139,7 @@ async function main(): Promise<void> {
         await importStore(target, lines, { merge: false }, systemClock);
         console.log(`import into PostgreSQL: ${seconds(performance.now() - started)} (both reads of the file)`);
         started = performance.now();
-        const back = createWriteStream(join(dir, 'from-pg.ndjson'));
-        await exportStore(
-          target,
-          async (text) => {
-            if (!back.write(text)) await once(back, 'drain');
-          },
-          systemClock,
-        );
-        back.end();
-        await once(back, 'close');
+        await exportTo(target, join(dir, 'from-pg.ndjson'));
         console.log(`export from PostgreSQL: ${seconds(performance.now() - started)}`);
       } finally {
         await target.close();

@@ -803,6 +803,7 @@ function recordSizes(): { enqueued: number; leased: number; completed: number } 
     traceContext: null,
     supersedeKey: null,
     supersededBy: null,
+    debounceUntil: null,
     events: [{ at: RAW_EPOCH, transition: 'enqueued', detail: null }],
   };
   const leased: JobRecord = {

@@ -18,7 +18,8 @@
  * generated code), so a run takes minutes. Needs `valgrind` (Debian package).
  *
  * Env: BENCH_INSTRUCTIONS_JOBS (2000), BENCH_INSTRUCTIONS_WARM_UP (5000),
- * BENCH_INSTRUCTIONS_WORKLOADS (embedded,single,drain), BENCH_INSTRUCTIONS_KEEP=1 keeps the
+ * BENCH_INSTRUCTIONS_WORKLOADS (embedded,single,drain; also `traced`: embedded with every span
+ * recorded), BENCH_INSTRUCTIONS_KEEP=1 keeps the
  * callgrind files (for callgrind_annotate) and prints where they are.
  */
 import { spawn } from 'node:child_process';
@@ -101,8 +102,8 @@ interface Count {
 
 async function measure(workload: string, jobs: number): Promise<Count> {
   const name = `${workload}-${jobs}`;
-  if (workload === 'embedded') {
-    await runWorkload(name, ['embedded', String(WARM_UP), String(jobs)]);
+  if (workload === 'embedded' || workload === 'traced') {
+    await runWorkload(name, [workload, String(WARM_UP), String(jobs)]);
     return { client: totalOf(name), server: NONE };
   }
   const dir = mkdtempSync(join(work, 'data-'));
@@ -133,6 +134,7 @@ console.log(
 const rows: string[][] = [];
 const label: Readonly<Record<string, string>> = {
   embedded: 'embedded enqueue → lease → complete',
+  traced: 'the same, every span recorded (OpenTelemetry SDK)',
   single: 'awaited single enqueue, server',
   drain: `drain c=${DRAIN_CONCURRENCY}, server`,
 };
@@ -142,7 +144,7 @@ try {
   const counts = await Promise.all(WORKLOADS.map((workload) => measure(workload, JOBS)));
   WORKLOADS.forEach((workload, i) => {
     const { client, server } = counts[i] as Count;
-    const through = workload !== 'embedded';
+    const through = workload !== 'embedded' && workload !== 'traced';
     const perJob = (n: number): string => fmt(n / JOBS);
     rows.push([
       label[workload] ?? workload,

@@ -20,7 +20,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TelhaClient, Worker, tenantScope } from 'telha/client';
 import { PYTHON } from '../test/support/python.ts';
-import { envNumber, fmt, formatTable, startServer } from './support.ts';
+import { completions, envNumber, fmt, formatTable, startServer } from './support.ts';
 
 const JOBS = envNumber('BENCH_PYTHON_JOBS', 2_000);
 const ENQUEUES = envNumber('BENCH_PYTHON_ENQUEUES', 500);
@@ -48,9 +48,7 @@ async function typescript(address: string, concurrency: number, run: number): Pr
     );
   }
   let first = 0;
-  let completed = 0;
-  let finish!: () => void;
-  const done = new Promise<void>((resolve) => (finish = resolve));
+  const { onCompleted, done } = completions(JOBS);
   const worker = new Worker({
     address,
     concurrency,
@@ -59,9 +57,7 @@ async function typescript(address: string, concurrency: number, run: number): Pr
       if (first === 0) first = performance.now();
       return Promise.resolve();
     },
-    onCompleted: () => {
-      if (++completed === JOBS) finish();
-    },
+    onCompleted,
   });
   worker.start();
   await done;

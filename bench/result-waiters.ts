@@ -102,7 +102,8 @@ async function round(address: string, waiters: number, kind: string, completion:
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'telha-bench-results-'));
-const server = await startServer(dir);
+// Leases outlive any round: a round of 1,000 completions one by one must not see its leases reaped.
+const server = await startServer(dir, { TELHA_JOBS__LEASE_TTL_SECS: '3600' });
 try {
   for (const completion of COMPLETIONS) {
     const rows: string[][] = [];

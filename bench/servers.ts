@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { TelhaClient, Worker, tenantScope } from 'telha/client';
 import {
+  completions,
   envNumber,
   fmt,
   formatTable,
@@ -83,9 +84,7 @@ async function round(servers: readonly RunningServer[]): Promise<Round> {
     );
   }
   producer.close();
-  let completed = 0;
-  let finish!: () => void;
-  const done = new Promise<void>((resolve) => (finish = resolve));
+  const { onCompleted, done } = completions(JOBS);
   const serverBefore = servers.map((s) => processTicks(s.pid));
   const pgBefore = postgresTicks();
   const selfBefore = process.cpuUsage();
@@ -97,9 +96,7 @@ async function round(servers: readonly RunningServer[]): Promise<Round> {
       concurrency: CONCURRENCY,
       kinds: ['drain'],
       handler: () => Promise.resolve(),
-      onCompleted: () => {
-        if (++completed === JOBS) finish();
-      },
+      onCompleted,
     }).start(),
   );
   await done;

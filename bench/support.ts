@@ -187,6 +187,22 @@ export async function startServer(
 }
 
 /**
+ * A count of the completions the store accepted, whose `done` settles at the `jobs`-th: pass its
+ * `onCompleted` to one Worker, or to several draining the same jobs.
+ */
+export function completions(jobs: number): { readonly onCompleted: () => void; readonly done: Promise<void> } {
+  let completed = 0;
+  let finish!: () => void;
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  return {
+    done,
+    onCompleted: () => {
+      if (++completed === jobs) finish();
+    },
+  };
+}
+
+/**
  * End-to-end drain through a server: a producer enqueues `jobs` no-op jobs in
  * batches of 100 while one SDK Worker at `concurrency` drains them. Jobs/s
  * from the first enqueue to the last accepted completion.
@@ -204,17 +220,8 @@ export async function drainRate(
   const { concurrency, jobs, kind, handler = () => Promise.resolve() } = options;
   const scope = tenantScope('bench');
   const producer = new TelhaClient({ address });
-  let completed = 0;
-  let finish!: () => void;
-  const done = new Promise<void>((resolve) => (finish = resolve));
-  const worker = new Worker({
-    address,
-    concurrency,
-    handler,
-    onCompleted: () => {
-      if (++completed === jobs) finish();
-    },
-  });
+  const { onCompleted, done } = completions(jobs);
+  const worker = new Worker({ address, concurrency, handler, onCompleted });
   const started = performance.now();
   worker.start();
   for (let i = 0; i < jobs; i += 100) {

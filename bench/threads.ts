@@ -20,6 +20,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TelhaClient, Worker, tenantScope } from 'telha/client';
 import {
+  completions,
   envNumber,
   fmt,
   formatTable,
@@ -74,9 +75,7 @@ async function round(address: string, pid: number): Promise<Round> {
       scope,
     );
   }
-  let completed = 0;
-  let finish!: () => void;
-  const done = new Promise<void>((resolve) => (finish = resolve));
+  const { onCompleted, done } = completions(JOBS);
   const before = threadTicks(pid);
   const selfBefore = selfTicks();
   const started = performance.now();
@@ -85,9 +84,7 @@ async function round(address: string, pid: number): Promise<Round> {
     concurrency: CONCURRENCY,
     kinds: ['drain'],
     handler: () => Promise.resolve(),
-    onCompleted: () => {
-      if (++completed === JOBS) finish();
-    },
+    onCompleted,
   }).start();
   await done;
   const seconds = (performance.now() - started) / 1000;

@@ -5,6 +5,8 @@
  * the measured jobs, and turns it off again, so only the jobs are counted.
  *
  *   embedded <warm-up> <jobs>               enqueue → lease → complete, one job at a time, in-process
+ *   traced <warm-up> <jobs>                 the same with an OpenTelemetry SDK recording every span
+ *                                           (sdk-trace-base, an in-memory exporter): what traces cost
  *   single <address> <warm-up> <jobs>       awaited single enqueues through `telha serve` (the SDK's Produce stream)
  *   drain <address> <warm-up> <jobs> <c>    jobs enqueued in batches of 100, then drained by one SDK Worker at c
  */
@@ -13,6 +15,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { context, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { makeConfig, openQueue } from 'telha';
 import { TelhaClient, Worker, tenantScope } from 'telha/client';
 
@@ -103,6 +108,16 @@ switch (mode ?? '') {
   case 'embedded':
     await embedded(number(0), number(1));
     break;
+  case 'traced': {
+    const exporter = new InMemorySpanExporter();
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
+    // Finished spans pile up in the exporter: emptied every 50 ms, as an exporter sending them would.
+    const emptying = setInterval(() => exporter.reset(), 50);
+    await embedded(number(0), number(1));
+    clearInterval(emptying);
+    break;
+  }
   case 'single':
     await single(args[0] ?? '', number(1), number(2));
     break;
@@ -111,5 +126,5 @@ switch (mode ?? '') {
     await drainOnce(args[0] ?? '', number(2), number(3), 'measured', true);
     break;
   default:
-    throw new Error(`unknown workload ${mode ?? '(none)'}: embedded, single or drain`);
+    throw new Error(`unknown workload ${mode ?? '(none)'}: embedded, traced, single or drain`);
 }

@@ -224,6 +224,11 @@ function buildProgram(
       'with --supersede-key: due this many ms after the latest enqueue of the key',
       wireInteger('--debounce-ms', 'int64'),
     )
+    .option(
+      '--debounce-max-ms <n>',
+      'with --debounce-ms: due at most this many ms after the first enqueue of the debounce run',
+      wireInteger('--debounce-max-ms', 'int64'),
+    )
     .option('--json', 'print the record as JSON')
     .action(
       (
@@ -238,6 +243,7 @@ function buildProgram(
           supersedeKey?: string;
           supersede?: string;
           debounceMs?: number;
+          debounceMaxMs?: number;
           json?: boolean;
         },
       ) => run((client, token) => enqueueJob({ ...o, withToken: token !== undefined }, client(), io)),
@@ -505,6 +511,7 @@ const FLAG_OF_FIELD: Readonly<Record<string, string>> = {
   supersede_key: '--supersede-key',
   supersede: '--supersede',
   debounce_ms: '--debounce-ms',
+  debounce_max_ms: '--debounce-max-ms',
   cron: '--cron',
   timezone: '--timezone',
   every_secs: '--every',

@@ -78,6 +78,7 @@ export function jobFromWire(job: Job): RemoteJob {
         : { traceparent: job.traceContext.traceparent, tracestate: job.traceContext.tracestate || null },
     supersedeKey: job.supersedeKey ?? null,
     supersededBy: job.supersededBy ?? null,
+    debounceUntil: job.debounceUntilUs === undefined ? null : Number(job.debounceUntilUs),
     effectiveMaxAttempts: job.effectiveMaxAttempts,
   };
 }
@@ -114,6 +115,9 @@ export function newJobToWire(job: NewJob, prefix = ''): WireNewJob {
     ...(job.debounceMs === undefined
       ? {}
       : { debounceMs: BigInt(integer('debounce_ms', Math.trunc(job.debounceMs), 'int64')) }),
+    ...(job.debounceMaxMs === undefined
+      ? {}
+      : { debounceMaxMs: BigInt(integer('debounce_max_ms', Math.trunc(job.debounceMaxMs), 'int64')) }),
   });
 }
 

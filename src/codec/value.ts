@@ -82,6 +82,7 @@ const KEY_NAMES = [
   'result_bytes',
   'supersede_key',
   'superseded_by',
+  'debounce_until',
 ] as const;
 const KEYS = Object.fromEntries(KEY_NAMES.map((name) => [name, msgpackKey(name)])) as Readonly<
   Record<(typeof KEY_NAMES)[number], Buffer>
@@ -132,6 +133,7 @@ function writeRecord(record: JobRecord, spans: ValueSpans | null, resultBytes: n
     (record.traceContext === null ? 0 : record.traceContext.tracestate === null ? 1 : 2) +
     (record.supersedeKey === null ? 0 : 1) +
     (record.supersededBy === null ? 0 : 1) +
+    (record.debounceUntil === null ? 0 : 1) +
     (resultBytes === null ? 0 : 1);
   w.mapHeader(16 + optional);
   w.key(KEYS.job_id);
@@ -213,6 +215,10 @@ function writeRecord(record: JobRecord, spans: ValueSpans | null, resultBytes: n
     const successor = record.supersededBy;
     w.key(KEYS.superseded_by);
     w.binWith(JOB_ID_BYTES, (target, offset) => writeJobId(target, successor, offset));
+  }
+  if (record.debounceUntil !== null) {
+    w.key(KEYS.debounce_until);
+    w.uint(u64(record, 'debounce_until', record.debounceUntil));
   }
   // Last, after every field a record has: an entry cut from its record appends it (`resultBytesField`).
   if (resultBytes !== null) {
@@ -369,7 +375,14 @@ function optionalFields(
   keyHex: string,
 ): Pick<
   JobRecord,
-  'attemptDeadline' | 'timeoutSecs' | 'result' | 'progress' | 'traceContext' | 'supersedeKey' | 'supersededBy'
+  | 'attemptDeadline'
+  | 'timeoutSecs'
+  | 'result'
+  | 'progress'
+  | 'traceContext'
+  | 'supersedeKey'
+  | 'supersededBy'
+  | 'debounceUntil'
 > {
   const read = <T>(name: string, check: (v: unknown) => v is T, expected: string): T | null => {
     const v = r[name];
@@ -385,6 +398,7 @@ function optionalFields(
     traceContext: readTraceContext(read('traceparent', isString, 'a string'), read('tracestate', isString, 'a string')),
     supersedeKey: read('supersede_key', isString, 'a string'),
     supersededBy: readJobId(read('superseded_by', isBytes, 'bytes'), 'superseded_by', keyHex),
+    debounceUntil: read('debounce_until', isUint, 'an integer'),
   };
 }
 

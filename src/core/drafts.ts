@@ -36,6 +36,7 @@ export function withCreatedAt(draft: JobDraft, createdAt: Micros): NewJobFields 
     timeoutSecs: draft.timeoutSecs,
     traceContext: draft.traceContext ?? null,
     supersedeKey: draft.supersedeKey ?? null,
+    debounceUntil: draft.debounceUntil ?? null,
   };
 }
 
@@ -85,6 +86,10 @@ export function draftJob(scope: QueueScope, job: NewJob, context: DraftContext):
   }
   const supersede = checkSupersedeMode(job.supersede, `${prefix}supersede`);
   let notBefore: Micros | null = null;
+  let debounceUntil: Micros | null = null;
+  if (job.debounceMaxMs !== undefined && job.debounceMs === undefined) {
+    throw invalidArgument(`${prefix}debounce_max_ms`, 'needs debounce_ms');
+  }
   if (job.debounceMs !== undefined) {
     const field = `${prefix}debounce_ms`;
     if (supersedeKey === null) throw invalidArgument(field, 'needs a supersede_key (debounce is per key)');
@@ -92,7 +97,13 @@ export function draftJob(scope: QueueScope, job: NewJob, context: DraftContext):
       throw invalidArgument(field, 'cannot be combined with delay_ms or not_before');
     }
     // Trailing: due one window after this enqueue, which replaces the Pending one before it.
-    notBefore = now + checkIntegerInRange(field, job.debounceMs, 1, MAX_DELAY_MS) * 1000;
+    const window = checkIntegerInRange(field, job.debounceMs, 1, MAX_DELAY_MS);
+    notBefore = now + window * 1000;
+    if (job.debounceMaxMs !== undefined) {
+      // As if this enqueue begins the run; the store carries the run's bound over when it replaces one.
+      debounceUntil =
+        now + checkIntegerInRange(`${prefix}debounce_max_ms`, job.debounceMaxMs, window, MAX_DELAY_MS) * 1000;
+    }
   } else if (job.notBefore !== undefined) {
     notBefore = checkTimestamp(`${prefix}not_before`, job.notBefore);
   } else if (job.delayMs !== undefined) {
@@ -123,5 +134,6 @@ export function draftJob(scope: QueueScope, job: NewJob, context: DraftContext):
     // Always both, never a conditional spread: every draft keeps one shape (see `withCreatedAt`).
     supersedeKey,
     supersede,
+    debounceUntil,
   };
 }

@@ -148,6 +148,12 @@ function checkTemplate(scope: QueueScope, job: unknown, maxPayloadBytes: number,
   if (input.idempotencyKey !== undefined) throw invalidArgument('job.idempotency_key', 'is set by the schedule');
   if (input.delayMs !== undefined) throw invalidArgument('job.delay_ms', 'is not allowed in a schedule');
   if (input.notBefore !== undefined) throw invalidArgument('job.not_before', 'is not allowed in a schedule');
+  // Latest wins is refused rather than kept: each firing has its own idempotency key, and a key
+  // shared by every firing would cancel a run that has not started yet, or (debounced) push
+  // every firing past its due time; no one has asked for either.
+  if (input.supersedeKey !== undefined) throw invalidArgument('job.supersede_key', 'is not allowed in a schedule');
+  if (input.supersede !== undefined) throw invalidArgument('job.supersede', 'is not allowed in a schedule');
+  if (input.debounceMs !== undefined) throw invalidArgument('job.debounce_ms', 'is not allowed in a schedule');
   const draft = draftJob(scope, input, { now, fieldPrefix: 'job.', maxPayloadBytes, jobId: TEMPLATE_JOB_ID });
   return {
     kind: draft.kind,

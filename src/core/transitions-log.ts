@@ -85,6 +85,7 @@ export function logEntryOf(record: JobRecord): LogRecord | null {
     traceContext: record.traceContext,
     supersedeKey: record.supersedeKey,
     supersededBy: record.supersededBy,
+    debounceUntil: record.debounceUntil,
     // Said only where a reader would otherwise have to look: a completed job's result not carried.
     resultBytes: inline || (record.result === null && record.state !== JobState.Completed) ? null : resultBytes,
   };

@@ -101,6 +101,8 @@ export interface NewJobFields {
   readonly supersedeKey?: string | null;
   /** What the enqueue does to a Leased holder of `supersedeKey`; never stored. Left out: `pending`. */
   readonly supersede?: SupersedeMode;
+  /** Left out for none: the latest a debounce run begun by this enqueue may be due (`NewJob.debounceMaxMs`). */
+  readonly debounceUntil?: Micros | null;
 }
 
 /** enqueue: a Pending row with no attempts, generation 0 and one `enqueued` event. */
@@ -135,6 +137,7 @@ export function enqueue(fields: NewJobFields, now: Micros): JobRecord {
     traceContext: fields.traceContext ?? null,
     supersedeKey,
     supersededBy: null,
+    debounceUntil: fields.debounceUntil ?? null,
     events: [event(now, 'enqueued', details.length > 0 ? details.join(' ') : null)],
   });
 }
@@ -484,6 +487,21 @@ export function supersede(record: JobRecord, successorId: string, now: Micros): 
 }
 
 /**
+ * A debounced job just enqueued (by `enqueue`) that replaced a Pending job of the same debounce
+ * run: it keeps the run's `until` and is due no later than it, so enqueues that keep arriving
+ * cannot hold the job back for ever. Its `enqueued` event says when it is due, as `enqueue`'s does.
+ */
+export function continueDebounceRun(record: JobRecord, until: Micros): JobRecord {
+  const notBefore = record.notBefore === null ? until : Math.min(record.notBefore, until);
+  const [enqueued, ...rest] = record.events;
+  if (enqueued === undefined) return withChanges(record, { notBefore, debounceUntil: until });
+  const details = (enqueued.detail ?? '').split(' ').filter((d) => d !== '' && !d.startsWith('not_before='));
+  if (notBefore > enqueued.at) details.unshift(`not_before=${notBefore}`);
+  const events = [{ ...enqueued, detail: details.length > 0 ? details.join(' ') : null }, ...rest];
+  return withChanges(record, { notBefore, debounceUntil: until, events });
+}
+
+/**
  * discard (operator): a Dead job the operator has looked at and given up on, moved to Cancelled
  * with its own `discarded` event, so the Dead list holds only what still needs a decision. The
  * record stays, audit trail and all, until retention prunes it after `retention.cancelled_secs`
@@ -607,6 +625,7 @@ function withChanges(record: JobRecord, changes: Partial<JobRecord>): JobRecord 
     traceContext: changes.traceContext === undefined ? record.traceContext : changes.traceContext,
     supersedeKey: changes.supersedeKey === undefined ? record.supersedeKey : changes.supersedeKey,
     supersededBy: changes.supersededBy === undefined ? record.supersededBy : changes.supersededBy,
+    debounceUntil: changes.debounceUntil === undefined ? record.debounceUntil : changes.debounceUntil,
   };
 }
 

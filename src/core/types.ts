@@ -162,6 +162,12 @@ export interface JobRecord {
   readonly supersedeKey: string | null;
   /** The job that replaced this one (it ended Cancelled with reason `superseded`); `null` otherwise. */
   readonly supersededBy: string | null;
+  /**
+   * With `NewJob.debounceMaxMs`: the latest this job's debounce run may become due, its first
+   * enqueue plus `debounceMaxMs`, carried from the Pending job a debounced enqueue replaces to
+   * its successor; `null` for every other job.
+   */
+  readonly debounceUntil: Micros | null;
 }
 
 /**
@@ -253,6 +259,12 @@ export interface NewJob {
    * the latest enqueue with its key, carrying the latest payload. Not with `delayMs` or `notBefore`.
    */
   readonly debounceMs?: number;
+  /**
+   * With `debounceMs`: the job becomes due at most this many milliseconds after the first enqueue
+   * of the current debounce run (the first one that replaced no Pending holder), however many
+   * enqueues arrive after it. At least `debounceMs`.
+   */
+  readonly debounceMaxMs?: number;
 }
 
 /** What an enqueue answers: the job, and whether this call created it. */

@@ -74,7 +74,7 @@ import {
   checkWorkerId,
   parseFence,
 } from '../core/validate.ts';
-import type { BackupSummary, JobStore, SchedulePage, StoreMetrics, StoreStats, UpdateItem } from '../storage/types.ts';
+import type { BackupSummary, JobStore, SchedulePage, StoreMetrics, StoreStats } from '../storage/types.ts';
 import { newJobId } from '../codec/job-ids.ts';
 import { Maintenance } from './maintenance.ts';
 import { ChangeFeed } from './feed.ts';
@@ -84,6 +84,8 @@ import { KindLanes } from './kind-lanes.ts';
 import { TenantQuotas } from './tenant-quotas.ts';
 import { WorkSignal, type WakeReason } from './work-signal.ts';
 import { tracedEnqueue } from '../tracing/spans.ts';
+import { fencedEach, fencedWrite, operate, type WriteContext } from './job-writes.ts';
+import { cancelMatching, cancelRequest } from './cancel-matching.ts';
 import type {
   LeaseOptions,
   LeaseManyOptions,
@@ -110,9 +112,6 @@ import type {
 
 export type { SchedulePage, StoreMetrics };
 
-/** Jobs `cancelMatching` reads and cancels per pass of the store. */
-const CANCEL_PAGE = 100;
-
 export class Queue {
   readonly config: TelhaConfig;
   readonly clock: Clock;
@@ -133,6 +132,8 @@ export class Queue {
   private readonly lanes: KindLanes;
   private readonly quotas: TenantQuotas;
   private closed = false;
+  /** What the writes of `job-writes.ts` and `cancel-matching.ts` need of this queue. */
+  private readonly writes: WriteContext;
 
   constructor(options: QueueOptions) {
     this.store = options.store;
@@ -141,6 +142,13 @@ export class Queue {
     this.logger = options.logger ?? silentLogger;
     this.events = new QueueEventEmitter(this.logger);
     this.feed = new ChangeFeed(this.store, this.events, this.config.watch.enabled);
+    this.writes = {
+      store: this.store,
+      clock: this.clock,
+      events: this.events,
+      assertOpen: () => this.assertOpen(),
+      transitioned: (transition, records, previous, now) => this.transitioned(transition, records, previous, now),
+    };
     this.policy = { config: this.config.jobs };
     this.maintenance = new Maintenance({
       store: this.store,
@@ -329,7 +337,7 @@ export class Queue {
     scope: ScopeFilter = ANY_SCOPE,
   ): Promise<JobRecord> {
     const progress = options.progress === undefined ? null : checkProgress(options.progress);
-    return this.fenced('heartbeat', jobId, fence, scope, (r, f, now) =>
+    return fencedWrite(this.writes, 'heartbeat', jobId, fence, scope, (r, f, now) =>
       transitions.heartbeat(r, f, now, this.policy, progress),
     );
   }
@@ -342,7 +350,7 @@ export class Queue {
     scope: ScopeFilter = ANY_SCOPE,
   ): Promise<JobRecord> {
     const bytes = asBuffer(checkBytes('continuation', continuation, this.config.jobs.max_payload_bytes));
-    return this.fenced('checkpoint', jobId, fence, scope, (r, f, now) =>
+    return fencedWrite(this.writes, 'checkpoint', jobId, fence, scope, (r, f, now) =>
       transitions.checkpoint(r, f, bytes, now, this.policy),
     );
   }
@@ -399,7 +407,7 @@ export class Queue {
     scope: ScopeFilter = ANY_SCOPE,
   ): Promise<JobRecord> {
     const request = failRequest(options);
-    const record = await this.fenced('fail', jobId, fence, scope, (r, f, now) =>
+    const record = await fencedWrite(this.writes, 'fail', jobId, fence, scope, (r, f, now) =>
       transitions.fail(r, f, request, now, this.policy),
     );
     this.afterFailures([record]);
@@ -413,7 +421,9 @@ export class Queue {
    * generation, so the releasing worker can submit nothing more for it.
    */
   async release(jobId: string, fence: LeaseFence, scope: ScopeFilter = ANY_SCOPE): Promise<JobRecord> {
-    const record = await this.fenced('release', jobId, fence, scope, (r, f, now) => transitions.release(r, f, now));
+    const record = await fencedWrite(this.writes, 'release', jobId, fence, scope, (r, f, now) =>
+      transitions.release(r, f, now),
+    );
     this.announce([record], this.clock.now());
     return record;
   }
@@ -438,7 +448,8 @@ export class Queue {
       );
     });
     const plain = items.flatMap((item, index) => ((item.successors ?? []).length === 0 ? [{ item, index }] : []));
-    const applied = await this.fencedEach<Completion, Uint8Array | null>(
+    const applied = await fencedEach<Completion, Uint8Array | null>(
+      this.writes,
       'complete',
       plain.map(({ item }) => item),
       scope,
@@ -457,7 +468,8 @@ export class Queue {
   /** Fail many leased jobs, each as `fail` would, in one pass of the store (see `completeEach`). */
   async failEach(items: readonly Failure[], scope: ScopeFilter = ANY_SCOPE): Promise<ItemResult<JobRecord>[]> {
     this.checkEach(items);
-    const results = await this.fencedEach(
+    const results = await fencedEach(
+      this.writes,
       'fail',
       items,
       scope,
@@ -471,7 +483,7 @@ export class Queue {
   /** Hand back many leased jobs, each as `release` would, in one pass of the store (see `completeEach`). */
   async releaseEach(items: readonly Release[], scope: ScopeFilter = ANY_SCOPE): Promise<ItemResult<JobRecord>[]> {
     this.checkEach(items);
-    const results = await this.fencedEach('release', items, scope, (record, fence, _item, now) =>
+    const results = await fencedEach(this.writes, 'release', items, scope, (record, fence, _item, now) =>
       transitions.release(record, fence, now),
     );
     this.announce(
@@ -486,41 +498,6 @@ export class Queue {
     this.announce(records, this.clock.now());
   }
 
-  /** Each item's fenced change, validated on its own (`check` turns it into what `apply` needs), then all applied in one `updateMany`. */
-  private async fencedEach<T extends { readonly jobId: string; readonly fence: LeaseFence }, R = T>(
-    transition: transitions.TransitionName,
-    items: readonly T[],
-    scope: ScopeFilter,
-    apply: (record: JobRecord, fence: LeaseFence, request: R, now: Micros) => JobRecord,
-    check: (item: T) => R = (item) => item as unknown as R,
-  ): Promise<ItemResult<JobRecord>[]> {
-    const now = this.clock.now();
-    const results = await eachOnItsOwn(
-      items,
-      (item): UpdateItem => {
-        const jobId = checkJobId(item.jobId);
-        const fence = parseFence(item.fence);
-        const request = check(item);
-        return {
-          jobId,
-          change: (current) => {
-            assertInScope(current, scope);
-            return { record: apply(current, fence, request, now) };
-          },
-        };
-      },
-      (updates) => this.store.updateMany(updates, now),
-    );
-    this.transitioned(
-      transition,
-      results.flatMap((result) => (result.ok ? [result.value] : [])),
-      JobState.Leased,
-      now,
-    );
-    for (const result of results) if (!result.ok) this.events.refused(result.error, now);
-    return results;
-  }
-
   /** A completion's result as stored: bounded by `jobs.max_result_bytes`, or `null` for none. */
   private checkResult(result: Uint8Array | undefined): Uint8Array | null {
     return checkResult(result, this.config.jobs.max_result_bytes);
@@ -531,39 +508,11 @@ export class Queue {
     if (items.length > MAX_BATCH_JOBS) throw invalidArgument('items', `at most ${MAX_BATCH_JOBS} per batch`);
   }
 
-  private async fenced(
-    transition: transitions.TransitionName,
-    jobId: string,
-    fence: LeaseFence,
-    scope: ScopeFilter,
-    apply: (record: JobRecord, fence: LeaseFence, now: Micros) => JobRecord,
-  ): Promise<JobRecord> {
-    this.assertOpen();
-    const id = checkJobId(jobId);
-    const checked = parseFence(fence);
-    const now = this.clock.now();
-    const outcome = await this.store
-      .update(
-        id,
-        (current) => {
-          assertInScope(current, scope);
-          return { record: apply(current, checked, now) };
-        },
-        now,
-      )
-      .catch((error: unknown) => {
-        this.events.refused(error, now);
-        throw error;
-      });
-    this.transitioned(transition, [outcome.record], JobState.Leased, now);
-    return outcome.record;
-  }
-
   // ---- operators ----
 
   /** Move a Dead or Cancelled job back to Pending with its attempts reset to 0. */
   async retry(jobId: string, scope: ScopeFilter = ANY_SCOPE): Promise<JobRecord> {
-    const record = await this.operate('retry', jobId, scope, (current, now) => transitions.retry(current, now));
+    const record = await operate(this.writes, 'retry', jobId, scope, (current, now) => transitions.retry(current, now));
     this.announce([record], this.clock.now());
     return record;
   }
@@ -577,7 +526,7 @@ export class Queue {
    */
   async cancel(jobId: string, options: CancelOptions = {}, scope: ScopeFilter = ANY_SCOPE): Promise<JobRecord> {
     const request = cancelRequest(options);
-    return this.operate('cancel', jobId, scope, (current, now) => transitions.cancel(current, request, now));
+    return operate(this.writes, 'cancel', jobId, scope, (current, now) => transitions.cancel(current, request, now));
   }
 
   /**
@@ -587,7 +536,7 @@ export class Queue {
    */
   async discard(jobId: string, options: CancelOptions = {}, scope: ScopeFilter = ANY_SCOPE): Promise<JobRecord> {
     const request = cancelRequest(options);
-    return this.operate('discard', jobId, scope, (current, now) => transitions.discard(current, request, now));
+    return operate(this.writes, 'discard', jobId, scope, (current, now) => transitions.discard(current, request, now));
   }
 
   /**
@@ -597,35 +546,11 @@ export class Queue {
    */
   async runNow(jobId: string, options: RunNowOptions = {}, scope: ScopeFilter = ANY_SCOPE): Promise<JobRecord> {
     const request = { by: options.by ?? null };
-    const record = await this.operate('runNow', jobId, scope, (current, now) =>
+    const record = await operate(this.writes, 'runNow', jobId, scope, (current, now) =>
       transitions.runNow(current, request, now),
     );
     this.announce([record], this.clock.now());
     return record;
-  }
-
-  /** One operator's transition of one job in `scope`: the store's atomic read-check-write, then the observers. */
-  private async operate(
-    name: transitions.TransitionName,
-    jobId: string,
-    scope: ScopeFilter,
-    change: (current: JobRecord, now: Micros) => JobRecord,
-  ): Promise<JobRecord> {
-    this.assertOpen();
-    const id = checkJobId(jobId);
-    const now = this.clock.now();
-    let previous: JobState = JobState.Pending;
-    const outcome = await this.store.update(
-      id,
-      (current) => {
-        assertInScope(current, scope);
-        previous = current.state;
-        return { record: change(current, now) };
-      },
-      now,
-    );
-    this.transitioned(name, [outcome.record], previous, now);
-    return outcome.record;
   }
 
   /**
@@ -634,60 +559,8 @@ export class Queue {
    * store). A job that moved on between the scan and its write (completed,
    * cancelled by someone else) is skipped. Returns how many were cancelled.
    */
-  async cancelMatching(options: CancelMatchingOptions = {}): Promise<number> {
-    this.assertOpen();
-    const scope = options.scope ?? ANY_SCOPE;
-    if (scope.type !== 'any') checkScope(scope);
-    const kindPrefix = options.kindPrefix === undefined ? null : checkKindPrefix(options.kindPrefix);
-    if (scope.type === 'any' && (kindPrefix ?? '') === '') {
-      // One call that stops every job of every tenant is far more often a slip than a wish.
-      throw invalidArgument('kind_prefix', 'is required to cancel across every scope (or name a scope)');
-    }
-    const states = options.states ?? [JobState.Pending, JobState.Leased];
-    for (const state of states) {
-      if (state !== JobState.Pending && state !== JobState.Leased) {
-        throw invalidArgument('state', 'only pending and leased jobs can be cancelled');
-      }
-    }
-    const limit =
-      options.limit === undefined
-        ? Number.MAX_SAFE_INTEGER
-        : checkIntegerInRange('limit', options.limit, 1, Number.MAX_SAFE_INTEGER);
-    const request = cancelRequest(options);
-    let cancelled = 0;
-    for (const state of new Set(states)) {
-      let pageToken: string | null = null;
-      do {
-        const page: ListPage = await this.store.list({
-          scope,
-          state,
-          kindPrefix,
-          limit: Math.min(CANCEL_PAGE, limit - cancelled),
-          pageToken,
-          order: 'oldest_first',
-          includeSystem: true,
-        });
-        const now = this.clock.now();
-        const results = await this.store.updateMany(
-          page.jobs.map((job) => ({
-            jobId: job.jobId,
-            change: (current: JobRecord) => {
-              // Re-checked on the current record: the scan and the write are not one snapshot.
-              assertInScope(current, scope);
-              if (current.state !== state) throw notFound(`job ${current.jobId} in state ${state}`);
-              return { record: transitions.cancel(current, request, now) };
-            },
-          })),
-          now,
-        );
-        const written = results.flatMap((result) => (result.ok ? [result.value] : []));
-        this.transitioned('cancel', written, state, now);
-        cancelled += written.length;
-        pageToken = page.nextPageToken;
-      } while (pageToken !== null && cancelled < limit);
-      if (cancelled >= limit) break;
-    }
-    return cancelled;
+  cancelMatching(options: CancelMatchingOptions = {}): Promise<number> {
+    return cancelMatching(this.writes, options);
   }
 
   /** The whole record with its events, found by id. A job outside `scope` is reported as not found. */
@@ -973,13 +846,6 @@ export class Queue {
   private assertOpen(): void {
     if (this.closed) throw new TelhaError(ErrorCode.Unavailable, 'the queue is closed');
   }
-}
-
-function cancelRequest(options: CancelOptions): transitions.CancelRequest {
-  if (options.reason !== undefined && typeof options.reason !== 'string') {
-    throw invalidArgument('reason', 'must be a string');
-  }
-  return { by: options.by ?? null, reason: options.reason ?? null };
 }
 
 /** The job a one-job enqueue answered, for its span. */

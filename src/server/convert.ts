@@ -93,6 +93,7 @@ export function jobToWire(record: JobRecord, effectiveMaxAttempts: number): Job 
           },
     supersedeKey: record.supersedeKey ?? undefined,
     supersededBy: record.supersededBy ?? undefined,
+    debounceUntilUs: record.debounceUntil === null ? undefined : BigInt(record.debounceUntil),
   };
 }
 
@@ -120,6 +121,9 @@ export function newJobFromWire(job: WireNewJob | undefined, field: string): NewJ
   const supersede = supersedeModeFromWire(job.supersede, `${field}.supersede`);
   if (supersede !== undefined) draft.supersede = supersede;
   if (job.debounceMs !== undefined) draft.debounceMs = toSafeNumber(job.debounceMs, `${field}.debounce_ms`);
+  if (job.debounceMaxMs !== undefined) {
+    draft.debounceMaxMs = toSafeNumber(job.debounceMaxMs, `${field}.debounce_max_ms`);
+  }
   return draft;
 }
 

@@ -5,8 +5,8 @@
  * the new jobs, in the enqueue's one atomic write.
  */
 import { supersedeAction, supersedeSlot } from '../core/supersede.ts';
-import { supersede } from '../core/transitions.ts';
-import type { JobRecord, JobState, Micros } from '../core/types.ts';
+import { continueDebounceRun, supersede } from '../core/transitions.ts';
+import { JobState, type JobRecord, type Micros } from '../core/types.ts';
 import type { InsertOutcome, JobDraft } from './types.ts';
 
 export interface SupersedePlan {
@@ -39,7 +39,7 @@ export function planSupersede(
   /** Each slot's holder as this call goes: a stored job (`index` null) or one created here. */
   const current = new Map<string, { record: JobRecord; index: number | null }>();
   for (const [i, draft] of drafts.entries()) {
-    const record = records[i];
+    let record = records[i];
     const key = draft.supersedeKey ?? null;
     if (record === null || record === undefined || key === null) continue;
     const slot = supersedeSlot(draft.tenant, key);
@@ -50,6 +50,12 @@ export function planSupersede(
     }
     const action = supersedeAction(holder?.record ?? null, draft.supersede ?? 'pending');
     if (holder !== undefined && action === 'cancel') {
+      // A debounce run goes on while its job waits: the new job keeps the run's bound (debounceMaxMs).
+      const until = holder.record.debounceUntil;
+      if (record.debounceUntil !== null && until !== null && holder.record.state === JobState.Pending) {
+        record = continueDebounceRun(record, until);
+        records[i] = record;
+      }
       const done = supersede(holder.record, record.jobId, now);
       if (holder.index === null) {
         cancelled.set(done.jobId, done);

@@ -28,179 +28,31 @@ import { ErrorCode, isTelhaError, isTransient, LeaseConflictError, TelhaError } 
 import { LazyAbort } from '../util/lazy-abort.ts';
 import { MAX_TIMER_MS, MAX_WORK_CREDIT } from '../core/bounds.ts';
 import { progressText, resultBytes } from '../core/results.ts';
-import type { Logger } from '../core/logger.ts';
 import type { FailOptions, JobRecord, LeaseFence, NewJob } from '../core/types.ts';
 import { failureText } from './failure.ts';
 import type { LeaseItem, SettleItem, WorkSession, WorkSource } from './source.ts';
+import {
+  AttemptTimeoutError,
+  PermanentError,
+  type JobContext,
+  type TaskHandler,
+  type WorkerEvents,
+  type WorkerListener,
+} from './handler.ts';
+import type { RunnerOptions } from './options.ts';
+import { Slots, type Held } from './slots.ts';
 import { startAttemptSpan, type AttemptSpan } from '../tracing/spans.ts';
 
-/** Throw this from a handler to dead-letter the job at once, whatever attempts remain. */
-export class PermanentError extends Error {
-  override readonly name = 'PermanentError';
-}
-
-/**
- * The reason a handler's `signal` aborts when its attempt's time is up (the job's `timeoutSecs`,
- * or its kind's): the worker submits nothing for it, and the server's reaper takes the job back
- * as a timed-out attempt, retried with backoff or dead-lettered at its ceiling.
- */
-export class AttemptTimeoutError extends Error {
-  override readonly name = 'AttemptTimeoutError';
-  constructor(readonly jobId: string) {
-    super(`job ${jobId}: the attempt's time is up`);
-  }
-}
-
-/** What a handler gets for one job. */
-export interface JobContext {
-  /** The job's id, the name records, events and the wire use. */
-  readonly jobId: string;
-  /** @deprecated Use `jobId`, the name records and events use; `id` goes in the next release. */
-  readonly id: string;
-  readonly kind: string;
-  /** `null` for system-scope jobs. */
-  readonly tenant: string | null;
-  readonly payload: Uint8Array;
-  /** Attempts consumed before this one. */
-  readonly attempts: number;
-  /** The last checkpoint of *this* lease; always `null` on a fresh lease. */
-  readonly continuation: Uint8Array | null;
-  /** The fencing token: pass it to downstream stores so they can refuse a stale writer. */
-  readonly leaseGeneration: number;
-  /**
-   * Aborts when the lease is lost, the job is cancelled (its `reason` is then a
-   * `LeaseConflictError` with reason `cancelled`), or the worker shuts down.
-   */
-  readonly signal: AbortSignal;
-  /** Store a continuation (where to resume) and extend the lease in one call; throws `LeaseConflictError` if the lease is gone. */
-  checkpoint(continuation: Uint8Array): Promise<void>;
-  /**
-   * Report progress for people to read (a number or a small JSON object, at most 4,096
-   * characters as JSON): a heartbeat carrying it, so it extends the lease too. The job shows the
-   * last value reported until it is leased again. Throws `LeaseConflictError` if the lease is gone.
-   */
-  progress(value: number | { readonly [key: string]: unknown }): Promise<void>;
-  /** Jobs to enqueue in the same write as this job's completion (chained enqueue). */
-  chain(...successors: NewJob[]): void;
-  /** The fencing pair this worker holds the job under, for a completion written elsewhere (`completeInTransaction`). */
-  readonly fence: LeaseFence;
-  /**
-   * Say that the handler's own transaction completed the job (`completeInTransaction` of
-   * `telha/postgres`), so the worker sends no result of its own and stops heartbeating the
-   * lease at once; what the handler returns is then not stored. Call it once that transaction
-   * committed (if the handler throws after it, the job fails as usual: a failure of a job
-   * already completed is refused, harmlessly). Successors go in `completeInTransaction`'s
-   * options: `chain` cannot be combined with it.
-   */
-  completedInTransaction(): void;
-  /**
-   * Say that the handler's own transaction failed the job (`failInTransaction`) with `failure`,
-   * the options it passed there, as `completedInTransaction` does for a completion: the worker
-   * sends nothing, and reports the failure (`failed` event) as if it had sent it.
-   */
-  failedInTransaction(failure: FailOptions): void;
-  /** The whole record as leased. */
-  readonly record: JobRecord;
-}
-
-/**
- * Runs one job. What it resolves to is the job's result, stored with the completion:
- * `undefined` stores none, a `Uint8Array` is stored as it is, anything else as its JSON text
- * (UTF-8), at most `jobs.max_result_bytes` (64 KiB by default).
- */
-export type JobHandler = (job: JobContext) => Promise<unknown>;
-
-/**
- * One kind a worker serves with its own handler (`task.handle(...)` makes one from a typed
- * task): jobs of exactly this kind go to `handler`, at most `concurrency` of them at once.
- */
-export interface TaskHandler {
-  readonly kind: string;
-  readonly handler: JobHandler;
-  /** At most this many of this kind run at once (the worker's `concurrency` stays the cap). Default: no limit of its own. */
-  readonly concurrency?: number;
-}
-
-/** What a worker's listeners get, by event (see `worker.on`). */
-export interface WorkerEvents {
-  /** The store accepted a job's completion. */
-  completed: [job: JobRecord];
-  /** The store accepted a job's failure: retried with backoff, or dead-lettered if `permanent`. */
-  failed: [job: JobRecord, error: Error, details: { readonly permanent: boolean }];
-  /** The worker lost its source (reported once per outage, as `onError` is). */
-  error: [error: Error];
-}
-
-/** A listener of one {@link WorkerEvents} event. */
-export type WorkerListener<E extends keyof WorkerEvents> = (...args: WorkerEvents[E]) => void;
-
-/** What a worker does, whichever source it works from. */
-export interface RunnerOptions {
-  /**
-   * Kind prefixes to lease; empty or omitted takes every kind but the
-   * server's own `system:` kinds, which only a prefix starting with `system:`
-   * takes. Omitted with `tasks` and no `handler`: the tasks' kinds.
-   */
-  readonly kinds?: readonly string[];
-  /** Jobs run at once. Default 10. */
-  readonly concurrency?: number;
-  /**
-   * Jobs leased ahead of free slots, waiting in this worker for one (their
-   * leases heartbeated like running jobs), so the server leases the next jobs
-   * while this worker runs the current ones. A number fixes it; 0 leases only
-   * for free slots. Default `'auto'`: as many as keep every slot busy for
-   * about 25 ms at the handlers' running average time (at most
-   * max(concurrency, 100)), so short handlers never idle a slot for a round
-   * trip, and none before the first handler returns or while handlers take
-   * longer than 25 ms × concurrency: a prefetched job waits ~25 ms, and a
-   * slow worker never sits on jobs that another worker could start.
-   */
-  readonly prefetch?: number | 'auto';
-  /** Identifies this worker in fencing and events. Default `worker-<uuid>`. */
-  readonly workerId?: string;
-  /** Runs every job leased that no task of `tasks` handles. */
-  readonly handler?: JobHandler;
-  /**
-   * Kinds with a handler each, and optionally a concurrency each; a job goes to the task of its
-   * kind, else to `handler`. A job no handler takes (a kind that merely shares a task's prefix)
-   * fails, to be retried with backoff, by another worker perhaps.
-   *
-   * A job of a task at its own concurrency waits in the worker for that task's slot, its lease
-   * heartbeated, without holding one of the worker's: up to `concurrency` such jobs are leased
-   * beyond the worker's slots, so other tasks keep running. A task whose backlog ahead of the
-   * others is deeper than that can still fill the worker; give it a worker of its own (`kinds`).
-   */
-  readonly tasks?: readonly TaskHandler[];
-  /**
-   * Heartbeat after this fraction of the remaining lease has passed. Default 1/3:
-   * a 30 s lease is extended every 10 s, so two lost beats still leave time.
-   */
-  readonly heartbeatFraction?: number;
-  /**
-   * Where the worker says what happens to it: losing and regaining its source (the server),
-   * lost leases, failed handlers (info), results it could not deliver. The SDK's `Worker`
-   * writes info and above to stderr unless given one; pass `silentLogger` to silence it.
-   */
-  readonly logger?: Logger;
-  /**
-   * Called when the worker loses its source (as the `error` event is), with why: once when it
-   * cannot reach the server (an `unavailable` error naming the address) or a work session is
-   * refused, not again for
-   * each retry while the failure lasts; once more if it changes. The worker keeps retrying
-   * with backoff, and logs `reconnected` when a session opens again. An error thrown here is
-   * logged, never raised.
-   */
-  readonly onError?: (error: Error) => void;
-  /** Called when a job's lease was lost (for metrics or tests). */
-  readonly onLeaseLost?: (jobId: string, error: LeaseConflictError) => void;
-  /** Called after the store accepted a job's completion. */
-  readonly onCompleted?: (job: JobRecord) => void;
-  /**
-   * The time a job's lease and attempt deadlines (the server's, in µs) are held against, and the
-   * worker's own waits are measured by. Default the system clock; tests pass one they move.
-   */
-  readonly clock?: Clock;
-}
+export {
+  AttemptTimeoutError,
+  PermanentError,
+  type JobContext,
+  type JobHandler,
+  type TaskHandler,
+  type WorkerEvents,
+  type WorkerListener,
+} from './handler.ts';
+export type { RunnerOptions } from './options.ts';
 
 /** Why `chain` and a job settled in the handler's transaction do not mix: the worker sends no completion to carry the successors. */
 const SUCCESSORS_IN_TRANSACTION =
@@ -222,23 +74,6 @@ const REFUSED_RETRY_MS = 30_000;
 /** How long `waitForReady()` waits by default. */
 const READY_TIMEOUT_MS = 30_000;
 
-/** A job whose handler holds one of the `concurrency` slots. */
-interface Held {
-  readonly abort: LazyAbort;
-  /** The task whose handler runs it, if any: it holds one of that task's slots too. */
-  readonly task: TaskHandler | undefined;
-  /** Give up on the handler (close timed out): abort its signal and hand its job back. */
-  abandon(reason: Error): void;
-}
-
-/** A leased job waiting for a slot (prefetched). */
-interface Waiting {
-  readonly task: TaskHandler | undefined;
-  start(): void;
-  /** The worker is closing: give the job back unstarted, starting the release now. */
-  release(): void;
-}
-
 /** How a handler ended: with its result as bytes (`undefined` for none), or with an error. */
 type HandlerOutcome =
   { readonly ok: true; readonly result: Uint8Array | undefined } | { readonly ok: false; readonly error: unknown };
@@ -255,21 +90,17 @@ export class WorkerRunner {
   private readonly prefetch: number | 'auto';
   /** Running average of handler time (ms), for `prefetch: 'auto'`; `null` before the first handler returns. */
   private handlerMs: number | null = null;
-  /** Jobs whose handler is running: each holds one of the `concurrency` slots. */
-  private readonly running = new Map<string, Held>();
+  /** The `concurrency` slots, the tasks' own, and the jobs waiting for them. */
+  private readonly slots: Slots;
   /** The handlers of `tasks`, by kind. */
   private readonly tasks = new Map<string, TaskHandler>();
   /** Whether any task has a concurrency of its own (else its jobs wait only for the worker's slots). */
   private readonly taskLimits: boolean;
-  /** Running jobs per task with a concurrency of its own, by kind. */
-  private readonly taskRunning = new Map<string, number>();
   private readonly listeners: { [E in keyof WorkerEvents]: Set<WorkerListener<E>> } = {
     completed: new Set(),
     failed: new Set(),
     error: new Set(),
   };
-  /** Leased jobs waiting for a slot (prefetched), in lease order. */
-  private readonly waiting: Waiting[] = [];
   /** Every job from lease until its result is settled (handler running, or result on its way). */
   private readonly inFlight = new Set<Promise<void>>();
   private readonly stopLeasing = new AbortController();
@@ -316,6 +147,7 @@ export class WorkerRunner {
     this.prefetch = options.prefetch ?? 'auto';
     if (this.prefetch !== 'auto' && (!Number.isInteger(this.prefetch) || this.prefetch < 0))
       throw new RangeError("prefetch must be a non-negative integer or 'auto'");
+    this.slots = new Slots(this.concurrency);
   }
 
   /**
@@ -407,7 +239,7 @@ export class WorkerRunner {
     const deadline = this.nowMs() + timeoutMs;
     if (!this.stopLeasing.signal.aborted) {
       // Before the session ends, so these releases go out on it, in its last message.
-      for (const job of this.waiting.splice(0)) job.release();
+      this.slots.releaseWaiting();
       // Ends the work session: the source stops leasing, answers the results it has, and ends it.
       this.stopLeasing.abort();
     }
@@ -421,7 +253,7 @@ export class WorkerRunner {
     await this.loop;
     if (await timedOut(Promise.all([...this.inFlight]))) {
       const reason = new Error('worker shutting down');
-      for (const held of [...this.running.values()]) held.abandon(reason);
+      this.slots.abandonRunning(reason);
     }
     // An abandoned job is done once its release is answered, whether or not its handler ever returns.
     await Promise.all([...this.inFlight]);
@@ -434,7 +266,7 @@ export class WorkerRunner {
   }
 
   get active(): number {
-    return this.running.size;
+    return this.slots.running;
   }
 
   /** One work session after another, reconnecting with jittered backoff while the source is away. */
@@ -540,11 +372,11 @@ export class WorkerRunner {
   private grantFreeSlots(): void {
     const channel = this.channel;
     if (channel === null || !channel.writable || this.stopLeasing.signal.aborted) return;
-    const held = this.running.size + this.waiting.length;
+    const held = this.slots.running + this.slots.waiting;
     const settling = this.inFlight.size - held;
     // Jobs waiting for their task's slot (not the worker's) hold no credit, up to `concurrency`
     // of them: else a backlog of one task could fill every slot and starve the others.
-    const blocked = this.taskLimits ? this.waiting.filter((w) => !this.taskFree(w.task)).length : 0;
+    const blocked = this.taskLimits ? this.slots.blocked() : 0;
     const counted = held - Math.min(blocked, this.concurrency);
     const wanted = this.concurrency + this.prefetchNow() - counted - Math.max(0, settling - this.concurrency);
     // A worker of huge concurrency still never holds more unused credit than a session allows.
@@ -560,7 +392,7 @@ export class WorkerRunner {
     const freeSlot = (): void => {
       if (freed) return;
       freed = true;
-      if (this.vacate(job.jobId)) this.startWaiting();
+      if (this.slots.vacate(job.jobId)) this.slots.startWaiting();
       this.grantFreeSlots();
     };
     const done: Promise<void> = this.execute(job, abort, freeSlot).finally(() => {
@@ -576,78 +408,6 @@ export class WorkerRunner {
     if (this.handlerMs === null) return 0;
     const ahead = Math.floor((this.concurrency * AUTO_PREFETCH_AHEAD_MS) / Math.max(this.handlerMs, 0.001));
     return Math.min(ahead, Math.max(this.concurrency, AUTO_PREFETCH_MAX));
-  }
-
-  /**
-   * Take a slot for a job: at once if one is free, else when one frees up.
-   * `'dropped'` if the job's lease was lost first, `'released'` if the
-   * worker began to close first (then `release` has been called).
-   */
-  private takeSlot(jobId: string, held: Held, release: () => void): Promise<'run' | 'dropped' | 'released'> {
-    if (this.canStart(held.task) && !this.waiting.some((w) => this.canStart(w.task))) {
-      this.occupy(jobId, held);
-      return Promise.resolve('run');
-    }
-    return new Promise((resolve) => {
-      const entry: Waiting = {
-        task: held.task,
-        start: () => {
-          held.abort.offAbort(dropped);
-          this.occupy(jobId, held);
-          resolve('run');
-        },
-        release: () => {
-          held.abort.offAbort(dropped);
-          release();
-          resolve('released');
-        },
-      };
-      const dropped = (): void => {
-        const at = this.waiting.indexOf(entry);
-        if (at >= 0) this.waiting.splice(at, 1);
-        resolve('dropped');
-      };
-      held.abort.onAbort(dropped);
-      this.waiting.push(entry);
-    });
-  }
-
-  /** Hand freed slots to prefetched jobs, oldest lease first, skipping those whose task is at its limit. */
-  private startWaiting(): void {
-    for (let at = 0; at < this.waiting.length && this.running.size < this.concurrency;) {
-      const next = this.waiting[at] as Waiting;
-      if (!this.taskFree(next.task)) {
-        at++;
-        continue;
-      }
-      this.waiting.splice(at, 1);
-      next.start();
-    }
-  }
-
-  /** Whether the task (if any) has a slot of its own free. */
-  private taskFree(task: TaskHandler | undefined): boolean {
-    return task?.concurrency === undefined || (this.taskRunning.get(task.kind) ?? 0) < task.concurrency;
-  }
-
-  private canStart(task: TaskHandler | undefined): boolean {
-    return this.running.size < this.concurrency && this.taskFree(task);
-  }
-
-  private occupy(jobId: string, held: Held): void {
-    this.running.set(jobId, held);
-    if (held.task?.concurrency !== undefined)
-      this.taskRunning.set(held.task.kind, (this.taskRunning.get(held.task.kind) ?? 0) + 1);
-  }
-
-  /** Free a running job's slots (the worker's and its task's); `false` if it held none. */
-  private vacate(jobId: string): boolean {
-    const held = this.running.get(jobId);
-    if (held === undefined) return false;
-    this.running.delete(jobId);
-    if (held.task?.concurrency !== undefined)
-      this.taskRunning.set(held.task.kind, (this.taskRunning.get(held.task.kind) ?? 1) - 1);
-    return true;
   }
 
   /** Count and tell of a job the store accepted the completion of. */
@@ -727,6 +487,17 @@ export class WorkerRunner {
     const fence: LeaseFence = { workerId: this.workerId, leaseGeneration: job.leaseGeneration };
     const log = { jobId: job.jobId, kind: job.kind, tenant: job.tenant, workerId: this.workerId };
     let timer: NodeJS.Timeout | null = null;
+    /**
+     * Cleared, with the timer, once this attempt stops holding its lease here (its handler
+     * returned, it is on its way back, or its transaction settled it). A heartbeat still out then
+     * schedules no next one: one that kept beating after its job was done (its failures look
+     * transient while the server is away) kept a closed worker's process alive.
+     */
+    let heartbeating = true;
+    const stopHeartbeats = (): void => {
+      heartbeating = false;
+      if (timer !== null) clearTimeout(timer);
+    };
     /** Aborts the handler when the attempt's time is up (only for a job with a timeout). */
     let timeUp: NodeJS.Timeout | null = null;
     /** Set once the job is on its way back: no more heartbeats, and no result. */
@@ -736,10 +507,10 @@ export class WorkerRunner {
     const settledInTransaction = (failure: FailOptions | null): void => {
       if (successors.length > 0) throw new TypeError(SUCCESSORS_IN_TRANSACTION);
       settledElsewhere = { failure };
-      if (timer !== null) clearTimeout(timer);
+      stopHeartbeats();
     };
     const release = (): Promise<void> => {
-      if (timer !== null) clearTimeout(timer);
+      stopHeartbeats();
       if (timeUp !== null) clearTimeout(timeUp);
       releasing ??= this.releaseJob(job, fence, log);
       return releasing;
@@ -783,14 +554,15 @@ export class WorkerRunner {
       timer = setTimeout(() => void beat(), intervalMs);
     };
     const beat = async (): Promise<void> => {
-      if (abort.aborted || releasing !== null || settledElsewhere !== null) return;
+      if (!heartbeating || abort.aborted) return;
       try {
         deadline = await this.extend({ type: 'heartbeat', jobId: job.jobId, fence });
       } catch (error) {
-        if (lost(error)) return;
+        // The attempt ended while this heartbeat was out: what it says of the lease no longer matters.
+        if (!heartbeating || lost(error)) return;
         // A transient failure: try again soon, well before the deadline.
       }
-      if (!abort.aborted && releasing === null && settledElsewhere === null) scheduleHeartbeat();
+      if (heartbeating && !abort.aborted) scheduleHeartbeat();
     };
     // From the lease on, whether the job runs at once or waits for a slot.
     scheduleHeartbeat();
@@ -804,10 +576,10 @@ export class WorkerRunner {
         abandon();
       },
     };
-    const slot = await this.takeSlot(job.jobId, held, () => void release());
+    const slot = await this.slots.take(job.jobId, held, () => void release());
     if (slot === 'released') return release();
     if (slot === 'dropped') {
-      if (timer !== null) clearTimeout(timer);
+      stopHeartbeats();
       if (timeUp !== null) clearTimeout(timeUp);
       return;
     }
@@ -866,7 +638,7 @@ export class WorkerRunner {
       }
       const took = performance.now() - started;
       this.handlerMs = this.handlerMs === null ? took : this.handlerMs + HANDLER_MS_WEIGHT * (took - this.handlerMs);
-      if (timer !== null) clearTimeout(timer);
+      stopHeartbeats();
       freeSlot();
       if (
         abort.aborted &&
@@ -926,7 +698,7 @@ export class WorkerRunner {
       }
       this.options.logger?.error({ ...log, err: String(error) }, 'submitting the result failed');
     } finally {
-      if (timer !== null) clearTimeout(timer);
+      stopHeartbeats();
       if (timeUp !== null) clearTimeout(timeUp);
       // Every way out above ends the span with its outcome; this only keeps a new one from leaking it.
       attempt.end('ended');

@@ -115,11 +115,12 @@ describe('the telha CLI', () => {
 
   it('enqueues with --supersede-key and --debounce-ms through gRPC, and shows who replaced the old job', async () => {
     const args = ['jobs', 'enqueue', '--kind', 'reindex', '--tenant', 'acme', '--supersede-key', 'doc-7'];
-    const first = await run(...args, '--debounce-ms', '5000');
+    const first = await run(...args, '--debounce-ms', '5000', '--debounce-max-ms', '20000');
     assert.equal(first.code, 0, first.stderr);
     const firstId = first.stdout.trim();
     const debounced = await server.queue.show(firstId);
     assert.equal(debounced.notBefore, (debounced.events[0]?.at ?? 0) + 5_000_000, 'due one window after its enqueue');
+    assert.equal(debounced.debounceUntil, (debounced.events[0]?.at ?? 0) + 20_000_000, 'its run bound 20 s out');
     const second = await run(...args, '--supersede', 'leased');
     assert.equal(second.code, 0, second.stderr);
     const secondId = second.stdout.trim();
@@ -133,6 +134,9 @@ describe('the telha CLI', () => {
     const refused = await run('jobs', 'enqueue', '--kind', 'reindex', '--tenant', 'acme', '--debounce-ms', '5');
     assert.notEqual(refused.code, 0);
     assert.match(refused.stderr, /--debounce-ms/);
+    const unbounded = await run(...args, '--debounce-ms', '5000', '--debounce-max-ms', '10');
+    assert.notEqual(unbounded.code, 0);
+    assert.match(unbounded.stderr, /--debounce-max-ms/);
   });
 
   it('prints only the new job’s id, so a shell can capture it', async () => {

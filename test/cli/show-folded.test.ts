@@ -45,6 +45,7 @@ describe('jobs show on a folded trail', () => {
     traceContext: null,
     supersedeKey: null,
     supersededBy: null,
+    debounceUntil: null,
     effectiveMaxAttempts: 5,
   } satisfies JobRecord & { effectiveMaxAttempts: number };
   const lines = formatShow(job, T0 + 400_000_000).split('\n');

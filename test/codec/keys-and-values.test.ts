@@ -65,6 +65,7 @@ const GOLDEN_RECORD: JobRecord = {
   traceContext: null,
   supersedeKey: null,
   supersededBy: null,
+  debounceUntil: null,
 };
 const GOLDEN_VALUE_HEX =
   '01' + // VALUE_VERSION
@@ -245,6 +246,7 @@ describe('value codec', () => {
       traceContext: fc.option(fc.record({ traceparent: fc.string(), tracestate: fc.option(fc.string()) })),
       supersedeKey: fc.option(fc.string()),
       supersededBy: fc.option(fc.uuid({ version: 7 })),
+      debounceUntil: fc.option(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER })),
       events: fc.array(
         fc.record({
           at: fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
@@ -300,6 +302,7 @@ describe('value codec', () => {
       traceContext: fc.option(fc.record({ traceparent: text, tracestate: fc.option(text) })),
       supersedeKey: fc.option(text),
       supersededBy: fc.option(fc.uuid({ version: 7 })),
+      debounceUntil: fc.option(integer),
       events: fc.array(fc.record({ at: integer, transition: text, detail: fc.option(text) }), { maxLength: 20 }),
     });
     fc.assert(
@@ -329,6 +332,7 @@ describe('value codec', () => {
       traceContext: fc.option(fc.record({ traceparent: fc.string(), tracestate: fc.option(fc.string()) })),
       supersedeKey: fc.option(fc.string()),
       supersededBy: fc.option(fc.uuid({ version: 7 })),
+      debounceUntil: fc.option(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER })),
       // Completed, where an entry without the result says how big it was (0 for none).
       state: fc.constantFrom(JobState.Leased, JobState.Completed),
       // Up to twice LOG_JOB_EVENTS, where the entry keeps the last ones; an unlogged last event has no entry.
@@ -447,6 +451,7 @@ function genericEncoding(record: JobRecord): Buffer {
     ...(record.traceContext?.tracestate == null ? {} : { tracestate: record.traceContext.tracestate }),
     ...(record.supersedeKey === null ? {} : { supersede_key: record.supersedeKey }),
     ...(record.supersededBy === null ? {} : { superseded_by: jobIdToBytes(record.supersededBy) }),
+    ...(record.debounceUntil === null ? {} : { debounce_until: int(record.debounceUntil) }),
   });
   return Buffer.concat([Buffer.of(VALUE_VERSION), body]);
 }

@@ -68,6 +68,7 @@ const wildRecord: fc.Arbitrary<JobRecord> = fc.record({
   traceContext: fc.option(fc.record({ traceparent: anyText, tracestate: fc.option(anyText) }).map((c) => ({ ...c }))),
   supersedeKey: fc.option(anyText),
   supersededBy: fc.constant(null),
+  debounceUntil: fc.option(anyNumber),
   events: fc.array(
     fc.record({
       at: anyNumber,
@@ -117,6 +118,7 @@ const boundedRecord: fc.Arbitrary<JobRecord> = fc.record({
   ),
   supersedeKey: fc.option(text(1)),
   supersededBy: fc.option(fc.uuid({ version: 7 })),
+  debounceUntil: fc.option(time),
   events: fc.array(
     fc.record({
       at: time,

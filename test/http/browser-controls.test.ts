@@ -5,12 +5,10 @@
  * and resume it, and delete it, answering the confirmations the dashboard asks.
  */
 import assert from 'node:assert/strict';
-import { existsSync, rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import type { BrowserContext, Page } from 'playwright-core';
-import { CHROMIUM, launchChromium } from '../support/chromium.ts';
+import type { Page } from 'playwright-core';
+import { logIn, openDashboardBrowser, type DashboardBrowser } from '../support/dashboard-browser.ts';
 import { tenantScope } from '../../src/core/types.ts';
-import { tempDir } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const OPERATOR = 'operator-token-for-the-controls';
@@ -18,53 +16,29 @@ const acme = tenantScope('acme');
 
 describe('the controls in a browser', () => {
   let server: TestServer;
-  let context: BrowserContext;
+  let browser: DashboardBrowser;
   let page: Page;
-  let profile: string;
-  /** The questions the dashboard asks before an action, and those it asked. */
+  /** The questions the dashboard asks before an action, answered yes. */
   const confirmations = [
     'Enqueue a job of schedule nightly now? Its next due time stays.',
     'Delete schedule nightly? It stops firing; the jobs it enqueued stay.',
   ];
-  const asked: string[] = [];
-  const dialogs: string[] = [];
-  const problems: string[] = [];
 
   before(async () => {
-    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)`);
     server = await startTestServer({
       server: { tokens: [{ token: OPERATOR, role: 'operator', name: 'controls-test' }] },
     });
     // A job of acme's makes the tenant one the server knows, offered in the scope choices.
     await server.queue.enqueue({ kind: 'email.welcome' }, acme);
-    profile = tempDir('telha-chromium-');
-    context = await launchChromium(profile);
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on('dialog', (dialog) => {
-      if (dialog.type() === 'confirm' && confirmations.includes(dialog.message())) {
-        asked.push(dialog.message());
-        void dialog.accept();
-        return;
-      }
-      dialogs.push(dialog.message());
-      void dialog.dismiss();
-    });
-    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-    page.on('console', (message) => {
-      // A refused form answers 400 (or 404) on purpose, with its message on the page.
-      if (message.type() === 'error' && !/status of 40[04]/.test(message.text())) {
-        problems.push(`console: ${message.text()}`);
-      }
-    });
-    await page.goto(`${server.http}/login`);
-    await page.fill('input[name="token"]', OPERATOR);
-    await Promise.all([page.waitForURL(`${server.http}/`), page.click('button[type="submit"]')]);
+    // A refused form answers 400 (or 404) on purpose, with its message on the page.
+    browser = await openDashboardBrowser({ confirmations, allowRefusals: true });
+    page = browser.page;
+    await logIn(page, server.http, OPERATOR);
   });
 
   after(async () => {
-    await context?.close();
+    await browser?.close();
     await server?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
   });
 
   it('pauses a kind prefix in a tenant from the overview, then resumes it', async () => {
@@ -151,7 +125,7 @@ describe('the controls in a browser', () => {
     const due = (await server.queue.getSchedule('nightly', acme)).nextDueAt;
 
     await Promise.all([page.waitForURL(/done=ran/), row.locator('[data-action="run"]').click()]);
-    assert.deepEqual(asked, [confirmations[0]], 'asked before running it');
+    assert.deepEqual(browser.asked, [confirmations[0]], 'asked before running it');
     const jobId = new URL(page.url()).searchParams.get('job') ?? '';
     assert.equal((await server.queue.show(jobId)).kind, 'report.v2');
     assert.equal((await server.queue.getSchedule('nightly', acme)).nextDueAt, due, 'its next due time stays');
@@ -166,10 +140,10 @@ describe('the controls in a browser', () => {
     await Promise.all([page.waitForURL(/done=resumed/), row.locator('[data-action="resume"]').click()]);
     assert.equal((await server.queue.getSchedule('nightly', acme)).paused, false);
     await Promise.all([page.waitForURL(/done=deleted/), row.locator('[data-action="delete"]').click()]);
-    assert.deepEqual(asked, confirmations, 'asked before deleting it');
+    assert.deepEqual(browser.asked, confirmations, 'asked before deleting it');
     assert.equal(await page.locator('tr[data-schedule="nightly"]').count(), 0);
     assert.deepEqual((await server.queue.listSchedules()).schedules, []);
-    assert.deepEqual(dialogs, []);
-    assert.deepEqual(problems, []);
+    assert.deepEqual(browser.dialogs, []);
+    assert.deepEqual(browser.problems, []);
   });
 });

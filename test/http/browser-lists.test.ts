@@ -5,12 +5,10 @@
  * Schedules pages follow the queue with no reload.
  */
 import assert from 'node:assert/strict';
-import { existsSync, rmSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import type { BrowserContext, Page } from 'playwright-core';
-import { CHROMIUM, launchChromium } from '../support/chromium.ts';
+import type { Page } from 'playwright-core';
+import { logIn, openDashboardBrowser, type DashboardBrowser } from '../support/dashboard-browser.ts';
 import { tenantScope } from '../../src/core/types.ts';
-import { tempDir } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const OPERATOR = 'operator-token-for-the-list-pages';
@@ -24,36 +22,23 @@ declare const document: {
 
 describe('the list pages in a browser', () => {
   let server: TestServer;
-  let context: BrowserContext;
+  let browser: DashboardBrowser;
   let page: Page;
-  let profile: string;
-  const problems: string[] = [];
 
   before(async () => {
-    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)`);
     server = await startTestServer({
       server: { tokens: [{ token: OPERATOR, role: 'operator', name: 'lists-test' }] },
       metrics: { refresh_ms: 100 },
     });
-    profile = tempDir('telha-chromium-');
-    context = await launchChromium(profile);
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-    page.on('console', (message) => {
-      // A refused filter (400) and a job id that opens none (404) answer so on purpose.
-      if (message.type() === 'error' && !/status of 40[04]/.test(message.text())) {
-        problems.push(`console: ${message.text()}`);
-      }
-    });
-    await page.goto(`${server.http}/login`);
-    await page.fill('input[name="token"]', OPERATOR);
-    await Promise.all([page.waitForURL(`${server.http}/`), page.click('button[type="submit"]')]);
+    // A refused filter (400) and a job id that opens none (404) answer so on purpose.
+    browser = await openDashboardBrowser({ allowRefusals: true });
+    page = browser.page;
+    await logIn(page, server.http, OPERATOR);
   });
 
   after(async () => {
-    await context?.close();
+    await browser?.close();
     await server?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
   });
 
   /** Marks the page; a reload would lose the mark. */
@@ -136,6 +121,6 @@ describe('the list pages in a browser', () => {
     await server.queue.createSchedule({ name: 'nightly-live', everySecs: 3600, job: { kind: 'live.nightly' } }, acme);
     await page.locator('#live-list >> text=nightly-live').waitFor();
     assert.ok(await marked());
-    assert.deepEqual(problems, []);
+    assert.deepEqual(browser.problems, []);
   });
 });

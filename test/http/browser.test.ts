@@ -8,12 +8,11 @@
  * no rule of its Content-Security-Policy.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
-import type { BrowserContext, Page } from 'playwright-core';
-import { CHROMIUM, launchChromium } from '../support/chromium.ts';
+import type { Page } from 'playwright-core';
+import { openDashboardBrowser, submitToken, type DashboardBrowser } from '../support/dashboard-browser.ts';
 import { JobState, tenantScope } from '../../src/core/types.ts';
-import { tempDir } from '../support/backends.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 const OPERATOR = 'operator-token-for-the-browser';
@@ -28,18 +27,11 @@ declare const document: {
 
 describe('the dashboard in a browser', () => {
   let server: TestServer;
-  let context: BrowserContext;
+  let browser: DashboardBrowser;
   let page: Page;
-  let profile: string;
-  const dialogs: string[] = [];
-  /** The questions the dashboard asks before a job action, and those it asked. */
-  const confirmations = ['Retry this job? It goes back to Pending with its attempts reset.'];
-  const asked: string[] = [];
-  const problems: string[] = [];
   let deadId: string;
 
   before(async () => {
-    assert.ok(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does)`);
     server = await startTestServer({
       server: { tokens: [{ token: OPERATOR, role: 'operator', name: 'browser-test' }] },
       metrics: { refresh_ms: 250 },
@@ -61,30 +53,16 @@ describe('the dashboard in a browser', () => {
       tenantScope(HOSTILE.replace(/\s/g, '')),
     );
 
-    profile = tempDir('telha-chromium-');
-    context = await launchChromium(profile);
-    page = context.pages()[0] ?? (await context.newPage());
-    page.on('dialog', (dialog) => {
-      // The dashboard's own confirmations are answered yes (and checked where they are asked);
-      // any other dialog is hostile content that ran, and is counted.
-      if (dialog.type() === 'confirm' && confirmations.includes(dialog.message())) {
-        asked.push(dialog.message());
-        void dialog.accept();
-        return;
-      }
-      dialogs.push(dialog.message());
-      void dialog.dismiss();
+    // The questions the dashboard asks before a job action: answered yes, and checked where asked.
+    browser = await openDashboardBrowser({
+      confirmations: ['Retry this job? It goes back to Pending with its attempts reset.'],
     });
-    page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-    page.on('console', (message) => {
-      if (message.type() === 'error') problems.push(`console: ${message.text()}`);
-    });
+    page = browser.page;
   });
 
   after(async () => {
-    await context?.close();
+    await browser?.close();
     await server?.close();
-    if (profile) rmSync(profile, { recursive: true, force: true });
   });
 
   /** The number a state's card shows. */
@@ -97,8 +75,7 @@ describe('the dashboard in a browser', () => {
   it('asks for a token, then shows the counts', async () => {
     await page.goto(server.http);
     assert.equal(new URL(page.url()).pathname, '/login');
-    await page.fill('input[name="token"]', OPERATOR);
-    await Promise.all([page.waitForURL(`${server.http}/`), page.click('button[type="submit"]')]);
+    await submitToken(page, server.http, OPERATOR);
     assert.equal(await page.locator('h1').innerText(), 'Overview');
     assert.equal(await card('pending'), 7);
     assert.equal(await card('dead'), 1);
@@ -145,7 +122,11 @@ describe('the dashboard in a browser', () => {
 
   it('retries the Dead job and shows it Pending', async () => {
     await Promise.all([page.waitForURL(`${server.http}/jobs/${deadId}?retried=1`), page.click('#retry')]);
-    assert.deepEqual(asked, ['Retry this job? It goes back to Pending with its attempts reset.'], 'asked first');
+    assert.deepEqual(
+      browser.asked,
+      ['Retry this job? It goes back to Pending with its attempts reset.'],
+      'asked first',
+    );
     assert.equal(await page.locator('h1 .badge').innerText(), 'pending');
     assert.ok(await page.locator('text=Retried: the job is Pending again.').isVisible());
     assert.equal((await page.locator('.timeline .event .title').allInnerTexts()).at(-1), 'Retried by an operator');
@@ -190,7 +171,7 @@ describe('the dashboard in a browser', () => {
       assert.equal(await page.locator('img').count(), 0, `${path}: an injected img element`);
       assert.equal(await page.locator('script:not([src])').count(), 0, `${path}: an inline script`);
     }
-    assert.deepEqual(dialogs, []);
-    assert.deepEqual(problems, []);
+    assert.deepEqual(browser.dialogs, []);
+    assert.deepEqual(browser.problems, []);
   });
 });

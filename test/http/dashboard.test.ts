@@ -13,33 +13,19 @@ import { openQueue } from '../../src/open.ts';
 import { startServer } from '../../src/serve/server.ts';
 import { jobIn, type Harness } from '../../src/testing/conformance/harness.ts';
 import { tempDir } from '../support/backends.ts';
-import { Browser } from '../support/http.ts';
-import { liveServer, startTestServer } from '../support/server.ts';
-import { TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
+import { Browser, dashboardServer } from '../support/http.ts';
+import { startTestServer } from '../support/server.ts';
+import { TOKENS } from '../support/refuses.ts';
 
 const acme = tenantScope('acme');
 const globex = tenantScope('globex');
 
 describe('the HTTP listener with tokens', () => {
-  const { server } = liveServer({
-    server: {
-      tokens: [...TOKEN_ROLES],
-    },
-    metrics: { refresh_ms: 100 },
-  });
+  const { server, signedIn } = dashboardServer({ metrics: { refresh_ms: 100 } });
   const fixture = (state: 'pending' | 'leased' | 'completed' | 'dead' | 'cancelled', scope = acme, kind?: string) =>
     jobIn({ queue: server.queue } as Harness, scope, state, kind === undefined ? undefined : { kind });
 
-  const operator = async (): Promise<Browser> => {
-    const browser = new Browser(server.http);
-    assert.equal((await browser.login(TOKENS.operator)).status, 303);
-    return browser;
-  };
-  const tenant = async (token: string): Promise<Browser> => {
-    const browser = new Browser(server.http);
-    assert.equal((await browser.login(token)).status, 303);
-    return browser;
-  };
+  const operator = (): Promise<Browser> => signedIn(TOKENS.operator);
 
   it('answers /healthz and /readyz without a token', async () => {
     const health = await fetch(`${server.http}/healthz`);
@@ -303,7 +289,7 @@ describe('the HTTP listener with tokens', () => {
     assert.equal(all.status, 200);
     assert.ok(all.text.includes('acme-nightly') && all.text.includes('globex-minutely'));
     assert.ok(all.text.includes('0 2 * * * (Europe/Berlin)'));
-    const own = await (await tenant(TOKENS.acme)).get('/schedules');
+    const own = await (await signedIn(TOKENS.acme)).get('/schedules');
     assert.equal(own.status, 200);
     assert.ok(own.text.includes('acme-nightly'));
     assert.ok(!own.text.includes('globex-minutely'), "a tenant never sees another tenant's schedules");
@@ -317,7 +303,7 @@ describe('the HTTP listener with tokens', () => {
     assert.equal(all.status, 200);
     assert.match(all.text, /email:send<\/a>\s*<span class="badge paused"/);
     assert.ok(all.text.includes('tenant acme') && all.text.includes('zz-globex'));
-    const own = await (await tenant(TOKENS.acme)).get('/');
+    const own = await (await signedIn(TOKENS.acme)).get('/');
     assert.ok(own.text.includes('id="pauses"'));
     assert.ok(!own.text.includes('zz-globex'), "a tenant never sees another tenant's pauses");
   });
@@ -334,7 +320,7 @@ describe('the HTTP listener with tokens', () => {
       assert.match(all.text, /limited-kind<\/td>\s*<td class="num">1<\/td>/);
       assert.match(all.text, /name="concurrency"\s+inputmode="numeric"\s+value="3"/);
       assert.match(all.text, /name="rate"\s+value="7\/1h"/);
-      const own = await (await tenant(TOKENS.acme)).get('/');
+      const own = await (await signedIn(TOKENS.acme)).get('/');
       assert.ok(!own.text.includes('id="limits"'), 'limits are for operators');
     } finally {
       await server.queue.clearKindLimit('limited-kind');
@@ -344,7 +330,7 @@ describe('the HTTP listener with tokens', () => {
   it('resumes a pause from the overview: a tenant its own scope only, with the CSRF token', async () => {
     await server.queue.pause({ kindPrefix: 'email:', scope: acme });
     await server.queue.pause({ kindPrefix: 'sms', scope: globex });
-    const browser = await tenant(TOKENS.acme);
+    const browser = await signedIn(TOKENS.acme);
     const form = { kind_prefix: 'email:', scope: 'tenant:acme' };
     assert.equal((await browser.post('/pauses/resume', form)).status, 403, 'no resume without the token');
     const other = await browser.post('/pauses/resume', {
@@ -486,7 +472,7 @@ describe('the HTTP listener with tokens', () => {
       const own = await fixture('leased', acme, 'iso.own');
       const other = await fixture('leased', globex, 'iso.other');
       const otherDead = await fixture('dead', globex, 'iso.other');
-      const browser = await tenant(TOKENS.acme);
+      const browser = await signedIn(TOKENS.acme);
       const pages = await Promise.all(
         ['/', '/jobs', '/jobs?state=leased', '/leases', '/jobs?kind=iso.'].map((p) => browser.get(p)),
       );
@@ -511,7 +497,7 @@ describe('the HTTP listener with tokens', () => {
     it('may not retry, not even its own Dead jobs, alone or in bulk', async () => {
       const own = await fixture('dead', acme, 'iso.retry');
       const other = await fixture('dead', globex, 'iso.retry');
-      const browser = await tenant(TOKENS.acme);
+      const browser = await signedIn(TOKENS.acme);
       const page = await browser.get(`/jobs/${own.jobId}`);
       assert.ok(!page.text.includes('Retry this job'));
       const csrf = await browser.csrf();
@@ -526,7 +512,7 @@ describe('the HTTP listener with tokens', () => {
     it("cancels its own job, and gets not found for another tenant's, which stays as it was", async () => {
       const own = await fixture('pending', acme, 'iso.cancel');
       const other = await fixture('pending', globex, 'iso.cancel');
-      const browser = await tenant(TOKENS.acme);
+      const browser = await signedIn(TOKENS.acme);
       assert.ok((await browser.get(`/jobs/${own.jobId}`)).text.includes('Cancel this job'));
       const csrf = await browser.csrf();
       assert.equal((await browser.post(`/jobs/${other.jobId}/cancel`, { _csrf: csrf })).status, 404);

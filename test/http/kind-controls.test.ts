@@ -5,34 +5,23 @@
  * answers with its message in the control's panel, the values as typed, and nothing written.
  */
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
+import { afterEach, describe, it } from 'node:test';
 import { tenantScope } from '../../src/core/types.ts';
-import { Browser } from '../support/http.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
+import { dashboardServer } from '../support/http.ts';
+import { TOKENS } from '../support/refuses.ts';
 
 const acme = tenantScope('acme');
 const globex = tenantScope('globex');
 
 describe('the overview controls over kinds', () => {
-  let server: TestServer;
+  const { server, signedIn } = dashboardServer();
 
-  before(async () => {
-    server = await startTestServer({ server: { tokens: [...TOKEN_ROLES] } });
-  });
-  after(() => server.close());
   afterEach(async () => {
     for (const pause of await server.queue.pauses()) {
       await server.queue.resume({ kindPrefix: pause.kindPrefix, scope: pause.scope });
     }
     for (const limit of await server.queue.kindLimits()) await server.queue.clearKindLimit(limit.kindPrefix);
   });
-
-  const signedIn = async (token: string): Promise<Browser> => {
-    const browser = new Browser(server.http);
-    assert.equal((await browser.login(token)).status, 303);
-    return browser;
-  };
 
   it('pauses a kind prefix everywhere, in a tenant or the system scope from an operator’s overview', async () => {
     const browser = await signedIn(TOKENS.operator);

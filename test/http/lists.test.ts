@@ -5,27 +5,16 @@
  * with its message where the rows go.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { tenantScope, type QueueScope } from '../../src/core/types.ts';
-import { Browser } from '../support/http.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
+import { dashboardServer } from '../support/http.ts';
+import { TOKENS } from '../support/refuses.ts';
 
 const acme = tenantScope('acme');
 const globex = tenantScope('globex');
 
 describe('the jobs list as an operator works from it', () => {
-  let server: TestServer;
-  before(async () => {
-    server = await startTestServer({ server: { tokens: [...TOKEN_ROLES] } });
-  });
-  after(() => server.close());
-
-  const loggedIn = async (token: string): Promise<Browser> => {
-    const browser = new Browser(server.http);
-    assert.equal((await browser.login(token)).status, 303);
-    return browser;
-  };
+  const { server, signedIn } = dashboardServer();
 
   /** A job of its own kind that failed once with `error`: permanently (Dead) or not (Pending again). */
   const failed = async (kind: string, error: string, permanent: boolean, scope: QueueScope = acme) => {
@@ -59,7 +48,7 @@ describe('the jobs list as an operator works from it', () => {
     const leasedAgain = await server.queue.leaseNext({ workerId: 'w-2', kinds: ['errs.done'], scope: acme });
     assert.equal(leasedAgain?.jobId, once.jobId);
     await server.queue.complete(once.jobId, { workerId: 'w-2', leaseGeneration: leasedAgain.leaseGeneration });
-    const browser = await loggedIn(TOKENS.operator);
+    const browser = await signedIn(TOKENS.operator);
     const page = await browser.get('/jobs?kind=errs.');
     assert.equal(page.status, 200);
     assert.match(page.text, /<th>Last error<\/th>/);
@@ -73,7 +62,7 @@ describe('the jobs list as an operator works from it', () => {
 
   it('opens a job from the job-id box, trimmed and in any case', async () => {
     const { job } = await server.queue.enqueue({ kind: 'find.me' }, acme);
-    const browser = await loggedIn(TOKENS.operator);
+    const browser = await signedIn(TOKENS.operator);
     const reply = await browser.get(`/jobs/find?id=${encodeURIComponent(` ${job.jobId.toUpperCase()} `)}`);
     assert.equal(reply.status, 303);
     assert.equal(reply.headers.get('location'), `/jobs/${job.jobId}`);
@@ -83,7 +72,7 @@ describe('the jobs list as an operator works from it', () => {
   it('answers an id that opens no job with a message, the same for a missing job and another tenant’s', async () => {
     const { job: theirs } = await server.queue.enqueue({ kind: 'find.theirs' }, globex);
     const missing = '0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
-    const tenant = await loggedIn(TOKENS.acme);
+    const tenant = await signedIn(TOKENS.acme);
     const other = await tenant.get(`/jobs/find?id=${theirs.jobId}`);
     const none = await tenant.get(`/jobs/find?id=${missing}`);
     assert.equal(other.status, 404);
@@ -100,7 +89,7 @@ describe('the jobs list as an operator works from it', () => {
   });
 
   it('answers a filter value it refuses with the message where the rows go, and the values as typed', async () => {
-    const browser = await loggedIn(TOKENS.operator);
+    const browser = await signedIn(TOKENS.operator);
     for (const [query, field] of [
       ['state=bogus&kind=errs.', 'state'],
       ['kind=a%20b', 'kind'],

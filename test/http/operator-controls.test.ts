@@ -4,34 +4,22 @@
  * action that cannot be taken back; the Jobs list newest first, system jobs only when asked for.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { JobState, SYSTEM_SCOPE, tenantScope, type QueueScope } from '../../src/core/types.ts';
 import { jobIn, type Harness } from '../../src/testing/conformance/harness.ts';
-import { Browser } from '../support/http.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
+import { dashboardServer } from '../support/http.ts';
+import { TOKENS } from '../support/refuses.ts';
 
 const acme = tenantScope('acme');
 const globex = tenantScope('globex');
 
 describe('the dashboard operator controls', () => {
-  let server: TestServer;
+  const { server, signedIn } = dashboardServer();
   let fixtures = 0;
   const fixture = (state: 'pending' | 'leased' | 'completed' | 'dead' | 'cancelled', scope: QueueScope = acme) =>
     jobIn({ queue: server.queue } as Harness, scope, state, {
       kind: `${scope.type === 'system' ? 'system:' : ''}controls.${++fixtures}`,
     });
-
-  before(async () => {
-    server = await startTestServer({ server: { tokens: [...TOKEN_ROLES] } });
-  });
-  after(() => server.close());
-
-  const signedIn = async (token: string): Promise<Browser> => {
-    const browser = new Browser(server.http);
-    assert.equal((await browser.login(token)).status, 303);
-    return browser;
-  };
 
   it('discards a Dead job with the CSRF token, asking first, and keeps its record', async () => {
     const dead = await fixture('dead');

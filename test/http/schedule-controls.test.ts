@@ -5,33 +5,22 @@
  * refused form comes back with the field named and the values as typed, and nothing written.
  */
 import assert from 'node:assert/strict';
-import { after, afterEach, before, describe, it } from 'node:test';
+import { afterEach, describe, it } from 'node:test';
 import { tenantScope } from '../../src/core/types.ts';
-import { Browser } from '../support/http.ts';
-import { startTestServer, type TestServer } from '../support/server.ts';
-import { TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
+import { dashboardServer } from '../support/http.ts';
+import { TOKENS } from '../support/refuses.ts';
 
 const acme = tenantScope('acme');
 const globex = tenantScope('globex');
 
 describe('the Schedules page controls', () => {
-  let server: TestServer;
+  const { server, signedIn } = dashboardServer();
 
-  before(async () => {
-    server = await startTestServer({ server: { tokens: [...TOKEN_ROLES] } });
-  });
-  after(() => server.close());
   afterEach(async () => {
     for (const s of (await server.queue.listSchedules({ limit: 1000 })).schedules) {
       await server.queue.deleteSchedule(s.name, s.scope);
     }
   });
-
-  const signedIn = async (token: string): Promise<Browser> => {
-    const browser = new Browser(server.http);
-    assert.equal((await browser.login(token)).status, 303);
-    return browser;
-  };
 
   const form = {
     scope: 'tenant:acme',

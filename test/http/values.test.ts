@@ -8,9 +8,8 @@ import { before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { tenantScope } from '../../src/core/types.ts';
 import { MAX_SHOWN_DEPTH, prettyJson } from '../../src/http/views/values.ts';
-import { Browser } from '../support/http.ts';
-import { TOKEN_ROLES, TOKENS } from '../support/refuses.ts';
-import { liveServer } from '../support/server.ts';
+import { Browser, dashboardServer } from '../support/http.ts';
+import { TOKENS } from '../support/refuses.ts';
 
 const acme = tenantScope('acme');
 const globex = tenantScope('globex');
@@ -20,15 +19,13 @@ const MIB = 1024 * 1024;
 const nested = (depth: number): string => '['.repeat(depth) + ']'.repeat(depth);
 
 describe("a job's values on its page", () => {
-  const { server } = liveServer({
-    server: { tokens: [...TOKEN_ROLES] },
+  const { server, signedIn } = dashboardServer({
     jobs: { max_attempts: 1_000, backoff_base_secs: 0, max_result_bytes: 1 * MIB },
   });
   let operator: Browser;
 
   before(async () => {
-    operator = new Browser(server.http);
-    assert.equal((await operator.login(TOKENS.operator)).status, 303);
+    operator = await signedIn(TOKENS.operator);
   });
 
   /** A job of `scope` leased now, with its fence. */

@@ -35,6 +35,8 @@ export interface JobSpec {
   readonly idempotencyKey: string | undefined;
   /** The job's own attempt timeout: shorter than, between and beyond the model's 30 s lease TTL. */
   readonly timeoutSecs: number | undefined;
+  /** Latest wins (mode `pending`): replaces the Pending job holding the key in its scope. */
+  readonly supersedeKey: string | undefined;
 }
 
 export type Command =
@@ -166,6 +168,8 @@ export const KIND_FILTERS: readonly (readonly string[] | undefined)[] = [
 /** The index in {@link KIND_FILTERS} of the filter naming every kind, system kinds included: a worker's turn. */
 export const EVERY_KIND_BY_NAME = KIND_FILTERS.length - 1;
 export const IDEMPOTENCY_KEYS = ['k1', 'k2', 'k3'] as const;
+/** Two keys, so an enqueue often meets a holder of its key and sometimes a holder of the other. */
+export const SUPERSEDE_KEYS = ['s1', 's2'] as const;
 /** Kind prefixes of a bulk cancel: none (every kind), a family, one kind, system kinds, nothing. */
 export const CANCEL_PREFIXES = [undefined, 'ingest:', 'embed', 'system:', 'nothing-matches'] as const;
 /** Kind prefixes the model pauses: tenant kinds, system kinds, and one no kind has. */
@@ -218,6 +222,7 @@ export const jobSpec: fc.Arbitrary<JobSpec> = fc.record({
   maxAttempts: sometimes(fc.constantFrom(1, 2, 5, 5, 5), 1),
   idempotencyKey: sometimes(fc.constantFrom(...IDEMPOTENCY_KEYS), 3),
   timeoutSecs: sometimes(fc.constantFrom(10, 45, 100), 3),
+  supersedeKey: sometimes(fc.constantFrom(...SUPERSEDE_KEYS), 1),
 });
 
 const enqueueScope: fc.Arbitrary<EnqueueScope> = fc.oneof(

@@ -215,6 +215,8 @@ function projectRecord(record: JobRecord): Record<string, unknown> {
     idempotencyKey: record.idempotencyKey,
     continuation: record.continuation === null ? null : [...record.continuation],
     lastEvent: record.events[record.events.length - 1]?.transition ?? null,
+    supersedeKey: record.supersedeKey,
+    supersededBy: record.supersededBy,
   };
 }
 
@@ -235,6 +237,8 @@ function projectModel(job: ModelJob): Record<string, unknown> {
     idempotencyKey: job.idempotencyKey,
     continuation: job.continuation === null ? null : [...job.continuation],
     lastEvent: job.lastEvent,
+    supersedeKey: job.supersedeKey,
+    supersededBy: job.supersededBy,
   };
 }
 
@@ -313,6 +317,7 @@ function request(spec: JobSpec, scope: ModelScope, now: number): { options: Engi
     ...(spec.maxAttempts === undefined ? {} : { maxAttempts: spec.maxAttempts }),
     ...(spec.idempotencyKey === undefined ? {} : { idempotencyKey: spec.idempotencyKey }),
     ...(spec.timeoutSecs === undefined ? {} : { timeoutSecs: spec.timeoutSecs }),
+    ...(spec.supersedeKey === undefined ? {} : { supersedeKey: spec.supersedeKey }),
   };
   return {
     options,
@@ -324,6 +329,7 @@ function request(spec: JobSpec, scope: ModelScope, now: number): { options: Engi
       maxAttempts: spec.maxAttempts ?? null,
       idempotencyKey: spec.idempotencyKey ?? null,
       timeoutSecs: spec.timeoutSecs ?? null,
+      supersedeKey: spec.supersedeKey ?? null,
     },
   };
 }
@@ -424,12 +430,17 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         );
         const fresh = (i: number): string =>
           (observed.ok ? observed.value[i]?.job.jobId : undefined) ?? `<no job ${i}>`;
+        const replacedBefore = model.jobs.filter((j) => j.supersededBy !== null).length;
         const expected = model.enqueue(
           scope,
           requests.map((r) => r.model),
           fresh,
         );
         tally(coverage, command, observed);
+        const replaced = model.jobs.filter((j) => j.supersededBy !== null).length - replacedBefore;
+        if (coverage !== undefined && replaced > 0) {
+          coverage.set('enqueue: superseded a holder', (coverage.get('enqueue: superseded a holder') ?? 0) + 1);
+        }
         same(
           mapOk(observed, (rs) =>
             rs.map((r) => ({ id: r.job.jobId, created: r.created, state: JOB_STATE_NAMES[r.job.state] })),

@@ -2,7 +2,8 @@
  * Model-based test: random sequences of queue operations (enqueue with
  * priorities, delays, attempt ceilings and idempotency keys in two tenants and
  * the system scope; leases by scope and kind prefix; heartbeats, checkpoints,
- * completions with successors, retryable and permanent failures; stale
+ * completions with successors, retryable and permanent failures; supersede keys (latest wins,
+ * mode pending: a Pending holder replaced, a Leased one passed over, a retried one holding none); stale
  * submissions; the reaper; operator retries; cancels by id and by filter; clock steps across the lease TTL
  * and the backoff schedule) run against each backend and against an
  * independent reference model of the spec (test/model/reference.ts).
@@ -61,7 +62,11 @@ const JOB_K1: JobSpec = {
   maxAttempts: undefined,
   idempotencyKey: 'k1',
   timeoutSecs: undefined,
+  supersedeKey: undefined,
 };
+
+/** A job in tenant `b` with supersede key `s1` and nothing else set. */
+const JOB_S1: JobSpec = { ...JOB_K1, priority: undefined, idempotencyKey: undefined, supersedeKey: 's1' };
 
 /**
  * Counterexamples the property found, kept as fixed sequences (shrunk by fast-check).
@@ -73,6 +78,16 @@ const JOB_K1: JobSpec = {
  * still Leased by the worker that has just completed it (the stored row is correct).
  */
 const REGRESSIONS: readonly { readonly name: string; readonly commands: readonly Command[] }[] = [
+  {
+    // Found against a store deliberately broken to overlook a holder whose gate was still closed:
+    // the holder, failed once, waits out its backoff, Pending, and must still be replaced.
+    name: 'a holder waiting out its backoff is Pending, and an enqueue of its key replaces it',
+    commands: [
+      { t: 'enqueue', scope: 'b', jobs: [{ ...JOB_S1, maxAttempts: 5 }] },
+      { t: 'work', worker: 0, then: 'fail' },
+      { t: 'enqueue', scope: 'b', jobs: [JOB_S1, JOB_S1] },
+    ],
+  },
   {
     name: 'a successor that resolves, by idempotency key, to the job being completed shows it completed',
     commands: [

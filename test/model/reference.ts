@@ -51,6 +51,10 @@ export interface ModelJob {
   continuation: readonly number[] | null;
   /** The transition of the job's newest event. */
   lastEvent: string;
+  /** The latest-wins key it was enqueued with. */
+  readonly supersedeKey: string | null;
+  /** The job that replaced it (it was Pending and a newer job of its key came). */
+  supersededBy: string | null;
 }
 
 export interface ModelLease {
@@ -77,6 +81,7 @@ export interface NewJob {
   readonly maxAttempts: number | null;
   readonly idempotencyKey: string | null;
   readonly timeoutSecs: number | null;
+  readonly supersedeKey: string | null;
 }
 
 /** One enqueued slot's outcome: a new job (its id supplied by the store), or an existing one by idempotency. */
@@ -103,6 +108,12 @@ export class ReferenceModel {
   /** Every lease ever granted, oldest first. */
   readonly leases: ModelLease[] = [];
   private readonly idempotency = new Map<string, ModelJob>();
+  /**
+   * Latest wins (mode `pending` only): the newest job enqueued with each (scope, key). It holds
+   * the key while Pending or Leased, and not after an operator retry brings it back from Dead or
+   * Cancelled (docs: a retried job runs as a plain job).
+   */
+  private readonly supersedeHolders = new Map<string, ModelJob>();
   private readonly byId = new Map<string, ModelJob>();
   /** Rank of each scope in key order: the system scope (nil bytes) first, tenants by their scope bytes. */
   private readonly scopeRank = new Map<ModelScope, string>();
@@ -417,7 +428,21 @@ export class ReferenceModel {
         notBefore: request.notBefore,
         continuation: null,
         lastEvent: 'enqueued',
+        supersedeKey: request.supersedeKey,
+        supersededBy: null,
       };
+      if (request.supersedeKey !== null) {
+        // Every request is valid by now, so this may change holders: the call writes all or nothing.
+        const keySlot = `${scope ?? ''}\u0000${request.supersedeKey}`;
+        const holder = this.supersedeHolders.get(keySlot);
+        if (holder !== undefined && holder.state === JobState.Pending) {
+          holder.state = JobState.Cancelled;
+          holder.lastEvent = 'cancelled';
+          holder.supersededBy = job.id;
+        }
+        // A Leased holder runs on; a finished one held nothing. Either way the new job holds the key.
+        this.supersedeHolders.set(keySlot, job);
+      }
       if (slot !== null) staged.set(slot, job);
       created.push(job);
       outcomes.push({ job, created: true });
@@ -683,6 +708,10 @@ export class ReferenceModel {
     const job = this.locate(id, filter);
     if ('ok' in job) return job;
     if (job.state !== JobState.Dead && job.state !== JobState.Cancelled) return err('failed_precondition');
+    if (job.supersedeKey !== null) {
+      const keySlot = `${job.tenant ?? ''}\u0000${job.supersedeKey}`;
+      if (this.supersedeHolders.get(keySlot) === job) this.supersedeHolders.delete(keySlot);
+    }
     job.state = JobState.Pending;
     job.attempts = 0;
     job.notBefore = null;

@@ -8,9 +8,8 @@
    proto-loader builds the client from the .proto file at run time: untyped by design, which is the point here. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import { queueServiceFromProto } from '../support/proto-client.ts';
 import { liveServer } from '../support/server.ts';
 
 type Unary = (
@@ -18,14 +17,6 @@ type Unary = (
   metadata: grpc.Metadata,
   callback: (error: grpc.ServiceError | null, response: any) => void,
 ) => void;
-
-const definition = protoLoader.loadSync(fileURLToPath(new URL('../../proto/telha/v1/queue.proto', import.meta.url)), {
-  keepCase: true,
-  longs: String,
-  enums: String,
-  defaults: true,
-});
-const proto = grpc.loadPackageDefinition(definition) as any;
 
 describe('a plain grpc-js client loading the .proto files', () => {
   const { server } = liveServer();
@@ -38,7 +29,7 @@ describe('a plain grpc-js client loading the .proto files', () => {
     });
 
   before(() => {
-    stub = new proto.telha.v1.QueueService(server.address, grpc.credentials.createInsecure());
+    stub = queueServiceFromProto(server.address) as unknown as Record<string, Unary>;
   });
   after(() => {
     (stub as unknown as grpc.Client).close();

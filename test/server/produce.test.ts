@@ -9,10 +9,8 @@ import assert from 'node:assert/strict';
 import { rmSync } from 'node:fs';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { create } from '@bufbuild/protobuf';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { TelhaClient } from '../../src/client/client.ts';
 import { makeConfig } from '../../src/core/config.ts';
 import { ErrorCode, TelhaError } from '../../src/core/errors.ts';
@@ -33,6 +31,7 @@ import type { WireStatus } from '../../src/edge/status.ts';
 import { queueServiceDefinition, responseOf, Status, UNTAKEN_HEADER } from '../../src/wire/service.ts';
 import { tempDir } from '../support/backends.ts';
 import { written } from '../support/events.ts';
+import { queueServiceFromProto } from '../support/proto-client.ts';
 import { freePort, liveServer, startTestServer, type TestServer } from '../support/server.ts';
 
 const TOKENS = { acme: 'acme-token-0123456789', worker: 'worker-token-0123456789' };
@@ -161,12 +160,7 @@ describe('the Produce stream', () => {
   });
 
   it('is usable by a client built from the .proto file alone', async () => {
-    const definition = protoLoader.loadSync(
-      fileURLToPath(new URL('../../proto/telha/v1/queue.proto', import.meta.url)),
-      { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true },
-    );
-    const proto = grpc.loadPackageDefinition(definition) as any;
-    const stub = new proto.telha.v1.QueueService(server.address, grpc.credentials.createInsecure());
+    const stub: any = queueServiceFromProto(server.address, { oneofs: true });
     const metadata = new grpc.Metadata();
     metadata.set('authorization', `Bearer ${TOKENS.acme}`);
     const stream: grpc.ClientDuplexStream<any, any> = stub.Produce(metadata);

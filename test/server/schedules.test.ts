@@ -84,6 +84,33 @@ describe('schedules over the SDK', () => {
     assert.equal((await client.listSchedules()).schedules.length, 1);
   });
 
+  it('refuses a job template with latest wins over gRPC, naming the field, and stores nothing', async () => {
+    const server = await startServer();
+    const client = new TelhaClient({ address: server.address });
+    // The client's types leave these fields out of a template; the wire carries them all the same.
+    const templates: [object, string][] = [
+      [{ kind: 'k', supersedeKey: 'report' }, 'job.supersede_key'],
+      [{ kind: 'k', supersede: 'leased' }, 'job.supersede'],
+      [{ kind: 'k', supersedeKey: 'report', debounceMs: 1_000 }, 'job.supersede_key'],
+      [{ kind: 'k', debounceMs: 1_000 }, 'job.debounce_ms'],
+    ];
+    for (const [job, field] of templates) {
+      await rejectsWith(
+        client.createSchedule({ name: 'latest', everySecs: 60, job: job as never }, acme),
+        ErrorCode.InvalidArgument,
+        field,
+      );
+    }
+    assert.deepEqual((await client.listSchedules({ scope: acme })).schedules, []);
+    const kept = await client.createSchedule({ name: 'kept', everySecs: 60, job: { kind: 'k' } }, acme);
+    await rejectsWith(
+      client.updateSchedule('kept', { job: { kind: 'k', supersedeKey: 'report' } as never }, acme),
+      ErrorCode.InvalidArgument,
+      'job.supersede_key',
+    );
+    assert.deepEqual(await client.getSchedule('kept', acme), kept);
+  });
+
   it('fires schedules on its own timer when the services run, and not when schedules.enabled is off', async () => {
     let server = await startServer({ schedules: { interval_ms: 10 } }, { services: true });
     const client = new TelhaClient({ address: server.address });

@@ -7,9 +7,7 @@
    the interop part builds its client from the .proto file at run time: untyped by design. */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { TelhaClient } from '../../src/client/client.ts';
 import { JobFailedError, type WatchEvent } from '../../src/client/watch.ts';
 import { PermanentError, Worker } from '../../src/client/worker.ts';
@@ -22,6 +20,7 @@ import { WatchRequestSchema, WatchResponseSchema } from '../../src/gen/telha/v1/
 import { Authenticator } from '../../src/edge/auth.ts';
 import { createQueueService } from '../../src/server/service.ts';
 import { tempDir } from '../support/backends.ts';
+import { queueServiceFromProto } from '../support/proto-client.ts';
 import { freePort, liveServer, startTestServer, type TestServer } from '../support/server.ts';
 
 function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
@@ -344,19 +343,12 @@ describe('Watch streams and the parked-call budget', () => {
 });
 
 describe('Watch from a client built from the .proto alone', () => {
-  const definition = protoLoader.loadSync(fileURLToPath(new URL('../../proto/telha/v1/queue.proto', import.meta.url)), {
-    keepCase: true,
-    longs: String,
-    enums: String,
-    defaults: true,
-  });
-  const proto = grpc.loadPackageDefinition(definition) as any;
   let server: TestServer;
   let stub: any;
   let producer: TelhaClient;
   before(async () => {
     server = await startTestServer({ server: { http_address: '' } });
-    stub = new proto.telha.v1.QueueService(server.address, grpc.credentials.createInsecure());
+    stub = queueServiceFromProto(server.address);
     producer = new TelhaClient({ address: server.address });
   });
   after(async () => {

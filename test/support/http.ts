@@ -1,6 +1,9 @@
 /** Talking to the HTTP listener as a browser would (a cookie, the CSRF token in forms) and reading /metrics. */
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
+import type { ConfigInput } from '../../src/core/config.ts';
+import { TOKEN_ROLES } from './refuses.ts';
+import { liveServer, type TestServer } from './server.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -111,4 +114,28 @@ export class Browser {
     const match = set === null ? null : /^(telha_session=[^;]*)/.exec(set);
     if (match?.[1]) this.cookie = match[1];
   }
+}
+
+/** The dashboard tests' server, and sessions on it. */
+export interface DashboardServer {
+  readonly server: TestServer;
+  /** A browser logged in with `token` (the login answered 303, to the overview). */
+  readonly signedIn: (token: string) => Promise<Browser>;
+}
+
+/**
+ * A server that knows one token of each role (`TOKEN_ROLES`), with `values` for its other
+ * sections, started before the tests of the `describe` it is called in and closed after them
+ * (`liveServer`), with a way to sign in to its dashboard: `const { server, signedIn } = dashboardServer()`.
+ */
+export function dashboardServer(values: ConfigInput = {}): DashboardServer {
+  const { server } = liveServer({ ...values, server: { tokens: [...TOKEN_ROLES] } });
+  return {
+    server,
+    signedIn: async (token) => {
+      const browser = new Browser(server.http);
+      assert.equal((await browser.login(token)).status, 303);
+      return browser;
+    },
+  };
 }

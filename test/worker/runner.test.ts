@@ -191,6 +191,48 @@ describe('the worker loop and its clock', () => {
   });
 });
 
+describe('heartbeats', () => {
+  it('stop once the handler returns, even when a heartbeat out at the time fails as if the server were away', async (t) => {
+    t.mock.timers.enable({ apis: ['setTimeout'] });
+    const { source, log, remote } = scriptedSource();
+    const beating = deferred();
+    const answer = deferred<number>();
+    let beats = 0;
+    const worker = runner(
+      {
+        ...source,
+        heartbeat: () => {
+          beats++;
+          beating.resolve();
+          return answer.promise;
+        },
+      },
+      {
+        clock: new ManualClock(NOW),
+        // Returns while its job's heartbeat is still out.
+        handler: () => beating.promise,
+      },
+    );
+    // A lease at its deadline already: the first heartbeat goes after the shortest interval.
+    const job = { ...leasedJob('w1'), leaseDeadline: NOW };
+    remote.push([job]);
+    t.mock.timers.tick(1_000);
+    await beating.promise;
+    const closed = worker.close();
+    remote.end();
+    await closed;
+    assert.deepEqual(log, ['end', `source complete ${job.jobId}`, 'close']);
+    // The server went away: the heartbeat that was out fails as a transient error would.
+    answer.resolve(Promise.reject(new TelhaError(ErrorCode.Unavailable, 'read ECONNRESET')) as never);
+    await new Promise((resolve) => setImmediate(resolve));
+    // Before, it beat again every 50 ms, for ever, keeping the closed worker's process alive.
+    t.mock.timers.tick(3_600_000);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(beats, 1);
+    assert.deepEqual(worker.stats, { completed: 1, failed: 0, released: 0, leaseLost: 0 });
+  });
+});
+
 describe('the job a handler gets', () => {
   it('carries its id as jobId, the name records and events use, and as the deprecated id', async () => {
     const { source, remote } = scriptedSource();

@@ -20,6 +20,7 @@ from telha import (
     LEASE_LOST,
     TIMEOUT,
     Client,
+    InvalidArgument,
     JobContext,
     JobFailed,
     JobState,
@@ -447,3 +448,97 @@ async def test_sigterm_closes_a_worker_process_gracefully_handing_its_jobs_back(
     assert (child.returncode, rest) == (0, b"closed\n")
     after = [await client.show(j.job_id) for j in jobs]
     assert [(j.state, j.attempts) for j in after] == [(JobState.PENDING, 0)] * 3
+
+
+async def leased(client: Client, kind: str) -> int:
+    return len((await client.list(scope="acme", state=JobState.LEASED, kind_prefix=kind)).jobs)
+
+
+class _Gated:
+    """Handlers that return at once while ``fast``, else wait for ``gate``; ``running`` is set once
+    ``concurrency`` of them wait."""
+
+    def __init__(self, concurrency: int) -> None:
+        self.concurrency = concurrency
+        self.fast = True
+        self.active = 0
+        self.running, self.gate = asyncio.Event(), asyncio.Event()
+
+    async def run(self, job: JobContext) -> None:
+        if self.fast:
+            return
+        self.active += 1
+        if self.active == self.concurrency:
+            self.running.set()
+        try:
+            await self.gate.wait()
+            await asyncio.sleep(0.1)  # the work: slow, so the running average stays above 25 ms x concurrency
+        finally:
+            self.active -= 1
+
+    def reset(self) -> None:
+        self.running, self.gate = asyncio.Event(), asyncio.Event()
+
+
+async def test_auto_prefetch_leases_ahead_once_handlers_are_short_and_close_hands_those_jobs_back(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    worker = Worker(worker_client, concurrency=2, shutdown_timeout=0)
+    assert worker.prefetch == "auto"
+    handler = _Gated(2)
+    worker.handler(kind)(handler.run)
+    async with worker:
+        # Short handlers: the running average says ~0 ms, so it holds up to max(2, 100) jobs ahead.
+        for result in await client.enqueue_batch([NewJob(kind, i) for i in range(20)], scope="acme"):
+            await client.result(result.job.job_id)
+        handler.fast = False
+        held = [r.job for r in await client.enqueue_batch([NewJob(kind, i) for i in range(12)], scope="acme")]
+        await signalled(handler.running, "two handlers to wait")
+
+        async def all_leased() -> bool:
+            return await leased(client, kind) == 12
+
+        # Two run; the ten others wait in the worker for a slot, leased to it.
+        await eventually(all_leased, "every job to be leased to the worker, ten of them prefetched")
+    after = [await client.show(j.job_id) for j in held]
+    # Handed back, the two running and the ten prefetched, with no attempt charged.
+    assert [(j.state, j.attempts) for j in after] == [(JobState.PENDING, 0)] * 12
+    assert all(any(e.transition == "released" for e in j.events) for j in after)
+
+
+@pytest.mark.parametrize("prefetch", ["auto", 3])
+async def test_auto_prefetch_leases_none_ahead_before_a_handler_returns_or_while_handlers_are_slow(
+    client: Client, worker_client: Client, kind: str, prefetch: object
+) -> None:
+    worker = Worker(worker_client, concurrency=2, prefetch=prefetch, shutdown_timeout=0)  # type: ignore[arg-type]
+    handler = _Gated(2)
+    handler.fast = False
+    worker.handler(kind)(handler.run)
+    ahead = 0 if prefetch == "auto" else 3
+    async with worker:
+        for round in range(2):
+            # Round 0: no handler has returned yet; round 1: they took over 100 ms each, so 25 ms ×
+            # concurrency of work ahead is less than one job.
+            jobs = [r.job for r in await client.enqueue_batch([NewJob(kind, i) for i in range(6)], scope="acme")]
+            await signalled(handler.running, "two handlers to wait")
+
+            async def as_many_leased() -> bool:
+                return await leased(client, kind) >= 2 + ahead
+
+            await eventually(as_many_leased, "the running jobs and those prefetched to be leased")
+            # The credit went out before these jobs were enqueued (with the last slot freed), so the
+            # server pushed at once all it was going to; with a fixed prefetch the three more show.
+            assert await leased(client, kind) == 2 + ahead
+            handler.gate.set()
+            for job in jobs:
+                await client.result(job.job_id)
+            handler.reset()
+
+
+def test_prefetch_is_a_non_negative_integer_or_auto(worker_client: Client) -> None:
+    for bad in (-1, "many", 1.5, True):
+        with pytest.raises(InvalidArgument) as raised:
+            Worker(worker_client, prefetch=bad)  # type: ignore[arg-type]
+        assert raised.value.field == "prefetch"
+    assert Worker(worker_client, prefetch=0).prefetch == 0
+    assert Worker(worker_client, prefetch=None).prefetch == "auto"

@@ -17,6 +17,7 @@ export interface EnqueueOptions extends ScopeOptions {
   /** `pending` or `leased`; the server refuses anything else, naming `supersede`. */
   readonly supersede?: string;
   readonly debounceMs?: number;
+  readonly debounceMaxMs?: number;
   readonly json?: boolean;
   /**
    * Whether the call carries a token. Without one the caller is an operator
@@ -42,6 +43,7 @@ export async function enqueueJob(options: EnqueueOptions, client: OperatorClient
       ...(options.supersedeKey === undefined ? {} : { supersedeKey: options.supersedeKey }),
       ...(options.supersede === undefined ? {} : { supersede: supersedeMode(options.supersede) }),
       ...(options.debounceMs === undefined ? {} : { debounceMs: options.debounceMs }),
+      ...(options.debounceMaxMs === undefined ? {} : { debounceMaxMs: options.debounceMaxMs }),
     },
     scope,
   );

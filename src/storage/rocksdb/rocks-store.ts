@@ -22,7 +22,9 @@
  *
  * This class holds the jobs' write path, the live index and the reads; the other concerns are
  * parts it wires, each receiving one `RocksContext`: `controls.ts` (pauses and kind limits),
- * `schedules.ts`, `log.ts` (the transitions log) and `columns.ts` (the column families).
+ * `schedules.ts`, `log.ts` (the transitions log), `prune.ts` (retention) and `columns.ts` (the
+ * column families); `live-records.ts` keeps the records held beside the index, `counters.ts`
+ * the job counters.
  */
 import { systemClock, type Clock } from '../../core/clock.ts';
 import { randomBytes } from 'node:crypto';
@@ -47,11 +49,7 @@ import {
   type ScopeFilter,
 } from '../../core/types.ts';
 import {
-  countKey,
-  decodeCountKey,
-  decodeJobKey,
   encodeU64,
-  finishedIndexBound,
   finishedIndexKey,
   idempotencyIndexKey,
   idIndexKey,
@@ -109,6 +107,9 @@ import { Schedules } from './schedules.ts';
 import { GroupCommit } from './group-commit.ts';
 import { KeyedLock } from './keyed-lock.ts';
 import { LiveIndex, type PendingEntry, type ScopePrefix } from './live-index.ts';
+import { LiveRecords, type Loaded } from './live-records.ts';
+import { Counters, type CountChange } from './counters.ts';
+import { pruneFinished } from './prune.ts';
 
 export interface RocksStoreOptions {
   /** Directory of the store; created if missing. */
@@ -128,19 +129,8 @@ export interface RocksStoreOptions {
   readonly writeThreadMinOps?: number;
 }
 
-/** Memory for cached Pending records (see `pendingRecords`) by default; one record may take at most 1/64 of it. */
+/** Memory for cached Pending records (`LiveRecords`) by default; one record may take at most 1/64 of it. */
 const PENDING_CACHE_BYTES = 64 * 1024 * 1024;
-/** A record's size beside its payload, roughly: fields, events, key, map entry. */
-const PENDING_RECORD_OVERHEAD = 600;
-
-/** A change to a (scope, state, kind) counter: `record`'s slot moves by `delta`. */
-type CountChange = readonly [record: JobRecord, delta: number];
-
-interface Loaded {
-  readonly key: Buffer;
-  readonly record: JobRecord;
-}
-
 function scopePrefixOf(scope: ScopeFilter): ScopePrefix {
   return scope.type === 'any' ? null : latin1(scopeBytes(scope));
 }
@@ -150,20 +140,10 @@ export class RocksJobStore implements JobStore {
   private readonly index = new LiveIndex();
   /** The fair order's cursor: the scope (latin1) of the tenant a fair claim served last. */
   private fairCursor: string | null = null;
-  /** Full records of Leased jobs: every fenced submit reads one, so they stay in memory (bounded by the number of leases). */
-  private readonly leasedRecords = new Map<string, Loaded>();
-  /**
-   * Records of Pending jobs written by this process, so a claim of recent work
-   * neither reads nor decodes its rows (measured in bench/RESULTS.md, "The measurements behind
-   * the code's choices").
-   * Bounded by an estimate of their bytes; when full, newer records are not
-   * cached (claims take the oldest first, and those are here). A miss reads the row.
-   */
-  private readonly pendingRecords = new Map<string, Loaded & { readonly bytes: number }>();
-  private pendingBytes = 0;
+  /** The records of Leased jobs, and of recent Pending ones, held beside the index. */
+  private readonly records: LiveRecords;
   private readonly locks = new KeyedLock();
-  private readonly counters = new Map<string, number>();
-  private readonly dirtyCounters = new Set<string>();
+  private readonly counters: Counters;
   private readonly committer: GroupCommit;
   private readonly pruneCursor = new Map<JobState, Buffer>();
   private createdAtDirty = false;
@@ -179,12 +159,14 @@ export class RocksJobStore implements JobStore {
     private readonly cf: Columns,
     private readonly createdAt: CreatedAtSequence,
     durability: 'process' | 'fsync',
-    private readonly logger: Logger,
-    private readonly pendingCacheBytes: number,
+    logger: Logger,
+    pendingCacheBytes: number,
     logState: LogState,
     /** Times a backup (`backup`). */
     private readonly clock: Clock,
   ) {
+    this.records = new LiveRecords(this.index, pendingCacheBytes);
+    this.counters = new Counters(db, cf.counts);
     this.committer = new GroupCommit(
       db,
       durability === 'fsync',
@@ -274,9 +256,7 @@ export class RocksJobStore implements JobStore {
 
   /** Load counters and index every Pending and Leased row, seeking from scope to scope so finished rows are never read. */
   private async rebuild(now: Micros): Promise<void> {
-    for await (const [key, value] of this.db.scan(this.cf.counts, {})) {
-      this.counters.set(latin1(key), readU64(value, 0));
-    }
+    await this.counters.load();
     let from: Buffer | null = Buffer.alloc(1);
     while (from !== null) {
       const first = await this.db.firstKey(this.cf.jobs, from);
@@ -285,58 +265,15 @@ export class RocksJobStore implements JobStore {
       const live = { gte: stateRangePrefix(scope, JobState.Pending), lt: stateRangePrefix(scope, JobState.Completed) };
       for await (const [key, value] of this.db.scan(this.cf.jobs, live, 1024)) {
         const record = this.ctx.decodeOrSkip(key, value);
-        if (record !== null) this.indexLive(key, record, now);
+        if (record !== null) this.records.indexLive(key, record, now);
       }
       from = prefixUpperBound(scope);
     }
   }
 
-  private indexLive(key: Buffer, record: JobRecord, now: Micros): void {
-    if (record.state === JobState.Pending) {
-      this.index.addPending(
-        { jobId: record.jobId, key: latin1(key), kind: record.kind, notBefore: record.notBefore },
-        now,
-      );
-    } else if (record.state === JobState.Leased) {
-      this.index.addLeased({
-        jobId: record.jobId,
-        key: latin1(key),
-        kind: record.kind,
-        deadline: record.leaseDeadline ?? 0,
-      });
-      this.leasedRecords.set(record.jobId, { key, record });
-    }
-  }
-
-  /**
-   * Index a job this process has just written (or put back), keeping a Pending
-   * job's record for the claim that will take it. The rebuild at open indexes
-   * without caching: a backlog read from disk is not recent work.
-   */
-  private indexWritten(key: Buffer, record: JobRecord, now: Micros): void {
-    this.indexLive(key, record, now);
-    if (record.state === JobState.Pending) this.rememberPending(key, record);
-  }
-
   /** Cached Pending records and their estimated bytes, for tests and metrics. */
   get pendingCache(): { records: number; bytes: number } {
-    return { records: this.pendingRecords.size, bytes: this.pendingBytes };
-  }
-
-  private rememberPending(key: Buffer, record: JobRecord): void {
-    this.forgetPending(record.jobId);
-    const bytes = record.payload.byteLength + (record.continuation?.byteLength ?? 0) + PENDING_RECORD_OVERHEAD;
-    // Full: keep what is cached. Claims take the oldest work first, and that is what is here.
-    if (this.pendingBytes + bytes > this.pendingCacheBytes || bytes > this.pendingCacheBytes / 64) return;
-    this.pendingRecords.set(record.jobId, { key, record, bytes });
-    this.pendingBytes += bytes;
-  }
-
-  private forgetPending(jobId: string): void {
-    const entry = this.pendingRecords.get(jobId);
-    if (entry === undefined) return;
-    this.pendingRecords.delete(jobId);
-    this.pendingBytes -= entry.bytes;
+    return this.records.pendingCache;
   }
 
   // ---- writes ----
@@ -393,7 +330,7 @@ export class RocksJobStore implements JobStore {
         written.push({ key, record });
       }
       await this.stageUnit(ops, counts);
-      for (const { key, record } of written) this.indexLive(key, record, now);
+      for (const { key, record } of written) this.records.indexLive(key, record, now);
       return { written: written.length, skipped: records.length - written.length };
     } finally {
       release();
@@ -541,13 +478,13 @@ export class RocksJobStore implements JobStore {
     now: Micros,
   ): void {
     for (const { before, after } of superseded) {
-      this.unindex(before);
-      this.indexWritten(after.key, after.record, now);
+      this.records.unindex(before);
+      this.records.indexWritten(after.key, after.record, now);
     }
     for (const { record, created } of outcomes) {
       if (!created) continue;
       const key = jobKeyOf(record);
-      this.indexWritten(key, record, now);
+      this.records.indexWritten(key, record, now);
     }
   }
 
@@ -570,8 +507,7 @@ export class RocksJobStore implements JobStore {
     const release = await this.locks.acquire(entries.map((e) => e.jobId));
     try {
       const rows = entries.map((e): Buffer | Loaded => {
-        const cached = this.pendingRecords.get(e.jobId);
-        this.forgetPending(e.jobId);
+        const cached = this.records.takePending(e.jobId);
         return cached !== undefined && latin1(cached.key) === e.key ? cached : Buffer.from(e.key, 'latin1');
       });
       const misses = rows.filter((row): row is Buffer => Buffer.isBuffer(row));
@@ -595,7 +531,7 @@ export class RocksJobStore implements JobStore {
           continue;
         }
         if (!isLeasable(record, params.now, params.kinds) || !inScope(record, params.scope)) {
-          this.indexWritten(key, record, params.now);
+          this.records.indexWritten(key, record, params.now);
           settled[i] = true;
           continue;
         }
@@ -607,7 +543,7 @@ export class RocksJobStore implements JobStore {
       submitted = true;
       await this.stageUnit(ops, counts);
       for (const { key, record } of leased) {
-        this.indexLive(key, record, params.now);
+        this.records.indexLive(key, record, params.now);
         leasedIds.add(record.jobId);
       }
       return leased.map((l) => l.record);
@@ -642,8 +578,8 @@ export class RocksJobStore implements JobStore {
         const { outcomes: successors, superseded } =
           drafts.length > 0 ? this.planInsert(drafts, now, ops, counts, next.record) : { outcomes: [], superseded: [] };
         await this.stageUnit(ops, counts);
-        this.unindex(current.record);
-        this.indexWritten(nextKey, next.record, now);
+        this.records.unindex(current.record);
+        this.records.indexWritten(nextKey, next.record, now);
         this.indexCreated(successors, superseded, now);
         return { record: next.record, successors };
       } finally {
@@ -681,8 +617,8 @@ export class RocksJobStore implements JobStore {
       }
       if (ops.length > 0) await this.stageUnit(ops, counts);
       for (const { before, after } of changed.values()) {
-        this.unindex(before);
-        this.indexWritten(after.key, after.record, now);
+        this.records.unindex(before);
+        this.records.indexWritten(after.key, after.record, now);
       }
       return results;
     } finally {
@@ -737,41 +673,13 @@ export class RocksJobStore implements JobStore {
    * otherwise write with the rest.
    */
   private stageUnit(ops: readonly WriteOp[], counts: readonly CountChange[]): Promise<void> {
-    for (const [record, delta] of counts) this.bumpCounter(record, delta);
+    for (const [record, delta] of counts) this.counters.bump(record, delta);
     return this.committer.stage(ops);
   }
-  private unindex(record: JobRecord): void {
-    if (record.state === JobState.Pending) {
-      this.index.removePending(record.jobId);
-      this.forgetPending(record.jobId);
-    }
-    if (record.state === JobState.Leased) {
-      this.index.removeLeased(record.jobId);
-      this.leasedRecords.delete(record.jobId);
-    }
-  }
-
-  private bumpCounter(record: JobRecord, delta: number): void {
-    const slot = latin1(countKey(scopeOfTenant(record.tenant), record.state, record.kind));
-    this.counters.set(slot, (this.counters.get(slot) ?? 0) + delta);
-    this.dirtyCounters.add(slot);
-  }
-
   /** Ops that summarize everything staged since the last flush: counters and the created_at mark. */
   private summaryOps(): WriteOp[] {
     this.log.batchMade();
-    const ops: WriteOp[] = [];
-    for (const slot of this.dirtyCounters) {
-      const count = this.counters.get(slot) ?? 0;
-      const key = Buffer.from(slot, 'latin1');
-      if (count === 0) {
-        this.counters.delete(slot);
-        ops.push({ column: this.cf.counts, key, value: null });
-      } else {
-        ops.push({ column: this.cf.counts, key, value: encodeU64(count) });
-      }
-    }
-    this.dirtyCounters.clear();
+    const ops = this.counters.flushOps();
     if (this.createdAtDirty) {
       ops.push({ column: this.cf.meta, key: META_LAST_CREATED_AT, value: encodeU64(this.createdAt.current) });
       this.createdAtDirty = false;
@@ -779,54 +687,9 @@ export class RocksJobStore implements JobStore {
     return ops;
   }
 
-  async prune(params: PruneParams): Promise<number> {
+  prune(params: PruneParams): Promise<number> {
     this.assertOpen();
-    const start = this.pruneCursor.get(params.state);
-    const range = {
-      ...(start ? { gt: start } : { gte: Buffer.from([params.state]) }),
-      lt: finishedIndexBound(params.state, params.finishedBefore),
-      limit: params.limit,
-    };
-    const candidates: { indexKey: Buffer; jobKey: Buffer; jobId: string }[] = [];
-    for await (const [indexKey, jobKey] of this.db.scan(this.cf.finished, range)) {
-      candidates.push({ indexKey, jobKey, jobId: decodeJobKey(jobKey).jobId });
-    }
-    if (candidates.length === 0) return 0;
-    const release = await this.locks.acquire(candidates.map((c) => c.jobId));
-    try {
-      const values = await this.db.getMany(
-        this.cf.jobs,
-        candidates.map((c) => c.jobKey),
-      );
-      const ops: WriteOp[] = [];
-      let pruned = 0;
-      for (const [i, candidate] of candidates.entries()) {
-        const value = values[i];
-        ops.push({ column: this.cf.finished, key: candidate.indexKey, value: null });
-        // A Dead job retried since the scan has moved away from this key; its index entry is already gone.
-        if (value === undefined) continue;
-        const record = this.ctx.decodeOrSkip(candidate.jobKey, value);
-        ops.push({ column: this.cf.jobs, key: candidate.jobKey, value: null });
-        ops.push({ column: this.cf.ids, key: idIndexKey(candidate.jobId), value: null });
-        if (record !== null) {
-          if (record.idempotencyKey !== null) {
-            ops.push({
-              column: this.cf.idempotency,
-              key: idempotencyIndexKey(scopeOfTenant(record.tenant), record.idempotencyKey),
-              value: null,
-            });
-          }
-          this.bumpCounter(record, -1);
-        }
-        pruned++;
-      }
-      await this.committer.stage(ops);
-      const last = candidates[candidates.length - 1];
-      if (last) this.pruneCursor.set(params.state, last.indexKey);
-      return pruned;
-    } finally {
-      release();
-    }
+    return pruneFinished(this.ctx, this.counters, this.pruneCursor, params);
   }
 
   // ---- the transitions log ----
@@ -899,7 +762,7 @@ export class RocksJobStore implements JobStore {
 
   /** The current row of a job: a Leased job from memory, anything else through the id index. */
   private load(jobId: string): Loaded | null {
-    const cached = this.leasedRecords.get(jobId);
+    const cached = this.records.leased(jobId);
     if (cached !== undefined) return cached;
     const [key] = this.db.getManySync(this.cf.ids, [idIndexKey(jobId)]);
     if (key === undefined) return null;
@@ -920,7 +783,7 @@ export class RocksJobStore implements JobStore {
 
   leased(scope: ScopeFilter, workerId: string | null, limit: number): Promise<JobRecord[]> {
     this.assertOpen();
-    const rows = [...this.leasedRecords.values()]
+    const rows = [...this.records.allLeased()]
       .filter(({ record }) => inScope(record, scope) && (workerId === null || record.workerId === workerId))
       .sort((a, b) => Buffer.compare(a.key, b.key))
       .slice(0, limit);
@@ -934,15 +797,7 @@ export class RocksJobStore implements JobStore {
 
   counts(scope: ScopeFilter): Promise<CountRow[]> {
     this.assertOpen();
-    const prefix = scope.type === 'any' ? null : latin1(scopeBytes(scope));
-    const totals = new Map<string, CountRow>();
-    for (const [slot, count] of this.counters) {
-      if (count === 0 || (prefix !== null && !slot.startsWith(prefix))) continue;
-      const { state, kind } = decodeCountKey(Buffer.from(slot, 'latin1'));
-      const id = `${state}\u0000${kind}`;
-      totals.set(id, { state: state as JobState, kind, count: (totals.get(id)?.count ?? 0) + count });
-    }
-    return Promise.resolve([...totals.values()].sort((a, b) => a.state - b.state || (a.kind < b.kind ? -1 : 1)));
+    return Promise.resolve(this.counters.rows(scope));
   }
 
   nextGateAt(scope: ScopeFilter, now: Micros): Promise<Micros | null> {

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach } from 'node:test';
 import { ErrorCode, LeaseConflictError, TelhaError } from '../../core/errors.ts';
 import { ANY_SCOPE, tenantScope, type JobRecord, type ScopeFilter } from '../../core/types.ts';
+import type { LogEntry, LogFilter } from '../../core/transitions-log.ts';
 import type { Queue } from '../../engine/queue.ts';
 import type { Harness, HarnessFactory, HarnessOptions } from './harness.ts';
 
@@ -84,4 +85,27 @@ export async function countsOf(queue: Queue, scope: ScopeFilter = ANY_SCOPE): Pr
   const totals: Record<string, number> = {};
   for (const row of await queue.counts(scope)) totals[row.state] = (totals[row.state] ?? 0) + row.count;
   return totals;
+}
+
+/**
+ * Every entry of the transitions log after `from` that matches, and the position after the last
+ * read. On PostgreSQL an entry is readable only once every older transaction of the cluster has
+ * ended (another test's may be open): read until `count` are there, each read a round trip that
+ * waits for nothing.
+ */
+export async function readLog(
+  queue: Queue,
+  from: string,
+  filter: LogFilter,
+  count: number,
+): Promise<{ entries: LogEntry[]; position: string }> {
+  const entries: LogEntry[] = [];
+  let position = from;
+  for (let reads = 0; entries.length < count; reads++) {
+    assert.ok(reads < 100_000, `only ${entries.length} of ${count} entries became readable`);
+    const page = await queue.feed.read(position, 2, filter);
+    entries.push(...page.entries);
+    position = page.position;
+  }
+  return { entries, position };
 }

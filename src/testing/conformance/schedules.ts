@@ -87,6 +87,9 @@ export function scheduleCases(s: Suite): void {
         [every('c', 60, 'system:prune'), 'job.kind'],
         [{ name: 'c', everySecs: 60, job: { kind: 'k', priority: 300 } }, 'job.priority'],
         [{ name: 'c', everySecs: 60, job: { kind: 'k', idempotencyKey: 'mine' } as never }, 'job.idempotency_key'],
+        [{ name: 'c', everySecs: 60, job: { kind: 'k', supersedeKey: 'mine' } as never }, 'job.supersede_key'],
+        [{ name: 'c', everySecs: 60, job: { kind: 'k', supersede: 'leased' } as never }, 'job.supersede'],
+        [{ name: 'c', everySecs: 60, job: { kind: 'k', debounceMs: 1_000 } as never }, 'job.debounce_ms'],
       ];
       for (const [schedule, field] of refusals) {
         await rejects(s.q.createSchedule(schedule, acme), ErrorCode.InvalidArgument, (error) =>
@@ -101,6 +104,7 @@ export function scheduleCases(s: Suite): void {
         [{ timezone: 'Mars/Olympus' }, 'timezone'],
         [{ everySecs: -1 }, 'every_secs'],
         [{ job: { kind: 'two words' } }, 'job.kind'],
+        [{ job: { kind: 'k', supersedeKey: 'mine' } as never }, 'job.supersede_key'],
       ] as const) {
         await rejects(s.q.updateSchedule('kept', changes, acme), ErrorCode.InvalidArgument, (error) =>
           assert.equal(error.field, field),

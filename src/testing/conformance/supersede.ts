@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import { JobState, type JobRecord } from '../../core/types.ts';
 import { transitionOf } from '../../core/transitions-log.ts';
 import { fenceOf } from './harness.ts';
-import { acme, conflict, countsOf, ErrorCode, globex, rejects, SECOND, type Suite } from './context.ts';
+import { acme, conflict, countsOf, ErrorCode, globex, readLog, rejects, SECOND, type Suite } from './context.ts';
 
 export function supersedeCases(s: Suite): void {
   const enqueue = async (key: string, payload: string, more: object = {}, scope = acme): Promise<JobRecord> =>
@@ -47,8 +47,9 @@ export function supersedeCases(s: Suite): void {
       const head = await s.q.feed.head();
       const first = await enqueue('k', 'a');
       const second = await enqueue('k', 'b');
-      const page = await s.q.feed.read(head, 10, { scope: acme, kindPrefix: '', jobId: first.jobId });
-      const cancelled = page.entries.find((e) => e.job.jobId === first.jobId && e.job.state === JobState.Cancelled);
+      // Its enqueue, then its cancellation.
+      const { entries } = await readLog(s.q, head, { scope: acme, kindPrefix: '', jobId: first.jobId }, 2);
+      const cancelled = entries.find((e) => e.job.jobId === first.jobId && e.job.state === JobState.Cancelled);
       assert.ok(cancelled, 'the log holds the cancellation');
       assert.equal(cancelled.job.supersededBy, second.jobId);
       assert.equal(transitionOf(cancelled.job).detail, `reason=superseded successor=${second.jobId}`);
@@ -172,6 +173,53 @@ export function supersedeCases(s: Suite): void {
       assert.deepEqual(await countsOf(s.q), { [JobState.Leased]: 1, [JobState.Cancelled]: 1 });
     });
 
+    it('debounce max wait: due at most debounceMaxMs after the run began, however many enqueues follow', async () => {
+      const window = { debounceMs: 5_000, debounceMaxMs: 12_000 };
+      const first = await enqueue('m', 'v1', window);
+      const began = s.now();
+      assert.equal(first.notBefore, began + 5 * SECOND);
+      assert.equal(first.debounceUntil, began + 12 * SECOND);
+      let latest = first;
+      // Enqueues at 3, 6, 9 and 11 s, each before the job it replaces is due.
+      for (const [i, step] of [3, 3, 3, 2].entries()) {
+        s.h.clock.advance(step * SECOND);
+        assert.equal(await s.q.leaseNext({ workerId: 'w1', scope: acme }), null, 'the run is still open');
+        latest = await enqueue('m', `v${i + 2}`, window);
+      }
+      // A plain trailing window would put the last at 16 s; the bound holds it to 12 s.
+      assert.equal(latest.notBefore, began + 12 * SECOND);
+      assert.equal(latest.debounceUntil, began + 12 * SECOND);
+      assert.equal((await s.q.show(latest.jobId)).notBefore, began + 12 * SECOND, 'as stored');
+      assert.equal(latest.events[0]?.detail, `not_before=${began + 12 * SECOND} supersede_key=m`);
+      s.h.clock.advance(SECOND);
+      const leased = await s.lease(acme);
+      assert.equal(leased.jobId, latest.jobId);
+      assert.equal(Buffer.from(leased.payload).toString(), 'v5');
+      assert.deepEqual(await countsOf(s.q), { [JobState.Leased]: 1, [JobState.Cancelled]: 4 });
+
+      // The run ended when its job was leased: the next enqueue begins a new one.
+      s.h.clock.advance(SECOND);
+      const next = await enqueue('m', 'w1', window);
+      assert.equal(next.notBefore, s.now() + 5 * SECOND);
+      assert.equal(next.debounceUntil, s.now() + 12 * SECOND);
+      if (s.q.backend !== 'memory') {
+        const queue = await s.h.reopen();
+        s.h.clock.advance(4 * SECOND);
+        const after = (await queue.enqueue({ kind: 'sync', payload: 'w2', supersedeKey: 'm', ...window }, acme)).job;
+        assert.equal(after.debounceUntil, next.debounceUntil, 'the bound survives a reopen');
+      }
+    });
+
+    it('debounce max wait: a job enqueued without it records nothing of it', async () => {
+      const plain = await enqueue('p', 'v1', { debounceMs: 5_000 });
+      assert.equal(plain.debounceUntil, null);
+      s.h.clock.advance(SECOND);
+      const bounded = await enqueue('p', 'v2', { debounceMs: 5_000, debounceMaxMs: 5_000 });
+      // The Pending job it replaced began no bounded run: this enqueue begins one.
+      assert.equal(bounded.debounceUntil, s.now() + 5 * SECOND);
+      assert.equal(bounded.notBefore, s.now() + 5 * SECOND);
+    });
+
     it('refuses bad input naming the field, and writes nothing', async () => {
       const holder = await enqueue('k', 'a');
       const bad: [object, string][] = [
@@ -182,6 +230,9 @@ export function supersedeCases(s: Suite): void {
         [{ debounceMs: 1_000 }, 'debounce_ms'],
         [{ supersedeKey: 'k', debounceMs: 0 }, 'debounce_ms'],
         [{ supersedeKey: 'k', debounceMs: 1_000, delayMs: 5 }, 'debounce_ms'],
+        [{ supersedeKey: 'k', debounceMaxMs: 1_000 }, 'debounce_max_ms'],
+        [{ supersedeKey: 'k', debounceMs: 1_000, debounceMaxMs: 999 }, 'debounce_max_ms'],
+        [{ supersedeKey: 'k', debounceMs: 1_000, debounceMaxMs: 1.5e3 + 0.5 }, 'debounce_max_ms'],
       ];
       for (const [fields, field] of bad) {
         await rejects(s.q.enqueue({ kind: 'sync', ...fields }, acme), ErrorCode.InvalidArgument, (error) =>

@@ -10,7 +10,7 @@ import {
 } from '../../core/transitions-log.ts';
 import { ANY_SCOPE, JobState, type ScopeFilter } from '../../core/types.ts';
 import { fenceOf } from './harness.ts';
-import { acme, ErrorCode, globex, rejects, SECOND, type Suite } from './context.ts';
+import { acme, ErrorCode, globex, readLog, rejects, SECOND, type Suite } from './context.ts';
 
 const everything: LogFilter = { scope: ANY_SCOPE, kindPrefix: '', jobId: null };
 
@@ -19,27 +19,6 @@ function only(scope: ScopeFilter, kindPrefix = '', jobId: string | null = null):
 }
 
 export function transitionsLogCases(s: Suite): void {
-  /**
-   * Every entry after `from` that matches, and the position after the last read. On PostgreSQL an
-   * entry is readable only once every older transaction of the cluster has ended (another test's
-   * may be open): read until `count` are there, each read a round trip that waits for nothing.
-   */
-  async function readAll(
-    from: string,
-    filter: LogFilter,
-    count: number,
-  ): Promise<{ entries: LogEntry[]; position: string }> {
-    const entries: LogEntry[] = [];
-    let position = from;
-    for (let reads = 0; entries.length < count; reads++) {
-      assert.ok(reads < 100_000, `only ${entries.length} of ${count} entries became readable`);
-      const page = await s.q.feed.read(position, 2, filter);
-      entries.push(...page.entries);
-      position = page.position;
-    }
-    return { entries, position };
-  }
-
   const transitions = (entries: readonly LogEntry[]): string[] =>
     entries.map((e) => `${e.job.tenant ?? 'system'} ${e.job.kind} ${transitionOf(e.job).transition}`);
 
@@ -53,7 +32,7 @@ export function transitionsLogCases(s: Suite): void {
         await s.q.complete(job.jobId, fenceOf(job), { result: new TextEncoder().encode('7') });
         // No timer, no poll: a reader parked on the feed (client.result's Watch) was woken by the commit.
         assert.ok(told >= 1, 'the feed said nothing of the completion');
-        const { entries } = await readAll(head, only(acme, 'log.told', job.jobId), 1);
+        const { entries } = await readLog(s.q, head, only(acme, 'log.told', job.jobId), 1);
         assert.equal(transitionOf(entries[0]?.job ?? job).transition, 'completed');
         assert.equal(new TextDecoder().decode(entries[0]?.job.result ?? new Uint8Array()), '7');
       } finally {
@@ -71,7 +50,7 @@ export function transitionsLogCases(s: Suite): void {
         const result = size === null ? {} : { result: new Uint8Array(size).fill(7) };
         await s.q.complete(job.jobId, fenceOf(job), result);
       }
-      const { entries } = await readAll(head, { ...only(acme, kind), states: new Set([JobState.Completed]) }, 3);
+      const { entries } = await readLog(s.q, head, { ...only(acme, kind), states: new Set([JobState.Completed]) }, 3);
       assert.deepEqual(
         entries.map(({ job }) => ({ carried: job.result?.byteLength ?? null, resultBytes: resultBytesOf(job) })),
         [
@@ -81,7 +60,7 @@ export function transitionsLogCases(s: Suite): void {
         ],
       );
       // Entries of jobs that are not done say nothing of a result: there is none to wait for.
-      const enqueued = (await readAll(head, only(acme, kind), 1)).entries[0]?.job;
+      const enqueued = (await readLog(s.q, head, only(acme, kind), 1)).entries[0]?.job;
       assert.equal(enqueued === undefined ? undefined : resultBytesOf(enqueued), null);
     });
 
@@ -92,7 +71,7 @@ export function transitionsLogCases(s: Suite): void {
       const job = await s.lease(acme, 'w1', ['log.a']);
       await s.q.heartbeat(job.jobId, fenceOf(job));
       await s.q.complete(job.jobId, fenceOf(job), { result: new TextEncoder().encode('{"ok":true}') });
-      const { entries, position } = await readAll(head, everything, 4);
+      const { entries, position } = await readLog(s.q, head, everything, 4);
       assert.deepEqual(transitions(entries), [
         'acme log.a enqueued',
         'globex log.b enqueued',
@@ -106,7 +85,7 @@ export function transitionsLogCases(s: Suite): void {
       assert.equal((await s.q.feed.read(position, 10, everything)).entries.length, 0, 'nothing after the last');
       // Resuming after any entry yields exactly the ones after it.
       const after = entries[1]?.position as string;
-      assert.deepEqual(transitions((await readAll(after, everything, 2)).entries), transitions(entries.slice(2)));
+      assert.deepEqual(transitions((await readLog(s.q, after, everything, 2)).entries), transitions(entries.slice(2)));
     });
 
     it("filters by scope, kind prefix and job, passing over the others' entries", async () => {
@@ -115,17 +94,17 @@ export function transitionsLogCases(s: Suite): void {
       await s.q.enqueue({ kind: 'log.theirs' }, globex);
       await s.q.enqueue({ kind: 'other' }, acme);
       await s.q.cancel(mine.jobId, {}, acme);
-      assert.deepEqual(transitions((await readAll(head, only(acme), 3)).entries), [
+      assert.deepEqual(transitions((await readLog(s.q, head, only(acme), 3)).entries), [
         'acme log.mine enqueued',
         'acme other enqueued',
         'acme log.mine cancelled',
       ]);
-      assert.deepEqual(transitions((await readAll(head, only(ANY_SCOPE, 'log.'), 3)).entries), [
+      assert.deepEqual(transitions((await readLog(s.q, head, only(ANY_SCOPE, 'log.'), 3)).entries), [
         'acme log.mine enqueued',
         'globex log.theirs enqueued',
         'acme log.mine cancelled',
       ]);
-      const { entries, position } = await readAll(head, only(acme, '', mine.jobId), 2);
+      const { entries, position } = await readLog(s.q, head, only(acme, '', mine.jobId), 2);
       assert.deepEqual(transitions(entries), ['acme log.mine enqueued', 'acme log.mine cancelled']);
       // The position passed the entries that did not match: the next read starts after them all.
       assert.equal((await s.q.feed.read(position, 10, everything)).entries.length, 0);
@@ -139,7 +118,7 @@ export function transitionsLogCases(s: Suite): void {
       await s.q.complete(done.jobId, fenceOf(done));
       await s.q.cancel(cancelled.jobId, {}, acme);
       const outcomes = { ...only(acme, 'log.outcome.'), states: new Set([JobState.Completed, JobState.Cancelled]) };
-      assert.deepEqual(transitions((await readAll(head, outcomes, 2)).entries), [
+      assert.deepEqual(transitions((await readLog(s.q, head, outcomes, 2)).entries), [
         'acme log.outcome.done completed',
         'acme log.outcome.cancel cancelled',
       ]);
@@ -162,14 +141,14 @@ export function transitionsLogCases(s: Suite): void {
       await s.withHarness({ config: { watch: { retain_secs: 60 } } });
       const head = await s.q.feed.head();
       await s.q.enqueue({ kind: 'old' }, acme);
-      const { position: afterOld } = await readAll(head, everything, 1);
+      const { position: afterOld } = await readLog(s.q, head, everything, 1);
       s.h.clock.advanceSeconds(61);
       await s.q.enqueue({ kind: 'new' }, acme);
       await s.q.maintenance.prune();
       await rejects(s.q.feed.read(head, 10, everything), ErrorCode.FailedPrecondition, (e) =>
         assert.match(e.message, /retention/),
       );
-      assert.deepEqual(transitions((await readAll(afterOld, everything, 1)).entries), ['acme new enqueued']);
+      assert.deepEqual(transitions((await readLog(s.q, afterOld, everything, 1)).entries), ['acme new enqueued']);
     });
 
     it('prunes the oldest entries past the count bound', async () => {
@@ -178,28 +157,28 @@ export function transitionsLogCases(s: Suite): void {
         Array.from({ length: 5 }, (_, i) => ({ kind: `n${i}` })),
         acme,
       );
-      const { entries } = await readAll(head, everything, 5);
+      const { entries } = await readLog(s.q, head, everything, 5);
       const pruned = await s.h.store.pruneLog({ before: s.now() - 3_600 * SECOND, maxEntries: 2, limit: 100 });
       assert.ok(pruned >= 1 && pruned <= 3, `pruned ${pruned}`);
       await rejects(s.q.feed.read(head, 10, everything), ErrorCode.FailedPrecondition, (e) =>
         assert.match(e.message, /retention/),
       );
-      const kept = await readAll(entries[2]?.position as string, everything, 2);
+      const kept = await readLog(s.q, entries[2]?.position as string, everything, 2);
       assert.deepEqual(transitions(kept.entries), ['acme n3 enqueued', 'acme n4 enqueued']);
     });
 
     it('keeps its entries and positions across a reopen', async () => {
       const head = await s.q.feed.head();
       await s.q.enqueue({ kind: 'before' }, acme);
-      const { entries } = await readAll(head, everything, 1);
+      const { entries } = await readLog(s.q, head, everything, 1);
       // The memory reference does not survive a reopen; durable stores must keep the log.
       const queue = s.h.store.backend === 'memory' ? s.q : await s.h.reopen();
       await queue.enqueue({ kind: 'after' }, acme);
-      assert.deepEqual(transitions((await readAll(head, everything, 2)).entries), [
+      assert.deepEqual(transitions((await readLog(s.q, head, everything, 2)).entries), [
         'acme before enqueued',
         'acme after enqueued',
       ]);
-      assert.deepEqual(transitions((await readAll(entries[0]?.position as string, everything, 1)).entries), [
+      assert.deepEqual(transitions((await readLog(s.q, entries[0]?.position as string, everything, 1)).entries), [
         'acme after enqueued',
       ]);
     });

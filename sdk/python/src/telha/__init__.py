@@ -33,6 +33,7 @@ from .types import (
     Page,
     Schedule,
     Scope,
+    SupersedeMode,
     TenantLimit,
     WatchEvent,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "ResourceExhausted",
     "Schedule",
     "Scope",
+    "SupersedeMode",
     "SyncClient",
     "TelhaError",
     "Unauthenticated",

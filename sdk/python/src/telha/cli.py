@@ -32,7 +32,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("target", help="module[:attr]: a @task, a list of tasks, or a setup(worker) function")
     parser.add_argument("--address", help="host:port of telha serve (default $TELHA_ADDRESS, else 127.0.0.1:7070)")
     parser.add_argument("--concurrency", type=int, default=10, help="handlers running at once (default 10)")
-    parser.add_argument("--prefetch", type=int, help="jobs held ready beyond those running (default: concurrency)")
+    parser.add_argument(
+        "--prefetch",
+        type=_prefetch,
+        default="auto",
+        help='jobs held ready beyond those running, or "auto" (default): about 25 ms of work per slot ahead',
+    )
     parser.add_argument("--scope", help="work only this tenant's jobs (default: every scope the token reaches)")
     parser.add_argument(
         "--shutdown-timeout",
@@ -48,6 +53,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     return parser
+
+
+def _prefetch(value: str) -> Any:
+    """``--prefetch``: ``auto`` or a non-negative integer."""
+    if value == "auto":
+        return value
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f'a non-negative integer or "auto", not {value!r}')
+    return number
 
 
 def load_target(target: str) -> Any:

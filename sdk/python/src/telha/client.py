@@ -39,6 +39,7 @@ from .types import (
     Page,
     Schedule,
     ScopeLike,
+    SupersedeMode,
     TenantLimit,
     WatchEvent,
     scope_to_wire,
@@ -168,10 +169,18 @@ class Client:
         max_attempts: Optional[int] = None,
         idempotency_key: Optional[str] = None,
         timeout: Optional[float] = None,
+        supersede_key: Optional[str] = None,
+        supersede: Optional[SupersedeMode] = None,
+        debounce_ms: Optional[int] = None,
+        debounce_max_ms: Optional[int] = None,
     ) -> EnqueueResult:
         """Enqueue one job. ``kind`` may be a kind, a ``NewJob``, or a ``@task`` (whose payload type is then
         checked here: ``InvalidArgument`` naming the field). With an ``idempotency_key`` already used in the
-        scope, the existing job comes back with ``created=False``."""
+        scope, the existing job comes back with ``created=False``. With a ``supersede_key``, latest wins:
+        the Pending job holding the key in the scope is cancelled in the same write (``superseded_by``
+        names this job); ``supersede="leased"`` cancels a Leased holder too; ``debounce_ms`` makes the
+        job due that long after the latest enqueue with the key, and ``debounce_max_ms`` at most that long
+        after the first enqueue of the run (see ``NewJob``)."""
         job = (
             kind
             if isinstance(kind, NewJob)
@@ -184,6 +193,10 @@ class Client:
                 max_attempts=max_attempts,
                 idempotency_key=idempotency_key,
                 timeout=timeout,
+                supersede_key=supersede_key,
+                supersede=supersede,
+                debounce_ms=debounce_ms,
+                debounce_max_ms=debounce_max_ms,
             )
         )
         request = pb.EnqueueRequest(scope=scope_to_wire(scope), job=job.to_wire())

@@ -8,9 +8,10 @@ import enum
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union, cast
+from typing import Any, Literal, Optional, Union, cast
 
 from ._gen.telha.v1 import queue_pb2 as pb
+from .errors import InvalidArgument
 
 
 class JobState(enum.IntEnum):
@@ -131,6 +132,12 @@ class Job:
     #: The producer's W3C trace context as a carrier (``traceparent``, and ``tracestate`` when set), for an
     #: OpenTelemetry propagator's ``extract``; ``None`` when the producer traced nothing.
     trace_context: Optional[dict[str, str]] = None
+    #: The latest-wins key it was enqueued with.
+    supersede_key: Optional[str] = None
+    #: The job that replaced this one (it was cancelled with reason superseded).
+    superseded_by: Optional[str] = None
+    #: With ``debounce_max_ms``: the latest this job's debounce run may become due (µs since the epoch).
+    debounce_until_us: Optional[int] = None
 
     def payload_json(self) -> Any:
         """The payload read as JSON."""
@@ -170,6 +177,9 @@ class Job:
                 JobEvent(e.at_us, e.transition, e.detail if e.HasField("detail") else None) for e in job.events
             ),
             trace_context=_carrier(job.trace_context) if job.HasField("trace_context") else None,
+            supersede_key=opt("supersede_key"),
+            superseded_by=opt("superseded_by"),
+            debounce_until_us=opt("debounce_until_us"),
         )
 
 
@@ -181,6 +191,12 @@ def _carrier(context: pb.TraceContext) -> dict[str, str]:
 
 
 Seconds = Union[float, dt.timedelta]
+
+#: What an enqueue with a ``supersede_key`` does to a Leased holder of the key: ``"pending"`` (the
+#: default) replaces only a Pending one, ``"leased"`` cancels a Leased one too (its fence refuses
+#: whatever it submits later).
+SupersedeMode = Literal["pending", "leased"]
+_SUPERSEDE_MODES = {"pending": pb.SUPERSEDE_MODE_PENDING, "leased": pb.SUPERSEDE_MODE_LEASED}
 
 
 def _seconds(value: Seconds) -> float:
@@ -207,6 +223,17 @@ class NewJob:
     #: A W3C trace context carrier (``traceparent``, optionally ``tracestate``), as an OpenTelemetry
     #: propagator's ``inject`` fills a dict: workers' attempts then join the producer's trace.
     trace_context: Optional[dict[str, str]] = None
+    #: Latest wins (1-255 bytes): the Pending job holding this key in the scope is cancelled (reason
+    #: superseded, linked to this job) in the same write.
+    supersede_key: Optional[str] = None
+    #: With ``supersede_key``: whether a Leased holder is cancelled too (``"leased"``) or runs on (``"pending"``).
+    supersede: Optional[SupersedeMode] = None
+    #: Debounce (trailing), with ``supersede_key``: due this many ms after the latest enqueue with the
+    #: key, carrying the latest payload. Not with ``delay`` or ``not_before``.
+    debounce_ms: Optional[int] = None
+    #: With ``debounce_ms``: due at most this many ms after the first enqueue of the current debounce
+    #: run, however many enqueues arrive after it (at least ``debounce_ms``).
+    debounce_max_ms: Optional[int] = None
 
     def to_wire(self) -> pb.NewJob:
         message = pb.NewJob(kind=self.kind, payload=payload_bytes(self.payload))
@@ -226,6 +253,18 @@ class NewJob:
         if self.trace_context is not None and "traceparent" in self.trace_context:
             message.trace_context.traceparent = self.trace_context["traceparent"]
             message.trace_context.tracestate = self.trace_context.get("tracestate", "")
+        if self.supersede_key is not None:
+            message.supersede_key = self.supersede_key
+        if self.supersede is not None:
+            if self.supersede not in _SUPERSEDE_MODES:
+                raise InvalidArgument(
+                    f'supersede must be "pending" or "leased", not {self.supersede!r}', field="job.supersede"
+                )
+            message.supersede = _SUPERSEDE_MODES[self.supersede]
+        if self.debounce_ms is not None:
+            message.debounce_ms = self.debounce_ms
+        if self.debounce_max_ms is not None:
+            message.debounce_max_ms = self.debounce_max_ms
         return message
 
 

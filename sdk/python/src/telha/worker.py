@@ -56,6 +56,14 @@ DEFAULT_SHUTDOWN_TIMEOUT = 30.0
 #: Reconnecting a lost Work stream: first pause and ceiling (seconds), doubling in between.
 RECONNECT_FIRST_DELAY = 0.05
 RECONNECT_MAX_DELAY = 5.0
+#: ``prefetch="auto"`` leases about this much handler time (seconds per slot) ahead of the free slots,
+#: at most ``max(concurrency, AUTO_PREFETCH_MAX)`` jobs, from a running average of handler time that
+#: each return moves by ``HANDLER_TIME_WEIGHT`` (the TypeScript worker's figures, src/worker/runner.ts).
+AUTO_PREFETCH_AHEAD = 0.025
+AUTO_PREFETCH_MAX = 100
+HANDLER_TIME_WEIGHT = 0.2
+#: The most credit a Work stream may have outstanding (the server refuses more: MAX_WORK_CREDIT).
+MAX_WORK_CREDIT = 10_000
 
 #: Why a handler was cancelled, as ``JobContext.cancel_reason`` says.
 CANCELLED = "cancelled"  # the job was cancelled by an operator or its tenant
@@ -200,13 +208,22 @@ class _Running:
     context: _Context
     handler: Optional["asyncio.Future[Any]"] = None
     released: bool = False
+    #: Whether the job still counts against the worker's credit: until its slot frees (or it goes back
+    #: unstarted), not until its result is answered.
+    holds: bool = True
 
 
 class Worker:
     """Works the jobs of the kinds (or ``@task``s) registered on it, over one Work stream of ``client``.
 
     ``concurrency`` handlers at most run at once (and ``concurrency=`` per kind at ``handler()``); the
-    server pushes ``prefetch`` more (default: as many) so the next job is ready when a slot frees. Sync
+    server pushes ``prefetch`` more so the next job is ready when a slot frees. ``prefetch="auto"`` (the
+    default) leases as many as keep every slot busy for about 25 ms at the handlers' running average
+    time (at most ``max(concurrency, 100)``), and none before the first handler returns or while
+    handlers take longer than 25 ms × ``concurrency``: short handlers never wait a round trip for their
+    next job, and a slow worker never sits on jobs another worker could start. A number fixes it (0:
+    lease only for free slots). A slot's credit goes back to the server as its handler returns, so
+    the next job's lease overlaps the result's round trip. Sync
     handlers run in a thread pool of ``concurrency`` threads, so blocking work does not hold up
     heartbeats; with ``executor="process"`` in a pool of ``concurrency`` processes (started with
     ``spawn``: forking a process that runs gRPC's threads is not safe), so CPU-bound work that holds
@@ -222,7 +239,7 @@ class Worker:
         tasks: Iterable["Task[Any, Any]"] = (),
         *,
         concurrency: int = 10,
-        prefetch: Optional[int] = None,
+        prefetch: Union[int, Literal["auto"], None] = "auto",
         scope: ScopeLike = None,
         worker_id: Optional[str] = None,
         heartbeat_fraction: float = DEFAULT_HEARTBEAT_FRACTION,
@@ -232,6 +249,10 @@ class Worker:
     ) -> None:
         if concurrency < 1:
             raise InvalidArgument("concurrency must be at least 1", field="concurrency")
+        if prefetch is None:  # what an unset option (the CLI's) passes: the default
+            prefetch = "auto"
+        if prefetch != "auto" and (isinstance(prefetch, bool) or not isinstance(prefetch, int) or prefetch < 0):
+            raise InvalidArgument(f'prefetch must be a non-negative integer or "auto", not {prefetch!r}', field="prefetch")
         if not 0 < heartbeat_fraction < 1:
             raise InvalidArgument("heartbeat_fraction must be between 0 and 1", field="heartbeat_fraction")
         if not isinstance(executor, Executor) and executor not in ("thread", "process"):
@@ -242,7 +263,7 @@ class Worker:
         self.client = client
         self.executor = executor
         self.concurrency = concurrency
-        self.prefetch = concurrency if prefetch is None else prefetch
+        self.prefetch: Union[int, Literal["auto"]] = prefetch
         self.scope = scope
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.heartbeat_fraction = heartbeat_fraction
@@ -257,6 +278,12 @@ class Worker:
         # generation) while the old attempt's handler still runs, and each must keep its own entry.
         self._running: dict[tuple[str, int], _Running] = {}
         self._executions: set[asyncio.Task[None]] = set()
+        #: Jobs pushed and not yet out of their slot (running, or waiting for one), and the credit
+        #: granted on this stream that no job has used yet: together never above concurrency + prefetch.
+        self._held = 0
+        self._granted = 0
+        #: Running average of handler time (seconds), for ``prefetch="auto"``; ``None`` before the first returns.
+        self._handler_time: Optional[float] = None
         self._closing: Optional[asyncio.Event] = None
         self._closed: Optional[asyncio.Event] = None
         self._run_task: Optional[asyncio.Task[None]] = None
@@ -379,6 +406,8 @@ class Worker:
         try:
             while not self._closing.is_set():
                 stream = WorkStream(self.client.stub, self.client.metadata, self._open_message(), self._on_jobs)
+                # Credit is the stream's: what the last one had outstanding ended with it.
+                self._granted = 0
                 self._stream = stream
                 try:
                     await stream.opened
@@ -392,7 +421,7 @@ class Worker:
                     if not opened.done():
                         opened.set_result(None)
                     # Jobs still running hold their slots: ask only for what is free.
-                    stream.grant(self.concurrency + self.prefetch - len(self._running))
+                    self._grant_free_slots()
                     ended_with = await stream.ended
                     if self._closing.is_set():
                         break
@@ -412,10 +441,50 @@ class Worker:
         )
 
     def _on_jobs(self, jobs: Sequence[pb.Job]) -> None:
+        self._granted = max(0, self._granted - len(jobs))
+        self._held += len(jobs)
         for job in jobs:
             execution = asyncio.ensure_future(self._execute(Job.from_wire(job)))
             self._executions.add(execution)
-            execution.add_done_callback(self._executions.discard)
+            execution.add_done_callback(self._execution_done)
+
+    def _execution_done(self, execution: "asyncio.Task[None]") -> None:
+        self._executions.discard(execution)
+        # One result fewer being settled: a backlog of them may have held leasing back.
+        self._grant_free_slots()
+
+    def _prefetch_now(self) -> int:
+        """How many jobs to hold beyond ``concurrency`` now: ``prefetch``, or for ``"auto"`` about
+        ``AUTO_PREFETCH_AHEAD`` seconds of every slot's work at the running average handler time."""
+        if self.prefetch != "auto":
+            return self.prefetch
+        if self._handler_time is None:
+            return 0
+        ahead = int(self.concurrency * AUTO_PREFETCH_AHEAD / max(self._handler_time, 1e-6))
+        return min(ahead, max(self.concurrency, AUTO_PREFETCH_MAX))
+
+    def _grant_free_slots(self) -> None:
+        """Tell the server how many more jobs it may push: concurrency + prefetch, less the jobs held and
+        the credit not yet used. Only a backlog of more than ``concurrency`` results still being settled
+        (a slow server) holds leasing back further."""
+        stream = self._stream
+        if stream is None or not stream.writable or self._closing is None or self._closing.is_set():
+            return
+        settling = len(self._executions) - self._held
+        wanted = self.concurrency + self._prefetch_now() - self._held - max(0, settling - self.concurrency)
+        free = min(wanted, MAX_WORK_CREDIT) - self._granted
+        if free <= 0:
+            return
+        self._granted += free
+        stream.grant(free)
+
+    def _vacate(self, running: _Running) -> None:
+        """The job no longer holds a slot (its handler returned, or it went back unstarted): its credit
+        goes back to the server at once, not after its result is answered."""
+        if running.holds:
+            running.holds = False
+            self._held -= 1
+            self._grant_free_slots()
 
     async def close(self, timeout: Optional[float] = None) -> None:
         """Stop taking jobs, hand back those not started (fenced release: no attempt charged), wait up to
@@ -578,9 +647,15 @@ class Worker:
                     timer = self._loop.call_later(
                         max(0.0, job.attempt_deadline_us / 1e6 - self._clock()), self._cancel, running, TIMEOUT
                     )
+                started = time.perf_counter()
                 outcome = await self._run_handler(registration, running)
+                if context.cancel_reason != SHUTDOWN:
+                    took = time.perf_counter() - started
+                    average = self._handler_time
+                    self._handler_time = took if average is None else average + HANDLER_TIME_WEIGHT * (took - average)
             finally:
                 self._free_slot(registration)
+                self._vacate(running)
             if timer is not None:
                 timer.cancel()
             heartbeats.cancel()
@@ -601,9 +676,7 @@ class Worker:
             if timer is not None:
                 timer.cancel()
             self._running.pop(_attempt(job), None)
-            stream = self._stream
-            if stream is not None and not self._closing.is_set():
-                stream.grant(1)
+            self._vacate(running)
 
     def _registry_for_prefix(self, kind: str) -> Optional[_Registration]:
         matches = [r for k, r in self._registry.items() if kind.startswith(k)]

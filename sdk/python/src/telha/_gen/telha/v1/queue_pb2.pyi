@@ -330,11 +330,12 @@ class ItemOutcome(_message.Message):
     def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., field: _Optional[str] = ...) -> None: ...
 
 class Job(_message.Message):
-    __slots__ = ["attempt_deadline_us", "attempts", "continuation", "created_at_us", "effective_max_attempts", "events", "idempotency_key", "job_id", "kind", "lease_deadline_us", "lease_generation", "max_attempts", "not_before_us", "payload", "priority", "progress", "result", "state", "supersede_key", "superseded_by", "tenant", "timeout_secs", "trace_context", "worker_id"]
+    __slots__ = ["attempt_deadline_us", "attempts", "continuation", "created_at_us", "debounce_until_us", "effective_max_attempts", "events", "idempotency_key", "job_id", "kind", "lease_deadline_us", "lease_generation", "max_attempts", "not_before_us", "payload", "priority", "progress", "result", "state", "supersede_key", "superseded_by", "tenant", "timeout_secs", "trace_context", "worker_id"]
     ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     ATTEMPT_DEADLINE_US_FIELD_NUMBER: _ClassVar[int]
     CONTINUATION_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_US_FIELD_NUMBER: _ClassVar[int]
+    DEBOUNCE_UNTIL_US_FIELD_NUMBER: _ClassVar[int]
     EFFECTIVE_MAX_ATTEMPTS_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
@@ -359,6 +360,7 @@ class Job(_message.Message):
     attempts: int
     continuation: bytes
     created_at_us: int
+    debounce_until_us: int
     effective_max_attempts: int
     events: _containers.RepeatedCompositeFieldContainer[JobEvent]
     idempotency_key: str
@@ -379,7 +381,7 @@ class Job(_message.Message):
     timeout_secs: int
     trace_context: TraceContext
     worker_id: str
-    def __init__(self, job_id: _Optional[str] = ..., tenant: _Optional[str] = ..., kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., created_at_us: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., attempts: _Optional[int] = ..., lease_generation: _Optional[int] = ..., worker_id: _Optional[str] = ..., lease_deadline_us: _Optional[int] = ..., not_before_us: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., max_attempts: _Optional[int] = ..., continuation: _Optional[bytes] = ..., events: _Optional[_Iterable[_Union[JobEvent, _Mapping]]] = ..., effective_max_attempts: _Optional[int] = ..., attempt_deadline_us: _Optional[int] = ..., timeout_secs: _Optional[int] = ..., result: _Optional[bytes] = ..., progress: _Optional[str] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., supersede_key: _Optional[str] = ..., superseded_by: _Optional[str] = ...) -> None: ...
+    def __init__(self, job_id: _Optional[str] = ..., tenant: _Optional[str] = ..., kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., created_at_us: _Optional[int] = ..., state: _Optional[_Union[JobState, str]] = ..., attempts: _Optional[int] = ..., lease_generation: _Optional[int] = ..., worker_id: _Optional[str] = ..., lease_deadline_us: _Optional[int] = ..., not_before_us: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., max_attempts: _Optional[int] = ..., continuation: _Optional[bytes] = ..., events: _Optional[_Iterable[_Union[JobEvent, _Mapping]]] = ..., effective_max_attempts: _Optional[int] = ..., attempt_deadline_us: _Optional[int] = ..., timeout_secs: _Optional[int] = ..., result: _Optional[bytes] = ..., progress: _Optional[str] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., supersede_key: _Optional[str] = ..., superseded_by: _Optional[str] = ..., debounce_until_us: _Optional[int] = ...) -> None: ...
 
 class JobEvent(_message.Message):
     __slots__ = ["at_us", "detail", "transition"]
@@ -528,7 +530,8 @@ class ListTenantLimitsResponse(_message.Message):
     def __init__(self, limits: _Optional[_Iterable[_Union[TenantLimit, _Mapping]]] = ...) -> None: ...
 
 class NewJob(_message.Message):
-    __slots__ = ["debounce_ms", "delay_ms", "idempotency_key", "kind", "max_attempts", "not_before_us", "payload", "priority", "supersede", "supersede_key", "timeout_secs", "trace_context"]
+    __slots__ = ["debounce_max_ms", "debounce_ms", "delay_ms", "idempotency_key", "kind", "max_attempts", "not_before_us", "payload", "priority", "supersede", "supersede_key", "timeout_secs", "trace_context"]
+    DEBOUNCE_MAX_MS_FIELD_NUMBER: _ClassVar[int]
     DEBOUNCE_MS_FIELD_NUMBER: _ClassVar[int]
     DELAY_MS_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
@@ -541,6 +544,7 @@ class NewJob(_message.Message):
     SUPERSEDE_KEY_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_SECS_FIELD_NUMBER: _ClassVar[int]
     TRACE_CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    debounce_max_ms: int
     debounce_ms: int
     delay_ms: int
     idempotency_key: str
@@ -553,7 +557,7 @@ class NewJob(_message.Message):
     supersede_key: str
     timeout_secs: int
     trace_context: TraceContext
-    def __init__(self, kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., delay_ms: _Optional[int] = ..., not_before_us: _Optional[int] = ..., max_attempts: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., timeout_secs: _Optional[int] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., supersede_key: _Optional[str] = ..., supersede: _Optional[_Union[SupersedeMode, str]] = ..., debounce_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, kind: _Optional[str] = ..., payload: _Optional[bytes] = ..., priority: _Optional[int] = ..., delay_ms: _Optional[int] = ..., not_before_us: _Optional[int] = ..., max_attempts: _Optional[int] = ..., idempotency_key: _Optional[str] = ..., timeout_secs: _Optional[int] = ..., trace_context: _Optional[_Union[TraceContext, _Mapping]] = ..., supersede_key: _Optional[str] = ..., supersede: _Optional[_Union[SupersedeMode, str]] = ..., debounce_ms: _Optional[int] = ..., debounce_max_ms: _Optional[int] = ...) -> None: ...
 
 class PauseKindsRequest(_message.Message):
     __slots__ = ["everywhere", "kind_prefix", "scope"]
