@@ -28,6 +28,7 @@ export type {
   RunNowOptions,
   ScheduleListOptions,
   SetKindLimitOptions,
+  SetTenantLimitOptions,
 } from './engine/queue-options.ts';
 export type { SchedulePage, StoreMetrics } from './engine/queue.ts';
 export { Scheduler } from './engine/scheduler.ts';
@@ -37,6 +38,8 @@ export { MAX_PAUSES, MAX_PAUSES_PER_SCOPE } from './core/pauses.ts';
 export type { Pause, PauseBounds, PauseScope } from './core/pauses.ts';
 export { MAX_KIND_LIMITS } from './core/kind-limits.ts';
 export type { KindLimit, KindLimitStatus, TokenBucket } from './core/kind-limits.ts';
+export { MAX_TENANT_LIMITS, MAX_TENANT_WEIGHT } from './core/tenant-limits.ts';
+export type { TenantLimit, TenantLimitStatus } from './core/tenant-limits.ts';
 export type {
   NewSchedule,
   Schedule,

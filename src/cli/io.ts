@@ -44,6 +44,9 @@ export type OperatorClient = Pick<
   | 'setKindLimit'
   | 'clearKindLimit'
   | 'kindLimits'
+  | 'setTenantLimit'
+  | 'clearTenantLimit'
+  | 'tenantLimits'
   | 'backup'
 >;
 

@@ -25,6 +25,7 @@ import { listJobs } from './jobs/list.ts';
 import { discardJobs, retryJobs, runJobsNow } from './jobs/retry.ts';
 import { showJob } from './jobs/show.ts';
 import { clearLimit, listLimits, setLimit } from './limits/limits.ts';
+import { clearTenantLimit, listTenantLimits, setTenantLimit } from './tenants/limits.ts';
 import { listPauses } from './pauses/list.ts';
 import { listBlockedKeys, releaseKey } from './keys/keys.ts';
 import { pauseKinds, resumeKinds } from './pauses/pause.ts';
@@ -433,6 +434,33 @@ function buildProgram(
     .description('every kind limit with its leased jobs and tokens now')
     .option('--json', 'print JSON')
     .action((o: { json?: boolean }) => jobsCall((client) => listLimits(o, client, io)));
+
+  const tenantLimit = program
+    .command('tenants')
+    .description('per-tenant limits and weights (operators)')
+    .command('limit')
+    .description("a tenant's concurrency, rate and weight in the fleet's fair order, across every server");
+  tenantLimit
+    .command('set')
+    .description('limit a tenant and/or weigh its turns; replaces its limit')
+    .argument('<tenant>', 'tenant name, e.g. acme')
+    .option('--concurrency <n>', 'at most this many of its jobs leased at once', wireInteger('--concurrency', 'uint32'))
+    .option('--rate <count/period>', 'at most this many of its leases per period, e.g. 100/s or 10/1m')
+    .option('--weight <n>', 'its share of the fair order, 1-1000 (default 1)', wireInteger('--weight', 'uint32'))
+    .option('--json', 'print JSON')
+    .action((tenant: string, o: { concurrency?: number; rate?: string; weight?: number; json?: boolean }) =>
+      jobsCall((client) => setTenantLimit({ ...o, tenant }, client, io)),
+    );
+  tenantLimit
+    .command('clear')
+    .description("remove a tenant's limit")
+    .argument('<tenant>', 'tenant name')
+    .action((tenant: string) => jobsCall((client) => clearTenantLimit(tenant, client, io)));
+  tenantLimit
+    .command('list')
+    .description('every tenant limit with its leased jobs and tokens now')
+    .option('--json', 'print JSON')
+    .action((o: { json?: boolean }) => jobsCall((client) => listTenantLimits(o, client, io)));
 
   const storeFlags = (command: Command): Command =>
     command

@@ -5,6 +5,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import type { KindLimitStatus } from '../core/kind-limits.ts';
+import type { TenantLimitStatus } from '../core/tenant-limits.ts';
 import type { Pause, PauseScope } from '../core/pauses.ts';
 import { formatRate, type Rate } from '../core/rate.ts';
 import type { NewSchedule, Schedule, ScheduleChanges } from '../core/schedules.ts';
@@ -57,6 +58,7 @@ import {
   releaseToWire,
   scheduleChangesToWire,
   kindLimitFromWire,
+  tenantLimitFromWire,
   pauseFromWire,
   scheduleFromWire,
   scopeToWire,
@@ -775,6 +777,44 @@ export class TelhaClient {
   async kindLimits(): Promise<KindLimitStatus[]> {
     const res = await this.rpc('listKindLimits', {});
     return res.limits.map(kindLimitFromWire);
+  }
+
+  // ---- tenant limits (operators) ----
+
+  /**
+   * Limit a tenant everywhere: at most `concurrency` of its jobs leased at once, at most `rate`
+   * leases per period, and its `weight` (1-1,000, default 1) in the fleet's fair order. Replaces
+   * the tenant's limit. Operators only; `invalid_argument` naming the field.
+   */
+  async setTenantLimit(
+    tenant: string,
+    limit: {
+      readonly concurrency?: number | null;
+      readonly rate?: Rate | string | null;
+      readonly weight?: number;
+    },
+  ): Promise<TenantLimitStatus> {
+    const rate = limit.rate ?? null;
+    const res = await this.rpc('setTenantLimit', {
+      tenant,
+      ...(limit.concurrency === undefined || limit.concurrency === null
+        ? {}
+        : { concurrency: checkWireInteger('concurrency', limit.concurrency, 'uint32') }),
+      ...(rate === null ? {} : { rate: typeof rate === 'string' ? rate : formatRate(rate) }),
+      ...(limit.weight === undefined ? {} : { weight: checkWireInteger('weight', limit.weight, 'uint32') }),
+    });
+    return tenantLimitFromWire(res.limit);
+  }
+
+  /** Remove a tenant's limit; `not_found` when it has none. Operators only. */
+  async clearTenantLimit(tenant: string): Promise<void> {
+    await this.rpc('clearTenantLimit', { tenant });
+  }
+
+  /** Every tenant limit by tenant, with its leased jobs and whole tokens now. Operators only. */
+  async tenantLimits(): Promise<TenantLimitStatus[]> {
+    const res = await this.rpc('listTenantLimits', {});
+    return res.limits.map(tenantLimitFromWire);
   }
 
   /**

@@ -1,5 +1,10 @@
 /** Wire messages to the engine's record type, so SDK users get the same `JobRecord`. */
-import type { KindLimit as WireKindLimit, KindPause } from '../gen/telha/v1/queue_pb.ts';
+import type {
+  KindLimit as WireKindLimit,
+  KindPause,
+  TenantLimit as WireTenantLimit,
+} from '../gen/telha/v1/queue_pb.ts';
+import type { TenantLimitStatus } from '../core/tenant-limits.ts';
 import type { KindLimitStatus } from '../core/kind-limits.ts';
 import type { Pause, PauseScope } from '../core/pauses.ts';
 import { parseRate } from '../core/rate.ts';
@@ -262,6 +267,21 @@ export function pauseFromWire(pause: KindPause | undefined): Pause {
       ? tenantScope(target.value)
       : SYSTEM_SCOPE;
   return { scope, kindPrefix: pause.kindPrefix, pausedAt: Number(pause.pausedAtUs), by: pause.pausedBy };
+}
+
+/** A tenant limit as the server sent it; `leased` and `tokens` as of the call. */
+export function tenantLimitFromWire(limit: WireTenantLimit | undefined): TenantLimitStatus {
+  if (limit === undefined) throw new Error('server sent no tenant limit');
+  return {
+    tenant: limit.tenant,
+    concurrency: limit.concurrency ?? null,
+    rate: limit.rate === undefined ? null : parseRate(limit.rate),
+    weight: limit.weight,
+    setAt: Number(limit.setAtUs),
+    by: limit.setBy,
+    leased: Number(limit.leased),
+    tokens: limit.tokens === undefined ? null : Number(limit.tokens),
+  };
 }
 
 /** A kind limit as the server sent it; `leased` and `tokens` as of the call. */

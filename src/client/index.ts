@@ -22,6 +22,7 @@ export type { JobResult, WatchEvent, WatchOptions } from './watch.ts';
 export type { NewSchedule, Schedule, ScheduleChanges, ScheduleJob, ScheduleJobInput } from '../core/schedules.ts';
 export type { Pause, PauseScope } from '../core/pauses.ts';
 export type { KindLimit, KindLimitStatus } from '../core/kind-limits.ts';
+export type { TenantLimit, TenantLimitStatus } from '../core/tenant-limits.ts';
 export type { Rate } from '../core/rate.ts';
 export type { Clock } from '../core/clock.ts';
 export { Worker, PermanentError, AttemptTimeoutError } from './worker.ts';

@@ -112,3 +112,8 @@ export const MAX_SCHEDULE_NAME_BYTES = 128;
 export const MAX_CRON_CHARS = 256;
 /** An IANA time zone name (`America/Argentina/ComodRivadavia` is the longest, at 32). */
 export const MAX_TIMEZONE_CHARS = 64;
+
+/** Tenant limits a store holds at most (`core/tenant-limits.ts`): each is read by claims while any exists. */
+export const MAX_TENANT_LIMITS = 10_000;
+/** The largest tenant weight: 1,000 turns to one is more skew than any use needs. */
+export const MAX_TENANT_WEIGHT = 1_000;

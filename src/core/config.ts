@@ -17,6 +17,9 @@ import {
   MAX_KIND_POLICIES,
   MAX_PAYLOAD_BYTES_LIMIT,
   MAX_RESULT_BYTES_LIMIT,
+  MAX_TENANT_BYTES,
+  MAX_TENANT_LIMITS,
+  MAX_TENANT_WEIGHT,
   MAX_TIMER_MS,
 } from './bounds.ts';
 import { parseRate } from './rate.ts';
@@ -131,6 +134,15 @@ const maxAttempts = wholeNumber(1, MAX_ATTEMPTS_LIMIT, 'the ceiling a job may se
 // A factor of 1,000 takes a one-second base past the longest cap by the fourth retry.
 const backoffFactor = wholeNumber(1, 1_000, 'it reaches the longest cap within four retries');
 
+/** A rate as `"<count>/<period>"`: `"100/s"`, `"10/1m"`. */
+const rateText = z.string().superRefine((text, ctx) => {
+  try {
+    parseRate(text);
+  } catch (error) {
+    ctx.addIssue({ code: 'custom', message: (error as Error).message.replace(/^rate: /, '') });
+  }
+});
+
 /**
  * One `[jobs.kinds."<prefix>"]` table: the policy of every kind starting with the prefix (the
  * longest matching prefix wins; see `kindPolicy`). A key left out takes the `jobs.*` value of
@@ -147,16 +159,7 @@ const kindSchema = z.strictObject({
   /** At most this many jobs of the prefix leased at once. */
   concurrency: wholeNumber(1, 1_000_000, 'far more jobs than one store leases at once').optional(),
   /** At most this many leases per period, as `"<count>/<period>"`: `"100/s"`, `"10/1m"`. */
-  rate: z
-    .string()
-    .superRefine((text, ctx) => {
-      try {
-        parseRate(text);
-      } catch (error) {
-        ctx.addIssue({ code: 'custom', message: (error as Error).message.replace(/^rate: /, '') });
-      }
-    })
-    .optional(),
+  rate: rateText.optional(),
 });
 
 /** Kind prefixes as `jobs.kinds` keys: 1-255 bytes, printable, no whitespace (like a lease filter's). */
@@ -190,6 +193,40 @@ const kindsSchema = z.record(z.string(), kindSchema).superRefine((kinds, ctx) =>
 
 export type KindConfig = z.infer<typeof kindSchema>;
 
+/**
+ * One `[jobs.tenants."<name>"]` table: the tenant's limit (`core/tenant-limits.ts`), stored at
+ * start (`by: config`), replacing one set through the API. At least one key must be given.
+ */
+const tenantSchema = z
+  .strictObject({
+    /** At most this many of the tenant's jobs leased at once. */
+    concurrency: wholeNumber(1, 1_000_000, 'far more jobs than one store leases at once').optional(),
+    /** At most this many of the tenant's leases per period. */
+    rate: rateText.optional(),
+    /** Its share of the fleet's fair order: weight 4 is served four times as often as weight 1. */
+    weight: wholeNumber(1, MAX_TENANT_WEIGHT, 'a thousand turns to one is more skew than any use needs').optional(),
+  })
+  .refine((t) => t.concurrency !== undefined || t.rate !== undefined || (t.weight ?? 1) !== 1, {
+    message: 'set a concurrency, a rate or a weight other than 1',
+  });
+
+const tenantsSchema = z.record(z.string(), tenantSchema).superRefine((tenants, ctx) => {
+  for (const tenant of Object.keys(tenants)) {
+    if (!KIND_PREFIX_PATTERN.test(tenant) || !tenant.isWellFormed() || utf8Length(tenant) > MAX_TENANT_BYTES) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [tenant],
+        message: `a tenant must be 1-${MAX_TENANT_BYTES} bytes without whitespace or control characters`,
+      });
+    }
+  }
+  if (Object.keys(tenants).length > MAX_TENANT_LIMITS) {
+    ctx.addIssue({ code: 'custom', message: `at most ${MAX_TENANT_LIMITS} tenant limits` });
+  }
+});
+
+export type TenantConfig = z.infer<typeof tenantSchema>;
+
 const jobsSchema = z.strictObject({
   max_attempts: maxAttempts.default(DEFAULT_MAX_ATTEMPTS),
   reaper_interval_secs: intervalSecs.default(DEFAULT_REAPER_INTERVAL_SECS),
@@ -215,6 +252,8 @@ const jobsSchema = z.strictObject({
   ).default(DEFAULT_MAX_RESULT_BYTES),
   /** Per kind prefix: `[jobs.kinds."email"] max_attempts = 10, timeout_secs = 600, rate = "100/s"`. */
   kinds: kindsSchema.default({}),
+  /** Per tenant: `[jobs.tenants."acme"] concurrency = 10, rate = "50/s", weight = 4`. */
+  tenants: tenantsSchema.default({}),
 });
 
 const retentionSchema = z.strictObject({

@@ -109,15 +109,7 @@ export function checkLimitPrefix(prefix: unknown, field = 'kind_prefix'): string
 export function checkKindLimit(limit: KindLimit): KindLimit {
   const kindPrefix = checkLimitPrefix(limit.kindPrefix);
   const { concurrency, rate } = limit;
-  if (
-    concurrency !== null &&
-    (typeof concurrency !== 'number' ||
-      !Number.isInteger(concurrency) ||
-      concurrency < 1 ||
-      concurrency > MAX_LIMIT_CONCURRENCY)
-  ) {
-    throw invalidArgument('concurrency', `must be a whole number from 1 to ${MAX_LIMIT_CONCURRENCY}`);
-  }
+  checkConcurrency(concurrency);
   if (rate !== null) checkRate(rate);
   if (concurrency === null && rate === null) {
     throw invalidArgument('concurrency', 'set a concurrency or a rate (or clear the limit)');
@@ -128,6 +120,19 @@ export function checkKindLimit(limit: KindLimit): KindLimit {
     concurrency,
     rate: rate === null ? null : { count: rate.count, periodMs: rate.periodMs },
   };
+}
+
+/** A limit's concurrency: `null`, or a whole number in 1-1,000,000 (`invalid_argument` naming `concurrency`). */
+export function checkConcurrency(concurrency: number | null): void {
+  if (
+    concurrency !== null &&
+    (typeof concurrency !== 'number' ||
+      !Number.isInteger(concurrency) ||
+      concurrency < 1 ||
+      concurrency > MAX_LIMIT_CONCURRENCY)
+  ) {
+    throw invalidArgument('concurrency', `must be a whole number from 1 to ${MAX_LIMIT_CONCURRENCY}`);
+  }
 }
 
 /** A rate as text (`"100/s"`, parsed) or as numbers (checked against the same bounds). */
@@ -154,13 +159,22 @@ function checkRate(rate: Rate, field = 'rate'): Rate {
  * Pure, so every store refuses the same way, before writing anything.
  */
 export function admitKindLimit(held: readonly KindLimit[], limit: KindLimit, maxTotal: number): void {
-  if (held.some((l) => l.kindPrefix === limit.kindPrefix)) return;
-  if (held.length >= maxTotal) {
-    throw new TelhaError(
-      ErrorCode.FailedPrecondition,
-      `the store already holds ${maxTotal} kind limits, the most it may (MAX_KIND_LIMITS); clear one first`,
-    );
-  }
+  admitLimit(
+    held.some((l) => l.kindPrefix === limit.kindPrefix),
+    held.length,
+    maxTotal,
+    'kind limits',
+    'MAX_KIND_LIMITS',
+  );
+}
+
+/** Refuse a new limit past `maxTotal` (`failed_precondition`); a replaced one (`exists`) always passes. */
+export function admitLimit(exists: boolean, held: number, maxTotal: number, what: string, bound: string): void {
+  if (exists || held < maxTotal) return;
+  throw new TelhaError(
+    ErrorCode.FailedPrecondition,
+    `the store already holds ${maxTotal} ${what}, the most it may (${bound}); clear one first`,
+  );
 }
 
 /** The order limits list in on every backend: by prefix, as JavaScript compares strings. */
@@ -175,12 +189,21 @@ export function limitStatus(
   bucket: TokenBucket | null,
   now: Micros,
 ): KindLimitStatus {
-  const tokens = limit.rate === null ? null : wholeTokens(refillBucket(bucket, limit.rate, now));
-  return { ...limit, leased, tokens };
+  return { ...limit, leased, tokens: tokensNow(limit.rate, bucket, now) };
+}
+
+/** Whole tokens in a bucket refilled to `now`; `null` without a rate. */
+export function tokensNow(rate: Rate | null, bucket: TokenBucket | null, now: Micros): number | null {
+  return rate === null ? null : wholeTokens(refillBucket(bucket, rate, now));
 }
 
 /** A lane's room at the start of a claim: its concurrency less its leased jobs, and its whole tokens. */
-export function laneRoom(limit: KindLimit, leased: number, bucket: TokenBucket | null, now: Micros): number {
+export function laneRoom(
+  limit: Pick<KindLimit, 'concurrency' | 'rate'>,
+  leased: number,
+  bucket: TokenBucket | null,
+  now: Micros,
+): number {
   const room = limit.concurrency === null ? Infinity : Math.max(0, limit.concurrency - leased);
   return limit.rate === null ? room : Math.min(room, wholeTokens(refillBucket(bucket, limit.rate, now)));
 }
@@ -190,7 +213,12 @@ export function laneRoom(limit: KindLimit, leased: number, bucket: TokenBucket |
  * rate-limited lane that is not full and has no whole token now; otherwise `null` (a waiter
  * sleeps until the earliest of these and the gates).
  */
-export function laneTokenDue(limit: KindLimit, leased: number, bucket: TokenBucket | null, now: Micros): Micros | null {
+export function laneTokenDue(
+  limit: Pick<KindLimit, 'concurrency' | 'rate'>,
+  leased: number,
+  bucket: TokenBucket | null,
+  now: Micros,
+): Micros | null {
   if (limit.rate === null || (limit.concurrency !== null && leased >= limit.concurrency)) return null;
   return nextTokenAt(bucket ?? refillBucket(null, limit.rate, now), limit.rate, now);
 }
@@ -262,14 +290,24 @@ export class LaneBudget {
    * Lanes the claim took nothing from are left out (their buckets need no write).
    */
   spent(buckets: (kindPrefix: string) => TokenBucket | null, now: Micros): Map<string, TokenBucket> {
-    const after = new Map<string, TokenBucket>();
-    for (const [lane, n] of this.takenByLane) {
-      const rate = this.limits.get(lane)?.rate ?? null;
-      if (rate === null || n === 0) continue;
-      after.set(lane, takeTokens(refillBucket(buckets(lane), rate, now), n).bucket);
-    }
-    return after;
+    return spendBuckets(this.takenByLane, (lane) => this.limits.get(lane)?.rate ?? null, buckets, now);
   }
+}
+
+/** Each rate-limited key's bucket after `taken` leases: refilled to `now` and that many tokens spent. */
+export function spendBuckets(
+  taken: ReadonlyMap<string, number>,
+  rateOf: (key: string) => Rate | null,
+  buckets: (key: string) => TokenBucket | null,
+  now: Micros,
+): Map<string, TokenBucket> {
+  const after = new Map<string, TokenBucket>();
+  for (const [key, n] of taken) {
+    const rate = rateOf(key);
+    if (rate === null || n === 0) continue;
+    after.set(key, takeTokens(refillBucket(buckets(key), rate, now), n).bucket);
+  }
+  return after;
 }
 
 /** Up to `limit` of `ordered` (ready jobs in claim order) that the lanes have room for, in that order. */

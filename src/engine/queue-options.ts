@@ -150,6 +150,19 @@ export interface SetKindLimitOptions {
   readonly by?: string;
 }
 
+export interface SetTenantLimitOptions {
+  /** The tenant whose jobs it limits (every kind of them; system jobs have no tenant). */
+  readonly tenant: string;
+  /** At most this many of its jobs leased at once (1-1,000,000); omitted or `null` for no bound. */
+  readonly concurrency?: number | null;
+  /** At most this many of its leases per period: `"100/s"`, `"10/1m"`, or `{ count, periodMs }`; omitted or `null` for no bound. */
+  readonly rate?: Rate | string | null;
+  /** Its share of the fleet's fair order (1-1,000; default 1): weight 4 is served 4 times as often as weight 1. */
+  readonly weight?: number;
+  /** Who sets it, for operators reading the list. Default `local`. */
+  readonly by?: string;
+}
+
 /** Lease long-polls: how many are parked now, and how the finished ones ended. */
 export interface LeaseWaits {
   readonly parked: number;

@@ -13,6 +13,7 @@
  *                 (fired by the scheduler, or `scheduler.tick()` in tests)
  *     pauses      pause · resume · pauses
  *     limits      setKindLimit · clearKindLimit · kindLimits (seeded from `[jobs.kinds]` at open)
+ *     quotas      setTenantLimit · clearTenantLimit · tenantLimits (seeded from `[jobs.tenants]`)
  *     lifecycle   maintenance (reaper, pruning) · waits · events · stats · storeMetrics · close
  */
 import { systemClock, type Clock } from '../core/clock.ts';
@@ -32,6 +33,7 @@ import { silentLogger, type Logger } from '../core/logger.ts';
 import { assertInScope, inScope, scopeOfRecord } from '../core/scope.ts';
 import { checkPause, checkPausePrefix, DEFAULT_PAUSE_BOUNDS, type Pause } from '../core/pauses.ts';
 import type { KindLimit, KindLimitStatus } from '../core/kind-limits.ts';
+import type { TenantLimit, TenantLimitStatus } from '../core/tenant-limits.ts';
 import {
   applyChanges,
   checkChanges,
@@ -81,6 +83,7 @@ import { ChangeFeed } from './feed.ts';
 import { QueueEventEmitter } from './observers.ts';
 import { Scheduler } from './scheduler.ts';
 import { KindLanes } from './kind-lanes.ts';
+import { TenantQuotas } from './tenant-quotas.ts';
 import { WorkSignal, type WakeReason } from './work-signal.ts';
 import { tracedEnqueue } from '../tracing/spans.ts';
 import { fencedEach, fencedWrite, operate, type WriteContext } from './job-writes.ts';
@@ -104,6 +107,7 @@ import type {
   PauseOptions,
   ResumeOptions,
   SetKindLimitOptions,
+  SetTenantLimitOptions,
   LeaseWaits,
   QueueOptions,
 } from './queue-options.ts';
@@ -132,6 +136,7 @@ export class Queue {
   private readonly waitsEnded: Record<WakeReason, number> = { woken: 0, timeout: 0, aborted: 0 };
   /** The kind limits and the lanes they make: claims wait for the `[jobs.kinds]` ones to be stored. */
   private readonly lanes: KindLanes;
+  private readonly quotas: TenantQuotas;
   private closed = false;
   /** What the writes of `job-writes.ts` and `cancel-matching.ts` need of this queue. */
   private readonly writes: WriteContext;
@@ -174,13 +179,15 @@ export class Queue {
         this.announce(records, now);
       },
     });
-    this.lanes = new KindLanes({
+    const controls = {
       store: this.store,
       config: this.config,
       clock: this.clock,
       logger: this.logger,
       work: this.work,
-    });
+    };
+    this.lanes = new KindLanes(controls);
+    this.quotas = new TenantQuotas(controls);
     // Work announced by other servers sharing the store, or by transactional enqueues.
     this.store.watch?.((notices) => (notices === 'all' ? this.work.notifyAll() : this.work.notify(notices)));
     if (options.services ?? true) {
@@ -302,7 +309,7 @@ export class Queue {
 
   private async claim(options: LeaseOptions, limit: number): Promise<JobRecord[]> {
     this.assertOpen();
-    await this.lanes.seeded;
+    await Promise.all([this.lanes.seeded, this.quotas.seeded]);
     const scope = options.scope ?? ANY_SCOPE;
     if (scope.type !== 'any') checkScope(scope);
     const workerId = checkWorkerId(options.workerId);
@@ -771,6 +778,28 @@ export class Queue {
     return this.lanes.list();
   }
 
+  /**
+   * Limit a tenant, everywhere: at most `concurrency` of its jobs leased at once, `rate` leases
+   * per period, and its `weight` in the fleet's fair order. Replaces the tenant's limit; refused
+   * `invalid_argument` naming the field, `failed_precondition` past `MAX_TENANT_LIMITS`.
+   */
+  async setTenantLimit(options: SetTenantLimitOptions): Promise<TenantLimit> {
+    this.assertOpen();
+    return this.quotas.set(options);
+  }
+
+  /** Remove a tenant's limit: `not_found` when there is none. */
+  async clearTenantLimit(tenant: string): Promise<void> {
+    this.assertOpen();
+    return this.quotas.clear(tenant);
+  }
+
+  /** Every tenant limit by tenant, with its leased jobs and whole tokens now. */
+  async tenantLimits(): Promise<TenantLimitStatus[]> {
+    this.assertOpen();
+    return this.quotas.list();
+  }
+
   /** Tell listeners of a committed transition; a job that left Leased frees room in its lane. */
   private transitioned(
     transition: transitions.TransitionName,
@@ -779,7 +808,10 @@ export class Queue {
     now: Micros,
   ): void {
     this.events.transition(transition, records, previous, now);
-    if (previous === JobState.Leased) this.lanes.freed(records);
+    if (previous === JobState.Leased) {
+      this.lanes.freed(records);
+      this.quotas.freed(records);
+    }
     // A job that left its ordered key's line gave the next job its turn, in the store's write:
     // of a kind this queue cannot name from here, so every waiter looks.
     if (transition !== 'lease' && records.some((r) => r.orderKey !== null && !staysInLine(r))) this.work.notifyAll();
@@ -826,7 +858,7 @@ export class Queue {
   async close(): Promise<void> {
     if (this.closed) return;
     // The [jobs.kinds] limits land (or are logged as failed) before the store goes.
-    await Promise.all([this.maintenance.stop(), this.scheduler.stop(), this.lanes.seeded]);
+    await Promise.all([this.maintenance.stop(), this.scheduler.stop(), this.lanes.seeded, this.quotas.seeded]);
     this.closed = true;
     this.work.wakeAll();
     await this.store.close();

@@ -72,6 +72,12 @@ export class WorkSignal {
     for (const waiter of [...this.waiters]) if (laneMayServe(kindPrefix, waiter.kinds)) waiter.wake('woken');
   }
 
+  /** A limited tenant (`core/tenant-limits.ts`) has room again: wake every waiter whose scope holds it. */
+  notifyTenant(tenant: string): void {
+    this.announced++;
+    for (const waiter of [...this.waiters]) if (inScope({ tenant }, waiter.scope)) waiter.wake('woken');
+  }
+
   /** Wake every waiter to look again: work of unknown shape may have appeared. */
   notifyAll(): void {
     this.announced++;

@@ -67,6 +67,25 @@ export function limitForm(form: Form): { kindPrefix: string; concurrency: number
   };
 }
 
+export const TENANT_LIMIT_FIELDS = ['_csrf', 'tenant', 'concurrency', 'rate', 'weight'] as const;
+
+/** A tenant limit to set: the tenant, and any of a concurrency, a rate and a weight (the engine says so if none). */
+export function tenantLimitForm(form: Form): {
+  tenant: string;
+  concurrency: number | null;
+  rate: string | null;
+  weight?: number;
+} {
+  onlyKnown(form, TENANT_LIMIT_FIELDS);
+  const weight = formInteger(form, 'weight');
+  return {
+    tenant: formText(form, 'tenant')?.trim() ?? '',
+    concurrency: formInteger(form, 'concurrency'),
+    rate: formText(form, 'rate')?.trim() || null,
+    ...(weight === null ? {} : { weight }),
+  };
+}
+
 /** The fields of the schedule form, as posted to create (`paused` too) or update one. */
 export const SCHEDULE_FIELDS = [
   '_csrf',

@@ -20,6 +20,7 @@ import { jobHandlers } from './handlers/jobs.ts';
 import type { Handle, HandlerKit, QueueServiceImpl } from './handlers/kit.ts';
 import { produceHandlers } from './handlers/produce.ts';
 import { scheduleHandlers } from './handlers/schedules.ts';
+import { tenantHandlers } from './handlers/tenants.ts';
 import { workHandlers } from './handlers/work.ts';
 import { openProduceSession, type ProduceSession, type ProduceStream } from './produce-session.ts';
 import { WatchMessages } from './watch-messages.ts';
@@ -120,6 +121,7 @@ export function createQueueService(deps: ServiceDeps): QueueServiceHandlers {
     ...jobHandlers(kit),
     ...scheduleHandlers(kit),
     ...controlHandlers(kit),
+    ...tenantHandlers(kit),
     ...backupHandlers(kit),
   };
 

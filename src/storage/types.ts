@@ -10,6 +10,7 @@
 import type { ListOrder } from '../core/list-order.ts';
 import type { JobDraft } from '../core/drafts.ts';
 import type { KindLimit, KindLimitStatus } from '../core/kind-limits.ts';
+import type { TenantLimit, TenantLimitStatus } from '../core/tenant-limits.ts';
 import type { Pause, PauseBounds, PauseScope } from '../core/pauses.ts';
 import type { Schedule, ScheduleFiring } from '../core/schedules.ts';
 import type { LogFilter, LogPage, LogPruneParams } from '../core/transitions-log.ts';
@@ -353,6 +354,22 @@ export interface JobStore {
    * now whose lane it is) and whole tokens at `now` (`null` without a rate).
    */
   listKindLimits(now: Micros): Promise<KindLimitStatus[]>;
+
+  /**
+   * Store a tenant limit (`core/tenant-limits.ts`), replacing the tenant's; from the next claim
+   * on, every claim (on a shared store, every server's) honours it. Refuses `failed_precondition`
+   * when the tenant is new and `maxTotal` limits are held; then nothing is written. Durable.
+   */
+  setTenantLimit(limit: TenantLimit, maxTotal: number): Promise<TenantLimit>;
+
+  /** Remove a tenant's limit; whether there was one. */
+  clearTenantLimit(tenant: string): Promise<boolean>;
+
+  /**
+   * Every tenant limit, by tenant (`compareTenantLimits`), with the tenant's leased count and
+   * whole tokens at `now` (`null` without a rate).
+   */
+  listTenantLimits(now: Micros): Promise<TenantLimitStatus[]>;
 
   /**
    * The earliest time after `now` a waiter in `scope` should look again: the earliest `notBefore`

@@ -11,6 +11,7 @@
 import client from 'prom-client';
 import type { MetricsConfig } from '../core/config.ts';
 import type { KindLimitStatus } from '../core/kind-limits.ts';
+import type { TenantLimitStatus } from '../core/tenant-limits.ts';
 import { JOB_STATE_NAMES, JobState, type CountRow, type JobRecord } from '../core/types.ts';
 import type { QueueObservation } from '../engine/observers.ts';
 import type { StoreMetrics } from '../engine/queue.ts';
@@ -146,6 +147,8 @@ export interface MetricsSources {
   pauses(): Promise<number>;
   /** Kind limits with their lanes now (at most `MAX_KIND_LIMITS`, so a bounded label set). */
   kindLimits(): Promise<readonly KindLimitStatus[]>;
+  /** Tenant limits with their tenants now (at most `MAX_TENANT_LIMITS`). */
+  tenantLimits(): Promise<readonly TenantLimitStatus[]>;
   nowMicros(): number;
 }
 
@@ -252,23 +255,35 @@ export class QueueMetrics {
     gauge('telha_lease_waits_parked', 'Lease long-polls waiting for work now.', () => sources.parkedLeases());
     gauge('telha_work_streams_open', 'Work streams (SDK workers) connected now.', () => sources.workStreams());
     gauge('telha_pauses', 'Kind prefixes paused now, in every scope.', () => sources.pauses());
-    // One series per kind limit (at most MAX_KIND_LIMITS = 100), labelled by its prefix.
-    const limitGauge = (name: string, help: string, read: (limit: KindLimitStatus) => number | null): void => {
-      new client.Gauge({
-        name,
-        help,
-        labelNames: ['kind_prefix'],
-        registers,
-        async collect() {
-          const limits = await sources.kindLimits();
-          this.reset();
-          for (const limit of limits) {
-            const value = read(limit);
-            if (value !== null) this.labels(limit.kindPrefix).set(value);
-          }
-        },
-      });
+    // One series per limit, labelled by what it limits.
+    const labelledGauge = <L>(
+      label: string,
+      list: () => Promise<readonly L[]>,
+      labelOf: (limit: L) => string,
+    ): ((name: string, help: string, read: (limit: L) => number | null) => void) => {
+      return (name, help, read) => {
+        new client.Gauge({
+          name,
+          help,
+          labelNames: [label],
+          registers,
+          async collect() {
+            const limits = await list();
+            this.reset();
+            for (const limit of limits) {
+              const value = read(limit);
+              if (value !== null) this.labels(labelOf(limit)).set(value);
+            }
+          },
+        });
+      };
     };
+    // At most MAX_KIND_LIMITS = 100 kind limits: a bounded label set.
+    const limitGauge = labelledGauge(
+      'kind_prefix',
+      () => sources.kindLimits(),
+      (l) => l.kindPrefix,
+    );
     limitGauge('telha_kind_limit_leased', 'Jobs of each kind limit lane leased now.', (l) => l.leased);
     limitGauge(
       'telha_kind_limit_concurrency',
@@ -276,6 +291,23 @@ export class QueueMetrics {
       (l) => l.concurrency,
     );
     limitGauge('telha_kind_limit_tokens', 'Whole tokens left now in each rate-limited lane.', (l) => l.tokens);
+    gauge('telha_tenant_limits', 'Tenant limits held now.', async () => (await sources.tenantLimits()).length);
+    // A series per limited tenant only with `metrics.tenant_labels`: tenants are an unbounded label set.
+    if (config.tenant_labels) {
+      const tenantGauge = labelledGauge(
+        'tenant',
+        () => sources.tenantLimits(),
+        (l) => l.tenant,
+      );
+      tenantGauge('telha_tenant_limit_leased', 'Jobs of each limited tenant leased now.', (l) => l.leased);
+      tenantGauge(
+        'telha_tenant_limit_concurrency',
+        'The concurrency of each tenant limit that sets one.',
+        (l) => l.concurrency,
+      );
+      tenantGauge('telha_tenant_limit_tokens', 'Whole tokens left now for each rate-limited tenant.', (l) => l.tokens);
+      tenantGauge('telha_tenant_limit_weight', "Each limited tenant's weight in the fair order.", (l) => l.weight);
+    }
     const fromStore =
       (read: (m: StoreMetrics) => number | boolean | null | undefined) => async (): Promise<number | null> => {
         const value = read(await sources.store());

@@ -57,6 +57,7 @@ export class Telemetry implements CallObserver {
           workStreams: () => this.streams,
           pauses: async () => (await queue.pauses()).length,
           kindLimits: () => queue.kindLimits(),
+          tenantLimits: () => queue.tenantLimits(),
           nowMicros: () => queue.clock.now(),
         })
       : null;

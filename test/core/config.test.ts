@@ -21,6 +21,7 @@ describe('configuration', () => {
       fair_tenants: true,
       max_result_bytes: 65_536,
       kinds: {},
+      tenants: {},
     });
     assert.equal(DEFAULT_CONFIG.storage.path, './telha-data');
     assert.equal(DEFAULT_CONFIG.storage.durability, 'process');
@@ -33,6 +34,23 @@ describe('configuration', () => {
       'jobs.lease_ttl_secs',
       /^jobs\.lease_ttl_secs: must be greater than 0/,
     );
+  });
+
+  it('takes [jobs.tenants."<name>"] limits, and refuses bad ones naming the key', () => {
+    const config = makeConfig({ jobs: { tenants: { acme: { concurrency: 5, rate: '10/s', weight: 4 } } } });
+    assert.deepEqual(config.jobs.tenants, { acme: { concurrency: 5, rate: '10/s', weight: 4 } });
+    refuses(
+      () => makeConfig({ jobs: { tenants: { acme: { weight: 1_001 } } } }),
+      'jobs.tenants.acme.weight',
+      /^jobs\.tenants\.acme\.weight: must be at most 1000/,
+    );
+    refuses(
+      () => makeConfig({ jobs: { tenants: { acme: { rate: 'often' } } } }),
+      'jobs.tenants.acme.rate',
+      /^jobs\.tenants\.acme\.rate: /,
+    );
+    refuses(() => makeConfig({ jobs: { tenants: { acme: {} } } }), 'jobs.tenants.acme', /set a concurrency/);
+    refuses(() => makeConfig({ jobs: { tenants: { 'a b': { weight: 2 } } } }), 'jobs.tenants."a b"', /a tenant must/);
   });
 
   it('refuses max_attempts = 0, naming the key', () => {

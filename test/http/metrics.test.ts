@@ -117,6 +117,28 @@ describe('/metrics', () => {
     );
   });
 
+  it('exports each tenant limit with metrics.tenant_labels, and only their number without', async () => {
+    for (const tenantLabels of [true, false]) {
+      const server = await startServer({ metrics: { tenant_labels: tenantLabels } });
+      await server.queue.setTenantLimit({ tenant: 'acme', concurrency: 3, rate: '10/1h', weight: 4 });
+      await server.queue.setTenantLimit({ tenant: 'globex', weight: 2 });
+      await server.queue.enqueueBatch([{ kind: 'k' }, { kind: 'k' }], acme);
+      assert.equal((await server.queue.lease({ workerId: 'w', limit: 10 })).length, 2);
+      const m = await scrape(server, null);
+      assert.equal(m.value('telha_tenant_limits'), 2);
+      if (!tenantLabels) {
+        assert.equal(m.families.get('telha_tenant_limit_leased'), undefined, 'no tenant label without the option');
+        continue;
+      }
+      assert.equal(m.value('telha_tenant_limit_leased', { tenant: 'acme' }), 2);
+      assert.equal(m.value('telha_tenant_limit_concurrency', { tenant: 'acme' }), 3);
+      assert.equal(m.value('telha_tenant_limit_tokens', { tenant: 'acme' }), 8);
+      assert.equal(m.value('telha_tenant_limit_weight', { tenant: 'acme' }), 4);
+      assert.equal(m.value('telha_tenant_limit_weight', { tenant: 'globex' }), 2);
+      assert.equal(m.value('telha_tenant_limit_leased', { tenant: 'globex' }), 0);
+    }
+  });
+
   it('counts reaped leases', async () => {
     const server = await startServer({ jobs: { lease_ttl_secs: 1 } });
     await server.queue.enqueue({ kind: 'slow' }, acme);

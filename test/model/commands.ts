@@ -122,6 +122,19 @@ export type Command =
     }
   /** Clear a kind limit. */
   | { readonly t: 'clearLimit'; readonly prefix: number }
+  /** Set a tenant limit (replacing the tenant's), valid or not. */
+  | {
+      readonly t: 'setTenantLimit';
+      readonly tenant: 'a' | 'b';
+      /** `0` is refused. */
+      readonly concurrency: number | null;
+      /** Index into {@link LIMIT_RATES}. */
+      readonly rate: number;
+      /** `0` and `1001` are refused. */
+      readonly weight: number;
+    }
+  /** Clear a tenant limit. */
+  | { readonly t: 'clearTenantLimit'; readonly tenant: 'a' | 'b' }
   /** Move the clock; with `reap`, run the reaper right after (as its timer would). */
   | { readonly t: 'advance'; readonly secs: number; readonly reap: boolean }
   /** An operation on a job id the store never issued: `not_found` for all of them. */
@@ -339,6 +352,17 @@ const COMMANDS: { readonly [T in Command['t']]: fc.Arbitrary<Extract<Command, { 
     rate: fc.oneof({ arbitrary: fc.constant(0), weight: 2 }, { arbitrary: fc.nat(LIMIT_RATES.length - 1), weight: 3 }),
   }),
   clearLimit: fc.record({ t: fc.constant('clearLimit' as const), prefix: fc.nat(LIMIT_PREFIXES.length - 1) }),
+  setTenantLimit: fc.record({
+    t: fc.constant('setTenantLimit' as const),
+    tenant: fc.constantFrom('a' as const, 'b' as const),
+    concurrency: fc.constantFrom(null, null, 0, 1, 2, 3),
+    rate: fc.oneof({ arbitrary: fc.constant(0), weight: 3 }, { arbitrary: fc.nat(LIMIT_RATES.length - 1), weight: 2 }),
+    weight: fc.constantFrom(1, 1, 2, 3, 4, 0, 1_001),
+  }),
+  clearTenantLimit: fc.record({
+    t: fc.constant('clearTenantLimit' as const),
+    tenant: fc.constantFrom('a' as const, 'b' as const),
+  }),
   advance: fc.record({
     t: fc.constant('advance' as const),
     secs: fc.constantFrom(...ADVANCE_SECS),
@@ -388,6 +412,8 @@ export const BROAD_MIX: CommandMix = {
     pause: 2,
     setLimit: 2,
     clearLimit: 1,
+    setTenantLimit: 2,
+    clearTenantLimit: 1,
     advance: 5,
     ghost: 1,
     restart: 1,
@@ -417,6 +443,8 @@ export const LIFECYCLE_MIX: CommandMix = {
     pause: 0,
     setLimit: 1,
     clearLimit: 0,
+    setTenantLimit: 1,
+    clearTenantLimit: 0,
     advance: 6,
     ghost: 0,
     restart: 1,

@@ -684,6 +684,34 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         same(observed, model.clearLimit(prefix), context);
         break;
       }
+      case 'setTenantLimit': {
+        const tenant = scopeName(command.tenant) as string;
+        const rate = LIMIT_RATES[command.rate % LIMIT_RATES.length] ?? null;
+        const observed = await attempt(async () => {
+          await queue.setTenantLimit({
+            tenant,
+            concurrency: command.concurrency,
+            rate,
+            weight: command.weight,
+            by: 'model',
+          });
+          return undefined;
+        });
+        const expected = model.setTenantLimit(tenant, command.concurrency, modelRate(rate), command.weight);
+        tally(coverage, command, observed);
+        same(observed, expected, context);
+        break;
+      }
+      case 'clearTenantLimit': {
+        const tenant = scopeName(command.tenant) as string;
+        const observed = await attempt(async () => {
+          await queue.clearTenantLimit(tenant);
+          return undefined;
+        });
+        tally(coverage, command, observed);
+        same(observed, model.clearTenantLimit(tenant), context);
+        break;
+      }
       case 'advance':
         clock.advanceSeconds(command.secs);
         if (command.reap) await execute({ t: 'reap' }, `${context} (reap)`);
@@ -870,5 +898,10 @@ async function checkStore(
     (await queue.kindLimits()).map((l) => [l.kindPrefix, l.concurrency, l.leased, l.tokens]),
     model.limitRows(now),
     `${context}\n  kindLimits`,
+  );
+  same(
+    (await queue.tenantLimits()).map((l) => [l.tenant, l.concurrency, l.weight, l.leased, l.tokens]),
+    model.tenantRows(now),
+    `${context}\n  tenantLimits`,
   );
 }

@@ -192,8 +192,142 @@ export class ReferenceModel {
       ]);
   }
 
+  /** Tenant limits by tenant, as `core/tenant-limits.ts` defines them, written again. */
+  private readonly tenantLimits = new Map<
+    string,
+    { concurrency: number | null; rate: ModelRate | null; weight: number }
+  >();
+  /** Token buckets of rate-limited tenants; absent is full. */
+  private readonly tenantBuckets = new Map<string, { tokens: number; at: number }>();
+  /** Smooth weighted round robin's credit per tenant; forgotten by a tenant that cannot be served, and at a restart. */
+  private credits = new Map<string, number>();
+
+  setTenantLimit(
+    tenant: string,
+    concurrency: number | null,
+    rate: ModelRate | 'invalid' | null,
+    weight: number,
+  ): Expected<undefined> {
+    if (
+      rate === 'invalid' ||
+      (concurrency !== null && concurrency < 1) ||
+      weight < 1 ||
+      weight > 1_000 ||
+      (concurrency === null && rate === null && weight === 1)
+    ) {
+      return err('invalid_argument');
+    }
+    this.tenantLimits.set(tenant, { concurrency, rate, weight });
+    if (rate === null) this.tenantBuckets.delete(tenant);
+    return { ok: true, value: undefined };
+  }
+
+  clearTenantLimit(tenant: string): Expected<undefined> {
+    if (!this.tenantLimits.delete(tenant)) return err('not_found');
+    this.tenantBuckets.delete(tenant);
+    return { ok: true, value: undefined };
+  }
+
+  private leasedOf(tenant: string): number {
+    return this.jobs.filter((j) => j.state === JobState.Leased && j.tenant === tenant).length;
+  }
+
+  private static refilled(
+    bucket: { tokens: number; at: number } | undefined,
+    rate: ModelRate,
+    now: number,
+  ): { tokens: number; at: number } {
+    if (bucket === undefined) return { tokens: rate.count, at: now };
+    if (now <= bucket.at) return { tokens: Math.min(bucket.tokens, rate.count), at: bucket.at };
+    return {
+      tokens: Math.min(rate.count, bucket.tokens + ((now - bucket.at) * rate.count) / (rate.periodMs * 1000)),
+      at: now,
+    };
+  }
+
+  /** Each tenant limit with the tenant's leased jobs and whole tokens now, by tenant. */
+  tenantRows(now: number): [string, number | null, number, number, number | null][] {
+    return [...this.tenantLimits.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([tenant, l]) => [
+        tenant,
+        l.concurrency,
+        l.weight,
+        this.leasedOf(tenant),
+        l.rate === null
+          ? null
+          : ReferenceModel.whole(ReferenceModel.refilled(this.tenantBuckets.get(tenant), l.rate, now).tokens),
+      ]);
+  }
+
+  /** A claim's room per limited tenant: what its concurrency leaves, and its whole tokens. */
+  private tenantRoom(now: number): Map<string, number> {
+    const room = new Map<string, number>();
+    for (const [tenant, l] of this.tenantLimits) {
+      let r = l.concurrency === null ? Infinity : Math.max(0, l.concurrency - this.leasedOf(tenant));
+      if (l.rate !== null) {
+        r = Math.min(
+          r,
+          ReferenceModel.whole(ReferenceModel.refilled(this.tenantBuckets.get(tenant), l.rate, now).tokens),
+        );
+      }
+      room.set(tenant, r);
+    }
+    return room;
+  }
+
+  /**
+   * The fair order while tenant limits exist: system jobs first in key order, then turn by turn
+   * the servable tenant (its room left, a first job whose lane has room) with the most credit after
+   * each gains its weight, the first in scope order on a tie; it pays the turn's total weight.
+   */
+  private weightedOrder(
+    eligible: readonly ModelJob[],
+    limit: number,
+    lanes: { admit: (job: ModelJob) => boolean; fits: (job: ModelJob) => boolean },
+    room: Map<string, number>,
+  ): ModelJob[] {
+    const chosen = this.inOrder(
+      eligible.filter((job) => job.tenant === null),
+      limit,
+      lanes.admit,
+    );
+    const tenants = [...new Set(eligible.filter((job) => job.tenant !== null).map((job) => job.tenant as string))].sort(
+      (a, b) => (this.rankOf(a) < this.rankOf(b) ? -1 : 1),
+    );
+    const queues = new Map(tenants.map((t) => [t, eligible.filter((job) => job.tenant === t)]));
+    while (chosen.length < limit) {
+      const servable: string[] = [];
+      for (const tenant of tenants) {
+        const queue = queues.get(tenant) as ModelJob[];
+        while (queue.length > 0 && !lanes.fits(queue[0] as ModelJob)) queue.shift();
+        if (queue.length > 0 && (room.get(tenant) ?? Infinity) > 0) servable.push(tenant);
+      }
+      const total = servable.reduce((sum, t) => sum + (this.tenantLimits.get(t)?.weight ?? 1), 0);
+      const credits = new Map<string, number>();
+      let best: string | null = null;
+      for (const tenant of servable) {
+        const credit = (this.credits.get(tenant) ?? 0) + (this.tenantLimits.get(tenant)?.weight ?? 1);
+        credits.set(tenant, credit);
+        if (best === null || credit > (credits.get(best) as number)) best = tenant;
+      }
+      if (best !== null) credits.set(best, (credits.get(best) as number) - total);
+      this.credits = credits;
+      if (best === null) break;
+      const job = (queues.get(best) as ModelJob[]).shift() as ModelJob;
+      lanes.admit(job);
+      room.set(best, (room.get(best) ?? Infinity) - 1);
+      chosen.push(job);
+    }
+    return chosen;
+  }
+
   /** A claim's room per lane: what the concurrency leaves, and whole tokens. `admit` takes one of a job's lane. */
-  private laneRoom(now: number): { admit: (job: ModelJob) => boolean; taken: Map<string, number> } {
+  private laneRoom(now: number): {
+    admit: (job: ModelJob) => boolean;
+    fits: (job: ModelJob) => boolean;
+    taken: Map<string, number>;
+  } {
     const room = new Map<string, number>();
     for (const [prefix, l] of this.limits) {
       let r = l.concurrency === null ? Infinity : Math.max(0, l.concurrency - this.leasedIn(prefix));
@@ -210,7 +344,11 @@ export class ReferenceModel {
       taken.set(lane, (taken.get(lane) ?? 0) + 1);
       return true;
     };
-    return { admit, taken };
+    const fits = (job: ModelJob): boolean => {
+      const lane = this.lane(job.kind);
+      return lane === null || (room.get(lane) ?? 0) > 0;
+    };
+    return { admit, fits, taken };
   }
 
   /** `scope` `undefined`: everywhere. */
@@ -390,8 +528,30 @@ export class ReferenceModel {
           !this.paused(job),
       )
       .sort((a, b) => this.compareKeyOrder(a, b));
-    const { admit, taken } = this.laneRoom(now);
-    const ready = filter.any ? this.fairOrder(eligible, limit, admit) : this.inOrder(eligible, limit, admit);
+    const lanes = this.laneRoom(now);
+    const { admit, taken } = lanes;
+    let ready: ModelJob[];
+    if (this.tenantLimits.size > 0) {
+      const room = this.tenantRoom(now);
+      ready = filter.any
+        ? this.weightedOrder(eligible, limit, lanes, room)
+        : this.inOrder(eligible, limit, (job) => {
+            if (job.tenant !== null && (room.get(job.tenant) ?? Infinity) <= 0) return false;
+            if (!admit(job)) return false;
+            if (job.tenant !== null && room.has(job.tenant)) room.set(job.tenant, (room.get(job.tenant) as number) - 1);
+            return true;
+          });
+      const spent = new Map<string, number>();
+      for (const job of ready) if (job.tenant !== null) spent.set(job.tenant, (spent.get(job.tenant) ?? 0) + 1);
+      for (const [tenant, n] of spent) {
+        const rate = this.tenantLimits.get(tenant)?.rate ?? null;
+        if (rate === null) continue;
+        const bucket = ReferenceModel.refilled(this.tenantBuckets.get(tenant), rate, now);
+        this.tenantBuckets.set(tenant, { tokens: Math.max(0, bucket.tokens - n), at: bucket.at });
+      }
+    } else {
+      ready = filter.any ? this.fairOrder(eligible, limit, admit) : this.inOrder(eligible, limit, admit);
+    }
     for (const [lane, n] of taken) {
       const rate = this.limits.get(lane)?.rate ?? null;
       if (rate === null) continue;
@@ -458,7 +618,11 @@ export class ReferenceModel {
    */
   restarted(options: { readonly keepBuckets: boolean }): void {
     this.fairCursor = null;
-    if (!options.keepBuckets) this.buckets.clear();
+    this.credits = new Map();
+    if (!options.keepBuckets) {
+      this.buckets.clear();
+      this.tenantBuckets.clear();
+    }
   }
 
   /** One lease TTL from now, but never past the attempt's deadline: the job timeout outranks heartbeats. */
@@ -695,7 +859,11 @@ export class ReferenceModel {
       if (job.state !== JobState.Pending) continue;
       let at: number | null = null;
       if (job.notBefore !== null && job.notBefore > now) at = job.notBefore;
-      else if (!this.paused(job)) at = this.tokenDue(job.kind, now);
+      else if (!this.paused(job)) {
+        const lane = this.tokenDue(job.kind, now);
+        const tenant = this.tenantTokenDue(job.tenant, now);
+        at = lane === null ? tenant : tenant === null ? lane : Math.min(lane, tenant);
+      }
       if (at !== null && (earliest === null || at < earliest)) earliest = at;
     }
     return earliest;
@@ -707,6 +875,16 @@ export class ReferenceModel {
     if (lane === null || l === undefined || l.rate === null) return null;
     if (l.concurrency !== null && this.leasedIn(lane) >= l.concurrency) return null;
     const bucket = this.tokens(lane, l.rate, now);
+    if (ReferenceModel.whole(bucket.tokens) >= 1) return null;
+    const wait = Math.ceil(((1 - bucket.tokens) * l.rate.periodMs * 1000) / l.rate.count - 1e-9);
+    return bucket.at + Math.max(1, wait);
+  }
+
+  private tenantTokenDue(tenant: ModelScope, now: number): number | null {
+    const l = tenant === null ? undefined : this.tenantLimits.get(tenant);
+    if (tenant === null || l === undefined || l.rate === null) return null;
+    if (l.concurrency !== null && this.leasedOf(tenant) >= l.concurrency) return null;
+    const bucket = ReferenceModel.refilled(this.tenantBuckets.get(tenant), l.rate, now);
     if (ReferenceModel.whole(bucket.tokens) >= 1) return null;
     const wait = Math.ceil(((1 - bucket.tokens) * l.rate.periodMs * 1000) / l.rate.count - 1e-9);
     return bucket.at + Math.max(1, wait);

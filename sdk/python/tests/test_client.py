@@ -156,6 +156,28 @@ async def test_pauses_and_resumes_a_kind_and_sets_a_kind_limit(client: Client, k
     assert kind not in [limit.kind_prefix for limit in await client.kind_limits()]
 
 
+async def test_sets_lists_and_clears_a_tenant_limit_refusing_bad_ones(client: Client, kind: str) -> None:
+    tenant = f"t-{kind[-100:]}"
+    limit = await client.set_tenant_limit(tenant, concurrency=2, rate="10/s", weight=3)
+    assert (limit.tenant, limit.concurrency, limit.rate, limit.weight) == (tenant, 2, "10/1s", 3)
+    await client.enqueue(kind, scope=tenant)
+    await client.enqueue(kind, scope=tenant)
+    await client.enqueue(kind, scope=tenant)
+    leased = await client.stub.Lease(
+        pb.LeaseRequest(worker_id="w", kinds=[kind], limit=10), metadata=client.metadata
+    )
+    assert len(leased.jobs) == 2
+    listed = [l for l in await client.tenant_limits() if l.tenant == tenant]
+    assert [(l.leased, l.tokens) for l in listed] == [(2, 8)]
+    with pytest.raises(InvalidArgument) as refused:
+        await client.set_tenant_limit(tenant, weight=5000)
+    assert refused.value.field == "weight"
+    await client.clear_tenant_limit(tenant)
+    assert tenant not in [l.tenant for l in await client.tenant_limits()]
+    with pytest.raises(NotFound):
+        await client.clear_tenant_limit(tenant)
+
+
 async def test_creates_reads_runs_and_deletes_a_schedule(client: Client, kind: str) -> None:
     name = kind[-100:]
     created = await client.create_schedule(name, NewJob(kind, {"n": 1}), cron="0 3 * * *", scope="acme", paused=True)

@@ -11,7 +11,16 @@ import { pauseScope, principalLabel, requirePermission, resolveScope } from '../
 import type { QueueScope } from '../../core/types.ts';
 import type { HttpContext } from '../context.ts';
 import { formPost } from '../form-post.ts';
-import { formScope, formText, limitForm, LIMIT_FIELDS, typedValues, type Form } from '../forms.ts';
+import {
+  formScope,
+  formText,
+  limitForm,
+  LIMIT_FIELDS,
+  tenantLimitForm,
+  TENANT_LIMIT_FIELDS,
+  typedValues,
+  type Form,
+} from '../forms.ts';
 import { onlyKnown } from '../params.ts';
 import type { Refusal } from '../views/controls.ts';
 import type { Viewer } from '../views/layout.ts';
@@ -83,5 +92,21 @@ export function controlRoutes(app: FastifyInstance, context: HttpContext): void 
     const kindPrefix = formText(form, 'kind_prefix') ?? '';
     await queue.clearKindLimit(kindPrefix);
     logger.info({ kindPrefix, caller: viewer.principal.name }, 'cleared kind limit');
+  });
+
+  // Tenant limits: operators only (permission `limit`), as SetTenantLimit and ClearTenantLimit.
+  control('/tenant-limits/set', 'tenant-limits', async (viewer, form) => {
+    requirePermission(viewer.principal, 'limit');
+    const limit = tenantLimitForm(form);
+    await queue.setTenantLimit({ ...limit, by: principalLabel(viewer.principal) });
+    logger.info({ tenant: limit.tenant, caller: viewer.principal.name }, 'set tenant limit');
+  });
+
+  control('/tenant-limits/clear', 'tenant-limits', async (viewer, form) => {
+    requirePermission(viewer.principal, 'limit');
+    onlyKnown(form, TENANT_LIMIT_FIELDS);
+    const tenant = formText(form, 'tenant') ?? '';
+    await queue.clearTenantLimit(tenant);
+    logger.info({ tenant, caller: viewer.principal.name }, 'cleared tenant limit');
   });
 }

@@ -56,5 +56,6 @@ export async function overviewData(context: HttpContext, viewer: Viewer): Promis
   const limits = viewer.principal.role === 'operator' ? await queue.kindLimits() : null;
   // Blocked ordered keys for those who may release them (ReleaseKey's permission), in the same scope.
   const blockedKeys = hasPermission(viewer.principal, 'cancel') ? await queue.blockedKeys(scope) : null;
-  return { counts, tenants, backend: queue.backend, pauses, limits, blockedKeys };
+  const tenantLimits = viewer.principal.role === 'operator' ? await queue.tenantLimits() : null;
+  return { counts, tenants, backend: queue.backend, pauses, limits, blockedKeys, tenantLimits };
 }

@@ -13,7 +13,7 @@ import { csrfField, notice, number, type Viewer } from './layout.ts';
 
 /** A control's form the server refused: which panel, why, and what was typed. */
 export interface Refusal {
-  readonly panel: 'pauses' | 'limits' | 'keys';
+  readonly panel: 'pauses' | 'limits' | 'keys' | 'tenant-limits';
   readonly message: string;
   readonly values: Readonly<Record<string, string>>;
 }

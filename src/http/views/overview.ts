@@ -5,6 +5,8 @@ import { JobState, type CountRow } from '../../core/types.ts';
 import { href, html, type Html } from '../html.ts';
 import { blockedKeysPanel, limitsPanel, pausesPanel, type Refusal } from './controls.ts';
 import type { BlockedKey } from '../../core/ordered-keys.ts';
+import { tenantLimitsPanel } from './tenant-limits.ts';
+import type { TenantLimitStatus } from '../../core/tenant-limits.ts';
 import { number, page, type Viewer } from './layout.ts';
 
 /** The states an operator watches, in the order a job moves through them. */
@@ -27,6 +29,8 @@ export interface OverviewData {
   readonly limits?: readonly KindLimitStatus[] | null;
   /** Blocked ordered keys the viewer may release; `null` (or absent) when it may not. */
   readonly blockedKeys?: readonly BlockedKey[] | null;
+  /** Tenant limits; `null` (or absent) when the viewer is not an operator. */
+  readonly tenantLimits?: readonly TenantLimitStatus[] | null;
   /** A control's form the server refused, shown in its panel. */
   readonly refused?: Refusal | null;
 }
@@ -154,6 +158,11 @@ export function overviewPage(viewer: Viewer, data: OverviewData): Html {
         data.blockedKeys === null || data.blockedKeys === undefined
           ? ''
           : blockedKeysPanel(viewer, data.blockedKeys, data.refused ?? null)
+      }
+      ${
+        data.tenantLimits === null || data.tenantLimits === undefined
+          ? ''
+          : tenantLimitsPanel(viewer, data.tenantLimits, data.refused ?? null)
       }
       ${
         data.tenants === null

@@ -66,6 +66,16 @@ import {
 import { jobKeyOf, pageTokenAfter, pageTokenPosition, scopeOfTenant } from '../../codec/keys.ts';
 import { schedulePageKey, schedulePageToken, scheduleSortKey } from '../../codec/schedules.ts';
 import { fairPick } from '../../core/fair-order.ts';
+import {
+  admitTenantLimit,
+  compareTenantLimits,
+  pickForTenants,
+  TenantBudget,
+  tenantLimitStatus,
+  WeightedTurns,
+  type TenantLimit,
+  type TenantLimitStatus,
+} from '../../core/tenant-limits.ts';
 import { idempotencySlot, inScope } from '../../core/scope.ts';
 import { releasesSupersedeKey, supersedeSlot } from '../../core/supersede.ts';
 import { planSupersede, supersededOutcomes } from '../supersede-plan.ts';
@@ -91,6 +101,10 @@ import type {
   UpdateItem,
   UpdateOutcome,
 } from '../types.ts';
+
+function earlier(a: Micros | null, b: Micros | null): Micros | null {
+  return a === null ? b : b === null ? a : Math.min(a, b);
+}
 
 function scopeHex(record: JobRecord): string {
   return scopeOfTenant(record.tenant).toString('hex');
@@ -140,6 +154,10 @@ export class MemoryJobStore implements JobStore {
   /** Kind limits by prefix, and the token buckets of the rate-limited ones (absent: full). */
   private readonly limits = new Map<string, KindLimit>();
   private readonly buckets = new Map<string, TokenBucket>();
+  /** Tenant limits by tenant, their token buckets (absent: full), and the weighted fair order's credits. */
+  private readonly tenantLimits = new Map<string, TenantLimit>();
+  private readonly tenantBuckets = new Map<string, TokenBucket>();
+  private readonly turns = new WeightedTurns();
   private closed = false;
 
   insert(drafts: readonly JobDraft[], now: Micros): Promise<InsertOutcome[]> {
@@ -276,7 +294,25 @@ export class MemoryJobStore implements JobStore {
     const bucketOf = (lane: string): TokenBucket | null => this.buckets.get(lane) ?? null;
     const budget = new LaneBudget(this.limits.values(), (lane) => leased.get(lane) ?? 0, bucketOf, params.now);
     let chosen: JobRecord[];
-    if (params.fair === true && params.scope.type === 'any') {
+    const fair = params.fair === true && params.scope.type === 'any';
+    if (this.tenantLimits.size > 0) {
+      const tenantLeased = this.leasedByTenant();
+      const tenantBucketOf = (tenant: string): TokenBucket | null => this.tenantBuckets.get(tenant) ?? null;
+      const tenants = new TenantBudget(
+        this.tenantLimits.values(),
+        (tenant) => tenantLeased.get(tenant) ?? 0,
+        tenantBucketOf,
+        params.now,
+      );
+      const candidates = ready.map((record) => ({
+        record,
+        scope: scopeHex(record),
+        tenant: record.tenant,
+        kind: record.kind,
+      }));
+      chosen = pickForTenants(candidates, params.limit, fair, budget, tenants, this.turns).map((c) => c.record);
+      for (const [tenant, bucket] of tenants.spent(tenantBucketOf, params.now)) this.tenantBuckets.set(tenant, bucket);
+    } else if (fair) {
       const picked = fairPick(
         ready.map((record) => ({ record, scope: scopeHex(record), system: record.tenant === null })),
         params.limit,
@@ -309,6 +345,43 @@ export class MemoryJobStore implements JobStore {
       if (lane !== null) counts.set(lane, (counts.get(lane) ?? 0) + 1);
     }
     return counts;
+  }
+
+  /** Leased jobs per limited tenant, counted from the records. */
+  private leasedByTenant(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const r of this.jobs.values()) {
+      if (r.state !== JobState.Leased || r.tenant === null || !this.tenantLimits.has(r.tenant)) continue;
+      counts.set(r.tenant, (counts.get(r.tenant) ?? 0) + 1);
+    }
+    return counts;
+  }
+
+  // ---- tenant limits ----
+
+  setTenantLimit(limit: TenantLimit, maxTotal: number): Promise<TenantLimit> {
+    try {
+      admitTenantLimit([...this.tenantLimits.values()], limit, maxTotal);
+      this.tenantLimits.set(limit.tenant, limit);
+      if (limit.rate === null) this.tenantBuckets.delete(limit.tenant);
+      return Promise.resolve(limit);
+    } catch (error) {
+      return Promise.reject(error instanceof Error ? error : new Error(String(error)));
+    }
+  }
+
+  clearTenantLimit(tenant: string): Promise<boolean> {
+    this.tenantBuckets.delete(tenant);
+    return Promise.resolve(this.tenantLimits.delete(tenant));
+  }
+
+  listTenantLimits(now: Micros): Promise<TenantLimitStatus[]> {
+    const leased = this.leasedByTenant();
+    return Promise.resolve(
+      [...this.tenantLimits.values()]
+        .sort(compareTenantLimits)
+        .map((l) => tenantLimitStatus(l, leased.get(l.tenant) ?? 0, this.tenantBuckets.get(l.tenant) ?? null, now)),
+    );
   }
 
   // ---- kind limits ----
@@ -507,11 +580,14 @@ export class MemoryJobStore implements JobStore {
   nextGateAt(scope: ScopeFilter, now: Micros): Promise<Micros | null> {
     let earliest: Micros | null = null;
     const leased = this.leasedByLane();
+    const tenantLeased = this.leasedByTenant();
     for (const r of this.jobs.values()) {
       if (r.state !== JobState.Pending || !inScope(r, scope)) continue;
       let at: Micros | null = null;
       if (r.notBefore !== null && r.notBefore > now) at = r.notBefore;
-      else if (!isRecordPaused(this.pauses.values(), r)) at = this.tokenDueFor(r.kind, leased, now);
+      else if (!isRecordPaused(this.pauses.values(), r)) {
+        at = earlier(this.tokenDueFor(r.kind, leased, now), this.tenantTokenDue(r.tenant, tenantLeased, now));
+      }
       if (at !== null && (earliest === null || at < earliest)) earliest = at;
     }
     return Promise.resolve(earliest);
@@ -523,6 +599,13 @@ export class MemoryJobStore implements JobStore {
     const limit = lane === null ? undefined : this.limits.get(lane);
     if (limit === undefined) return null;
     return laneTokenDue(limit, leased.get(limit.kindPrefix) ?? 0, this.buckets.get(limit.kindPrefix) ?? null, now);
+  }
+
+  /** When a ready job of `tenant` waits for its tenant's next token (out of tokens, not full); else `null`. */
+  private tenantTokenDue(tenant: string | null, leased: ReadonlyMap<string, number>, now: Micros): Micros | null {
+    const limit = tenant === null ? undefined : this.tenantLimits.get(tenant);
+    if (limit === undefined) return null;
+    return laneTokenDue(limit, leased.get(limit.tenant) ?? 0, this.tenantBuckets.get(limit.tenant) ?? null, now);
   }
 
   // ---- schedules ----

@@ -26,11 +26,15 @@ import {
 } from './sql/claims.ts';
 import { bucketOfRow, LIMIT_COLUMNS, limitOfRow, type LimitRow } from './sql/controls.ts';
 import { writeMany } from './writes.ts';
+import { pickWithTenantLimits } from './tenant-limits.ts';
+import { WeightedTurns } from '../../core/tenant-limits.ts';
 
 /** Leases jobs for the store's `claim`; holds the fair order's cursor and what each connection has prepared. */
 export class Claims {
   /** The fair order's cursor: the scope of the tenant this store's fair claims served last. */
   private fairCursor: Buffer | null = null;
+  /** The weighted fair order's credits, while tenant limits exist (`core/tenant-limits.ts`). */
+  private readonly turns = new WeightedTurns();
   /**
    * The claim's gate opening and its read of the limits, in one statement (`$1` is now): a
    * data-modifying WITH runs to completion whether or not the query reads it.
@@ -100,17 +104,20 @@ export class Claims {
       return `${head}; EXECUTE ${statementName(first.text)}(${first.values.map(sqlLiteral).join(', ')})`;
     };
     return this.ctx.tx(async (db, begun) => {
-      let limited: { kind_prefix: string }[];
+      let limited: { kind_prefix: string | null }[];
       if (prepareGates) {
-        limited = await this.claimRows<{ kind_prefix: string }>(db, gates, [params.now]);
+        limited = await this.claimRows<{ kind_prefix: string | null }>(db, gates, [params.now]);
       } else {
-        limited = (begun[begun.length - (firstRode ? 2 : 1)]?.rows ?? []) as { kind_prefix: string }[];
+        limited = (begun[begun.length - (firstRode ? 2 : 1)]?.rows ?? []) as { kind_prefix: string | null }[];
       }
       const firstRows = firstRode ? ((begun[begun.length - 1]?.rows ?? []) as FairRow[]) : null;
-      const lanes = limited.map((row) => row.kind_prefix).filter((lane) => laneMayServe(lane, params.kinds));
+      const tenantLimited = limited.some((row) => row.kind_prefix === null);
+      const lanes = limited
+        .map((row) => row.kind_prefix)
+        .filter((lane): lane is string => lane !== null && laneMayServe(lane, params.kinds));
       let records: JobRecord[];
-      if (lanes.length > 0) {
-        records = await this.limitedRecords(db, params, lanes);
+      if (lanes.length > 0 || tenantLimited) {
+        records = await this.limitedRecords(db, params, lanes, tenantLimited);
       } else {
         const rows = fair
           ? await this.fairRows(db, params.kinds, params.limit, firstRows)
@@ -136,7 +143,12 @@ export class Claims {
    * unlimited ones and at most the room of each lane with room; a lane without room is not
    * read), the claim rule over them in the claim's order, and the buckets spent.
    */
-  private async limitedRecords(db: Db, params: ClaimParams, lanes: readonly string[]): Promise<JobRecord[]> {
+  private async limitedRecords(
+    db: Db,
+    params: ClaimParams,
+    lanes: readonly string[],
+    tenantLimited: boolean,
+  ): Promise<JobRecord[]> {
     const { rows: limitRows } = await db.query<LimitRow>(
       `SELECT ${LIMIT_COLUMNS} FROM ${this.t}.kind_limits WHERE kind_prefix = ANY($1::text[])
        ORDER BY kind_prefix FOR UPDATE`,
@@ -166,7 +178,9 @@ export class Claims {
       return rows.map((row) => this.ctx.decode(row)).filter((r): r is JobRecord => r !== null);
     };
     let chosen: JobRecord[];
-    if (params.fair === true && params.scope.type === 'any') {
+    if (tenantLimited) {
+      chosen = await this.tenantLimitedRecords(db, params, budget, laneArgs, candidates);
+    } else if (params.fair === true && params.scope.type === 'any') {
       chosen = [];
       if (leasesSystemKinds(params.kinds)) {
         chosen = pickWithinLimits(await candidates(SYSTEM_SCOPE), params.limit, budget);
@@ -200,6 +214,40 @@ export class Claims {
       );
     }
     return chosen;
+  }
+
+  /**
+   * The candidates while tenant limits exist: in one scope, its first rows (`laneClaimQuery`);
+   * across every scope, system jobs first when asked for, then the first `limit` of each tenant
+   * (`fairLaneClaimQuery`), in key order. `pickWithTenantLimits` chooses among them.
+   */
+  private async tenantLimitedRecords(
+    db: Db,
+    params: ClaimParams,
+    budget: LaneBudget,
+    laneArgs: unknown[],
+    candidates: (scope: ScopeFilter) => Promise<JobRecord[]>,
+  ): Promise<JobRecord[]> {
+    const found: { record: JobRecord; scope: string }[] = [];
+    const add = (records: readonly JobRecord[]): void => {
+      for (const record of records) found.push({ record, scope: scopeOfTenant(record.tenant).toString('hex') });
+    };
+    if (params.scope.type !== 'any') add(await candidates(params.scope));
+    else {
+      if (leasesSystemKinds(params.kinds)) add(await candidates(SYSTEM_SCOPE));
+      const query = fairLaneClaimQuery(this.t, params.kinds);
+      const { rows } = await db.query<ClaimRow>(
+        named(this.ctx.prepare, query.text, [params.limit, ...laneArgs, ...query.values]),
+      );
+      add(
+        rows
+          .map((row) => this.ctx.decode(row))
+          .filter((r): r is JobRecord => r !== null)
+          .sort(compareKeyOrder),
+      );
+    }
+    const fair = params.fair === true && params.scope.type === 'any';
+    return pickWithTenantLimits(db, this.t, found, { limit: params.limit, now: params.now, fair }, budget, this.turns);
   }
 
   private async keyOrderRows(

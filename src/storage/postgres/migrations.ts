@@ -158,6 +158,23 @@ export const MIGRATIONS: readonly ((schema: string) => string)[] = [
     ALTER TABLE ${s}.jobs ADD COLUMN order_key text, ADD COLUMN order_seq bigint;
     CREATE INDEX jobs_order ON ${s}.jobs (scope, order_key, order_seq) WHERE order_key IS NOT NULL;
   `,
+  // Tenant limits (core/tenant-limits.ts): a tenant's concurrency, rate and weight, and its token
+  // bucket (tokens NULL: full), which claims hold locked while any exists. `scope` is the
+  // tenant's scope bytes, so its leases are counted through `jobs_recent` (scope, state, ...).
+  (s) => `
+    CREATE TABLE ${s}.tenant_limits (
+      tenant         text    COLLATE "C" PRIMARY KEY,
+      scope          bytea   NOT NULL,
+      concurrency    integer,
+      rate_count     bigint,
+      rate_period_ms bigint,
+      weight         integer NOT NULL,
+      set_at         bigint  NOT NULL,
+      set_by         text    NOT NULL,
+      tokens         double precision,
+      refilled_at    bigint
+    );
+  `,
 ];
 
 /** The quoted schema name of a store, checked to be a plain identifier. */

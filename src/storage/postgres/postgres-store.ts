@@ -30,6 +30,7 @@ import type pg from 'pg';
 import { blockedLines } from './ordered-keys.ts';
 import type { BlockedKey } from '../../core/ordered-keys.ts';
 import type { KindLimit, KindLimitStatus } from '../../core/kind-limits.ts';
+import type { TenantLimit, TenantLimitStatus } from '../../core/tenant-limits.ts';
 import type { Pause, PauseBounds, PauseScope } from '../../core/pauses.ts';
 import type { Schedule, ScheduleFiring } from '../../core/schedules.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
@@ -57,6 +58,7 @@ import type {
 import { Claims } from './claims.ts';
 import { openPool, pgSchema, StoreContext } from './connection.ts';
 import { Controls } from './controls.ts';
+import { TenantLimits } from './tenant-limits.ts';
 import { importJobs } from './insert.ts';
 import { Listener } from './listener.ts';
 import { TransitionsLog } from './log.ts';
@@ -107,6 +109,7 @@ export class PostgresJobStore implements JobStore {
   private readonly reads: Reads;
   private readonly schedules: Schedules;
   private readonly controls: Controls;
+  private readonly tenantLimits: TenantLimits;
   private readonly log: TransitionsLog;
   private savedCreatedAt: Micros;
   private readonly saveTimer: NodeJS.Timeout;
@@ -129,6 +132,7 @@ export class PostgresJobStore implements JobStore {
     this.reads = new Reads(ctx);
     this.schedules = new Schedules(ctx);
     this.controls = new Controls(ctx);
+    this.tenantLimits = new TenantLimits(ctx);
     this.log = new TransitionsLog(ctx, logId);
     this.savedCreatedAt = lastCreatedAt;
     this.saveTimer = setInterval(() => void this.saveCreatedAt().catch(() => undefined), 1_000);
@@ -359,6 +363,18 @@ export class PostgresJobStore implements JobStore {
 
   listKindLimits(now: Micros): Promise<KindLimitStatus[]> {
     return this.controls.listKindLimits(now);
+  }
+
+  setTenantLimit(limit: TenantLimit, maxTotal: number): Promise<TenantLimit> {
+    return this.tenantLimits.set(limit, maxTotal);
+  }
+
+  clearTenantLimit(tenant: string): Promise<boolean> {
+    return this.tenantLimits.clear(tenant);
+  }
+
+  listTenantLimits(now: Micros): Promise<TenantLimitStatus[]> {
+    return this.tenantLimits.list(now);
   }
 
   // ---- the transitions log ----

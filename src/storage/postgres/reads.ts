@@ -9,6 +9,7 @@ import { pageTokenAfter, pageTokenPosition, scopeBytes } from '../../codec/keys.
 import { decodeRecord } from '../../codec/value.ts';
 import type { CountRow, ListPage, ListQuery, PruneParams, StoreMetrics } from '../types.ts';
 import type { StoreContext } from './connection.ts';
+import { tenantTokenDue } from './tenant-limits.ts';
 import { bucketOfRow, LIMIT_COLUMNS, limitOfRow, type LimitRow } from './sql/controls.ts';
 import { listSql } from './sql/list.ts';
 
@@ -102,13 +103,18 @@ export class Reads {
       where += ' AND scope = $2';
     }
     // One round trip unless a rate limit exists: then a second looks at the rate-limited lanes.
-    const { rows } = await this.ctx.query<{ gate: string | null; rated: boolean }>(
+    const { rows } = await this.ctx.query<{ gate: string | null; rated: boolean; tenants_rated: boolean }>(
       `SELECT (SELECT min(not_before) FROM ${this.t}.jobs WHERE ${where}) AS gate,
-         EXISTS (SELECT 1 FROM ${this.t}.kind_limits WHERE rate_count IS NOT NULL) AS rated`,
+         EXISTS (SELECT 1 FROM ${this.t}.kind_limits WHERE rate_count IS NOT NULL) AS rated,
+         EXISTS (SELECT 1 FROM ${this.t}.tenant_limits WHERE rate_count IS NOT NULL) AS tenants_rated`,
       args,
     );
     const gate = rows[0]?.gate;
     let earliest = gate === null || gate === undefined ? null : Number(gate);
+    if (rows[0]?.tenants_rated === true) {
+      const at = await tenantTokenDue(this.ctx, scope.type === 'any' ? null : scopeBytes(scope), now);
+      if (at !== null && (earliest === null || at < earliest)) earliest = at;
+    }
     if (rows[0]?.rated !== true) return earliest;
     // Sooner: the next token of a rate-limited lane, not full, that holds back ready work in scope.
     // Ready includes a row whose gate is due but not yet opened (claims open due gates lazily).

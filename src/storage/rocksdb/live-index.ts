@@ -20,6 +20,9 @@
  *  - kind limits (`core/kind-limits.ts`) are applied the same way: the index counts leased jobs
  *    per lane and keeps each rate-limited lane's token bucket; a claim skips every kind tree of a
  *    lane without room, so a full lane's backlog costs nothing however long it is.
+ *  - tenant limits (`core/tenant-limits.ts`), while any exists: the index counts leased jobs of
+ *    each limited scope and keeps their buckets; a claim reads at most `limit` ready jobs of each
+ *    tenant with room and lets `pickForTenants` choose, so a full tenant's backlog is not read.
  * Completed and Dead jobs cost nothing here. Memory is about 300 bytes per live job.
  * Keys are latin1 strings of the key bytes: their JS order is the byte order.
  */
@@ -33,7 +36,15 @@ import {
   type KindLimitStatus,
   type TokenBucket,
 } from '../../core/kind-limits.ts';
-import { leaseKindMatches } from '../../core/transitions.ts';
+import {
+  pickForTenants,
+  TenantBudget,
+  tenantLimitStatus,
+  WeightedTurns,
+  type TenantLimit,
+  type TenantLimitStatus,
+} from '../../core/tenant-limits.ts';
+import { leaseKindMatches, leasesSystemKinds } from '../../core/transitions.ts';
 import type { Micros } from '../../core/types.ts';
 
 // sorted-btree is CommonJS with `exports.default`; under Node's ESM interop the class is `.default`.
@@ -112,6 +123,12 @@ export class LiveIndex {
   private readonly leasedByLane = new Map<string, number>();
   /** Token buckets of rate-limited lanes; absent is full (a reopened store starts full). */
   private readonly buckets = new Map<string, TokenBucket>();
+  /** Tenant limits by scope (latin1), the leased count and bucket of each, and the weighted order's credits. */
+  private tenantLimits = new Map<string, TenantLimit>();
+  private scopeByTenant = new Map<string, string>();
+  private readonly leasedByScope = new Map<string, number>();
+  private readonly tenantBuckets = new Map<string, TokenBucket>();
+  private readonly turns = new WeightedTurns();
 
   get pendingCount(): number {
     return this.pendingById.size;
@@ -160,6 +177,36 @@ export class LiveIndex {
       if ((this.limits.get(lane)?.rate ?? null) === null) this.buckets.delete(lane);
   }
 
+  /**
+   * Replace the tenant limits claims honour, `scopes` giving each tenant's scope (latin1). Leased
+   * jobs of limited scopes are counted again (a walk of the leased jobs, once per change).
+   */
+  setTenantLimits(limits: readonly TenantLimit[], scopeOf: (tenant: string) => string): void {
+    this.scopeByTenant = new Map(limits.map((l) => [l.tenant, scopeOf(l.tenant)]));
+    this.tenantLimits = new Map(limits.map((l) => [this.scopeByTenant.get(l.tenant) as string, l]));
+    this.leasedByScope.clear();
+    for (const { entry } of this.leasedById.values()) this.countScope(entry.key, +1);
+    for (const scope of [...this.tenantBuckets.keys()])
+      if ((this.tenantLimits.get(scope)?.rate ?? null) === null) this.tenantBuckets.delete(scope);
+  }
+
+  /** Every tenant limit with its leased count and whole tokens at `now`, in the order given. */
+  tenantStatuses(limits: readonly TenantLimit[], now: Micros): TenantLimitStatus[] {
+    return limits.map((l) => {
+      const scope = this.scopeByTenant.get(l.tenant) ?? '';
+      return tenantLimitStatus(l, this.leasedByScope.get(scope) ?? 0, this.tenantBuckets.get(scope) ?? null, now);
+    });
+  }
+
+  private countScope(key: string, delta: number): void {
+    if (this.tenantLimits.size === 0) return;
+    const scope = key.slice(0, SCOPE_CHARS);
+    if (!this.tenantLimits.has(scope)) return;
+    const n = (this.leasedByScope.get(scope) ?? 0) + delta;
+    if (n <= 0) this.leasedByScope.delete(scope);
+    else this.leasedByScope.set(scope, n);
+  }
+
   /** Every limit with its lane's leased count and whole tokens at `now`, in the order given. */
   limitStatuses(limits: readonly KindLimit[], now: Micros): KindLimitStatus[] {
     return limits.map((l) =>
@@ -199,12 +246,14 @@ export class LiveIndex {
 
   /** After a claim chose `taken`: spend their tokens, and count them leased until `settleClaim`. */
   private spend(budget: LaneBudget, taken: readonly PendingEntry[], now: Micros): void {
-    if (budget.unlimited) {
-      for (const entry of taken) this.countLeased(entry.kind, +1);
-      return;
+    if (!budget.unlimited) {
+      for (const [lane, bucket] of budget.spent((l) => this.buckets.get(l) ?? null, now))
+        this.buckets.set(lane, bucket);
     }
-    for (const [lane, bucket] of budget.spent((l) => this.buckets.get(l) ?? null, now)) this.buckets.set(lane, bucket);
-    for (const entry of taken) this.countLeased(entry.kind, +1);
+    for (const entry of taken) {
+      this.countLeased(entry.kind, +1);
+      this.countScope(entry.key, +1);
+    }
   }
 
   /**
@@ -214,6 +263,7 @@ export class LiveIndex {
   settleClaim(taken: readonly PendingEntry[], leased: ReadonlySet<string>): void {
     for (const entry of taken) {
       this.countLeased(entry.kind, -1);
+      this.countScope(entry.key, -1);
       if (leased.has(entry.jobId)) continue;
       const lane = this.laneOf(entry.kind);
       const rate = lane === null ? null : (this.limits.get(lane)?.rate ?? null);
@@ -289,6 +339,7 @@ export class LiveIndex {
    * unless asked for by name). The caller owns them until it adds them back.
    */
   takeReady(scope: ScopePrefix, kinds: readonly string[] | null, limit: number, now: Micros): PendingEntry[] {
+    if (this.tenantLimits.size > 0) return this.takeForTenants(scope, kinds, limit, now, false);
     this.promote(now);
     const budget = this.budget(now);
     const taken = this.takeInOrder(scope, kinds, limit, now, budget);
@@ -327,6 +378,7 @@ export class LiveIndex {
     now: Micros,
     cursor: string | null,
   ): { taken: PendingEntry[]; cursor: string | null } {
+    if (this.tenantLimits.size > 0) return { taken: this.takeForTenants(null, kinds, limit, now, true), cursor };
     this.promote(now);
     const budget = this.budget(now);
     const taken = this.takeInOrder(SYSTEM_SCOPE_PREFIX, kinds, limit, now, budget);
@@ -349,6 +401,69 @@ export class LiveIndex {
     }
     this.spend(budget, taken, now);
     return { taken, cursor: served };
+  }
+
+  /**
+   * A claim while tenant limits exist: at most `limit` ready jobs of each scope with room (system
+   * jobs first when asked for), chosen by `pickForTenants` (fair: by weighted turns).
+   */
+  private takeForTenants(
+    scope: ScopePrefix,
+    kinds: readonly string[] | null,
+    limit: number,
+    now: Micros,
+    fair: boolean,
+  ): PendingEntry[] {
+    this.promote(now);
+    const lanes = this.budget(now);
+    const tenants = new TenantBudget(
+      this.tenantLimits.values(),
+      (key) => this.leasedByScope.get(key) ?? 0,
+      (key) => this.tenantBuckets.get(key) ?? null,
+      now,
+      (l) => this.scopeByTenant.get(l.tenant) as string,
+    );
+    const candidates: { entry: PendingEntry; scope: string; tenant: string | null; kind: string }[] = [];
+    const gather = (from: string): void => {
+      const tenant = from === SYSTEM_SCOPE_PREFIX ? null : from;
+      if (!tenants.hasRoom(tenant)) return;
+      for (const entry of this.readyInScope(from, kinds, limit, lanes)) {
+        candidates.push({ entry, scope: from, tenant, kind: entry.kind });
+      }
+    };
+    if (scope !== null) gather(scope);
+    else {
+      if (leasesSystemKinds(kinds)) gather(SYSTEM_SCOPE_PREFIX);
+      let next = this.nextTenantWithWork(null, kinds, lanes);
+      while (next !== undefined) {
+        gather(next);
+        next = this.nextTenantWithWork(next, kinds, lanes);
+      }
+    }
+    const chosen = pickForTenants(candidates, limit, fair, lanes, tenants, this.turns);
+    const taken = chosen.map((c) => c.entry).filter((entry) => this.takeEntry(entry, now));
+    for (const [key, bucket] of tenants.spent((k) => this.tenantBuckets.get(k) ?? null, now)) {
+      this.tenantBuckets.set(key, bucket);
+    }
+    this.spend(lanes, taken, now);
+    return taken;
+  }
+
+  /** The first `n` ready entries of `scope` in key order, of wanted kinds whose lanes have room, not paused. */
+  private readyInScope(scope: string, kinds: readonly string[] | null, n: number, lanes: LaneBudget): PendingEntry[] {
+    const found: PendingEntry[] = [];
+    for (const [kind, tree] of this.readyByKind) {
+      if (!leaseKindMatches(kind, kinds) || !lanes.hasRoom(kind)) continue;
+      const paused = this.kindPauses(kind);
+      if (paused.everywhere || paused.scopes.has(scope)) continue;
+      let got = 0;
+      for (const [key, entry] of tree.entries(scope)) {
+        if (got >= n || !key.startsWith(scope)) break;
+        found.push(entry);
+        got++;
+      }
+    }
+    return found.sort((a, b) => compareStrings(a.key, b.key)).slice(0, n);
   }
 
   /** Take `entry` out of the index; `false` when its gate turned out closed (it is gated again). */
@@ -403,7 +518,7 @@ export class LiveIndex {
    */
   nextGate(scope: ScopePrefix, now: Micros): Micros | null {
     // Jobs whose gate has opened are ready: a lane's token may be what they wait for.
-    if (this.limits.size > 0) this.promote(now);
+    if (this.limits.size > 0 || this.tenantLimits.size > 0) this.promote(now);
     let earliest: Micros | null = null;
     for (const [, entry] of this.gated.entries()) {
       if (entry.notBefore === null || entry.notBefore <= now) continue;
@@ -419,7 +534,24 @@ export class LiveIndex {
       if (at === null || (earliest !== null && at >= earliest) || !this.laneHasReady(limit.kindPrefix, scope)) continue;
       earliest = at;
     }
+    for (const [tenantScope, limit] of this.tenantLimits) {
+      if (scope !== null && scope !== tenantScope) continue;
+      const leased = this.leasedByScope.get(tenantScope) ?? 0;
+      const at = laneTokenDue(limit, leased, this.tenantBuckets.get(tenantScope) ?? null, now);
+      // Only a tenant with ready work wakes the waiter (checked last: it walks kind trees).
+      if (at === null || (earliest !== null && at >= earliest) || !this.scopeHasReady(tenantScope)) continue;
+      earliest = at;
+    }
     return earliest;
+  }
+
+  /** Whether `scope` holds a ready job that no pause holds back. */
+  private scopeHasReady(scope: string): boolean {
+    for (const [kind, tree] of this.readyByKind) {
+      const paused = this.kindPauses(kind);
+      if (!paused.everywhere && !paused.scopes.has(scope) && firstInScope(tree, scope) !== undefined) return true;
+    }
+    return false;
   }
 
   /** Whether a kind tree of `lane` holds a ready job in scope that no pause holds back. */
@@ -441,6 +573,7 @@ export class LiveIndex {
     this.leasedByDeadline.set(deadlineKey, entry.jobId);
     this.leasedById.set(entry.jobId, { entry, deadlineKey });
     this.countLeased(entry.kind, +1);
+    this.countScope(entry.key, +1);
   }
 
   removeLeased(jobId: string): void {
@@ -449,6 +582,7 @@ export class LiveIndex {
     this.leasedById.delete(jobId);
     this.leasedByDeadline.delete(found.deadlineKey);
     this.countLeased(found.entry.kind, -1);
+    this.countScope(found.entry.key, -1);
   }
 
   /** Leased jobs whose deadline is at or before `now`, earliest first. Touches only those. */

@@ -16,6 +16,7 @@ import { resolve } from 'node:path';
 import { DiskFullError, storeClosed } from '../../core/errors.ts';
 import type { BlockedKey } from '../../core/ordered-keys.ts';
 import type { KindLimit, KindLimitStatus } from '../../core/kind-limits.ts';
+import type { TenantLimit, TenantLimitStatus } from '../../core/tenant-limits.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import type { Pause, PauseBounds, PauseScope } from '../../core/pauses.ts';
 import type { Schedule, ScheduleFiring } from '../../core/schedules.ts';
@@ -338,6 +339,18 @@ export class ReopeningRocksStore implements JobStore {
 
   listKindLimits(now: Micros): Promise<KindLimitStatus[]> {
     return this.run((store) => store.listKindLimits(now));
+  }
+
+  setTenantLimit(limit: TenantLimit, maxTotal: number): Promise<TenantLimit> {
+    return this.run((store) => store.setTenantLimit(limit, maxTotal));
+  }
+
+  clearTenantLimit(tenant: string): Promise<boolean> {
+    return this.run((store) => store.clearTenantLimit(tenant));
+  }
+
+  listTenantLimits(now: Micros): Promise<TenantLimitStatus[]> {
+    return this.run((store) => store.listTenantLimits(now));
   }
 
   nextGateAt(scope: ScopeFilter, now: Micros): Promise<Micros | null> {

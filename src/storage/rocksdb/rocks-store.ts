@@ -32,6 +32,7 @@ import { notFound, storeClosed } from '../../core/errors.ts';
 import { type LogFilter, type LogPage, type LogPruneParams } from '../../core/transitions-log.ts';
 import { type Pause, type PauseBounds, type PauseScope } from '../../core/pauses.ts';
 import { type KindLimit, type KindLimitStatus } from '../../core/kind-limits.ts';
+import type { TenantLimit, TenantLimitStatus } from '../../core/tenant-limits.ts';
 import { type Schedule, type ScheduleFiring } from '../../core/schedules.ts';
 import { silentLogger, type Logger } from '../../core/logger.ts';
 import { enqueue, isLeasable } from '../../core/transitions.ts';
@@ -101,6 +102,7 @@ import {
 import { latin1, RocksContext } from './context.ts';
 import { writeBackup } from './backup.ts';
 import { Controls } from './controls.ts';
+import { TenantLimits } from './tenant-limits.ts';
 import { RocksDatabase, type WriteOp } from './database.ts';
 import { TransitionsLog, type LogState } from './log.ts';
 import { listInOrder } from './listing.ts';
@@ -158,6 +160,7 @@ export class RocksJobStore implements JobStore {
   private readonly ctx: RocksContext;
   private readonly log: TransitionsLog;
   private readonly controls: Controls;
+  private readonly tenantLimits: TenantLimits;
   private readonly schedules: Schedules;
   private readonly supersedeKeys: SupersedeKeys;
   private readonly orderLines: OrderLines;
@@ -184,6 +187,7 @@ export class RocksJobStore implements JobStore {
     this.ctx = new RocksContext(db, cf, this.locks, this.committer, this.index, logger);
     this.log = new TransitionsLog(this.ctx, logState);
     this.controls = new Controls(this.ctx);
+    this.tenantLimits = new TenantLimits(this.ctx);
     this.schedules = new Schedules(this.ctx, (draft, now, more) => this.insertWith(draft, now, more));
     this.supersedeKeys = new SupersedeKeys(db, cf.supersede);
     this.orderLines = new OrderLines(db, cf.order);
@@ -218,6 +222,7 @@ export class RocksJobStore implements JobStore {
     );
     if (options.writeThread === true) await db.startWriteThread(options.writeThreadMinOps);
     await store.controls.load();
+    await store.tenantLimits.load();
     await store.supersedeKeys.load();
     await store.orderLines.load();
     await store.rebuild((options.clock ?? systemClock).now());
@@ -236,6 +241,18 @@ export class RocksJobStore implements JobStore {
 
   listKindLimits(now: Micros): Promise<KindLimitStatus[]> {
     return this.controls.listKindLimits(now);
+  }
+
+  setTenantLimit(limit: TenantLimit, maxTotal: number): Promise<TenantLimit> {
+    return this.tenantLimits.set(limit, maxTotal);
+  }
+
+  clearTenantLimit(tenant: string): Promise<boolean> {
+    return this.tenantLimits.clear(tenant);
+  }
+
+  listTenantLimits(now: Micros): Promise<TenantLimitStatus[]> {
+    return this.tenantLimits.list(now);
   }
 
   pauseKinds(pause: Pause, bounds: PauseBounds): Promise<Pause> {

@@ -20,6 +20,7 @@ import { fencingCases } from './fencing.ts';
 import type { HarnessFactory } from './harness.ts';
 import { leaseCases } from './lease.ts';
 import { limitCases } from './limits.ts';
+import { tenantCases } from './tenants.ts';
 import { observeCases } from './observe.ts';
 import { operatorCases } from './operators.ts';
 import { pauseCases } from './pauses.ts';
@@ -64,6 +65,7 @@ export function conformanceSuite(backend: string, factory: HarnessFactory): void
       scheduleCases,
       pauseCases,
       limitCases,
+      tenantCases,
       transitionsLogCases,
       transferCases,
       traceContextCases,

@@ -34,6 +34,7 @@ from .types import (
     Schedule,
     Scope,
     SupersedeMode,
+    TenantLimit,
     WatchEvent,
 )
 
@@ -64,6 +65,7 @@ __all__ = [
     "JobState",
     "KindLimit",
     "KindPause",
+    "TenantLimit",
     "LeaseConflict",
     "NewJob",
     "NotFound",

@@ -40,6 +40,7 @@ from .types import (
     Schedule,
     ScopeLike,
     SupersedeMode,
+    TenantLimit,
     WatchEvent,
     scope_to_wire,
     state_to_wire,
@@ -340,6 +341,28 @@ class Client:
     async def kind_limits(self) -> builtins.list[KindLimit]:
         response = await self._call(self.stub.ListKindLimits, pb.ListKindLimitsRequest(), safe=True)
         return [KindLimit.from_wire(limit) for limit in response.limits]
+
+    async def set_tenant_limit(
+        self,
+        tenant: str,
+        *,
+        concurrency: Optional[int] = None,
+        rate: Optional[str] = None,
+        weight: Optional[int] = None,
+    ) -> TenantLimit:
+        """At most ``concurrency`` of the tenant's jobs leased at once, ``rate`` (``"100/s"``) leases per
+        period, and ``weight`` (1-1,000) in the fleet's fair order. Operators only."""
+        request = _with(
+            pb.SetTenantLimitRequest(tenant=tenant), concurrency=concurrency, rate=rate, weight=weight
+        )
+        return TenantLimit.from_wire((await self._call(self.stub.SetTenantLimit, request, safe=True)).limit)
+
+    async def clear_tenant_limit(self, tenant: str) -> None:
+        await self._call(self.stub.ClearTenantLimit, pb.ClearTenantLimitRequest(tenant=tenant))
+
+    async def tenant_limits(self) -> builtins.list[TenantLimit]:
+        response = await self._call(self.stub.ListTenantLimits, pb.ListTenantLimitsRequest(), safe=True)
+        return [TenantLimit.from_wire(limit) for limit in response.limits]
 
     async def create_schedule(
         self,

@@ -384,6 +384,31 @@ class KindLimit:
 
 
 @dataclass(frozen=True)
+class TenantLimit:
+    """A tenant's limit: ``concurrency`` leased at once, ``rate`` leases per period, ``weight`` in the fair order."""
+
+    tenant: str
+    concurrency: Optional[int]
+    rate: Optional[str]
+    weight: int
+    set_by: str
+    leased: int
+    tokens: Optional[int]
+
+    @classmethod
+    def from_wire(cls, limit: pb.TenantLimit) -> "TenantLimit":
+        return cls(
+            tenant=limit.tenant,
+            concurrency=limit.concurrency if limit.HasField("concurrency") else None,
+            rate=limit.rate if limit.HasField("rate") else None,
+            weight=limit.weight,
+            set_by=limit.set_by,
+            leased=limit.leased,
+            tokens=limit.tokens if limit.HasField("tokens") else None,
+        )
+
+
+@dataclass(frozen=True)
 class Schedule:
     name: str
     job: NewJob

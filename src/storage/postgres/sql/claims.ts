@@ -14,13 +14,15 @@ const OPEN_GATES_BATCH = 1_000;
 
 /**
  * The claim's gate opening and its read of the limits, in one statement (`$1` is now): a
- * data-modifying WITH runs to completion whether or not the query reads it.
+ * data-modifying WITH runs to completion whether or not the query reads it. A row whose
+ * `kind_prefix` is NULL says tenant limits exist.
  */
 export function claimGatesQuery(t: string): string {
   return `WITH opened AS (UPDATE ${t}.jobs SET not_before = NULL WHERE job_id IN (
         SELECT job_id FROM ${t}.jobs WHERE state = 0 AND not_before <= $1::bigint
         ORDER BY not_before LIMIT ${OPEN_GATES_BATCH} FOR UPDATE SKIP LOCKED))
-      SELECT kind_prefix FROM ${t}.kind_limits`;
+      SELECT kind_prefix FROM ${t}.kind_limits
+      UNION ALL SELECT NULL WHERE EXISTS (SELECT 1 FROM ${t}.tenant_limits)`;
 }
 
 /** What a claim reads of each row it locks. */

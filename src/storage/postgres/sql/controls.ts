@@ -5,6 +5,7 @@
  */
 import { SYSTEM_KIND_PREFIX } from '../../../core/bounds.ts';
 import type { KindLimit, TokenBucket } from '../../../core/kind-limits.ts';
+import type { Rate } from '../../../core/rate.ts';
 
 /**
  * Whether a pause holds back a job of `scope` and `kind` (SQL expressions over the row being
@@ -69,16 +70,21 @@ export function limitOfRow(row: LimitRow): KindLimit {
   return {
     kindPrefix: row.kind_prefix,
     concurrency: row.concurrency,
-    rate:
-      row.rate_count === null || row.rate_period_ms === null
-        ? null
-        : { count: Number(row.rate_count), periodMs: Number(row.rate_period_ms) },
+    rate: rateOfRow(row),
     setAt: Number(row.set_at),
     by: row.set_by,
   };
 }
 
-export function bucketOfRow(row: LimitRow): TokenBucket | null {
+/** A limit row's rate (kind or tenant limit): `null` without one. */
+export function rateOfRow(row: Pick<LimitRow, 'rate_count' | 'rate_period_ms'>): Rate | null {
+  return row.rate_count === null || row.rate_period_ms === null
+    ? null
+    : { count: Number(row.rate_count), periodMs: Number(row.rate_period_ms) };
+}
+
+/** A limit row's token bucket (kind or tenant limit): `null` is full. */
+export function bucketOfRow(row: Pick<LimitRow, 'tokens' | 'refilled_at'>): TokenBucket | null {
   return row.tokens === null || row.refilled_at === null
     ? null
     : { tokens: row.tokens, refilledAt: Number(row.refilled_at) };

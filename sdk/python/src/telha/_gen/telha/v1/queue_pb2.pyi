@@ -108,6 +108,16 @@ class ClearKindLimitResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
+class ClearTenantLimitRequest(_message.Message):
+    __slots__ = ["tenant"]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    tenant: str
+    def __init__(self, tenant: _Optional[str] = ...) -> None: ...
+
+class ClearTenantLimitResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
 class CompleteEachRequest(_message.Message):
     __slots__ = ["items"]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
@@ -544,6 +554,16 @@ class ListSchedulesResponse(_message.Message):
     schedules: _containers.RepeatedCompositeFieldContainer[Schedule]
     def __init__(self, schedules: _Optional[_Iterable[_Union[Schedule, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
+class ListTenantLimitsRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class ListTenantLimitsResponse(_message.Message):
+    __slots__ = ["limits"]
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    limits: _containers.RepeatedCompositeFieldContainer[TenantLimit]
+    def __init__(self, limits: _Optional[_Iterable[_Union[TenantLimit, _Mapping]]] = ...) -> None: ...
+
 class NewJob(_message.Message):
     __slots__ = ["debounce_max_ms", "debounce_ms", "delay_ms", "idempotency_key", "kind", "max_attempts", "not_before_us", "order_key", "order_on_dead", "payload", "priority", "supersede", "supersede_key", "timeout_secs", "trace_context"]
     DEBOUNCE_MAX_MS_FIELD_NUMBER: _ClassVar[int]
@@ -762,6 +782,24 @@ class SetKindLimitResponse(_message.Message):
     limit: KindLimit
     def __init__(self, limit: _Optional[_Union[KindLimit, _Mapping]] = ...) -> None: ...
 
+class SetTenantLimitRequest(_message.Message):
+    __slots__ = ["concurrency", "rate", "tenant", "weight"]
+    CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
+    RATE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    concurrency: int
+    rate: str
+    tenant: str
+    weight: int
+    def __init__(self, tenant: _Optional[str] = ..., concurrency: _Optional[int] = ..., rate: _Optional[str] = ..., weight: _Optional[int] = ...) -> None: ...
+
+class SetTenantLimitResponse(_message.Message):
+    __slots__ = ["limit"]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    limit: TenantLimit
+    def __init__(self, limit: _Optional[_Union[TenantLimit, _Mapping]] = ...) -> None: ...
+
 class ShowRequest(_message.Message):
     __slots__ = ["job_id"]
     JOB_ID_FIELD_NUMBER: _ClassVar[int]
@@ -773,6 +811,26 @@ class ShowResponse(_message.Message):
     JOB_FIELD_NUMBER: _ClassVar[int]
     job: Job
     def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
+
+class TenantLimit(_message.Message):
+    __slots__ = ["concurrency", "leased", "rate", "set_at_us", "set_by", "tenant", "tokens", "weight"]
+    CONCURRENCY_FIELD_NUMBER: _ClassVar[int]
+    LEASED_FIELD_NUMBER: _ClassVar[int]
+    RATE_FIELD_NUMBER: _ClassVar[int]
+    SET_AT_US_FIELD_NUMBER: _ClassVar[int]
+    SET_BY_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    TOKENS_FIELD_NUMBER: _ClassVar[int]
+    WEIGHT_FIELD_NUMBER: _ClassVar[int]
+    concurrency: int
+    leased: int
+    rate: str
+    set_at_us: int
+    set_by: str
+    tenant: str
+    tokens: int
+    weight: int
+    def __init__(self, tenant: _Optional[str] = ..., concurrency: _Optional[int] = ..., rate: _Optional[str] = ..., weight: _Optional[int] = ..., set_at_us: _Optional[int] = ..., set_by: _Optional[str] = ..., leased: _Optional[int] = ..., tokens: _Optional[int] = ...) -> None: ...
 
 class TraceContext(_message.Message):
     __slots__ = ["traceparent", "tracestate"]

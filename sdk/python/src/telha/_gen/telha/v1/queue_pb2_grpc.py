@@ -194,6 +194,21 @@ class QueueServiceStub(object):
                 request_serializer=telha_dot_v1_dot_queue__pb2.ListKindLimitsRequest.SerializeToString,
                 response_deserializer=telha_dot_v1_dot_queue__pb2.ListKindLimitsResponse.FromString,
                 )
+        self.SetTenantLimit = channel.unary_unary(
+                '/telha.v1.QueueService/SetTenantLimit',
+                request_serializer=telha_dot_v1_dot_queue__pb2.SetTenantLimitRequest.SerializeToString,
+                response_deserializer=telha_dot_v1_dot_queue__pb2.SetTenantLimitResponse.FromString,
+                )
+        self.ClearTenantLimit = channel.unary_unary(
+                '/telha.v1.QueueService/ClearTenantLimit',
+                request_serializer=telha_dot_v1_dot_queue__pb2.ClearTenantLimitRequest.SerializeToString,
+                response_deserializer=telha_dot_v1_dot_queue__pb2.ClearTenantLimitResponse.FromString,
+                )
+        self.ListTenantLimits = channel.unary_unary(
+                '/telha.v1.QueueService/ListTenantLimits',
+                request_serializer=telha_dot_v1_dot_queue__pb2.ListTenantLimitsRequest.SerializeToString,
+                response_deserializer=telha_dot_v1_dot_queue__pb2.ListTenantLimitsResponse.FromString,
+                )
         self.Backup = channel.unary_unary(
                 '/telha.v1.QueueService/Backup',
                 request_serializer=telha_dot_v1_dot_queue__pb2.BackupRequest.SerializeToString,
@@ -522,6 +537,33 @@ class QueueServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetTenantLimit(self, request, context):
+        """Tenant limits: at most `concurrency` of a tenant's jobs leased at once, at most `rate` leases
+        per period (a token bucket, burst = count), across every kind and server, and the tenant's
+        `weight` in the fleet's fair order (weight 4 is served four times as often as weight 1 while
+        both have work). A job is leased only when its kind's lane and its tenant both have room.
+        Operators only (tenant and worker tokens get PERMISSION_DENIED). Setting replaces the
+        tenant's limit; at most 10,000 (FAILED_PRECONDITION past it); a bad tenant, concurrency,
+        rate or weight (1-1,000), or none of them: INVALID_ARGUMENT naming the field.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ClearTenantLimit(self, request, context):
+        """NOT_FOUND when the tenant has no limit.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTenantLimits(self, request, context):
+        """Every tenant limit by tenant, with its leased jobs and whole tokens now.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def Backup(self, request, context):
         """A consistent copy of the server's RocksDB store, written to a directory on the server's
         machine while it keeps serving: every job acknowledged before the call began is in it, no
@@ -745,6 +787,21 @@ def add_QueueServiceServicer_to_server(servicer, server):
                     servicer.ListKindLimits,
                     request_deserializer=telha_dot_v1_dot_queue__pb2.ListKindLimitsRequest.FromString,
                     response_serializer=telha_dot_v1_dot_queue__pb2.ListKindLimitsResponse.SerializeToString,
+            ),
+            'SetTenantLimit': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetTenantLimit,
+                    request_deserializer=telha_dot_v1_dot_queue__pb2.SetTenantLimitRequest.FromString,
+                    response_serializer=telha_dot_v1_dot_queue__pb2.SetTenantLimitResponse.SerializeToString,
+            ),
+            'ClearTenantLimit': grpc.unary_unary_rpc_method_handler(
+                    servicer.ClearTenantLimit,
+                    request_deserializer=telha_dot_v1_dot_queue__pb2.ClearTenantLimitRequest.FromString,
+                    response_serializer=telha_dot_v1_dot_queue__pb2.ClearTenantLimitResponse.SerializeToString,
+            ),
+            'ListTenantLimits': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTenantLimits,
+                    request_deserializer=telha_dot_v1_dot_queue__pb2.ListTenantLimitsRequest.FromString,
+                    response_serializer=telha_dot_v1_dot_queue__pb2.ListTenantLimitsResponse.SerializeToString,
             ),
             'Backup': grpc.unary_unary_rpc_method_handler(
                     servicer.Backup,
@@ -1375,6 +1432,57 @@ class QueueService(object):
         return grpc.experimental.unary_unary(request, target, '/telha.v1.QueueService/ListKindLimits',
             telha_dot_v1_dot_queue__pb2.ListKindLimitsRequest.SerializeToString,
             telha_dot_v1_dot_queue__pb2.ListKindLimitsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def SetTenantLimit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/telha.v1.QueueService/SetTenantLimit',
+            telha_dot_v1_dot_queue__pb2.SetTenantLimitRequest.SerializeToString,
+            telha_dot_v1_dot_queue__pb2.SetTenantLimitResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ClearTenantLimit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/telha.v1.QueueService/ClearTenantLimit',
+            telha_dot_v1_dot_queue__pb2.ClearTenantLimitRequest.SerializeToString,
+            telha_dot_v1_dot_queue__pb2.ClearTenantLimitResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ListTenantLimits(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/telha.v1.QueueService/ListTenantLimits',
+            telha_dot_v1_dot_queue__pb2.ListTenantLimitsRequest.SerializeToString,
+            telha_dot_v1_dot_queue__pb2.ListTenantLimitsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
