@@ -73,15 +73,25 @@ export function planSupersede(
   return { cancelled: [...cancelled.values()], replaced, passed, holders };
 }
 
-/** `outcomes` with the jobs planned in `records` (some now superseded) and the holders each replaced. */
+/**
+ * `outcomes` with the jobs planned in `records` (some now superseded) and the holders each replaced.
+ * A repeat of an idempotency key answers its job as this call's write leaves it, as every other
+ * outcome does: one the same call then superseded is answered Cancelled, not as it was when repeated.
+ */
 export function supersededOutcomes(
   outcomes: readonly InsertOutcome[],
   records: readonly (JobRecord | null)[],
   plan: SupersedePlan,
 ): InsertOutcome[] {
+  const written = new Map<string, JobRecord>();
+  for (const record of plan.cancelled) written.set(record.jobId, record);
+  for (const record of records) if (record !== null) written.set(record.jobId, record);
   return outcomes.map((outcome, i) => {
     const record = records[i];
-    if (record === null || record === undefined) return outcome;
+    if (record === null || record === undefined) {
+      const after = written.get(outcome.record.jobId);
+      return after === undefined ? outcome : { ...outcome, record: after };
+    }
     const superseded = plan.replaced.get(record.jobId);
     return superseded === undefined ? { record, created: true } : { record, created: true, superseded };
   });

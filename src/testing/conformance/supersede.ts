@@ -55,6 +55,25 @@ export function supersedeCases(s: Suite): void {
       assert.equal(transitionOf(cancelled.job).detail, `reason=superseded successor=${second.jobId}`);
     });
 
+    it('answers a repeated idempotency key as the call leaves its job, superseded later in the same call', async () => {
+      const [first, repeat, successor] = await s.q.enqueueBatch(
+        [
+          { kind: 'sync', idempotencyKey: 'once', supersedeKey: 'doc' },
+          { kind: 'sync', idempotencyKey: 'once', supersedeKey: 'other' },
+          { kind: 'sync', supersedeKey: 'doc' },
+        ],
+        acme,
+      );
+      assert.equal(repeat?.created, false);
+      assert.equal(repeat?.job.jobId, first?.job.jobId);
+      // One write, one answer per job: the repeat does not show the job as it was before the third draft.
+      for (const outcome of [first, repeat]) {
+        assert.equal(outcome?.job.state, JobState.Cancelled);
+        assert.equal(outcome?.job.supersededBy, successor?.job.jobId);
+      }
+      assert.equal((await s.q.show(first?.job.jobId ?? '')).state, JobState.Cancelled);
+    });
+
     it('leaves a leased holder running by default; the new job runs beside it and holds the key', async () => {
       await enqueue('k', 'a');
       const running = await s.lease(acme);
