@@ -95,6 +95,35 @@ async def test_a_failing_handler_is_retried_and_a_permanent_error_dead_letters_a
     assert raised.value.job.attempts == 1
 
 
+async def test_a_dead_head_blocks_its_ordered_key_until_an_operator_releases_it(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    worker = Worker(worker_client)
+
+    @worker.handler(kind)
+    async def handle(job: JobContext) -> str:
+        if job.json() == {"step": 1}:
+            raise PermanentError("bad ledger line")
+        return "ok"
+
+    async with worker:
+        head = (await client.enqueue(kind, {"step": 1}, scope="acme", order_key=kind)).job
+        behind = (await client.enqueue(kind, {"step": 2}, scope="acme", order_key=kind)).job
+        with pytest.raises(JobFailed):
+            await client.result(head.job_id)
+        blocked = [key for key in await client.blocked_keys(scope="acme") if key.order_key == kind]
+        assert len(blocked) == 1 and blocked[0].tenant == "acme" and blocked[0].waiting == 1
+        assert blocked[0].head is not None and blocked[0].head.job_id == head.job_id
+        assert (await client.show(behind.job_id)).order_waiting, "the next job waits behind the dead head"
+        released = await client.release_key(kind, scope="acme")
+        assert released is not None and released.job_id == behind.job_id
+        assert (await client.result(behind.job_id)).json() == "ok"
+    assert [key for key in await client.blocked_keys(scope="acme") if key.order_key == kind] == []
+    # Every job of the key is done: nothing is left to release.
+    with pytest.raises(NotFound):
+        await client.release_key(kind, scope="acme")
+
+
 async def test_runs_at_most_its_concurrency_of_handlers_at_once(
     client: Client, worker_client: Client, kind: str
 ) -> None:

@@ -20,6 +20,7 @@ from .errors import (
     Unavailable,
 )
 from .types import (
+    BlockedKey,
     SYSTEM,
     CountRow,
     EnqueueResult,
@@ -53,6 +54,7 @@ __all__ = [
     "SYSTEM",
     "Client",
     "CorruptRecord",
+    "BlockedKey",
     "CountRow",
     "EnqueueResult",
     "FailedPrecondition",

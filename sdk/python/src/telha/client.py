@@ -28,6 +28,7 @@ from .errors import (
     headers_of,
 )
 from .types import (
+    BlockedKey,
     CountRow,
     EnqueueResult,
     Job,
@@ -363,6 +364,21 @@ class Client:
     async def tenant_limits(self) -> builtins.list[TenantLimit]:
         response = await self._call(self.stub.ListTenantLimits, pb.ListTenantLimitsRequest(), safe=True)
         return [TenantLimit.from_wire(limit) for limit in response.limits]
+
+    async def blocked_keys(self, *, scope: ScopeLike = None, limit: int = 0) -> builtins.list[BlockedKey]:
+        """The ordered keys a dead head blocks, in ``scope`` (operators: unset for every scope; tenants:
+        their own), at most ``limit`` (0: 100)."""
+        request = pb.ListBlockedKeysRequest(scope=scope_to_wire(scope), limit=limit)
+        response = await self._call(self.stub.ListBlockedKeys, request, safe=True)
+        return [BlockedKey.from_wire(key) for key in response.keys]
+
+    async def release_key(self, order_key: str, *, scope: ScopeLike = None) -> Optional[Job]:
+        """Let a blocked ordered key move on: its dead head leaves the key (it stays dead) and the next job
+        runs; returns that job, or ``None`` when none waited. ``FailedPrecondition`` when the key is not
+        blocked, ``NotFound`` when it has no jobs."""
+        request = pb.ReleaseKeyRequest(scope=scope_to_wire(scope), order_key=order_key)
+        response = await self._call(self.stub.ReleaseKey, request)
+        return Job.from_wire(response.next) if response.HasField("next") else None
 
     async def create_schedule(
         self,

@@ -409,6 +409,29 @@ class TenantLimit:
 
 
 @dataclass(frozen=True)
+class BlockedKey:
+    """An ordered key whose dead head holds it (``order_on_dead="block"``): nothing of the key runs until
+    the head is retried or discarded, or the key is released (``Client.release_key``)."""
+
+    #: ``None`` for the system scope.
+    tenant: Optional[str]
+    order_key: str
+    #: The dead job holding the key; ``None`` when its record is gone (pruned past retention).
+    head: Optional[Job]
+    #: Jobs waiting behind it.
+    waiting: int
+
+    @classmethod
+    def from_wire(cls, key: pb.BlockedKey) -> "BlockedKey":
+        return cls(
+            tenant=key.tenant or None,
+            order_key=key.order_key,
+            head=Job.from_wire(key.head) if key.HasField("head") else None,
+            waiting=key.waiting,
+        )
+
+
+@dataclass(frozen=True)
 class Schedule:
     name: str
     job: NewJob
