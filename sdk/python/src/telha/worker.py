@@ -511,6 +511,10 @@ class Worker:
                 await stream.ended
             if self._run_task is not None:
                 await self._run_task
+            # Jobs pushed while the stream was ending go back too (by unary release, the stream being
+            # gone): close() returns once each of them is answered, as for every job before.
+            while self._executions:
+                await asyncio.gather(*list(self._executions), return_exceptions=True)
         finally:
             # A handler still running in a process (its job cancelled or timed out) runs to its end
             # there; the interpreter waits for it at exit. An executor of the caller's is theirs to shut.
