@@ -181,6 +181,40 @@ async def test_a_kinds_own_concurrency_bounds_it_while_other_kinds_use_the_rest(
     assert most == {narrow: 1, wide: 3}
 
 
+async def test_jobs_waiting_for_their_kinds_slot_do_not_hold_the_slots_other_kinds_need(
+    client: Client, worker_client: Client, kind: str
+) -> None:
+    # Three narrow jobs ahead of one wide, two slots, no prefetch, narrow ones one at a time: the
+    # narrow jobs waiting for their kind's slot must not hold the worker's credit, or the wide job
+    # is never leased and the first narrow one (which waits for it) never ends.
+    worker = Worker(worker_client, concurrency=2, prefetch=0)
+    narrow, wide = kind + ".narrow", kind + ".wide"
+    narrow_running = 0
+    most_narrow = 0
+    wide_beside = asyncio.Event()
+
+    @worker.handler(narrow, concurrency=1)
+    async def slow(job: JobContext) -> None:
+        nonlocal narrow_running, most_narrow
+        narrow_running += 1
+        most_narrow = max(most_narrow, narrow_running)
+        await wide_beside.wait()
+        narrow_running -= 1
+
+    @worker.handler(wide)
+    async def quick(job: JobContext) -> None:
+        if narrow_running > 0:
+            wide_beside.set()
+
+    jobs = [r.job for r in await client.enqueue_batch([NewJob(narrow, i) for i in range(3)], scope="acme")]
+    jobs.append((await client.enqueue(wide, {}, scope="acme")).job)
+    async with worker:
+        await signalled(wide_beside, "the wide job to run beside a narrow one")
+        for job in jobs:
+            await client.result(job.job_id)
+    assert most_narrow == 1
+
+
 async def test_a_tenant_token_may_not_work_and_sees_no_other_tenants_results(
     server: TelhaServer, client: Client, kind: str
 ) -> None:

@@ -223,7 +223,9 @@ class Worker:
     handlers take longer than 25 ms × ``concurrency``: short handlers never wait a round trip for their
     next job, and a slow worker never sits on jobs another worker could start. A number fixes it (0:
     lease only for free slots). A slot's credit goes back to the server as its handler returns, so
-    the next job's lease overlaps the result's round trip. Sync
+    the next job's lease overlaps the result's round trip. Jobs waiting for their kind's own slot hold
+    none of the worker's credit (up to ``concurrency`` of them), so a backlog of one kind never keeps
+    the others' jobs from being leased. Sync
     handlers run in a thread pool of ``concurrency`` threads, so blocking work does not hold up
     heartbeats; with ``executor="process"`` in a pool of ``concurrency`` processes (started with
     ``spawn``: forking a process that runs gRPC's threads is not safe), so CPU-bound work that holds
@@ -271,6 +273,8 @@ class Worker:
         self._clock = clock
         self._registry: dict[str, _Registration] = {}
         self._slots: Optional[asyncio.Semaphore] = None
+        #: Jobs pushed and waiting for their kind's own slot: they hold none of the worker's credit.
+        self._waiting_for_kind = 0
         self._pool: Optional[Executor] = None
         self._loop: Optional[asyncio.AbstractEventLoop] = None
         self._stream: Optional[WorkStream] = None
@@ -279,7 +283,8 @@ class Worker:
         self._running: dict[tuple[str, int], _Running] = {}
         self._executions: set[asyncio.Task[None]] = set()
         #: Jobs pushed and not yet out of their slot (running, or waiting for one), and the credit
-        #: granted on this stream that no job has used yet: together never above concurrency + prefetch.
+        #: granted on this stream that no job has used yet: together never above concurrency + prefetch,
+        #: besides up to ``concurrency`` more waiting for their kind's own slot.
         self._held = 0
         self._granted = 0
         #: Running average of handler time (seconds), for ``prefetch="auto"``; ``None`` before the first returns.
@@ -471,7 +476,10 @@ class Worker:
         if stream is None or not stream.writable or self._closing is None or self._closing.is_set():
             return
         settling = len(self._executions) - self._held
-        wanted = self.concurrency + self._prefetch_now() - self._held - max(0, settling - self.concurrency)
+        # Jobs waiting for their kind's slot (not the worker's) hold no credit, up to ``concurrency`` of
+        # them: else a backlog of one kind could take every slot's credit and starve the others.
+        counted = self._held - min(self._waiting_for_kind, self.concurrency)
+        wanted = self.concurrency + self._prefetch_now() - counted - max(0, settling - self.concurrency)
         free = min(wanted, MAX_WORK_CREDIT) - self._granted
         if free <= 0:
             return
@@ -611,7 +619,16 @@ class Worker:
                 continue
             acquiring = asyncio.ensure_future(slots.acquire())
             closing = asyncio.ensure_future(self._closing.wait())
-            await asyncio.wait({acquiring, closing}, return_when=asyncio.FIRST_COMPLETED)
+            kinds_own = slots is registration.slots
+            if kinds_own:
+                # Waiting for its kind's slot, the job gives its credit back: lease another.
+                self._waiting_for_kind += 1
+                self._grant_free_slots()
+            try:
+                await asyncio.wait({acquiring, closing}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if kinds_own:
+                    self._waiting_for_kind -= 1
             closing.cancel()
             if not acquiring.done() or self._closing.is_set():
                 acquiring.cancel()
