@@ -76,7 +76,8 @@ export async function restore(
 }
 
 const describe = (counts: TransferCounts): string =>
-  `${counts.job} jobs, ${counts.schedule} schedules, ${counts.pause} pauses, ${counts.limit} kind limits`;
+  `${counts.job} jobs, ${counts.schedule} schedules, ${counts.pause} pauses, ${counts.limit} kind limits, ` +
+  `${counts.tenant} tenant limits, ${counts.line} ordered-key lines, ${counts.holder} supersede-key holders`;
 
 /** `telha export [--output <file>]`: the store's records as a stream, to the file or stdout. */
 export async function exportRecords(options: StoreOptions & { readonly output?: string }, io: CliIo): Promise<number> {

@@ -15,6 +15,7 @@ import {
 import { inScope } from '../core/scope.ts';
 import { promote, waitForTurn } from '../core/transitions.ts';
 import type { JobRecord, Micros, ScopeFilter } from '../core/types.ts';
+import type { StoredLine } from './types.ts';
 
 /** The jobs an insert adds to lines, placed one by one in call order. */
 export class LineJoins {
@@ -60,13 +61,6 @@ export function leavesLine(inLine: boolean, after: JobRecord): boolean {
  */
 export function nextTurn(first: JobRecord | null, after: string | null, now: Micros): JobRecord | null {
   return first !== null && isWaiting(first) ? promote(first, after, now) : null;
-}
-
-/** A store's line as it keeps it: the key, and the ids of its jobs oldest first. */
-export interface StoredLine {
-  readonly tenant: string | null;
-  readonly key: string;
-  readonly ids: readonly string[];
 }
 
 /**

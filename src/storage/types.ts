@@ -129,6 +129,42 @@ export interface ImportOutcome {
   readonly skipped: number;
 }
 
+/** An ordered key's line as a store keeps it (`core/ordered-keys.ts`): the key, and its jobs' ids oldest first. */
+export interface StoredLine {
+  /** The key's tenant, `null` for the system scope. */
+  readonly tenant: string | null;
+  readonly key: string;
+  /** The first is the head, the only one that may run; the others wait (`ORDER_WAIT`). */
+  readonly ids: readonly string[];
+}
+
+/** A supersede key and the job holding it (`core/supersede.ts`). */
+export interface StoredHolder {
+  /** The key's tenant, `null` for the system scope. */
+  readonly tenant: string | null;
+  readonly key: string;
+  readonly jobId: string;
+}
+
+/**
+ * What a store keeps about keys beside the job records ({@link JobStore.storedKeys}): which jobs
+ * are in which ordered key's line, in what order, and which job holds each supersede key. The
+ * records alone do not say: a job keeps its keys for life, after it has left its line (an
+ * operator released it, or it was retried after it left) or let go of its supersede key.
+ */
+export interface StoredKeys {
+  readonly lines: readonly StoredLine[];
+  readonly holders: readonly StoredHolder[];
+}
+
+/** What {@link JobStore.importKeys} wrote. */
+export interface KeysImportOutcome {
+  /** Lines with at least one job placed in them, and lines of which no job was. */
+  readonly lines: ImportOutcome;
+  /** Holders written, and holders skipped. */
+  readonly holders: ImportOutcome;
+}
+
 /** What a backup wrote ({@link JobStore.backup}). */
 export interface BackupSummary {
   /** The backup's directory, as complete (renamed from `<path>.partial`, its marker written). */
@@ -222,6 +258,23 @@ export interface JobStore {
    * the history of the store they happened in. Jobs created later sort after every imported one.
    */
   importJobs(records: readonly JobRecord[], now: Micros): Promise<ImportOutcome>;
+
+  /**
+   * Every ordered key's line and every supersede key's holder, for `telha export`. A line lists
+   * only the jobs the store holds records of (a pruned head is left out: its line, starting with
+   * a waiting job, reads as blocked all the same).
+   */
+  storedKeys(): Promise<StoredKeys>;
+
+  /**
+   * Put jobs `importJobs` wrote back where another store had them, for `telha import`: each
+   * line's jobs, in the order given, join the end of their key's line (a waiting job is placed
+   * behind the jobs the line holds already); each holder takes its key. A job the store does not
+   * hold, or holds in a line already, is left out of its line; a holder whose job is not live
+   * (Pending or Leased), or whose key another job holds, is skipped. One atomic write. Running it
+   * again changes nothing more.
+   */
+  importKeys(keys: StoredKeys): Promise<KeysImportOutcome>;
 
   /**
    * A consistent copy of the whole store, written to `target` on this machine while it keeps

@@ -35,10 +35,18 @@ export interface JobSpec {
   readonly idempotencyKey: string | undefined;
   /** The job's own attempt timeout: shorter than, between and beyond the model's 30 s lease TTL. */
   readonly timeoutSecs: number | undefined;
-  /** Latest wins (mode `pending`): replaces the Pending job holding the key in its scope. */
+  /** Latest wins: replaces the Pending job holding the key in its scope. */
   readonly supersedeKey: string | undefined;
+  /** With a supersede key: `leased` cancels a Leased holder too (left out: `pending`, it runs on). */
+  readonly supersede: 'pending' | 'leased' | undefined;
+  /** With a supersede key: debounce (trailing), due this long after the enqueue; no delay then. */
+  readonly debounceMs: number | undefined;
+  /** With `debounceMs`: due at most this long after the run's first enqueue. */
+  readonly debounceMaxMs: number | undefined;
   /** An ordered key (`NewJob.orderKey`): one job of a key at a time, in enqueue order. */
   readonly orderKey: string | undefined;
+  /** With an ordered key: what going Dead does to it (left out: `block`). */
+  readonly orderOnDead: 'block' | 'release' | undefined;
 }
 
 export type Command =
@@ -143,6 +151,16 @@ export type Command =
       readonly op:
         'extend' | 'checkpoint' | 'complete' | 'fail' | 'release' | 'retry' | 'cancel' | 'discard' | 'runNow' | 'show';
     }
+  /**
+   * An operator's release of an ordered key (`nope`: a key no job has); with `blocked`, the first
+   * blocked key if any is.
+   */
+  | {
+      readonly t: 'releaseKey';
+      readonly blocked: boolean;
+      readonly scope: EnqueueScope;
+      readonly key: 'o1' | 'o2' | 'nope';
+    }
   /** Close and reopen the store (RocksDB only; a no-op in memory). */
   | { readonly t: 'restart' };
 
@@ -229,12 +247,34 @@ export const jobSpec: fc.Arbitrary<JobSpec> = fc
     idempotencyKey: sometimes(fc.constantFrom(...IDEMPOTENCY_KEYS), 3),
     timeoutSecs: sometimes(fc.constantFrom(10, 45, 100), 3),
     supersedeKey: sometimes(fc.constantFrom(...SUPERSEDE_KEYS), 1),
+    supersede: sometimes(fc.constantFrom('pending' as const, 'leased' as const), 1),
+    // Windows that the clock steps straddle; a max wait of one window, or a few.
+    debounceMs: sometimes(fc.constantFrom(5_000, 30_000), 1),
+    debounceMaxMs: sometimes(fc.constantFrom(30_000, 60_000), 1),
     orderKey: sometimes(fc.constantFrom('o1', 'o2'), 2),
+    orderOnDead: sometimes(fc.constantFrom('block' as const, 'release' as const), 1),
   })
-  // A job takes a supersede key or an ordered key, never both (the store refuses the pair).
-  .map((spec) =>
-    spec.supersedeKey !== undefined && spec.orderKey !== undefined ? { ...spec, orderKey: undefined } : spec,
-  );
+  // Only the combinations a store accepts: a supersede key or an ordered key, never both; the
+  // supersede mode and debounce with a supersede key, a debounce without a delay, a max wait with
+  // a window at least as long; the dead policy with an ordered key.
+  .map((spec) => {
+    const orderKey = spec.supersedeKey !== undefined ? undefined : spec.orderKey;
+    const keyed = spec.supersedeKey !== undefined;
+    const debounceMs = keyed ? spec.debounceMs : undefined;
+    const debounceMaxMs =
+      debounceMs === undefined || spec.debounceMaxMs === undefined
+        ? undefined
+        : Math.max(debounceMs, spec.debounceMaxMs);
+    return {
+      ...spec,
+      orderKey,
+      orderOnDead: orderKey === undefined ? undefined : spec.orderOnDead,
+      supersede: keyed ? spec.supersede : undefined,
+      debounceMs,
+      debounceMaxMs,
+      ...(debounceMs === undefined ? {} : { delayMs: undefined, notBeforeOffsetSecs: undefined }),
+    };
+  });
 
 const enqueueScope: fc.Arbitrary<EnqueueScope> = fc.oneof(
   { arbitrary: fc.constant<EnqueueScope>('a'), weight: 3 },
@@ -383,6 +423,12 @@ const COMMANDS: { readonly [T in Command['t']]: fc.Arbitrary<Extract<Command, { 
       'show' as const,
     ),
   }),
+  releaseKey: fc.record({
+    t: fc.constant('releaseKey' as const),
+    blocked: fc.oneof({ arbitrary: fc.constant(true), weight: 3 }, { arbitrary: fc.constant(false), weight: 1 }),
+    scope: fc.constantFrom<EnqueueScope>('a', 'b', 'a', 'b', 'system'),
+    key: fc.constantFrom('o1' as const, 'o2' as const, 'o1' as const, 'o2' as const, 'nope' as const),
+  }),
   restart: fc.constant({ t: 'restart' as const }),
 };
 
@@ -416,6 +462,7 @@ export const BROAD_MIX: CommandMix = {
     clearTenantLimit: 1,
     advance: 5,
     ghost: 1,
+    releaseKey: 1,
     restart: 1,
   },
 };
@@ -447,6 +494,7 @@ export const LIFECYCLE_MIX: CommandMix = {
     clearTenantLimit: 0,
     advance: 6,
     ghost: 0,
+    releaseKey: 1,
     restart: 1,
   },
   overrides: {
@@ -482,6 +530,61 @@ export const LIFECYCLE_MIX: CommandMix = {
   },
 };
 
+/**
+ * Keyed jobs only, one key of each sort in two tenants, and the operations that move keys on:
+ * supersedes of Pending and Leased holders (and their holders' late results), debounce runs
+ * across clock steps, ordered keys through failures, Dead heads of both policies, releases.
+ */
+export const KEYS_MIX: CommandMix = {
+  weights: {
+    ...LIFECYCLE_MIX.weights,
+    enqueue: 6,
+    lease: 2,
+    complete: 2,
+    fail: 2,
+    work: 5,
+    reap: 1,
+    advance: 4,
+    releaseKey: 3,
+  },
+  overrides: {
+    enqueue: fc.record({
+      t: fc.constant('enqueue' as const),
+      // One tenant: every keyed job meets the others of its key.
+      scope: fc.constant<EnqueueScope>('a'),
+      jobs: fc.array(
+        fc
+          .tuple(jobSpec, fc.boolean())
+          .map(([spec, ordered]) =>
+            ordered
+              ? {
+                  ...spec,
+                  supersedeKey: undefined,
+                  supersede: undefined,
+                  debounceMs: undefined,
+                  debounceMaxMs: undefined,
+                  orderKey: 'o1',
+                }
+              : {
+                  ...spec,
+                  supersedeKey: 's1',
+                  orderKey: undefined,
+                  orderOnDead: undefined,
+                  // A debounce always with a max wait here: a run carried over is what this mix is for.
+                  ...(spec.debounceMs === undefined ? {} : { debounceMaxMs: 60_000 }),
+                },
+          )
+          .map((spec) => ({
+            ...spec,
+            idempotencyKey: undefined,
+            maxAttempts: spec.maxAttempts === undefined ? undefined : 2,
+          })),
+        { minLength: 1, maxLength: 2 },
+      ),
+    }),
+  },
+};
+
 export function commandArbitrary(mix: CommandMix, options: { restarts: boolean }): fc.Arbitrary<Command> {
   const arbitraries: fc.WeightedArbitrary<Command>[] = [];
   for (const t of Object.keys(COMMANDS) as Command['t'][]) {
@@ -492,9 +595,13 @@ export function commandArbitrary(mix: CommandMix, options: { restarts: boolean }
   return fc.oneof(...arbitraries);
 }
 
-/** A command list: half from the broad mix, half from the lifecycle mix. */
+/** A command list: from the broad mix, the lifecycle mix or the keys mix, in turn at random. */
 export function commandsArbitrary(options: { restarts: boolean; maxCommands: number }): fc.Arbitrary<Command[]> {
   const list = (mix: CommandMix): fc.Arbitrary<Command[]> =>
     fc.array(commandArbitrary(mix, options), { maxLength: options.maxCommands, size: 'max' });
-  return fc.oneof({ arbitrary: list(BROAD_MIX), weight: 1 }, { arbitrary: list(LIFECYCLE_MIX), weight: 1 });
+  return fc.oneof(
+    { arbitrary: list(BROAD_MIX), weight: 2 },
+    { arbitrary: list(LIFECYCLE_MIX), weight: 2 },
+    { arbitrary: list(KEYS_MIX), weight: 2 },
+  );
 }

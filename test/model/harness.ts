@@ -217,6 +217,9 @@ function projectRecord(record: JobRecord): Record<string, unknown> {
     lastEvent: record.events[record.events.length - 1]?.transition ?? null,
     supersedeKey: record.supersedeKey,
     supersededBy: record.supersededBy,
+    debounceUntil: record.debounceUntil,
+    orderKey: record.orderKey,
+    orderReleaseOnDead: record.orderReleaseOnDead,
   };
 }
 
@@ -239,6 +242,9 @@ function projectModel(job: ModelJob): Record<string, unknown> {
     lastEvent: job.lastEvent,
     supersedeKey: job.supersedeKey,
     supersededBy: job.supersededBy,
+    debounceUntil: job.debounceUntil,
+    orderKey: job.orderKey,
+    orderReleaseOnDead: job.orderReleaseOnDead,
   };
 }
 
@@ -304,11 +310,13 @@ function request(spec: JobSpec, scope: ModelScope, now: number): { options: Engi
   const family: readonly string[] = systemFamily ? SYSTEM_KINDS : TENANT_KINDS;
   const kind = family[spec.kind % family.length]!;
   const notBefore =
-    spec.notBeforeOffsetSecs !== undefined
-      ? now + spec.notBeforeOffsetSecs * SECOND
-      : spec.delayMs !== undefined && spec.delayMs > 0
-        ? now + spec.delayMs * 1000
-        : null;
+    spec.debounceMs !== undefined
+      ? now + spec.debounceMs * 1000
+      : spec.notBeforeOffsetSecs !== undefined
+        ? now + spec.notBeforeOffsetSecs * SECOND
+        : spec.delayMs !== undefined && spec.delayMs > 0
+          ? now + spec.delayMs * 1000
+          : null;
   const options: EngineNewJob = {
     kind,
     ...(spec.priority === undefined ? {} : { priority: spec.priority }),
@@ -319,6 +327,10 @@ function request(spec: JobSpec, scope: ModelScope, now: number): { options: Engi
     ...(spec.timeoutSecs === undefined ? {} : { timeoutSecs: spec.timeoutSecs }),
     ...(spec.supersedeKey === undefined ? {} : { supersedeKey: spec.supersedeKey }),
     ...(spec.orderKey === undefined ? {} : { orderKey: spec.orderKey }),
+    ...(spec.supersede === undefined ? {} : { supersede: spec.supersede }),
+    ...(spec.debounceMs === undefined ? {} : { debounceMs: spec.debounceMs }),
+    ...(spec.debounceMaxMs === undefined ? {} : { debounceMaxMs: spec.debounceMaxMs }),
+    ...(spec.orderOnDead === undefined ? {} : { orderOnDead: spec.orderOnDead }),
   };
   return {
     options,
@@ -331,7 +343,10 @@ function request(spec: JobSpec, scope: ModelScope, now: number): { options: Engi
       idempotencyKey: spec.idempotencyKey ?? null,
       timeoutSecs: spec.timeoutSecs ?? null,
       supersedeKey: spec.supersedeKey ?? null,
+      supersede: spec.supersede ?? 'pending',
+      debounceUntil: spec.debounceMaxMs === undefined ? null : now + spec.debounceMaxMs * 1000,
       orderKey: spec.orderKey ?? null,
+      orderReleaseOnDead: spec.orderOnDead === 'release',
     },
   };
 }
@@ -442,6 +457,15 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         const replaced = model.jobs.filter((j) => j.supersededBy !== null).length - replacedBefore;
         if (coverage !== undefined && replaced > 0) {
           coverage.set('enqueue: superseded a holder', (coverage.get('enqueue: superseded a holder') ?? 0) + 1);
+        }
+        const continued = expected.ok
+          ? expected.value.filter((o, i) => o.created && o.job.debounceUntil !== requests[i]?.model.debounceUntil)
+          : [];
+        if (coverage !== undefined && continued.length > 0) {
+          coverage.set(
+            'enqueue: continued a debounce run',
+            (coverage.get('enqueue: continued a debounce run') ?? 0) + 1,
+          );
         }
         same(
           mapOk(observed, (rs) =>
@@ -712,6 +736,19 @@ export async function runCommands(commands: readonly Command[], backend: Backend
         same(observed, model.clearTenantLimit(tenant), context);
         break;
       }
+      case 'releaseKey': {
+        const [blocked] = command.blocked ? model.blockedKeys() : [];
+        const scope = blocked === undefined ? scopeName(command.scope) : blocked[0];
+        const key = blocked === undefined ? command.key : blocked[1];
+        const observed = await attempt(() => queue.releaseKey(queueScope(scope), key));
+        tally(coverage, command, observed);
+        same(
+          mapOk(observed, (r) => (r === null ? null : summarize(r))),
+          mapOk(model.releaseKey(scope, key), (j) => (j === null ? null : summarizeModel(j))),
+          context,
+        );
+        break;
+      }
       case 'advance':
         clock.advanceSeconds(command.secs);
         if (command.reap) await execute({ t: 'reap' }, `${context} (reap)`);
@@ -894,6 +931,11 @@ async function checkStore(
   }
 
   same(await store.nextGateAt(ANY_SCOPE, now), model.nextGate(now), `${context}\n  nextGateAt`);
+  same(
+    (await queue.blockedKeys()).map((k) => [k.tenant, k.orderKey, k.head?.jobId ?? null, k.waiting]),
+    model.blockedKeys(),
+    `${context}\n  blockedKeys`,
+  );
   same(
     (await queue.kindLimits()).map((l) => [l.kindPrefix, l.concurrency, l.leased, l.tokens]),
     model.limitRows(now),

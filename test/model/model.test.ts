@@ -2,15 +2,18 @@
  * Model-based test: random sequences of queue operations (enqueue with
  * priorities, delays, attempt ceilings and idempotency keys in two tenants and
  * the system scope; leases by scope and kind prefix; heartbeats, checkpoints,
- * completions with successors, retryable and permanent failures; supersede keys (latest wins,
- * mode pending: a Pending holder replaced, a Leased one passed over, a retried one holding none); stale
- * submissions; the reaper; operator retries; cancels by id and by filter; clock steps across the lease TTL
- * and the backoff schedule) run against each backend and against an
+ * completions with successors, retryable and permanent failures; supersede keys (latest wins:
+ * a Pending holder replaced, a Leased one passed over, or with mode `leased` cancelled and its
+ * late heartbeat, checkpoint, complete and fail refused, a retried one holding none; debounce
+ * windows, with a max wait carried from each replaced job to the next); ordered keys (a Dead head
+ * blocking its key or, with `orderOnDead: 'release'`, letting it go; an operator's release);
+ * stale submissions; the reaper; operator retries; cancels by id and by filter; clock steps across
+ * the lease TTL and the backoff schedule) run against each backend and against an
  * independent reference model of the spec (test/model/reference.ts).
  *
  * Every operation's result is compared with the model's, and after every step
  * the whole store: each job by id, counts per scope, the leased set, key order
- * per state, the next backoff gate. On RocksDB the sequence may also close and
+ * per state, the next backoff gate, the blocked ordered keys. On RocksDB the sequence may also close and
  * reopen the store.
  *
  * Knobs: MODEL_SEED (replay a failure), MODEL_RUNS (memory runs, default 100; RocksDB runs scale
@@ -63,7 +66,11 @@ const JOB_K1: JobSpec = {
   idempotencyKey: 'k1',
   timeoutSecs: undefined,
   supersedeKey: undefined,
+  supersede: undefined,
+  debounceMs: undefined,
+  debounceMaxMs: undefined,
   orderKey: undefined,
+  orderOnDead: undefined,
 };
 
 /** A job in tenant `b` with supersede key `s1` and nothing else set. */
@@ -80,7 +87,60 @@ const JOB_S1: JobSpec = { ...JOB_K1, priority: undefined, idempotencyKey: undefi
  */
 const KEYED: JobSpec = { ...JOB_K1, idempotencyKey: undefined, priority: undefined, maxAttempts: 1, orderKey: 'o1' };
 
+const LEASE_ANY: Command = { t: 'lease', scope: 'any', kinds: 0, worker: 0, limit: null };
+/** The newest lease granted, live or not: a superseded holder's, once it was cancelled. */
+const NEWEST = { live: false, index: 0 } as const;
+const DEBOUNCED: JobSpec = { ...JOB_S1, debounceMs: 30_000, debounceMaxMs: 60_000 };
+
 const REGRESSIONS: readonly { readonly name: string; readonly commands: readonly Command[] }[] = [
+  {
+    name: "supersede 'leased' cancels a Leased holder, and its late heartbeat, complete and fail are refused",
+    commands: [
+      { t: 'enqueue', scope: 'b', jobs: [JOB_S1] },
+      LEASE_ANY,
+      { t: 'enqueue', scope: 'b', jobs: [{ ...JOB_S1, supersede: 'leased' }] },
+      { t: 'extend', lease: NEWEST, fence: 'exact', scope: 'default' },
+      { t: 'complete', lease: NEWEST, fence: 'exact', scope: 'default', successors: [] },
+      { t: 'fail', lease: NEWEST, fence: 'exact', scope: 'default', retryable: undefined },
+      LEASE_ANY,
+    ],
+  },
+  {
+    name: 'debounce: each enqueue restarts the window, and the run is due by its max wait',
+    commands: [
+      { t: 'enqueue', scope: 'b', jobs: [DEBOUNCED] },
+      { t: 'advance', secs: 29, reap: false },
+      { t: 'enqueue', scope: 'b', jobs: [DEBOUNCED] },
+      { t: 'advance', secs: 29, reap: false },
+      { t: 'enqueue', scope: 'b', jobs: [DEBOUNCED] },
+      { t: 'advance', secs: 1, reap: false },
+      LEASE_ANY,
+      { t: 'advance', secs: 1, reap: false },
+      LEASE_ANY,
+    ],
+  },
+  {
+    name: "an ordered key's dead head blocks it by default, and with 'release' lets the next job run",
+    commands: [
+      { t: 'enqueue', scope: 'b', jobs: [{ ...KEYED, orderOnDead: 'release' }, KEYED] },
+      { t: 'enqueue', scope: 'a', jobs: [KEYED, KEYED] },
+      { t: 'work', worker: 0, then: 'failPermanently' },
+      { t: 'work', worker: 1, then: 'failPermanently' },
+      LEASE_ANY,
+    ],
+  },
+  {
+    name: 'an operator releases a blocked key: its dead head stays dead and the next job runs',
+    commands: [
+      { t: 'enqueue', scope: 'a', jobs: [KEYED, KEYED] },
+      { t: 'releaseKey', blocked: false, scope: 'a', key: 'o1' },
+      { t: 'work', worker: 0, then: 'failPermanently' },
+      { t: 'releaseKey', blocked: false, scope: 'b', key: 'o1' },
+      { t: 'releaseKey', blocked: false, scope: 'a', key: 'o1' },
+      LEASE_ANY,
+      { t: 'releaseKey', blocked: false, scope: 'a', key: 'o1' },
+    ],
+  },
   /**
    * dead-head: the property found this when a store was made to let a Dead head go (its key
    * released whatever the policy): the job enqueued behind the dead head must wait, not run.

@@ -7,6 +7,7 @@
  */
 import { scopeOfTenant } from '../../src/codec/keys.ts';
 import { JobState } from '../../src/core/types.ts';
+import { MODEL_ORDER_WAIT, ModelLines, type BlockedRow } from './lines.ts';
 
 /** A rate: `count` per `periodMs`. */
 export interface ModelRate {
@@ -56,8 +57,12 @@ export interface ModelJob {
   /** The job that replaced it (it was Pending and a newer job of its key came). */
   supersededBy: string | null;
   readonly orderKey: string | null;
+  /** `orderOnDead: 'release'`: going Dead takes it out of its line. */
+  readonly orderReleaseOnDead: boolean;
   /** While waiting for its key's turn: the gate it was enqueued with, back when its turn comes. */
   orderGate: number | null;
+  /** With `debounceMaxMs`: the latest its debounce run may be due, carried to the job that replaces it. */
+  debounceUntil: number | null;
 }
 
 export interface ModelLease {
@@ -85,14 +90,15 @@ export interface NewJob {
   readonly idempotencyKey: string | null;
   readonly timeoutSecs: number | null;
   readonly supersedeKey: string | null;
+  /** What happens to a Leased holder of the key: runs on (`pending`), or is cancelled (`leased`). */
+  readonly supersede: 'pending' | 'leased';
+  /** Debounce with a max wait: the run's bound if this enqueue begins one (now + `debounceMaxMs`). */
+  readonly debounceUntil: number | null;
   readonly orderKey: string | null;
+  readonly orderReleaseOnDead: boolean;
 }
 
-/**
- * The gate of a job waiting for its ordered key's turn: past any time a job may be scheduled for
- * (the largest safe integer), so the gate itself never opens.
- */
-export const MODEL_ORDER_WAIT = Number.MAX_SAFE_INTEGER;
+export { MODEL_ORDER_WAIT };
 
 /** One enqueued slot's outcome: a new job (its id supplied by the store), or an existing one by idempotency. */
 export interface SlotOutcome {
@@ -404,42 +410,24 @@ export class ReferenceModel {
     return filter.any || job.tenant === filter.scope;
   }
 
+  /** Ordered keys' lines (`lines.ts`). */
+  private readonly lines = new ModelLines();
+
+  /** An operator's release of an ordered key (`ModelLines.release`). */
+  releaseKey(scope: ModelScope, key: string): Expected<ModelJob | null> {
+    const released = this.lines.release(scope, key);
+    return released.ok ? released : err(released.code);
+  }
+
+  /** Blocked ordered keys in listing order. */
+  blockedKeys(): BlockedRow[] {
+    return this.lines.blocked();
+  }
+
   /**
    * Enqueue into one scope, all or nothing. `freshId(i)` is the id the store gave the i-th slot;
    * it is asked only for slots the model decides are new jobs.
    */
-  /** Ordered keys' lines: (scope, key) → the jobs not yet out of it, in enqueue order. */
-  private readonly lines = new Map<string, ModelJob[]>();
-
-  private lineOf(scope: ModelScope, key: string): ModelJob[] {
-    const slot = `${scope ?? ''}\u0000${key}`;
-    let line = this.lines.get(slot);
-    if (line === undefined) {
-      line = [];
-      this.lines.set(slot, line);
-    }
-    return line;
-  }
-
-  /**
-   * After `job` moved: if it finished (Completed or Cancelled; Dead keeps its place and blocks the
-   * key), it leaves its line, and the first job still in the line, if it waits, gets its turn.
-   */
-  private settleLine(job: ModelJob): void {
-    if (job.orderKey === null) return;
-    if (job.state !== JobState.Completed && job.state !== JobState.Cancelled) return;
-    const line = this.lineOf(job.tenant, job.orderKey);
-    const i = line.indexOf(job);
-    if (i < 0) return;
-    line.splice(i, 1);
-    const first = line[0];
-    if (first !== undefined && first.state === JobState.Pending && first.notBefore === MODEL_ORDER_WAIT) {
-      first.notBefore = first.orderGate;
-      first.orderGate = null;
-      first.lastEvent = 'promoted';
-    }
-  }
-
   enqueue(scope: ModelScope, requests: readonly NewJob[], freshId: (i: number) => string): Expected<SlotOutcome[]> {
     if (requests.some((r) => !r.valid)) return err('invalid_argument');
     const staged = new Map<string, ModelJob>();
@@ -473,27 +461,35 @@ export class ReferenceModel {
         supersedeKey: request.supersedeKey,
         supersededBy: null,
         orderKey: request.orderKey,
+        orderReleaseOnDead: request.orderReleaseOnDead,
         orderGate: null,
+        debounceUntil: request.debounceUntil,
       };
       if (request.supersedeKey !== null) {
         // Every request is valid by now, so this may change holders: the call writes all or nothing.
         const keySlot = `${scope ?? ''}\u0000${request.supersedeKey}`;
         const holder = this.supersedeHolders.get(keySlot);
-        if (holder !== undefined && holder.state === JobState.Pending) {
+        // A Pending holder is replaced; a Leased one too when the request says `leased` (its lease
+        // ends with it, so its holder's late results are refused), else it runs on. A finished one
+        // held nothing. Either way the new job holds the key.
+        const pending = holder?.state === JobState.Pending;
+        if (holder !== undefined && (pending || (holder.state === JobState.Leased && request.supersede === 'leased'))) {
+          // A debounce run goes on: the new job keeps the run's bound, and is due by it.
+          if (pending && job.debounceUntil !== null && holder.debounceUntil !== null) {
+            job.debounceUntil = holder.debounceUntil;
+            job.notBefore = Math.min(job.notBefore ?? holder.debounceUntil, holder.debounceUntil);
+          }
+          this.leaveLease(holder);
           holder.state = JobState.Cancelled;
           holder.lastEvent = 'cancelled';
           holder.supersededBy = job.id;
         }
-        // A Leased holder runs on; a finished one held nothing. Either way the new job holds the key.
         this.supersedeHolders.set(keySlot, job);
       }
       // Ordered key: behind any job still in the key's line (this call's included), it waits.
-      if (request.orderKey !== null) {
-        const line = this.lineOf(scope, request.orderKey);
-        if (line.length > 0 || created.some((c) => c.tenant === scope && c.orderKey === request.orderKey)) {
-          job.orderGate = job.notBefore;
-          job.notBefore = MODEL_ORDER_WAIT;
-        }
+      if (request.orderKey !== null && this.lines.mustWait(scope, request.orderKey, created)) {
+        job.orderGate = job.notBefore;
+        job.notBefore = MODEL_ORDER_WAIT;
       }
       if (slot !== null) staged.set(slot, job);
       created.push(job);
@@ -503,7 +499,7 @@ export class ReferenceModel {
       if (this.byId.has(job.id)) throw new Error(`the store reused job id ${job.id} for a new job`);
       this.jobs.push(job);
       this.byId.set(job.id, job);
-      if (job.orderKey !== null) this.lineOf(job.tenant, job.orderKey).push(job);
+      this.lines.join(job);
     }
     for (const [slot, job] of staged) this.idempotency.set(slot, job);
     return { ok: true, value: outcomes };
@@ -707,7 +703,7 @@ export class ReferenceModel {
     this.leaveLease(job);
     job.state = JobState.Completed;
     job.lastEvent = 'completed';
-    this.settleLine(job);
+    this.lines.settle(job);
     const chained = this.enqueue(job.tenant, requests, freshId);
     if (!chained.ok) throw new Error('unreachable: successors were validated');
     return { ok: true, value: { job, successors: chained.value } };
@@ -723,6 +719,7 @@ export class ReferenceModel {
     if (!retryable) {
       job.state = JobState.Dead;
       job.lastEvent = 'dead';
+      this.lines.settle(job);
     } else {
       this.retryOrDeadLetter(job, now, 'failed');
     }
@@ -781,7 +778,7 @@ export class ReferenceModel {
     this.leaveLease(job);
     job.state = JobState.Cancelled;
     job.lastEvent = 'cancelled';
-    this.settleLine(job);
+    this.lines.settle(job);
     return { ok: true, value: job };
   }
 
@@ -792,7 +789,7 @@ export class ReferenceModel {
     if (job.state !== JobState.Dead) return err('failed_precondition');
     job.state = JobState.Cancelled;
     job.lastEvent = 'discarded';
-    this.settleLine(job);
+    this.lines.settle(job);
     return { ok: true, value: job };
   }
 
@@ -903,6 +900,7 @@ export class ReferenceModel {
     if (job.attempts >= ceiling) {
       job.state = JobState.Dead;
       job.lastEvent = 'dead';
+      this.lines.settle(job);
       return job.state;
     }
     job.state = JobState.Pending;

@@ -14,6 +14,7 @@ import { makeConfig, type ConfigInput } from '../../src/core/config.ts';
 import { ANY_SCOPE, JobState, tenantScope, type JobRecord } from '../../src/core/types.ts';
 import type { Queue } from '../../src/engine/queue.ts';
 import { openQueue } from '../../src/open.ts';
+import { checkKeyed, fillKeyed } from '../../src/testing/conformance/transfer-keys.ts';
 import { dropTestSchema, tempDir, TEST_PG_URL, uniqueSchema } from '../support/backends.ts';
 
 const acme = tenantScope('acme');
@@ -99,11 +100,13 @@ describe('moving a store between RocksDB and PostgreSQL', () => {
       assert.deepEqual(await telha('export', '--data', join(dir, 'rocks-1'), '--output', first), {
         code: 0,
         stdout: '',
-        stderr: `exported 301 jobs, 1 schedules, 1 pauses, 1 kind limits\n`,
+        stderr:
+          'exported 301 jobs, 1 schedules, 1 pauses, 1 kind limits, ' +
+          '0 tenant limits, 0 ordered-key lines, 0 supersede-key holders\n',
       });
       const intoPg = await telha('import', first, '--config', pgToml);
       assert.equal(intoPg.code, 0, intoPg.stderr);
-      assert.match(intoPg.stdout, /^imported 301 jobs, 1 schedules, 1 pauses, 1 kind limits;/);
+      assert.match(intoPg.stdout, /^imported 301 jobs, 1 schedules, 1 pauses, 1 kind limits, 0 tenant limits,/);
       const pg = await opened({ storage: { kind: 'postgres', url: TEST_PG_URL, schema } });
       assert.deepEqual(await contents(pg), before);
       await pg.close();
@@ -136,6 +139,38 @@ describe('moving a store between RocksDB and PostgreSQL', () => {
       });
       assert.equal(job.state, JobState.Completed);
       await after.close();
+    } finally {
+      await dropTestSchema(schema);
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('carries tenant limits, ordered keys and supersede keys RocksDB -> PostgreSQL -> RocksDB', async () => {
+    const dir = tempDir('telha-transfer-keys-');
+    const schema = uniqueSchema('transfer_keys');
+    const pgToml = join(dir, 'pg.toml');
+    writeFileSync(pgToml, `[storage]\nkind = "postgres"\nurl = "${TEST_PG_URL}"\nschema = "${schema}"\n`);
+    try {
+      const source = await opened({ storage: { path: join(dir, 'rocks-1') } });
+      const fill = await fillKeyed(source);
+      await source.close();
+      const first = join(dir, 'rocks.ndjson');
+      assert.equal((await telha('export', '--data', join(dir, 'rocks-1'), '--output', first)).code, 0);
+      const intoPg = await telha('import', first, '--config', pgToml);
+      assert.equal(intoPg.code, 0, intoPg.stderr);
+      assert.match(intoPg.stdout, /2 tenant limits, 3 ordered-key lines, 1 supersede-key holders;/);
+      const second = join(dir, 'pg.ndjson');
+      assert.equal((await telha('export', '--config', pgToml, '--output', second)).code, 0);
+      const back = await telha('import', second, '--data', join(dir, 'rocks-2'));
+      assert.equal(back.code, 0, back.stderr);
+
+      // Each store runs what it received as the first store would have run it.
+      const pg = await opened({ storage: { kind: 'postgres', url: TEST_PG_URL, schema } });
+      await checkKeyed(pg, fill);
+      await pg.close();
+      const rocks = await opened({ storage: { path: join(dir, 'rocks-2') } });
+      await checkKeyed(rocks, fill);
+      await rocks.close();
     } finally {
       await dropTestSchema(schema);
       rmSync(dir, { recursive: true, force: true });

@@ -82,9 +82,12 @@ import { planSupersede, supersededOutcomes } from '../supersede-plan.ts';
 import { isWaiting, keyNotBlocked, lineBlocked, orderSlot, type BlockedKey } from '../../core/ordered-keys.ts';
 import { blockedOf, LineJoins, leavesLine, nextTurn } from '../order-plan.ts';
 import { CreatedAtSequence } from '../shared.ts';
+import { planKeysImport } from '../stored-keys.ts';
 import type {
   Change,
   ImportOutcome,
+  KeysImportOutcome,
+  StoredKeys,
   ClaimParams,
   CountRow,
   FiredSchedule,
@@ -203,13 +206,17 @@ export class MemoryJobStore implements JobStore {
       }
     }
     for (const [slot, holder] of plan.holders) this.supersedeKeys.set(slot, holder.jobId);
-    for (const [slot, joined] of joins.joined) {
-      const first = joined[0] as JobRecord;
-      const line = this.lines.get(slot) ?? { tenant: first.tenant, key: first.orderKey ?? '', ids: [] };
-      line.ids.push(...joined.map((r) => r.jobId));
-      this.lines.set(slot, line);
-    }
+    for (const joined of joins.joined.values()) this.joinLine(joined);
     return supersededOutcomes(outcomes, records, plan);
+  }
+
+  /** `joined`, jobs of one key oldest first, join the end of its line. */
+  private joinLine(joined: readonly JobRecord[]): void {
+    const first = joined[0] as JobRecord;
+    const slot = orderSlot(first.tenant, first.orderKey ?? '');
+    const line = this.lines.get(slot) ?? { tenant: first.tenant, key: first.orderKey ?? '', ids: [] };
+    line.ids.push(...joined.map((r) => r.jobId));
+    this.lines.set(slot, line);
   }
 
   /** `after` replaces `before`: if it left its ordered key's line, the next job's turn comes (written here). */
@@ -279,6 +286,32 @@ export class MemoryJobStore implements JobStore {
       written++;
     }
     return Promise.resolve({ written, skipped: records.length - written });
+  }
+
+  storedKeys(): Promise<StoredKeys> {
+    const lines = [...this.lines.values()]
+      .map(({ tenant, key, ids }) => ({ tenant, key, ids: ids.filter((id) => this.jobs.has(id)) }))
+      .filter((line) => line.ids.length > 0);
+    const holders = [...this.supersedeKeys.values()].flatMap((jobId) => {
+      const record = this.jobs.get(jobId);
+      return record?.supersedeKey == null ? [] : [{ tenant: record.tenant, key: record.supersedeKey, jobId }];
+    });
+    return Promise.resolve({ lines, holders });
+  }
+
+  importKeys(keys: StoredKeys): Promise<KeysImportOutcome> {
+    if (this.closed) return Promise.reject(storeClosed());
+    const inLine = new Set([...this.lines.values()].flatMap((line) => line.ids));
+    const plan = planKeysImport(keys, {
+      load: (id) => this.jobs.get(id) ?? null,
+      inLine: (id) => inLine.has(id),
+      keyHeld: (tenant, key) => this.supersedeKeys.has(supersedeSlot(tenant, key)),
+    });
+    for (const joining of plan.lines) this.joinLine(joining);
+    for (const holder of plan.holders) {
+      this.supersedeKeys.set(supersedeSlot(holder.tenant, holder.supersedeKey ?? ''), holder.jobId);
+    }
+    return Promise.resolve(plan.outcome);
   }
 
   claim(params: ClaimParams): Promise<JobRecord[]> {

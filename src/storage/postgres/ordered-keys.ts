@@ -70,7 +70,7 @@ export async function placeInLines(db: Db, table: string, records: JobRecord[]):
 export async function joinLines(
   db: Db,
   table: string,
-  records: readonly JobRecord[],
+  records: readonly Pick<JobRecord, 'jobId' | 'tenant' | 'orderKey'>[],
   created: ReadonlySet<string>,
 ): Promise<void> {
   const joined = records.filter((r) => r.orderKey !== null && created.has(r.jobId));

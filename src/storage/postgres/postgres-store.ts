@@ -42,6 +42,8 @@ import type {
   CountRow,
   FiredSchedule,
   ImportOutcome,
+  KeysImportOutcome,
+  StoredKeys,
   InsertOutcome,
   JobDraft,
   JobStore,
@@ -60,6 +62,7 @@ import { openPool, pgSchema, StoreContext } from './connection.ts';
 import { Controls } from './controls.ts';
 import { TenantLimits } from './tenant-limits.ts';
 import { importJobs } from './insert.ts';
+import { importKeys, storedKeys } from './stored-keys.ts';
 import { Listener } from './listener.ts';
 import { TransitionsLog } from './log.ts';
 import { migrate } from './migrations.ts';
@@ -236,6 +239,15 @@ export class PostgresJobStore implements JobStore {
 
   importJobs(records: readonly JobRecord[], now: Micros): Promise<ImportOutcome> {
     return importJobs(this.pool, this.ctx.schema, records, now, this.ctx);
+  }
+
+  storedKeys(): Promise<StoredKeys> {
+    return this.ctx.retrying(() => storedKeys(this.pool, this.ctx.t));
+  }
+
+  /** Run again whole when its answer is lost: a second run finds the jobs placed and the keys held. */
+  importKeys(keys: StoredKeys): Promise<KeysImportOutcome> {
+    return this.ctx.txAgain((db) => importKeys(db, this.ctx.t, keys), 'BEGIN');
   }
 
   claim(params: ClaimParams): Promise<JobRecord[]> {

@@ -17,6 +17,19 @@ import type { JobDraft } from '../types.ts';
 import type { ArrayParameters } from './binary-arrays.ts';
 import { closedGate, encodeWrites, updateJobsText, withLog } from './sql/writes.ts';
 
+/** Lock the supersede keys (`scopes[i]`, `keys[i]`) for this transaction, in one order so two writers never deadlock. */
+export async function lockSupersedeKeys(
+  db: Pick<pg.ClientBase, 'query'>,
+  scopes: readonly Buffer[],
+  keys: readonly string[],
+): Promise<void> {
+  await db.query(
+    `SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtextextended(encode(scope, 'hex') || ':' || key, 0) AS h
+       FROM unnest($1::bytea[], $2::text[]) AS k(scope, key)) s ORDER BY h`,
+    [scopes, keys],
+  );
+}
+
 /**
  * Lock the keys of `drafts`, read their holders, plan, and write the holders the plan changes.
  * `records[i]` is the job `drafts[i]` creates (`null`: a repeat of an earlier draft's
@@ -34,11 +47,7 @@ export async function supersedeHolders(
   const keyed = drafts.filter((d) => d.supersedeKey !== undefined && d.supersedeKey !== null);
   const scopes = keyed.map((d) => scopeOfTenant(d.tenant));
   const keys = keyed.map((d) => d.supersedeKey as string);
-  await db.query(
-    `SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtextextended(encode(scope, 'hex') || ':' || key, 0) AS h
-       FROM unnest($1::bytea[], $2::text[]) AS k(scope, key)) s ORDER BY h`,
-    [scopes, keys],
-  );
+  await lockSupersedeKeys(db, scopes, keys);
   const idempotent = keyed.filter((d) => d.idempotencyKey !== null);
   const { rows } = await db.query<{ tenant: string | null; key: string; record: Buffer }>(
     `SELECT j.tenant, j.supersede_key AS key, j.record FROM ${table}.jobs j

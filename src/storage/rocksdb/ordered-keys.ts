@@ -1,7 +1,7 @@
 /**
  * The ordered-key lines of a RocksDB store (`core/ordered-keys.ts`): the `order` column,
- * `[job id 16]` → JSON `{c: created_at, t: tenant, k: key}` for each job in a line, and the lines
- * in memory, read at open, oldest first, which the write path consults and changes as it stages
+ * `[job id 16]` → JSON `{c: place, t: tenant, k: key}` for each job in a line, and the lines
+ * in memory, read at open, ordered by place, which the write path consults and changes as it stages
  * each write (as `SupersedeKeys` does: a write that then fails leaves memory ahead of the column
  * until the next write of the line). Only jobs in a line have an entry, so the column stays as
  * small as the ordered work waiting. A pruned head keeps its entry: the line reads as blocked
@@ -15,8 +15,13 @@ import type { ColumnHandle, RocksDatabase, WriteOp } from './database.ts';
 interface Line {
   readonly tenant: string | null;
   readonly key: string;
-  /** Job ids, oldest first, with their `created_at`. */
-  readonly jobs: { readonly jobId: string; readonly createdAt: number }[];
+  /**
+   * Job ids in line order, with their places: a job's `created_at` (the order this store
+   * enqueues in), or one past the place before it when that is later. Only an imported line
+   * meets the second case: its source (PostgreSQL's lines follow commit order across servers)
+   * may have ordered it otherwise than by `created_at`, and the order at open must be its order.
+   */
+  readonly jobs: { readonly jobId: string; readonly place: number }[];
 }
 
 export class OrderLines {
@@ -36,7 +41,7 @@ export class OrderLines {
       this.add(t, k, jobIdFromBytes(key), c);
     }
     for (const line of this.lines.values()) {
-      line.jobs.sort((a, b) => a.createdAt - b.createdAt || (a.jobId < b.jobId ? -1 : 1));
+      line.jobs.sort((a, b) => a.place - b.place || (a.jobId < b.jobId ? -1 : 1));
     }
   }
 
@@ -45,11 +50,13 @@ export class OrderLines {
     return (this.lines.get(slotOf(tenant, key))?.jobs.length ?? 0) > 0;
   }
 
-  /** Stage `record`, just created with a key, as the last of its line. */
+  /** Stage `record`, just created with a key (or imported), as the last of its line. */
   join(ops: WriteOp[], record: JobRecord): void {
     if (record.orderKey === null) return;
-    this.add(record.tenant, record.orderKey, record.jobId, record.createdAt);
-    const value = JSON.stringify({ c: record.createdAt, t: record.tenant, k: record.orderKey });
+    const last = this.lines.get(slotOf(record.tenant, record.orderKey))?.jobs.at(-1)?.place ?? -Infinity;
+    const place = Math.max(record.createdAt, last + 1);
+    this.add(record.tenant, record.orderKey, record.jobId, place);
+    const value = JSON.stringify({ c: place, t: record.tenant, k: record.orderKey });
     ops.push({ column: this.column, key: idIndexKey(record.jobId), value: Buffer.from(value, 'utf8') });
   }
 
@@ -94,14 +101,14 @@ export class OrderLines {
     }
   }
 
-  private add(tenant: string | null, key: string, jobId: string, createdAt: number): void {
+  private add(tenant: string | null, key: string, jobId: string, place: number): void {
     const slot = slotOf(tenant, key);
     let line = this.lines.get(slot);
     if (line === undefined) {
       line = { tenant, key, jobs: [] };
       this.lines.set(slot, line);
     }
-    line.jobs.push({ jobId, createdAt });
+    line.jobs.push({ jobId, place });
     this.slotOf.set(jobId, slot);
   }
 }

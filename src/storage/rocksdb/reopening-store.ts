@@ -26,6 +26,8 @@ import type {
   BackupSummary,
   Change,
   ImportOutcome,
+  KeysImportOutcome,
+  StoredKeys,
   ClaimParams,
   CountRow,
   FiredSchedule,
@@ -226,6 +228,14 @@ export class ReopeningRocksStore implements JobStore {
 
   importJobs(records: readonly JobRecord[], now: Micros): Promise<ImportOutcome> {
     return this.run((store) => store.importJobs(records, now));
+  }
+
+  storedKeys(): Promise<StoredKeys> {
+    return this.run((store) => store.storedKeys());
+  }
+
+  importKeys(keys: StoredKeys): Promise<KeysImportOutcome> {
+    return this.run((store) => store.importKeys(keys));
   }
 
   /** A backup reads the store as it stands; it may run while a full disk stops writes. */

@@ -70,10 +70,13 @@ import { OrderLines } from './ordered-keys.ts';
 import { blockedOf, LineJoins, nextTurn } from '../order-plan.ts';
 import { isWaiting, keyNotBlocked, lineBlocked, staysInLine, type BlockedKey } from '../../core/ordered-keys.ts';
 import { CreatedAtSequence } from '../shared.ts';
+import { planKeysImport } from '../stored-keys.ts';
 import type {
   BackupSummary,
   Change,
   ImportOutcome,
+  KeysImportOutcome,
+  StoredKeys,
   ClaimParams,
   CountRow,
   FiredSchedule,
@@ -419,6 +422,41 @@ export class RocksJobStore implements JobStore {
       await this.stageUnit(ops, counts);
       for (const { key, record } of written) this.records.indexLive(key, record, now);
       return { written: written.length, skipped: records.length - written.length };
+    } finally {
+      release();
+    }
+  }
+
+  storedKeys(): Promise<StoredKeys> {
+    this.assertOpen();
+    const held = (id: string): boolean => this.load(id) !== null;
+    const lines = [...this.orderLines.entries()]
+      .map((line) => ({ ...line, ids: line.ids.filter(held) }))
+      .filter((line) => line.ids.length > 0);
+    const holders = [...this.supersedeKeys.holderIds()].flatMap((jobId) => {
+      const record = this.load(jobId)?.record;
+      return record?.supersedeKey == null ? [] : [{ tenant: record.tenant, key: record.supersedeKey, jobId }];
+    });
+    return Promise.resolve({ lines, holders });
+  }
+
+  async importKeys(keys: StoredKeys): Promise<KeysImportOutcome> {
+    this.assertOpen();
+    const release = await this.locks.acquire([
+      ...keys.lines.flatMap((line) => line.ids),
+      ...keys.holders.flatMap((h) => [h.jobId, this.supersedeKeys.keyLock(h.tenant, h.key)]),
+    ]);
+    try {
+      const plan = planKeysImport(keys, {
+        load: (id) => this.load(id)?.record ?? null,
+        inLine: (id) => this.orderLines.has(id),
+        keyHeld: (tenant, key) => this.supersedeKeys.holderOf(tenant, key) !== undefined,
+      });
+      const ops: WriteOp[] = [];
+      for (const record of plan.lines.flat()) this.orderLines.join(ops, record);
+      for (const record of plan.holders) this.supersedeKeys.take(ops, record);
+      await this.stageUnit(ops, []);
+      return plan.outcome;
     } finally {
       release();
     }

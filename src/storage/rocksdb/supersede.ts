@@ -54,6 +54,16 @@ export class SupersedeKeys {
     return { names, snapshot };
   }
 
+  /** The lock an enqueue takes on the key of (`tenant`, `key`), as `locksFor` names it. */
+  keyLock(tenant: string | null, key: string): string {
+    return `sup:${slotOf(tenant, key)}`;
+  }
+
+  /** The ids of the jobs holding keys. */
+  holderIds(): IterableIterator<string> {
+    return this.holders.values();
+  }
+
   unchanged(snapshot: ReadonlyMap<string, string | undefined>): boolean {
     for (const [slot, holder] of snapshot) if (this.holders.get(slot) !== holder) return false;
     return true;

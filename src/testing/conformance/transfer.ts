@@ -10,6 +10,7 @@ import { ANY_SCOPE, JobState, type JobRecord } from '../../core/types.ts';
 import { exportStore, importStore } from '../../engine/transfer.ts';
 import type { JobStore } from '../../storage/types.ts';
 import { fenceOf, jobIn } from './harness.ts';
+import { checkKeyed, fillKeyed } from './transfer-keys.ts';
 import { acme, ErrorCode, globex, rejects, SECOND, type Suite } from './context.ts';
 
 /** The stream of `store`, as lines. */
@@ -59,7 +60,7 @@ export function transferCases(s: Suite): void {
       const lines = await exported(s, s.h.store);
       await s.withHarness({});
       const summary = await imported(s, lines);
-      assert.deepEqual(summary.written, { job: 6, schedule: 1, pause: 1, limit: 1 });
+      assert.deepEqual(summary.written, { job: 6, schedule: 1, pause: 1, limit: 1, tenant: 0, line: 0, holder: 0 });
       assert.deepEqual(await everyJob(s), jobs);
       assert.deepEqual(await s.q.listSchedules({ scope: ANY_SCOPE }), schedules);
       assert.deepEqual(await s.q.pauses(), pauses);
@@ -119,6 +120,64 @@ export function transferCases(s: Suite): void {
         await rejects(imported(s, stream), ErrorCode.InvalidArgument, (error) => assert.match(error.message, message));
         assert.deepEqual(await everyJob(s), []);
         assert.deepEqual(await s.q.kindLimits(), []);
+      }
+    });
+
+    it('carries tenant limits, ordered keys and supersede keys: the moved store runs as the first would have', async () => {
+      const fill = await fillKeyed(s.q);
+      const lines = await exported(s, s.h.store);
+      await s.withHarness({});
+      const summary = await imported(s, lines);
+      // Lines: `b` (Dead head and two waiting) and `m` (Leased head and two waiting); `r` holds its
+      // next job only. One holder: the debounced job.
+      assert.deepEqual(summary.written, { job: 12, schedule: 0, pause: 0, limit: 0, tenant: 2, line: 3, holder: 1 });
+      assert.deepEqual(await exported(s, s.h.store).then((l) => l.slice(1)), lines.slice(1));
+      // A second import, merging, finds every job placed and every key held: it changes nothing.
+      const again = await imported(s, lines, true);
+      assert.deepEqual(again.skipped, { job: 12, schedule: 0, pause: 0, limit: 0, tenant: 2, line: 3, holder: 1 });
+      assert.deepEqual(await exported(s, s.h.store).then((l) => l.slice(1)), lines.slice(1));
+      if (s.q.backend !== 'memory') await s.h.reopen();
+      await checkKeyed(s.q, fill);
+    });
+
+    it('imports a stream of format version 1, written before tenant limits, lines and holders travelled', async () => {
+      const pending = await jobIn(s.h, acme, 'pending');
+      const lines = await exported(s, s.h.store);
+      const v1 = [
+        (lines[0] as string).replace('"version":2', '"version":1'),
+        ...lines.slice(1, -1),
+        (lines.at(-1) as string).replace(/,"tenant":0,"line":0,"holder":0/, ''),
+      ];
+      assert.notDeepEqual(v1, lines);
+      await s.withHarness({});
+      assert.equal((await imported(s, v1)).written.job, 1);
+      assert.equal((await s.q.show(pending.jobId)).state, JobState.Pending);
+    });
+
+    it('changes nothing for a malformed line, holder or tenant limit', async () => {
+      const fill = await fillKeyed(s.q);
+      const lines = await exported(s, s.h.store);
+      await s.withHarness({});
+      const swap = (type: string, edit: (value: Record<string, unknown>) => unknown): string[] =>
+        lines.map((text) => {
+          const parsed = JSON.parse(text) as { type?: string; value: Record<string, unknown> };
+          return parsed.type === type ? JSON.stringify({ ...parsed, value: edit(parsed.value) }) : text;
+        });
+      const otherJob = fill.afterReleased.jobId;
+      for (const [stream, message] of [
+        [swap('line', (v) => ({ ...v, ids: [] })), /has no job ids/],
+        [swap('line', (v) => ({ ...v, ids: [...(v['ids'] as string[]), otherJob] })), /no job of order key/],
+        [swap('line', (v) => ({ ...v, tenant: 42 })), /names no tenant/],
+        [swap('holder', (v) => ({ ...v, jobId: fill.head.jobId })), /no live job of supersede key/],
+        [swap('holder', (v) => ({ ...v, key: '' })), /names no key/],
+        [swap('tenant', () => Buffer.from('{"tenant":"acme"}').toString('base64')), /line \d+ /],
+        [[...lines.slice(0, -1), lines.at(-2) as string, lines.at(-1) as string], /repeats the holder|holds 2 holder/],
+        [lines.filter((text) => !text.includes('"type":"line"')), /holds 0 line lines, its last line says 3/],
+      ] as const) {
+        await rejects(imported(s, stream), ErrorCode.InvalidArgument, (error) => assert.match(error.message, message));
+        assert.deepEqual(await everyJob(s), []);
+        assert.deepEqual(await s.q.tenantLimits(), []);
+        assert.deepEqual(await s.q.blockedKeys(), []);
       }
     });
 
