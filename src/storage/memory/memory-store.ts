@@ -77,7 +77,7 @@ import {
   type TenantLimitStatus,
 } from '../../core/tenant-limits.ts';
 import { idempotencySlot, inScope } from '../../core/scope.ts';
-import { releasesSupersedeKey, supersedeSlot } from '../../core/supersede.ts';
+import { holdsKeyIn, releasesSupersedeKey, supersedeSlot } from '../../core/supersede.ts';
 import { planSupersede, supersededOutcomes } from '../supersede-plan.ts';
 import { isWaiting, keyNotBlocked, lineBlocked, orderSlot, type BlockedKey } from '../../core/ordered-keys.ts';
 import { blockedOf, LineJoins, leavesLine, nextTurn } from '../order-plan.ts';
@@ -294,7 +294,10 @@ export class MemoryJobStore implements JobStore {
       .filter((line) => line.ids.length > 0);
     const holders = [...this.supersedeKeys.values()].flatMap((jobId) => {
       const record = this.jobs.get(jobId);
-      return record?.supersedeKey == null ? [] : [{ tenant: record.tenant, key: record.supersedeKey, jobId }];
+      // Only a live job holds its key: an entry a failed write left behind is no holder.
+      return record?.supersedeKey == null || !holdsKeyIn(record.state)
+        ? []
+        : [{ tenant: record.tenant, key: record.supersedeKey, jobId }];
     });
     return Promise.resolve({ lines, holders });
   }

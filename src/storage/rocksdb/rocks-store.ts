@@ -69,6 +69,7 @@ import { SupersedeKeys } from './supersede.ts';
 import { OrderLines } from './ordered-keys.ts';
 import { blockedOf, LineJoins, nextTurn } from '../order-plan.ts';
 import { isWaiting, keyNotBlocked, lineBlocked, staysInLine, type BlockedKey } from '../../core/ordered-keys.ts';
+import { holdsKeyIn } from '../../core/supersede.ts';
 import { CreatedAtSequence } from '../shared.ts';
 import { planKeysImport } from '../stored-keys.ts';
 import type {
@@ -435,7 +436,10 @@ export class RocksJobStore implements JobStore {
       .filter((line) => line.ids.length > 0);
     const holders = [...this.supersedeKeys.holderIds()].flatMap((jobId) => {
       const record = this.load(jobId)?.record;
-      return record?.supersedeKey == null ? [] : [{ tenant: record.tenant, key: record.supersedeKey, jobId }];
+      // Only a live job holds its key: an entry a failed write left behind is no holder.
+      return record?.supersedeKey == null || !holdsKeyIn(record.state)
+        ? []
+        : [{ tenant: record.tenant, key: record.supersedeKey, jobId }];
     });
     return Promise.resolve({ lines, holders });
   }
