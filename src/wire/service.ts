@@ -9,11 +9,14 @@ import {
   fromBinary,
   toBinary,
   type DescMessage,
+  type Message,
   type MessageInitShape,
   type MessageShape,
 } from '@bufbuild/protobuf';
+import { BinaryReader, BinaryWriter } from '@bufbuild/protobuf/wire';
 import type { ServiceDefinition } from '@grpc/grpc-js';
 import { ErrorCode, TelhaError } from '../core/errors.ts';
+import { STREAM_CODECS, type MessageCodec } from '../gen/telha/v1/queue_hot_codecs.ts';
 import { QueueService } from '../gen/telha/v1/queue_pb.ts';
 
 export { QueueService };
@@ -28,16 +31,58 @@ export type RequestInitOf<K extends MethodName> = MessageInitShape<Methods[K]['i
 export type ResponseOf<K extends MethodName> = MessageShape<Methods[K]['output']>;
 export type ResponseInitOf<K extends MethodName> = MessageInitShape<Methods[K]['output']>;
 
-function codec<D extends DescMessage>(
-  schema: D,
-): { serialize: (value: MessageShape<D> | Uint8Array) => Buffer; deserialize: (bytes: Buffer) => MessageShape<D> } {
+interface Codec<T> {
+  serialize: (value: T | Uint8Array) => Buffer;
+  deserialize: (bytes: Buffer) => T;
+}
+
+const asBuffer = (bytes: Uint8Array): Buffer =>
+  Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+
+/** The largest message after which a codec keeps its writer's buffer for the next one. */
+const KEPT_WRITER_BYTES = 64 * 1024;
+
+/**
+ * A codec from a generated encoder and decoder (`scripts/hot-codecs.ts`), wire-identical to
+ * `toBinary` / `fromBinary` and the same message objects, without their by-name field access.
+ */
+function generatedCodec({ typeName, encode, decode }: MessageCodec): [string, Codec<Message>] {
+  // One writer for every message (serializing is synchronous): its buffer is allocated and grown
+  // once instead of per message. `finish()` copies the bytes out and resets it, after a throw too.
+  let writer = new BinaryWriter();
+  const codec: Codec<Message> = {
+    serialize: (value) => {
+      if (value instanceof Uint8Array) return asBuffer(value);
+      try {
+        encode(writer, value);
+      } catch (error) {
+        writer.finish();
+        throw error;
+      }
+      const bytes = writer.finish();
+      // A large message (a batch) leaves a large buffer behind: not kept for the small ones.
+      if (bytes.byteLength > KEPT_WRITER_BYTES) writer = new BinaryWriter();
+      return asBuffer(bytes);
+    },
+    deserialize: (bytes) => decode(new BinaryReader(bytes), bytes.byteLength),
+  };
+  return [typeName, codec];
+}
+
+/**
+ * The messages of the Produce and Work streams, which every job crosses (each several times):
+ * read and written by generated code, the rest by protobuf-es's reflection. Measured in
+ * bench/RESULTS.md, issue 33, "Changes".
+ */
+const GENERATED_CODECS: ReadonlyMap<string, Codec<Message>> = new Map(STREAM_CODECS.map(generatedCodec));
+
+function codec<D extends DescMessage>(schema: D): Codec<MessageShape<D>> {
+  const generated = GENERATED_CODECS.get(schema.typeName);
+  if (generated !== undefined) return generated as unknown as Codec<MessageShape<D>>;
   return {
     // Bytes are a message already encoded, written as they are: a Watch message is laid out from
     // events encoded once for all its watchers (`server/watch-messages.ts`).
-    serialize: (value) => {
-      const bytes = value instanceof Uint8Array ? value : toBinary(schema, value);
-      return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    },
+    serialize: (value) => asBuffer(value instanceof Uint8Array ? value : toBinary(schema, value)),
     deserialize: (bytes) => fromBinary(schema, bytes),
   };
 }
